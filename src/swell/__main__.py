@@ -1,0 +1,3 @@
+from swell.cli.app import main
+
+main()

@@ -1,0 +1,105 @@
+"""The narrow adapter protocol and the shapes that cross it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    resume: bool = False
+    tools: bool = False
+    enforces_permissions: bool = False
+    json_schema: bool = False
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class AgentRequest(BaseModel):
+    """Everything an adapter needs for one agent turn."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    prompt: str
+    system_prompt: str = ""
+    workspace: Path
+    model: str | None = None
+    allowed_tools: list[str] = Field(default_factory=list)
+    denied_tools: list[str] = Field(default_factory=list)
+    resume_session: str | None = None
+    timeout_s: float | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    json_schema: dict[str, Any] | None = None
+    # who is asking; adapters may use these only for naming and logging
+    run_id: str = ""
+    step_id: str = ""
+    visit: int = 1
+
+
+class AgentResult(BaseModel):
+    success: bool
+    text: str = ""
+    error: str | None = None
+    error_kind: str | None = None  # see swell.errors.AgentError.kind
+    usage: Usage = Field(default_factory=Usage)
+    session_id: str | None = None
+    files_changed: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AgentText:
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentToolCall:
+    name: str
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentUsageUpdate:
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class AgentSessionStarted:
+    session_id: str
+
+
+@dataclass(frozen=True)
+class AgentFinished:
+    result: AgentResult
+
+
+AgentEvent = AgentText | AgentToolCall | AgentUsageUpdate | AgentSessionStarted | AgentFinished
+
+
+class AgentAdapter(Protocol):
+    """One agent implementation. `run` yields events and ends with AgentFinished."""
+
+    name: str
+    capabilities: Capabilities
+
+    def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]: ...
+
+
+@dataclass
+class AdapterSetup:
+    """What the registry hands a factory: the adapter's name and manifest settings."""
+
+    name: str
+    binary: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    project_root: Path = Path(".")

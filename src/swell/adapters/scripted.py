@@ -1,0 +1,154 @@
+"""The `scripted` adapter: replays a script of replies. The engine's test double.
+
+Settings (`adapters.NAME.options`): `script` (YAML file, relative to the project
+root) and optionally `calls` (a JSONL file where every request is recorded).
+The n-th visit of a step gets the n-th reply written for that step (or, when the
+script names no step, the n-th reply overall), so a resumed run replays the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentEvent,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentUsageUpdate,
+    Capabilities,
+    Usage,
+)
+from swell.adapters.registry import AdapterRegistry
+from swell.workspace.paths import PathEscape, inside
+
+
+class ScriptedOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    script: str
+    calls: str | None = None
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    target: str | None = None
+
+
+class Reply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    step: str | None = None
+    text: str = ""
+    files: dict[str, str] = Field(default_factory=dict)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    session_id: str | None = None
+    fail: str | None = None
+    error_kind: str | None = None
+    delay: float = 0.0
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    replies: list[Reply]
+
+
+class ScriptedAdapter:
+    name = "scripted"
+    capabilities = Capabilities(resume=True, tools=True, enforces_permissions=False, json_schema=False)
+
+    def __init__(self, setup: AdapterSetup) -> None:
+        self.options = ScriptedOptions.model_validate(setup.options)
+        self.root = setup.project_root
+
+    def _script(self) -> Script:
+        path = self.root / self.options.script
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            return Script.model_validate(data)
+        except (OSError, yaml.YAMLError, ValidationError) as exc:
+            raise ValueError(f"scripted adapter: cannot use script {path}: {exc}") from None
+
+    def _record(self, request: AgentRequest) -> None:
+        if not self.options.calls:
+            return
+        path = self.root / self.options.calls
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(request.model_dump(mode="json")) + "\n")
+
+    def _pick(self, request: AgentRequest) -> Reply | str:
+        replies = self._script().replies
+        mine = [r for r in replies if r.step == request.step_id] or [r for r in replies if r.step is None]
+        if request.visit > len(mine):
+            return f"scripted adapter: no reply for visit {request.visit} of step '{request.step_id}' (script has {len(mine)})"
+        return mine[request.visit - 1]
+
+    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+        self._record(request)
+        try:
+            reply = self._pick(request)
+        except ValueError as exc:
+            yield AgentFinished(AgentResult(success=False, error=str(exc), error_kind="crash"))
+            return
+        if isinstance(reply, str):
+            yield AgentFinished(AgentResult(success=False, error=reply, error_kind="crash"))
+            return
+        session = reply.session_id or request.resume_session or f"scripted-{request.run_id}-{request.step_id}"
+        yield AgentSessionStarted(session)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        changed: list[str] = []
+        for rel, content in reply.files.items():
+            try:
+                target = inside(request.workspace, rel)
+            except PathEscape as exc:
+                yield AgentFinished(AgentResult(success=False, error=str(exc), error_kind="crash"))
+                return
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+            changed.append(rel)
+        for call in reply.tool_calls:
+            yield AgentToolCall(call.name, call.target)
+        if reply.text:
+            yield AgentText(reply.text)
+        yield AgentUsageUpdate(reply.usage)
+        result = AgentResult(
+            success=reply.fail is None,
+            text=reply.text,
+            error=reply.fail,
+            error_kind=(reply.error_kind or "crash") if reply.fail else None,
+            usage=reply.usage,
+            session_id=session,
+            files_changed=changed,
+        )
+        yield AgentFinished(result)
+
+
+def check_options(options: dict[str, Any]) -> list[str]:
+    try:
+        ScriptedOptions.model_validate(options)
+    except ValidationError as exc:
+        return [f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors()]
+    return []
+
+
+def register(registry: AdapterRegistry) -> None:
+    registry.register("scripted", ScriptedAdapter, check_options)
+
+
+__all__ = ["ScriptedAdapter", "register"]

@@ -1,0 +1,1 @@
+"""The `swell` command line: one module per command group; parsing and printing only."""

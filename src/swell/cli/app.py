@@ -1,0 +1,80 @@
+"""The Typer application: global options, command registration, and error handling."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from swell import __version__
+
+app = typer.Typer(
+    name="swell",
+    help="Run multi-agent software pipelines written in the Wave manifest format.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"swell {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    project: Annotated[
+        Path | None, typer.Option("--project", "-C", help="Project directory (default: search upward from cwd).")
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    ctx.obj = project
+
+
+def _register() -> None:
+    from swell.cli import gates, inspect, project, runs
+
+    project.register(app)
+    runs.register(app)
+    inspect.register(app)
+    gates.register(app)
+
+
+def main() -> None:
+    """Console entry point: user errors print one clear message and exit non-zero."""
+    from swell.errors import ManifestError, SwellError
+
+    _register()
+    try:
+        app(standalone_mode=False)
+    except SwellError as exc:
+        if isinstance(exc, ManifestError):
+            for problem in exc.problems:
+                print(str(problem), file=sys.stderr)
+            count = len(exc.problems)
+            print(f"{count} problem{'s' if count != 1 else ''} found", file=sys.stderr)
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

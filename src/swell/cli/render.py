@@ -1,0 +1,121 @@
+"""How runs look in a terminal: progress lines, NDJSON, and shared formatting."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from swell.events import models as ev
+
+SYMBOLS = {"success": "✓", "failure": "✗"}
+
+
+def fmt_ms(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{ms}ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+class NdjsonPrinter:
+    """`-o json`: one event per line, flushed as it happens."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        for event in events:
+            self.out.write(ev.event_json(event) + "\n")
+        self.out.flush()
+
+
+class ProgressPrinter:
+    """Readable progress lines; colour when writing to a terminal."""
+
+    def __init__(self, out: TextIO | None = None, color: bool | None = None, root_run: str | None = None) -> None:
+        self.out = out or sys.stdout
+        self.color = self.out.isatty() if color is None else color
+        self.root_run = root_run
+        self._tty = self.out.isatty()
+
+    def _c(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def _write(self, line: str, run_id: str) -> None:
+        indent = "  " if self.root_run and run_id != self.root_run else ""
+        self.out.write(indent + line + "\n")
+
+    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        for event in events:
+            line = self.line(event)
+            if line:
+                self._write(line, event.run_id)
+        self.out.flush()
+
+    def line(self, e: ev.BaseEvent) -> str | None:  # noqa: PLR0911 - one branch per event kind
+        name = f"{e.step_id}" + (f" #{e.visit}" if e.visit and e.visit > 1 else "")
+        if isinstance(e, ev.RunStarted):
+            if e.parent_run_id:
+                return self._c(f"↳ sub-pipeline {e.pipeline} ({e.run_id})", "2")
+            return None
+        if isinstance(e, ev.RunResumed):
+            extra = f" (re-running {', '.join(e.interrupted_steps)})" if e.interrupted_steps else ""
+            return self._c(f"resumed {e.run_id}{extra}", "2")
+        if isinstance(e, ev.StepStarted):
+            if e.kind == "conditional":
+                return None
+            detail = f"  {self._c(e.detail, '2')}" if e.detail else ""
+            return f"{self._c('▶', '36')} {name}{detail}"
+        if isinstance(e, ev.StepFinished):
+            ok = e.outcome == "success"
+            mark = self._c(SYMBOLS[e.outcome], "32" if ok else "31")
+            extra = "" if e.exit_code in (None, 0) else f"  exit {e.exit_code}"
+            tokens = f"  {e.tokens_in}→{e.tokens_out} tok" if e.tokens_in or e.tokens_out else ""
+            text = f"{mark} {name}  {fmt_ms(e.duration_ms)}{extra}{tokens}"
+            if not ok and e.error:
+                last = [ln for ln in e.error.strip().splitlines() if ln.strip()][-3:]
+                text += "".join(f"\n    {self._c(ln, '2')}" for ln in last)
+            return text
+        if isinstance(e, ev.RouteTaken):
+            cond = f" ({e.condition})" if e.condition else ""
+            return self._c(f"  → {e.target}{cond}", "2")
+        if isinstance(e, ev.ContextSet):
+            return self._c(f"  context.{e.key} = {e.value}", "2")
+        if isinstance(e, ev.GateWaiting):
+            lines = [self._c(f"⏸ {e.step_id}: {e.message}", "33")]
+            if e.choices:
+                lines.append("    choices: " + ", ".join(f"[{c.key}] {c.label}" for c in e.choices))
+            lines.append(self._c(f"    approve: swell approve {e.run_id} {e.step_id}"
+                                 + (" --choice KEY" if e.choices else "")
+                                 + f"   reject: swell reject {e.run_id} {e.step_id} --reason TEXT", "2"))
+            return "\n".join(lines)
+        if isinstance(e, ev.GateResolved):
+            who = f" by {e.by}" if e.by else ""
+            choice = f" ({e.choice})" if e.choice else ""
+            return self._c(f"  gate {e.step_id} {e.decision}{choice}{who}", "33")
+        if isinstance(e, ev.LimitExceeded):
+            return self._c(f"! {e.limit} reached at {e.step_id}: {e.count} of {e.maximum}", "31")
+        if isinstance(e, ev.BreakerTripped):
+            return self._c(f"! circuit breaker tripped at {e.step_id} after {e.count} identical failures", "31")
+        if isinstance(e, ev.Warning):
+            return self._c(f"  warning: {e.message}", "33")
+        if isinstance(e, ev.AgentToolCall):
+            target = f" {e.target}" if e.target else ""
+            return self._c(f"    · {e.name}{target}", "2")
+        if isinstance(e, ev.StepInterrupted):
+            return self._c(f"■ {name} interrupted: {e.reason}", "33")
+        if isinstance(e, ev.RunFinished):
+            if self.root_run and e.run_id != self.root_run:
+                return self._c(f"↲ sub-pipeline {e.status}", "2")
+            colour = {"succeeded": "32", "failed": "31"}.get(e.status, "33")
+            text = f"run {e.status} in {fmt_ms(e.duration_ms)} ({e.visits} visits)"
+            if e.error and e.status != "succeeded":
+                text += f": {e.error}"
+            return self._c(text, colour)
+        return None

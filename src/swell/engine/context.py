@@ -1,0 +1,133 @@
+"""The context objects a visit runs with: what the run knows, and what the engine offers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from swell.events.models import BaseEvent
+from swell.manifest.loader import LoadedPipeline, Project
+from swell.manifest.models import Step
+
+if TYPE_CHECKING:
+    from swell.adapters.registry import AdapterRegistry
+    from swell.engine.graph import Activation
+    from swell.engine.state import OpenVisit, RunState
+    from swell.engine.steps import StepKinds
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    decision: str  # approved | rejected
+    choice: str | None = None
+    reason: str | None = None
+    by: str | None = None
+
+
+class GateDecisions(Protocol):
+    """Where approvals made elsewhere (another terminal, the dashboard) are found."""
+
+    def gate_decision(self, run_id: str, step_id: str, visit: int) -> GateDecision | None: ...
+
+
+class GatePrompter(Protocol):
+    """Asks a person at this terminal; returns None if nobody answered."""
+
+    async def ask(self, run_id: str, step: Step, message: str) -> GateDecision | None: ...
+
+
+class RunControl(Protocol):
+    def cancel_requested(self, run_id: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    run_id: str
+    status: str
+    error: str | None = None
+
+
+class ChildRuns(Protocol):
+    """Runs a sub-pipeline as a child run; `resume_id` continues an existing child."""
+
+    async def run_child(self, parent: RunPlan, step: Step, visit: int, input_text: str,
+                        resume_id: str | None,
+                        on_start: Callable[[str, str], None]) -> ChildOutcome: ...
+
+
+@dataclass
+class RunOptions:
+    auto_approve: bool = False
+    adapter: str | None = None  # `swell run --adapter`
+    model: str | None = None  # `swell run --model`
+    gate_poll_seconds: float = 0.5
+    control_poll_seconds: float = 0.5
+
+
+@dataclass
+class RunPlan:
+    """One run: which pipeline, on what input, where."""
+
+    run_id: str
+    project: Project
+    pipeline: LoadedPipeline
+    input: str
+    workspace: Path
+    run_dir: Path  # swell's own files for this run (logs), outside the workspace
+    parent_run_id: str | None = None
+    parent_step_id: str | None = None
+    options: RunOptions = field(default_factory=RunOptions)
+
+
+@dataclass
+class Services:
+    """What the engine gets from outside; the runtime wires the real ones."""
+
+    step_kinds: StepKinds
+    adapters: AdapterRegistry
+    gates: GateDecisions | None = None
+    prompter: GatePrompter | None = None
+    control: RunControl | None = None
+    children: ChildRuns | None = None
+
+
+@dataclass
+class StepResult:
+    """What a step kind returns; the runner turns it into events and routing."""
+
+    outcome: str  # success | failure
+    error: str | None = None
+    exit_code: int | None = None
+    output_tail: str | None = None
+    # namespace for `output.context` expressions (exit_code, stdout, stderr, json, ...)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    stdout: str | None = None  # for `source: stdout` artifacts
+    events: list[BaseEvent] = field(default_factory=list)  # committed with the visit
+    choice_key: str | None = None
+    choice_target: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    error_key_override: str | None = None
+
+
+@dataclass
+class VisitContext:
+    """Everything one visit of one step may use."""
+
+    plan: RunPlan
+    services: Services
+    step: Step
+    visit: int
+    activation: Activation
+    state: RunState
+    namespace: dict[str, Any]
+    emit: Callable[[Sequence[BaseEvent]], None]  # stamps and commits events now
+    resumed: OpenVisit | None = None  # set when continuing a visit after resume
+
+    def event(self, ev: BaseEvent) -> BaseEvent:
+        ev.step_id = self.step.id
+        ev.visit = self.visit
+        return ev

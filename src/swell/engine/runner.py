@@ -1,0 +1,348 @@
+"""The run loop: start ready steps, wait for visits, route, repeat. It only schedules.
+
+Everything a visit produces leaves the runner as one batch of events, committed by
+the sink before the next step starts; the runner's own state is the fold of exactly
+those events, so a resumed run continues from the same place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from swell.engine.context import RunPlan, Services, StepResult, VisitContext
+from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
+from swell.engine.limits import normalize_error
+from swell.engine.outputs import evaluate_context
+from swell.engine.state import OpenVisit, RunState
+from swell.events import models as ev
+from swell.events.bus import EventSink
+from swell.manifest.models import Step
+from swell.process import install_child_watcher
+from swell.workspace import artifacts
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    status: str  # succeeded | failed | cancelled | interrupted | waiting
+    error: str | None = None
+    visits: int = 0
+
+
+@dataclass
+class _Visit:
+    step: Step
+    visit: int
+    activation: Activation
+    resumed: OpenVisit | None
+    started: float = 0.0
+
+
+class Runner:
+    def __init__(self, plan: RunPlan, services: Services, sink: EventSink,
+                 state: RunState | None = None) -> None:
+        self.plan = plan
+        self.services = services
+        self.sink = sink
+        self.graph = Graph(plan.pipeline.pipeline)
+        self.state = state or RunState(plan.run_id)
+        self._tasks: dict[asyncio.Task[StepResult], _Visit] = {}
+        self._stop: str | None = None  # interrupted | cancelled
+        self._started = time.monotonic()
+        runtime = plan.project.manifest.runtime
+        self._concurrency = runtime.concurrency
+        self._breaker_limit = runtime.circuit_breaker.limit
+
+    # ------------------------------------------------------------------ events
+
+    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        """Stamp, commit (through the sink) and apply a batch of events."""
+        stamp = ev.now_iso()
+        seq = self.state.seq
+        for event in events:
+            seq += 1
+            event.run_id, event.seq, event.ts = self.plan.run_id, seq, stamp
+        self.sink.emit(events)
+        for event in events:
+            self.state.apply(event)
+
+    def interrupt(self, status: str = "interrupted") -> None:
+        """Stop the run (Ctrl-C, `swell cancel`): in-flight visits are cancelled."""
+        if self._stop is None:
+            self._stop = status
+        for task in self._tasks:
+            task.cancel()
+
+    # -------------------------------------------------------------------- loop
+
+    async def run(self) -> RunSummary:
+        install_child_watcher()
+        self.plan.workspace.mkdir(parents=True, exist_ok=True)
+        if self.state.started_once:
+            self._resume()
+        else:
+            self.emit([
+                ev.RunStarted(pipeline=self.plan.pipeline.name, input=self.plan.input,
+                              parent_run_id=self.plan.parent_run_id, parent_step_id=self.plan.parent_step_id,
+                              workspace=str(self.plan.workspace)),
+                *[ev.StepQueued(step_id=a.step_id, reason="entry") for a in self.graph.entry_activations()],
+            ])
+        try:
+            return await self._loop()
+        except asyncio.CancelledError:
+            # a parent run (or the caller) is stopping us
+            self.interrupt("interrupted")
+            await asyncio.shield(self._shutdown())
+            raise
+
+    async def _loop(self) -> RunSummary:
+        poll = self.plan.options.control_poll_seconds
+        last_check = time.monotonic()
+        while True:
+            if self._stop:
+                return await self._shutdown()
+            failure = self._start_ready()
+            if failure:
+                return await self._finish("failed", failure)
+            if not self._tasks:
+                if self.state.queue:
+                    blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
+                    return await self._finish("failed", f"steps {blocked} wait for dependencies that never ran")
+                return await self._finish("succeeded")
+            done, _ = await asyncio.wait(self._tasks, timeout=poll, return_when=asyncio.FIRST_COMPLETED)
+            if self.services.control and time.monotonic() - last_check >= poll:
+                last_check = time.monotonic()
+                if self.services.control.cancel_requested(self.plan.run_id):
+                    self.interrupt("cancelled")
+            if self._stop:
+                continue
+            for task in done:
+                visit = self._tasks.pop(task)
+                routing = self._complete(visit, self._result_of(task))
+                if routing.complete:
+                    return await self._finish("succeeded")
+                if routing.fail:
+                    return await self._finish("failed", routing.fail)
+
+    @staticmethod
+    def _result_of(task: asyncio.Task[StepResult]) -> StepResult:
+        try:
+            return task.result()
+        except Exception as exc:  # a bug in a step kind must not lose the run
+            return StepResult(outcome="failure", error=f"internal error: {exc!r}")
+
+    def _start_ready(self) -> str | None:
+        running = {v.step.id for v in self._tasks.values()}
+        for act in list(self.state.queue):
+            if len(self._tasks) >= self._concurrency:
+                break
+            if act.step_id in running or not self.graph.deps_met(act.step_id, self.state.finished):
+                continue
+            step = self.graph.steps[act.step_id]
+            limit = self._limit_reached(step)
+            if limit:
+                return limit
+            visit = self.state.numbered[step.id] + 1
+            self.emit([ev.StepStarted(step_id=step.id, visit=visit, kind=step.kind, persona=step.persona,
+                                      detail=_detail(step), source_step=act.source_step,
+                                      source_visit=act.source_visit)])
+            self._launch(_Visit(step, visit, act, None))
+            running.add(step.id)
+        return None
+
+    def _limit_reached(self, step: Step) -> str | None:
+        count = self.state.counted[step.id]
+        if count >= step.max_visits:
+            self.emit([ev.LimitExceeded(step_id=step.id, limit="max_visits", count=count,
+                                        maximum=step.max_visits)])
+            return (f"step '{step.id}' reached its max_visits limit "
+                    f"({count} of {step.max_visits} visits)")
+        total = self.state.total + len(self.state.open)
+        maximum = self.plan.pipeline.pipeline.max_step_visits
+        if total >= maximum:
+            self.emit([ev.LimitExceeded(step_id=step.id, limit="max_step_visits", count=total, maximum=maximum)])
+            return (f"pipeline reached max_step_visits ({total} of {maximum} visits in total) "
+                    f"before entering step '{step.id}'")
+        return None
+
+    def _launch(self, visit: _Visit) -> None:
+        ctx = VisitContext(
+            plan=self.plan, services=self.services, step=visit.step, visit=visit.visit,
+            activation=visit.activation, state=self.state, namespace=self._namespace(visit.step),
+            emit=self.emit, resumed=visit.resumed,
+        )
+        runner = self.services.step_kinds.get(visit.step.kind)
+        visit.started = time.monotonic()
+        self._tasks[asyncio.create_task(runner(ctx))] = visit
+
+    def _namespace(self, step: Step) -> dict[str, Any]:
+        """Template variables for one visit (docs/manifest.md, "Templates")."""
+        state, plan = self.state, self.plan
+        steps = {
+            sid: {"outcome": s.outcome, "exit_code": s.exit_code, "visit": s.visit,
+                  "artifacts": dict(state.artifacts.get(sid, {}))}
+            for sid, s in state.last.items()
+        }
+        arts: dict[str, str] = {}
+        for ref in step.memory.inject_artifacts:
+            path = state.artifacts.get(ref.step or "", {}).get(ref.artifact)
+            if path:
+                arts[ref.as_ or ref.artifact] = path
+        for art in step.output_artifacts:
+            if art.path:
+                arts.setdefault(art.name, str(plan.workspace / art.path))
+        return {
+            "input": plan.input,
+            "pipeline_id": plan.run_id,
+            "pipeline_name": plan.pipeline.name,
+            "run": {"id": plan.run_id},
+            "step_id": step.id,
+            "workspace": str(plan.workspace),
+            "project_root": str(plan.project.root),
+            "project": dict(plan.project.manifest.project),
+            "context": dict(state.context),
+            "artifacts": arts,
+            "steps": steps,
+        }
+
+    # --------------------------------------------------------------- a visit ends
+
+    def _complete(self, visit: _Visit, result: StepResult) -> Routing:
+        step, state = visit.step, self.state
+        batch: list[ev.BaseEvent] = list(result.events)
+        stamp = {"step_id": step.id, "visit": visit.visit}
+        context_after = dict(state.context)
+        if step.output and step.output.context:
+            values, problems = evaluate_context(step.output.context, result.outputs)
+            for key, value in values.items():
+                batch.append(ev.ContextSet(key=key, value=value, **stamp))
+                context_after[key] = value
+            batch += [ev.Warning(message=p, **stamp) for p in problems]
+        if step.output_artifacts:
+            found, problems = artifacts.collect(self.plan.workspace, step.output_artifacts, result.stdout)
+            for art in found:
+                art.step_id, art.visit = step.id, visit.visit
+            batch += found
+            if problems and result.outcome == "success":
+                result.outcome, result.error = "failure", "; ".join(problems)
+        failed = result.outcome == "failure"
+        error_key = None
+        if failed and step.kind != "conditional" and not step.optional:
+            error_key = result.error_key_override or normalize_error(result.error or "failure")
+        batch.append(ev.StepFinished(
+            outcome="failure" if failed else "success", error=result.error, error_key=error_key,
+            exit_code=result.exit_code,
+            duration_ms=int((time.monotonic() - visit.started) * 1000), output_tail=result.output_tail,
+            tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost_usd=result.cost_usd,
+            optional_failure=failed and step.optional, **stamp,
+        ))
+        if error_key is not None:
+            previous = state.breaker.get(step.id)
+            count = previous[1] + 1 if previous and previous[0] == error_key else 1
+            if count >= self._breaker_limit:
+                batch.append(ev.BreakerTripped(error_key=error_key, count=count, **stamp))
+                self.emit(batch)
+                first = (result.error or "").strip().splitlines()[0] if result.error else "failure"
+                return Routing(fail=f"circuit breaker: step '{step.id}' failed {count} times in a row "
+                                    f"with the same error: {first}")
+        routing = self.graph.next_steps(
+            VisitOutcome(step.id, visit.visit, "failure" if failed else "success", result.error,
+                         failed and step.optional, result.choice_target, result.choice_key),
+            context_after, state.finished | {step.id},
+        )
+        if routing.route:
+            batch.append(ev.RouteTaken(target=routing.route.target, condition=routing.route.condition,
+                                       outcome="failure" if failed else "success", **stamp))
+        queued = {a.step_id for a in state.queue}
+        for act in routing.activate:
+            if act.step_id not in queued:
+                queued.add(act.step_id)
+                batch.append(ev.StepQueued(step_id=act.step_id, reason=act.reason,  # type: ignore[arg-type]
+                                           source_step=act.source_step, source_visit=act.source_visit))
+        self.emit(batch)
+        return routing
+
+    # ------------------------------------------------------------ start and stop
+
+    def _resume(self) -> None:
+        """Continue after a crash, Ctrl-C or a process that left a gate waiting."""
+        batch: list[ev.BaseEvent] = []
+        continuing: list[OpenVisit] = []
+        queued = {a.step_id for a in self.state.queue}
+        for open_visit in list(self.state.open.values()):
+            if open_visit.gate is not None or open_visit.child_run_id is not None:
+                continuing.append(open_visit)
+                continue
+            batch.append(ev.StepInterrupted(step_id=open_visit.step_id, visit=open_visit.visit,
+                                            reason="the process running this visit ended"))
+            if open_visit.step_id not in queued:
+                queued.add(open_visit.step_id)
+                batch.append(ev.StepQueued(step_id=open_visit.step_id, reason="resume",
+                                           source_step=open_visit.source_step,
+                                           source_visit=open_visit.source_visit))
+        interrupted = [e.step_id or "" for e in batch if isinstance(e, ev.StepInterrupted)]
+        self.emit([ev.RunResumed(interrupted_steps=interrupted), *batch])
+        for open_visit in continuing:
+            step = self.graph.steps[open_visit.step_id]
+            act = Activation(step.id, "resume", open_visit.source_step, open_visit.source_visit)
+            self._launch(_Visit(step, open_visit.visit, act, open_visit))
+
+    async def _cancel_tasks(self) -> None:
+        """Cancel in-flight visits and wait until their processes are gone."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=30)
+
+    async def _finish(self, status: str, error: str | None = None) -> RunSummary:
+        batch: list[ev.BaseEvent] = [
+            ev.StepInterrupted(step_id=visit.step.id, visit=visit.visit,
+                               reason=f"run {status} while this visit ran")
+            for visit in self._tasks.values()
+        ]
+        await self._cancel_tasks()
+        self._tasks.clear()
+        batch.append(ev.RunFinished(status=status, error=error, visits=self.state.total,  # type: ignore[arg-type]
+                                    duration_ms=int((time.monotonic() - self._started) * 1000)))
+        self.emit(batch)
+        return RunSummary(self.plan.run_id, status, error, self.state.total)
+
+    async def _shutdown(self) -> RunSummary:
+        """Stop for Ctrl-C or `swell cancel`. Waiting gates stay open for `swell resume`."""
+        status = self._stop or "interrupted"
+        batch: list[ev.BaseEvent] = []
+        gates_open = False
+        await self._cancel_tasks()
+        for visit in self._tasks.values():
+            open_visit = self.state.open.get((visit.step.id, visit.visit))
+            if status == "interrupted" and open_visit and open_visit.gate and not open_visit.resolution:
+                gates_open = True
+                continue
+            batch.append(ev.StepInterrupted(step_id=visit.step.id, visit=visit.visit, reason=f"run {status}"))
+            if status == "interrupted" and not self.state.queued(visit.step.id):
+                batch.append(ev.StepQueued(step_id=visit.step.id, reason="resume",
+                                           source_step=visit.activation.source_step,
+                                           source_visit=visit.activation.source_visit))
+        self._tasks.clear()
+        if gates_open and not batch:
+            return RunSummary(self.plan.run_id, "waiting", None, self.state.total)
+        batch.append(ev.RunFinished(status=status, visits=self.state.total,  # type: ignore[arg-type]
+                                    error="interrupted; continue with `swell resume`"
+                                    if status == "interrupted" else "cancelled",
+                                    duration_ms=int((time.monotonic() - self._started) * 1000)))
+        self.emit(batch)
+        return RunSummary(self.plan.run_id, status, None, self.state.total)
+
+
+def _detail(step: Step) -> str | None:
+    if step.kind == "command":
+        text = step.script if step.script is not None else (step.exec.source if step.exec else "")
+        return (text or "").strip().splitlines()[0][:200] if text and text.strip() else None
+    if step.kind == "pipeline":
+        return step.pipeline
+    return None

@@ -1,0 +1,75 @@
+"""`type: command`: a shell script, no tokens. Outcome is exit code 0."""
+
+from __future__ import annotations
+
+import os
+
+from swell.engine.context import StepResult, VisitContext
+from swell.engine.outputs import output_namespace
+from swell.events.models import Warning
+from swell.manifest.templates import render_script
+from swell.process import DEFAULT_MAX_OUTPUT, run_process
+from swell.workspace.artifacts import write_log
+
+TAIL_CHARS = 4000
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def swell_env(ctx: VisitContext) -> dict[str, str]:
+    """Variables every process started for a visit can read."""
+    return {
+        "SWELL_RUN_ID": ctx.plan.run_id,
+        "SWELL_STEP_ID": ctx.step.id,
+        "SWELL_VISIT": str(ctx.visit),
+        "SWELL_WORKSPACE": str(ctx.plan.workspace),
+        "SWELL_PROJECT_ROOT": str(ctx.plan.project.root),
+    }
+
+
+def timeout_seconds(ctx: VisitContext) -> float:
+    if ctx.step.timeout_minutes:
+        return ctx.step.timeout_minutes * 60
+    return ctx.plan.project.manifest.runtime.step_timeout_seconds
+
+
+async def run(ctx: VisitContext) -> StepResult:
+    step = ctx.step
+    script = step.script if step.script is not None else (step.exec.source if step.exec else "") or ""
+    rendered = render_script(script, ctx.namespace)
+    notes = [ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
+             for m in rendered.missing]
+    env = {**os.environ, **swell_env(ctx), **rendered.env}
+    runtime = ctx.plan.project.manifest.runtime
+    timeout = timeout_seconds(ctx)
+    result = await run_process(
+        ["sh", "-c", rendered.text],
+        cwd=ctx.plan.workspace,
+        env=env,
+        timeout=timeout,
+        grace=runtime.timeouts.process_grace_seconds or 3.0,
+        max_output=runtime.artifacts.max_stdout_size or DEFAULT_MAX_OUTPUT,
+    )
+    combined = result.stdout
+    if result.stderr:
+        combined += ("\n" if combined and not combined.endswith("\n") else "") + result.stderr
+    log = write_log(ctx.plan.run_dir, step.id, ctx.visit, result.stdout, result.stderr)
+    notes.append(ctx.event(log))
+    outcome = "success" if result.exit_code == 0 else "failure"
+    if result.timed_out:
+        error = f"timed out after {timeout:g}s\n{tail(combined, 1000)}".rstrip()
+    elif outcome == "failure":
+        error = f"exit code {result.exit_code}\n{tail(combined, 1000)}".rstrip()
+    else:
+        error = None
+    return StepResult(
+        outcome=outcome,
+        error=error,
+        exit_code=result.exit_code,
+        output_tail=tail(combined),
+        outputs=output_namespace(result.stdout, result.stderr, result.exit_code, outcome),
+        stdout=result.stdout,
+        events=notes,
+    )

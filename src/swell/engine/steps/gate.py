@@ -1,0 +1,101 @@
+"""`gate:` steps: wait for a person (approval) or for time (timer).
+
+An approval is found in the store (`swell approve` from another terminal, later the
+dashboard), asked for on this terminal when one is attached, or given up front with
+`--auto-approve`. The wait survives the process: `swell resume` picks it up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from swell.engine.context import GateDecision, StepResult, VisitContext
+from swell.events.models import GateChoiceInfo, GateResolved, GateWaiting, RunWaiting
+from swell.manifest.durations import parse_duration
+from swell.manifest.models import Gate
+from swell.manifest.templates import render_text
+
+
+def _deadline(gate: Gate) -> datetime | None:
+    if gate.timeout is None:
+        return None
+    return datetime.now(UTC) + timedelta(seconds=parse_duration(gate.timeout))
+
+
+def _resolve(gate: Gate, decision: GateDecision, ctx: VisitContext) -> StepResult:
+    choice = None
+    if decision.decision == "approved":
+        key = decision.choice or gate.default or (gate.choices[0].key if gate.choices else None)
+        choice = next((c for c in gate.choices if c.key == key), None)
+        if key and gate.choices and choice is None:
+            decision = GateDecision("rejected", reason=f"unknown choice '{key}'", by=decision.by)
+    resolved = GateResolved(
+        decision="approved" if decision.decision == "approved" else
+        ("timeout" if decision.decision == "timeout" else "rejected"),
+        choice=choice.key if choice else None,
+        target=choice.target if choice else None,
+        reason=decision.reason,
+        by=decision.by,
+    )
+    approved = decision.decision == "approved"
+    return StepResult(
+        outcome="success" if approved else "failure",
+        error=None if approved else f"gate {decision.decision}: {decision.reason or 'no reason given'}",
+        events=[ctx.event(resolved)],
+        choice_key=choice.key if choice else None,
+        choice_target=choice.target if choice else None,
+    )
+
+
+def _timed_out(gate: Gate) -> GateDecision:
+    if gate.type == "timer":
+        return GateDecision("approved", reason="timer elapsed", by="timer")
+    if gate.default:
+        return GateDecision("approved", choice=gate.default, reason="timed out; default choice", by="timeout")
+    return GateDecision("timeout", reason="no decision before the gate's timeout", by="timeout")
+
+
+async def run(ctx: VisitContext) -> StepResult:
+    gate = ctx.step.gate or Gate()
+    message = render_text(gate.message or gate.prompt or f"Continue past '{ctx.step.id}'?", ctx.namespace).text
+    if gate.auto or (ctx.plan.options.auto_approve and gate.type == "approval"):
+        return _resolve(gate, GateDecision("approved", reason="auto-approved", by="auto"), ctx)
+
+    if ctx.resumed is not None and ctx.resumed.gate is not None:
+        stored = ctx.resumed.gate.deadline
+        deadline = datetime.fromisoformat(stored.replace("Z", "+00:00")) if stored else None
+    else:
+        deadline = _deadline(gate)
+        waiting = GateWaiting(
+            gate_type=gate.type,
+            message=message,
+            choices=[GateChoiceInfo(key=c.key, label=c.label, target=c.target) for c in gate.choices],
+            deadline=deadline.isoformat().replace("+00:00", "Z") if deadline else None,
+            default=gate.default,
+        )
+        ctx.emit([ctx.event(waiting), RunWaiting(gates=[ctx.step.id])])
+
+    prompt_task: asyncio.Task[GateDecision | None] | None = None
+    if gate.type == "approval" and ctx.services.prompter is not None:
+        prompt_task = asyncio.create_task(ctx.services.prompter.ask(ctx.plan.run_id, ctx.step, message))
+    poll = ctx.plan.options.gate_poll_seconds
+    try:
+        while True:
+            if gate.type == "approval" and ctx.services.gates is not None:
+                found = ctx.services.gates.gate_decision(ctx.plan.run_id, ctx.step.id, ctx.visit)
+                if found is not None:
+                    return _resolve(gate, found, ctx)
+            if prompt_task is not None and prompt_task.done():
+                answer = prompt_task.result()
+                if answer is not None:
+                    return _resolve(gate, answer, ctx)
+                prompt_task = None
+            now = datetime.now(UTC)
+            if deadline is not None and now >= deadline:
+                return _resolve(gate, _timed_out(gate), ctx)
+            wait = poll if deadline is None else min(poll, (deadline - now).total_seconds())
+            await asyncio.sleep(max(wait, 0.0))
+    finally:
+        if prompt_task is not None and not prompt_task.done():
+            prompt_task.cancel()

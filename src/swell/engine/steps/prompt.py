@@ -1,0 +1,138 @@
+"""Prompt steps: a persona does the work through an agent adapter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentUsageUpdate,
+)
+from swell.engine.context import StepResult, VisitContext
+from swell.engine.outputs import output_namespace
+from swell.engine.steps.command import swell_env, timeout_seconds
+from swell.events import models as ev
+from swell.manifest.lint import adapter_type
+from swell.manifest.models import Persona
+from swell.manifest.templates import render_text
+
+TIERS = ("cheapest", "balanced", "strongest")
+
+
+def choose_adapter(ctx: VisitContext, persona: Persona | None) -> str:
+    """`--adapter` > step `adapter` > persona `adapter`."""
+    name = ctx.plan.options.adapter or ctx.step.adapter or (persona.adapter if persona else None)
+    if not name:
+        raise ValueError(f"step '{ctx.step.id}' has no adapter (set one on the persona or step)")
+    return name
+
+
+def choose_model(ctx: VisitContext, persona: Persona | None, adapter: str) -> str | None:
+    """`--model` > step > persona > adapter default; tiers map through `tier_models`."""
+    config = ctx.plan.project.manifest.adapters.get(adapter)
+    model = ctx.plan.options.model or ctx.step.model or (persona.model if persona else None)
+    model = model or (config.default_model if config else None)
+    if model in TIERS and config and model in config.tier_models:
+        return config.tier_models[model]
+    return model
+
+
+def permissions(ctx: VisitContext, persona: Persona | None, adapter: str) -> tuple[list[str], list[str]]:
+    """Allowed and denied tools, merged from persona and adapter defaults; deny wins."""
+    config = ctx.plan.project.manifest.adapters.get(adapter)
+    allowed: list[str] = []
+    denied: list[str] = []
+    for perms in ([persona.permissions] if persona else []) + ([config.default_permissions] if config else []):
+        allowed += [t for t in perms.allowed_tools if t not in allowed]
+        denied += [t for t in perms.deny if t not in denied]
+    return [t for t in allowed if t not in denied], denied
+
+
+def system_prompt(root: Path, persona: Persona | None) -> str:
+    if persona is None:
+        return ""
+    if persona.system_prompt_file:
+        return (root / persona.system_prompt_file).read_text(encoding="utf-8")
+    return persona.system_prompt or ""
+
+
+def task_prompt(ctx: VisitContext) -> tuple[str, list[str]]:
+    exec_ = ctx.step.exec
+    if exec_ is None:
+        return "", []
+    source = exec_.source
+    if exec_.source_path:
+        source = (ctx.plan.project.root / exec_.source_path).read_text(encoding="utf-8")
+    rendered = render_text(source or "", ctx.namespace)
+    return rendered.text, rendered.missing
+
+
+async def run(ctx: VisitContext) -> StepResult:
+    project = ctx.plan.project
+    persona = project.manifest.personas.get(ctx.step.persona or "")
+    try:
+        adapter_name = choose_adapter(ctx, persona)
+        config = project.manifest.adapters.get(adapter_name)
+        setup = AdapterSetup(adapter_name, config.binary if config else None,
+                             dict(config.options) if config else {}, project.root)
+        adapter = ctx.services.adapters.create(adapter_type(project, adapter_name), setup)
+        prompt, missing = task_prompt(ctx)
+        allowed, denied = permissions(ctx, persona, adapter_name)
+        request = AgentRequest(
+            prompt=prompt,
+            system_prompt=system_prompt(project.root, persona),
+            workspace=ctx.plan.workspace,
+            model=choose_model(ctx, persona, adapter_name),
+            allowed_tools=allowed,
+            denied_tools=denied,
+            timeout_s=timeout_seconds(ctx),
+            env=swell_env(ctx),
+            run_id=ctx.plan.run_id,
+            step_id=ctx.step.id,
+            visit=ctx.visit,
+        )
+    except (OSError, ValueError) as exc:
+        return StepResult(outcome="failure", error=str(exc))
+
+    notes: list[ev.BaseEvent] = [
+        ctx.event(ev.Warning(message=f"template variable '{m}' is not set; rendered empty")) for m in missing
+    ]
+    result: AgentResult | None = None
+    async for item in adapter.run(request):
+        if isinstance(item, AgentFinished):
+            result = item.result
+        elif isinstance(item, AgentText):
+            ctx.emit([ctx.event(ev.AgentText(text=item.text))])
+        elif isinstance(item, AgentToolCall):
+            ctx.emit([ctx.event(ev.AgentToolCall(name=item.name, target=item.target))])
+        elif isinstance(item, AgentUsageUpdate):
+            u = item.usage
+            ctx.emit([ctx.event(ev.AgentUsage(
+                input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens,
+                cost_usd=u.cost_usd))])
+        elif isinstance(item, AgentSessionStarted):
+            ctx.emit([ctx.event(ev.AgentSession(session_id=item.session_id))])
+    if result is None:
+        return StepResult(outcome="failure", error=f"adapter '{adapter_name}' ended without a result",
+                          events=notes)
+    outcome = "success" if result.success else "failure"
+    error = None if result.success else f"{result.error_kind or 'agent'}: {result.error or 'failed'}"
+    return StepResult(
+        outcome=outcome,
+        error=error,
+        exit_code=0 if result.success else 1,
+        output_tail=result.text[-4000:] if result.text else None,
+        outputs=output_namespace(result.text, "", 0 if result.success else 1, outcome),
+        stdout=result.text,
+        events=notes,
+        tokens_in=result.usage.input_tokens + result.usage.cache_read_tokens,
+        tokens_out=result.usage.output_tokens,
+        cost_usd=result.usage.cost_usd or 0.0,
+    )

@@ -1,0 +1,101 @@
+"""The one exception tree of swell.
+
+Every failure a user can cause is a `SwellError` with a message written for people;
+the CLI prints it and exits non-zero, never with a traceback. Adapters translate
+CLI/HTTP failures into `AgentError` subclasses at their boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SwellError(Exception):
+    """Base of every error swell reports to a user."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in a manifest or pipeline file, located at file:line:col."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
+        prefix = "" if self.severity == "error" else f"{self.severity}: "
+        return f"{where}: {prefix}{self.message}"
+
+
+class ManifestError(SwellError):
+    """A manifest or pipeline file is invalid; carries every problem found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class ProjectNotFound(SwellError):
+    """No wave.yaml/swell.yaml in the current directory or any parent."""
+
+
+class PipelineNotFound(SwellError):
+    """The named pipeline has no file in the pipeline directories."""
+
+
+class RunNotFound(SwellError):
+    """No run with that id in the store."""
+
+
+class RunStateError(SwellError):
+    """The run exists but the operation does not fit its status."""
+
+
+class StoreError(SwellError):
+    """The state database cannot be opened or written."""
+
+
+class AgentError(SwellError):
+    """An agent adapter failed; `retryable` marks transient failures."""
+
+    kind = "agent"
+    retryable = False
+
+
+class BinaryMissing(AgentError):
+    kind = "binary_missing"
+
+
+class AuthFailed(AgentError):
+    kind = "auth"
+
+
+class RateLimited(AgentError):
+    kind = "rate_limit"
+    retryable = True
+
+
+class ContextExhausted(AgentError):
+    kind = "context_exhausted"
+
+
+class AgentTimeout(AgentError):
+    kind = "timeout"
+    retryable = True
+
+
+class AgentCrashed(AgentError):
+    kind = "crash"
+
+
+class UnparseableOutput(AgentError):
+    kind = "unparseable_output"
+
+
+class AdapterUnknown(SwellError):
+    """An adapter name is not registered."""

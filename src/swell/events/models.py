@@ -1,0 +1,242 @@
+"""One pydantic model per event kind, joined in the discriminated union `Event`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class BaseEvent(BaseModel):
+    """The envelope every event carries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = ""
+    seq: int = 0
+    ts: str = ""
+    step_id: str | None = None
+    visit: int | None = None
+
+
+# ------------------------------------------------------------------------------ run
+
+
+class RunStarted(BaseEvent):
+    type: Literal["run.started"] = "run.started"
+    pipeline: str
+    input: str = ""
+    parent_run_id: str | None = None
+    parent_step_id: str | None = None
+    workspace: str = ""
+
+
+class RunResumed(BaseEvent):
+    type: Literal["run.resumed"] = "run.resumed"
+    interrupted_steps: list[str] = Field(default_factory=list)
+
+
+class RunWaiting(BaseEvent):
+    type: Literal["run.waiting"] = "run.waiting"
+    gates: list[str] = Field(default_factory=list)
+
+
+class RunFinished(BaseEvent):
+    type: Literal["run.finished"] = "run.finished"
+    status: Literal["succeeded", "failed", "cancelled", "interrupted"]
+    error: str | None = None
+    visits: int = 0
+    duration_ms: int = 0
+
+
+# ----------------------------------------------------------------------------- steps
+
+
+class StepQueued(BaseEvent):
+    """A step was activated and will run when a slot and its dependencies allow."""
+
+    type: Literal["step.queued"] = "step.queued"
+    reason: Literal["entry", "edge", "dependency", "choice", "resume"]
+    source_step: str | None = None
+    source_visit: int | None = None
+
+
+class StepStarted(BaseEvent):
+    type: Literal["step.started"] = "step.started"
+    kind: str
+    persona: str | None = None
+    adapter: str | None = None
+    model: str | None = None
+    detail: str | None = None  # the command line or prompt summary, for people
+    source_step: str | None = None  # the visit whose result led here
+    source_visit: int | None = None
+
+
+class StepFinished(BaseEvent):
+    type: Literal["step.finished"] = "step.finished"
+    outcome: Literal["success", "failure"]
+    error: str | None = None
+    error_key: str | None = None  # normalized error, for the circuit breaker
+    exit_code: int | None = None
+    duration_ms: int = 0
+    output_tail: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    optional_failure: bool = False
+
+
+class StepInterrupted(BaseEvent):
+    """A visit that never finished (crash, Ctrl-C); it does not count toward limits."""
+
+    type: Literal["step.interrupted"] = "step.interrupted"
+    reason: str
+
+
+class RouteTaken(BaseEvent):
+    type: Literal["route.taken"] = "route.taken"
+    target: str
+    condition: str | None = None
+    outcome: str
+
+
+class ContextSet(BaseEvent):
+    type: Literal["context.set"] = "context.set"
+    key: str
+    value: str
+
+
+class ArtifactWritten(BaseEvent):
+    type: Literal["artifact.written"] = "artifact.written"
+    name: str
+    path: str
+    sha256: str
+    size: int
+    artifact_type: str | None = None
+
+
+class ChildRunStarted(BaseEvent):
+    type: Literal["child.started"] = "child.started"
+    child_run_id: str
+    pipeline: str
+
+
+# ----------------------------------------------------------------------------- gates
+
+
+class GateChoiceInfo(BaseModel):
+    key: str
+    label: str
+    target: str | None = None
+
+
+class GateWaiting(BaseEvent):
+    type: Literal["gate.waiting"] = "gate.waiting"
+    gate_type: str
+    message: str = ""
+    choices: list[GateChoiceInfo] = Field(default_factory=list)
+    deadline: str | None = None
+    default: str | None = None
+
+
+class GateResolved(BaseEvent):
+    type: Literal["gate.resolved"] = "gate.resolved"
+    decision: Literal["approved", "rejected", "timeout"]
+    choice: str | None = None
+    target: str | None = None
+    reason: str | None = None
+    by: str | None = None
+
+
+# ---------------------------------------------------------------------------- limits
+
+
+class LimitExceeded(BaseEvent):
+    type: Literal["limit.exceeded"] = "limit.exceeded"
+    limit: Literal["max_visits", "max_step_visits"]
+    count: int
+    maximum: int
+
+
+class BreakerTripped(BaseEvent):
+    type: Literal["breaker.tripped"] = "breaker.tripped"
+    error_key: str
+    count: int
+
+
+class Warning(BaseEvent):  # noqa: A001 - the event kind is called warning
+    type: Literal["warning"] = "warning"
+    message: str
+
+
+# ---------------------------------------------------------------------------- agents
+
+
+class AgentText(BaseEvent):
+    type: Literal["agent.text"] = "agent.text"
+    text: str
+
+
+class AgentToolCall(BaseEvent):
+    type: Literal["agent.tool_call"] = "agent.tool_call"
+    name: str
+    target: str | None = None
+
+
+class AgentUsage(BaseEvent):
+    type: Literal["agent.usage"] = "agent.usage"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class AgentSession(BaseEvent):
+    type: Literal["agent.session"] = "agent.session"
+    session_id: str
+
+
+Event = Annotated[
+    RunStarted
+    | RunResumed
+    | RunWaiting
+    | RunFinished
+    | StepQueued
+    | StepStarted
+    | StepFinished
+    | StepInterrupted
+    | RouteTaken
+    | ContextSet
+    | ArtifactWritten
+    | ChildRunStarted
+    | GateWaiting
+    | GateResolved
+    | LimitExceeded
+    | BreakerTripped
+    | Warning
+    | AgentText
+    | AgentToolCall
+    | AgentUsage
+    | AgentSession,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: str | bytes | dict[str, Any]) -> Event:
+    """Parse one stored or NDJSON event."""
+    if isinstance(data, dict):
+        return EVENT_ADAPTER.validate_python(data)
+    return EVENT_ADAPTER.validate_json(data)
+
+
+def event_json(event: BaseEvent) -> str:
+    """One NDJSON line (no newline), with null fields left out."""
+    return event.model_dump_json(exclude_none=True)

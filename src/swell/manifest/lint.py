@@ -1,0 +1,447 @@
+"""Graph and reference checks behind `swell validate` (and every `swell run`).
+
+Field-level validation happens in the loader; this module checks what only the
+whole project can tell: references between steps, personas and adapters, loops
+that can never be left, steps that can never run, templates that can never resolve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swell.errors import ManifestError, PipelineNotFound, Problem
+from swell.manifest.conditions import ConditionError, parse_condition
+from swell.manifest.durations import parse_duration
+from swell.manifest.expressions import ExpressionError, parse_expression
+from swell.manifest.loader import LoadedPipeline, Project, resolve_pipeline
+from swell.manifest.models import Step
+from swell.manifest.templates import parse_template
+
+TERMINALS = ("_complete", "_fail")
+SIMPLE_VARS = {"input", "pipeline_id", "pipeline_name", "step_id", "workspace", "project_root"}
+STEP_FIELDS = {"outcome", "exit_code", "artifacts", "visit", "output"}
+
+
+@dataclass
+class LintContext:
+    """What the registries know, handed in so this package imports no engine code."""
+
+    step_kinds: set[str]
+    adapter_types: set[str]
+    # adapter type -> settings validator returning error messages
+    adapter_option_checks: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class LintReport:
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity != "error"]
+
+    def raise_errors(self) -> None:
+        if self.errors:
+            raise ManifestError(self.errors)
+
+
+def adapter_type(project: Project, name: str) -> str:
+    """The implementation behind adapter `name` (its `type`, else the name)."""
+    config = project.manifest.adapters.get(name)
+    return (config.type if config and config.type else name)
+
+
+def lint_project(project: Project, ctx: LintContext) -> LintReport:
+    """Checks on wave.yaml alone: personas, adapters, prompt files."""
+    report = LintReport()
+    m, src = project.manifest, project.source
+    for name, config in m.adapters.items():
+        kind = config.type or name
+        if kind not in ctx.adapter_types:
+            known = ", ".join(sorted(ctx.adapter_types))
+            report.problems.append(
+                src.problem(("adapters", name), f"adapter type '{kind}' is not available (known: {known})",
+                            key=True)
+            )
+    for name, persona in m.personas.items():
+        loc = ("personas", name)
+        if persona.adapter is None:
+            report.problems.append(src.problem(loc, f"persona '{name}' has no adapter", key=True))
+        elif persona.adapter not in m.adapters and persona.adapter not in ctx.adapter_types:
+            report.problems.append(
+                src.problem((*loc, "adapter"), f"persona '{name}' uses unknown adapter '{persona.adapter}'")
+            )
+        if persona.system_prompt_file:
+            path = project.root / persona.system_prompt_file
+            if not path.is_file():
+                report.problems.append(
+                    src.problem((*loc, "system_prompt_file"),
+                                f"system prompt file {persona.system_prompt_file} does not exist")
+                )
+    return report
+
+
+def _successors(step: Step, dependents: dict[str, list[str]]) -> list[str]:
+    targets = [e.target for e in step.edges]
+    if step.gate:
+        targets += [c.target for c in step.gate.choices if c.target]
+    if not step.routes:
+        targets += dependents.get(step.id, [])
+    return targets
+
+
+def entry_steps(steps: list[Step]) -> list[str]:
+    """Steps that start a run: the first step, and every other step without
+    dependencies that no edge leads to. rework_only steps never start on their own."""
+    targets = {e.target for s in steps for e in s.edges}
+    targets |= {c.target for s in steps if s.gate for c in s.gate.choices if c.target}
+    entries = []
+    for index, step in enumerate(steps):
+        if step.rework_only or step.dependencies:
+            continue
+        if index == 0 or step.id not in targets:
+            entries.append(step.id)
+    return entries
+
+
+def _sccs(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components (iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            nexts = [n for n in succ.get(node, []) if n in succ]
+            if i < len(nexts):
+                work.append((node, i + 1))
+                nxt = nexts[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                out.append(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return out
+
+
+def _template_sources(step: Step, root: Path) -> list[tuple[tuple[str | int, ...], str]]:
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    if step.exec and step.exec.source:
+        out.append((("exec", "source"), step.exec.source))
+    if step.exec and step.exec.source_path:
+        path = root / step.exec.source_path
+        if path.is_file():
+            out.append((("exec", "source_path"), path.read_text(encoding="utf-8", errors="replace")))
+    if step.script:
+        out.append((("script",), step.script))
+    if step.input:
+        out.append((("input",), step.input))
+    if step.gate:
+        for name in ("message", "prompt"):
+            text = getattr(step.gate, name)
+            if text:
+                out.append((("gate", name), text))
+    if step.handover:
+        for i, contract in enumerate(step.handover.all_contracts):
+            if contract.command:
+                out.append((("handover", "contracts", i, "command"), contract.command))
+    return out
+
+
+def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) -> LintReport:
+    """Every graph, reference and template check on one pipeline."""
+    report = LintReport()
+    p, src = loaded.pipeline, loaded.source
+    add = report.problems.append
+    steps = p.steps
+    if not steps:
+        add(src.problem(("steps",), "pipeline has no steps"))
+        return report
+
+    ids: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        if step.id in ids:
+            add(src.problem(("steps", i, "id"), f"duplicate step id '{step.id}'"))
+        else:
+            ids[step.id] = i
+    dependents: dict[str, list[str]] = {}
+    for step in steps:
+        for dep in step.dependencies:
+            dependents.setdefault(dep, []).append(step.id)
+
+    context_keys = {k for s in steps if s.output for k in s.output.context}
+
+    for i, step in enumerate(steps):
+        loc: tuple[str | int, ...] = ("steps", i)
+        kind = step.kind
+        if kind not in ctx.step_kinds:
+            add(src.problem((*loc, "type"),
+                            f"unknown step type '{kind}' (known: {', '.join(sorted(ctx.step_kinds))})"))
+        for j, dep in enumerate(step.dependencies):
+            if dep == step.id:
+                add(src.problem((*loc, "dependencies", j), f"step '{step.id}' depends on itself"))
+            elif dep not in ids:
+                add(src.problem((*loc, "dependencies", j), f"unknown dependency '{dep}'"))
+        for j, edge in enumerate(step.edges):
+            if edge.target not in ids and edge.target not in TERMINALS:
+                add(src.problem((*loc, "edges", j, "target"), f"edge to unknown step '{edge.target}'"))
+            try:
+                cond = parse_condition(edge.condition)
+            except ConditionError as exc:
+                add(src.problem((*loc, "edges", j, "condition"), str(exc)))
+                continue
+            for key in cond.context_keys():
+                if key not in context_keys:
+                    add(src.problem((*loc, "edges", j, "condition"),
+                                    f"context.{key} is never set by any step's output.context",
+                                    severity="warning"))
+        if step.edges and any(e.condition is None for e in step.edges[:-1]):
+            first = next(j for j, e in enumerate(step.edges) if e.condition is None)
+            add(src.problem((*loc, "edges", first + 1),
+                            "edges after an unconditional edge can never be taken", severity="warning"))
+        _lint_kind(project, loaded, step, loc, ids, ctx, report)
+        _lint_templates(project, loaded, step, loc, ids, context_keys, report)
+        for j, art in enumerate(step.output_artifacts):
+            if art.source == "file" and not art.path:
+                add(src.problem((*loc, "output_artifacts", j), f"artifact '{art.name}' needs a path"))
+            if art.path and (Path(art.path).is_absolute() or ".." in Path(art.path).parts):
+                add(src.problem((*loc, "output_artifacts", j, "path"),
+                                "artifact paths must stay inside the workspace"))
+        for j, ref in enumerate(step.memory.inject_artifacts):
+            if ref.step and ref.step not in ids:
+                add(src.problem((*loc, "memory", "inject_artifacts", j, "step"),
+                                f"unknown step '{ref.step}'"))
+            elif ref.step and ref.artifact not in {a.name for a in steps[ids[ref.step]].output_artifacts}:
+                add(src.problem((*loc, "memory", "inject_artifacts", j, "artifact"),
+                                f"step '{ref.step}' declares no output artifact '{ref.artifact}'"))
+        if step.output:
+            for key, expr in step.output.context.items():
+                if isinstance(expr, str) and "{{" in expr:
+                    try:
+                        parse_template(expr)
+                    except ExpressionError as exc:
+                        add(src.problem((*loc, "output", "context", key), str(exc)))
+        _later_issue_warnings(step, loc, loaded, report)
+
+    if report.errors:
+        return report  # graph checks need valid references
+    _lint_graph(loaded, dependents, report)
+    return report
+
+
+def _lint_kind(project: Project, loaded: LoadedPipeline, step: Step, loc: tuple[str | int, ...],
+               ids: dict[str, int], ctx: LintContext, report: LintReport) -> None:
+    src, add, kind = loaded.source, report.problems.append, step.kind
+    m = project.manifest
+    if kind == "command":
+        if not step.script and not (step.exec and step.exec.source):
+            add(src.problem(loc, f"command step '{step.id}' needs a `script` (or exec.source)"))
+    elif kind == "prompt":
+        if not step.persona and not step.adapter:
+            add(src.problem(loc, f"prompt step '{step.id}' needs a persona"))
+        if step.persona and step.persona not in m.personas:
+            known = ", ".join(sorted(m.personas)) or "none defined"
+            add(src.problem((*loc, "persona"), f"unknown persona '{step.persona}' (known: {known})"))
+        if not step.exec or not (step.exec.source or step.exec.source_path):
+            add(src.problem(loc, f"prompt step '{step.id}' needs exec.source or exec.source_path"))
+        elif step.exec.source_path and not (project.root / step.exec.source_path).is_file():
+            add(src.problem((*loc, "exec", "source_path"),
+                            f"prompt file {step.exec.source_path} does not exist"))
+        adapter = step.adapter or (m.personas[step.persona].adapter
+                                   if step.persona in m.personas else None)
+        if step.adapter and step.adapter not in m.adapters and step.adapter not in ctx.adapter_types:
+            add(src.problem((*loc, "adapter"), f"unknown adapter '{step.adapter}'"))
+        elif adapter and adapter_type(project, adapter) not in ctx.adapter_types:
+            add(src.problem((*loc, "persona"),
+                            f"adapter '{adapter}' is not available "
+                            f"(known: {', '.join(sorted(ctx.adapter_types))})"))
+    elif kind == "conditional":
+        if not step.edges:
+            add(src.problem(loc, f"conditional step '{step.id}' needs edges"))
+    elif kind == "gate":
+        gate = step.gate
+        if gate is None:
+            return
+        if gate.type in ("pr_merge", "ci_pass"):
+            add(src.problem((*loc, "gate", "type"), f"gate type `{gate.type}` is not supported yet"))
+        keys = [c.key for c in gate.choices]
+        for j, choice in enumerate(gate.choices):
+            if keys.count(choice.key) > 1:
+                add(src.problem((*loc, "gate", "choices", j, "key"), f"duplicate choice key '{choice.key}'"))
+            if choice.target and choice.target not in ids and choice.target not in TERMINALS:
+                add(src.problem((*loc, "gate", "choices", j, "target"),
+                                f"choice targets unknown step '{choice.target}'"))
+        if gate.default and gate.choices and gate.default not in keys:
+            add(src.problem((*loc, "gate", "default"), f"default '{gate.default}' is not a choice key"))
+        if gate.timeout is not None:
+            try:
+                parse_duration(gate.timeout)
+            except ValueError as exc:
+                add(src.problem((*loc, "gate", "timeout"), str(exc)))
+        elif gate.type == "timer":
+            add(src.problem((*loc, "gate"), "a timer gate needs a timeout"))
+    elif kind == "pipeline":
+        if not step.pipeline:
+            add(src.problem(loc, f"pipeline step '{step.id}' needs `pipeline: NAME`"))
+            return
+        try:
+            target = resolve_pipeline(project.root, step.pipeline)
+        except PipelineNotFound as exc:
+            add(src.problem((*loc, "pipeline"), str(exc)))
+            return
+        if target.resolve() == loaded.path.resolve():
+            add(src.problem((*loc, "pipeline"), "a pipeline cannot run itself as a sub-pipeline"))
+    if step.workspace and (step.workspace.type == "worktree" or step.workspace.mount or step.workspace.ref):
+        add(src.problem((*loc, "workspace"),
+                        "`workspace` worktrees and mounts are not supported yet (steps share the run workspace)"))
+
+
+def _lint_templates(project: Project, loaded: LoadedPipeline, step: Step, loc: tuple[str | int, ...],
+                    ids: dict[str, int], context_keys: set[str], report: LintReport) -> None:
+    src, add = loaded.source, report.problems.append
+    pipeline = loaded.pipeline
+    own_artifacts = {a.name for a in step.output_artifacts}
+    injected = {ref.as_ or ref.artifact for ref in step.memory.inject_artifacts}
+    for where, text in _template_sources(step, project.root):
+        try:
+            tpl = parse_template(text)
+        except ExpressionError as exc:
+            add(src.problem((*loc, *where), str(exc)))
+            continue
+        for path in tpl.variables():
+            reason = _unresolvable(path, project, pipeline.steps, ids, context_keys, own_artifacts | injected)
+            if reason:
+                add(src.problem((*loc, *where), reason))
+
+
+def _unresolvable(path: tuple[str | int, ...], project: Project, steps: list[Step], ids: dict[str, int],
+                  context_keys: set[str], artifacts: set[str]) -> str | None:
+    name = ".".join(str(p) for p in path)
+    root, rest = str(path[0]), path[1:]
+    if root in SIMPLE_VARS:
+        return None if not rest else f"template variable '{name}' has no fields"
+    if root == "run":
+        return None if [str(r) for r in rest] == ["id"] else f"unknown template variable '{name}' (use run.id)"
+    if root == "project":
+        if rest and str(rest[0]) in project.manifest.project:
+            return None
+        return f"template variable '{name}' is not set in wave.yaml `project:`"
+    if root == "context":
+        if rest and str(rest[0]) in context_keys:
+            return None
+        return f"template variable '{name}' is never set by any step's output.context"
+    if root == "artifacts":
+        if rest and str(rest[0]) in artifacts:
+            return None
+        return f"template variable '{name}' names no artifact of this step"
+    if root == "steps":
+        if not rest or str(rest[0]) not in ids:
+            return f"template variable '{name}' names an unknown step"
+        if len(rest) < 2 or str(rest[1]) not in STEP_FIELDS:
+            return f"template variable '{name}': use steps.ID.artifacts.NAME, .outcome or .exit_code"
+        if str(rest[1]) == "artifacts":
+            declared = {a.name for a in steps[ids[str(rest[0])]].output_artifacts}
+            if len(rest) < 3 or str(rest[2]) not in declared:
+                return f"template variable '{name}': step '{rest[0]}' declares no such artifact"
+        return None
+    return f"unknown template variable '{name}'"
+
+
+def _later_issue_warnings(step: Step, loc: tuple[str | int, ...], loaded: LoadedPipeline,
+                          report: LintReport) -> None:
+    """Fields that parse now but whose behaviour arrives with later work."""
+    src = loaded.source
+    pending: list[tuple[str, str]] = []
+    if step.handover and step.handover.all_contracts:
+        pending.append(("handover", "handover contracts are not checked yet"))
+    if step.handover and step.handover.compaction:
+        pending.append(("handover", "handover.compaction (relay) is not active yet"))
+    if step.thread or (step.fidelity and step.fidelity != "fresh"):
+        pending.append(("thread", "threads are not shared yet; every visit starts fresh"))
+    if step.retry:
+        pending.append(("retry", "step retry policies are not applied yet"))
+    for key, message in pending:
+        report.problems.append(src.problem((*loc, key), message, key=True, severity="warning"))
+
+
+def _lint_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]], report: LintReport) -> None:
+    src, add = loaded.source, report.problems.append
+    steps = loaded.pipeline.steps
+    index = {s.id: i for i, s in enumerate(steps)}
+    by_id = {s.id: s for s in steps}
+
+    # dependencies alone must be acyclic, or a step waits for itself forever
+    dep_succ = {s.id: list(dependents.get(s.id, [])) for s in steps}
+    for comp in _sccs([s.id for s in steps], dep_succ):
+        if len(comp) > 1:
+            cycle = " -> ".join(sorted(comp, key=index.__getitem__))
+            add(src.problem(("steps", index[comp[0]], "dependencies"), f"dependency cycle: {cycle}"))
+    if report.errors:
+        return
+
+    entries = entry_steps(steps)
+    if not entries:
+        add(src.problem(("steps",), "no step can start: every step has dependencies or is rework_only"))
+        return
+    succ = {s.id: [t for t in _successors(s, dependents) if t in by_id] for s in steps}
+    seen, todo = set(entries), list(entries)
+    while todo:
+        for nxt in succ[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    for step in steps:
+        if step.id not in seen and not step.rework_only:
+            add(src.problem(("steps", index[step.id], "id"), f"step '{step.id}' can never be reached"))
+
+    for comp in _sccs([s.id for s in steps], succ):
+        members = set(comp)
+        if len(comp) == 1 and comp[0] not in succ[comp[0]]:
+            continue
+        if not any(_can_leave(by_id[m], members, dependents) for m in comp):
+            order = sorted(comp, key=index.__getitem__)
+            add(src.problem(("steps", index[order[0]]),
+                            "loop " + " -> ".join([*order, order[0]])
+                            + " can never be left: add a conditional edge out of it or to _complete"))
+
+
+def _can_leave(step: Step, members: set[str], dependents: dict[str, list[str]]) -> bool:
+    targets: Iterable[str] = _successors(step, dependents)
+    if any(t not in members for t in targets):
+        return True
+    if step.routes and all(e.condition for e in step.edges):
+        return True  # when no condition holds the branch ends
+    if step.gate and step.gate.choices and any(not c.target for c in step.gate.choices):
+        return True
+    if not step.routes and not dependents.get(step.id):
+        return True
+    return False

@@ -1,0 +1,214 @@
+"""Find the project, load wave.yaml and pipelines, and report every problem at file:line:col."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from swell.errors import ManifestError, PipelineNotFound, Problem, ProjectNotFound
+from swell.manifest.models import Manifest, Pipeline, Strict
+from swell.manifest.yamlsrc import Loc, SourceMap, load_yaml
+
+MANIFEST_NAMES = ("wave.yaml", "swell.yaml")
+PIPELINE_DIRS = (".agents/pipelines", ".wave/pipelines")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class Project:
+    root: Path
+    manifest_path: Path
+    manifest: Manifest
+    source: SourceMap
+
+
+@dataclass
+class LoadedPipeline:
+    name: str
+    path: Path
+    pipeline: Pipeline
+    source: SourceMap
+
+
+def display_path(path: Path) -> str:
+    """A path as a user would type it: relative to the cwd when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # pragma: no cover - other drive on Windows
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def find_project_root(start: Path | None = None) -> Path:
+    """The nearest directory at or above `start` holding wave.yaml or swell.yaml."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        if any((directory / name).is_file() for name in MANIFEST_NAMES):
+            return directory
+    raise ProjectNotFound(
+        f"no wave.yaml or swell.yaml in {here} or any parent directory "
+        "(run `swell init` to create a project)"
+    )
+
+
+def _readable(err: dict[str, Any], model: type[BaseModel], loc: Loc) -> tuple[str, bool]:
+    """A human sentence for one pydantic error; True when it is about a key."""
+    kind = err["type"]
+    field = str(loc[-1]) if loc else ""
+    if kind == "extra_forbidden":
+        parent = _model_at(model, loc[:-1])
+        known = sorted(parent.model_fields) if parent else []
+        hint = difflib.get_close_matches(field, known, n=1)
+        suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+        return f"unknown field '{field}'{suffix}", True
+    if kind == "missing":
+        return f"missing required field '{field}'", False
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"'{field}' must be one of {expected}, not {err.get('input')!r}", False
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    return f"'{field}': {msg}" if field else msg, False
+
+
+def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """The model class reached by following `loc` through field annotations."""
+    import typing
+
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = current.model_fields.get(str(part))
+            if info is None:
+                # a dict key (adapters.NAME) - stay on the dict's value type
+                continue
+            current = info.annotation
+        while True:
+            origin = typing.get_origin(current)
+            args = [a for a in typing.get_args(current) if a is not type(None)]
+            if origin is None:
+                break
+            if origin is dict:
+                current = args[-1]
+            elif args:
+                current = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[0])
+            else:
+                break
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _validate(model: type[M], data: Any, source: SourceMap) -> M:
+    if not isinstance(data, dict):
+        raise ManifestError([source.problem((), "expected a mapping at the top of the file")])
+    try:
+        obj = model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS))
+            message, on_key = _readable(dict(err), model, loc)
+            problems.append(source.problem(loc, message, key=on_key))
+        raise ManifestError(_dedupe(problems)) from None
+    problems = list(_unsupported(obj, (), source))
+    if problems:
+        raise ManifestError(problems)
+    return obj
+
+
+# pydantic adds these to `loc` for union members; they are not keys in the file
+_UNION_TAGS = {"str", "int", "float", "bool", "list[str]", "dict[str,any]"}
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[int, int, str]] = set()
+    out = []
+    for p in problems:
+        if (p.line, p.col, p.message) not in seen:
+            seen.add((p.line, p.col, p.message))
+            out.append(p)
+    return out
+
+
+def _unsupported(obj: Any, loc: Loc, source: SourceMap) -> list[Problem]:
+    """Problems for Wave fields that are set but not implemented yet."""
+    problems: list[Problem] = []
+    if isinstance(obj, Strict):
+        for name, what in obj.UNSUPPORTED.items():
+            attr = name if name in type(obj).model_fields else f"{name}_"
+            if getattr(obj, attr, None) not in (None, [], {}, False):
+                problems.append(
+                    source.problem((*loc, name), f"`{name}` ({what}) is not supported yet", key=True)
+                )
+        for name in type(obj).model_fields:
+            key = type(obj).model_fields[name].alias or name
+            problems.extend(_unsupported(getattr(obj, name), (*loc, key), source))
+    elif isinstance(obj, list):
+        for i, item in enumerate(obj):
+            problems.extend(_unsupported(item, (*loc, i), source))
+    elif isinstance(obj, dict):
+        for key, item in obj.items():
+            problems.extend(_unsupported(item, (*loc, key), source))
+    return problems
+
+
+def load_project(root: Path | None = None) -> Project:
+    """Load the manifest of the project at or above `root` (default: the cwd)."""
+    project_root = find_project_root(root)
+    for name in MANIFEST_NAMES:
+        path = project_root / name
+        if path.is_file():
+            doc = load_yaml(path, display_path(path))
+            manifest = _validate(Manifest, doc.data, doc.source)
+            return Project(project_root, path, manifest, doc.source)
+    raise ProjectNotFound(f"no manifest in {project_root}")  # pragma: no cover
+
+
+def pipeline_paths(root: Path) -> dict[str, Path]:
+    """Every pipeline file of the project by name; .agents wins over .wave."""
+    found: dict[str, Path] = {}
+    for directory in PIPELINE_DIRS:
+        base = root / directory
+        if not base.is_dir():
+            continue
+        for path in sorted(base.iterdir()):
+            if path.suffix in (".yaml", ".yml") and path.stem not in found:
+                found[path.stem] = path
+    return found
+
+
+def resolve_pipeline(root: Path, name_or_path: str) -> Path:
+    """The file for a pipeline name, or the path itself when one is given."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or os.sep in name_or_path:
+        full = candidate if candidate.is_absolute() else Path.cwd() / candidate
+        if full.is_file():
+            return full.resolve()
+        raise PipelineNotFound(f"pipeline file {name_or_path} does not exist")
+    for directory in PIPELINE_DIRS:
+        for suffix in (".yaml", ".yml"):
+            path = root / directory / f"{name_or_path}{suffix}"
+            if path.is_file():
+                return path
+    known = sorted(pipeline_paths(root))
+    hint = difflib.get_close_matches(name_or_path, known, n=1)
+    where = " or ".join(f"{d}/" for d in PIPELINE_DIRS)
+    extra = f"; did you mean '{hint[0]}'?" if hint else (f"; known: {', '.join(known)}" if known else "")
+    raise PipelineNotFound(f"no pipeline named '{name_or_path}' in {where}{extra}")
+
+
+def load_pipeline(root: Path, name_or_path: str) -> LoadedPipeline:
+    """Load and validate (field level) one pipeline."""
+    path = resolve_pipeline(root, name_or_path)
+    doc = load_yaml(path, display_path(path))
+    pipeline = _validate(Pipeline, doc.data, doc.source)
+    name = pipeline.metadata.name or path.stem
+    return LoadedPipeline(name, path, pipeline, doc.source)

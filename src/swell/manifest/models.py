@@ -1,0 +1,442 @@
+"""Pydantic models of wave.yaml (WaveManifest) and pipeline files (WavePipeline).
+
+Every model forbids unknown fields. Wave fields swell accepts but that have no
+effect are listed in `IGNORED`; Wave fields that would change behaviour and are not
+implemented yet are listed in `UNSUPPORTED` and rejected by the loader with a clear
+message (docs/manifest.md keeps both lists).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+StepKind = Literal["prompt", "command", "conditional", "gate", "pipeline"]
+Fidelity = Literal["full", "compact", "summary", "fresh"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # field name -> what it is, for "`strategy` (matrix strategies) is not supported yet"
+    UNSUPPORTED: ClassVar[dict[str, str]] = {}
+    # Wave fields accepted for compatibility that swell does not act on
+    IGNORED: ClassVar[tuple[str, ...]] = ()
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+class Permissions(Strict):
+    allowed_tools: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class Metadata(Strict):
+    name: str | None = None
+    description: str | None = None
+    repo: str | None = None
+    forge: str | None = None
+
+
+class AdapterConfig(Strict):
+    """`adapters.NAME`: which implementation runs it and its defaults."""
+
+    type: str | None = None  # implementation; defaults to the adapter's key
+    binary: str | None = None
+    default_model: str | None = None
+    tier_models: dict[str, str] = Field(default_factory=dict)
+    default_permissions: Permissions = Field(default_factory=Permissions)
+    options: dict[str, Any] = Field(default_factory=dict)  # validated by the adapter
+    mode: str | None = None
+    output_format: str | None = None
+    project_files: list[str] = Field(default_factory=list)
+    hooks_template: Any = None
+
+    UNSUPPORTED = {"hooks_template": "adapter hook templates"}
+    IGNORED = ("mode", "output_format", "project_files")
+
+
+class Persona(Strict):
+    adapter: str | None = None
+    description: str | None = None
+    system_prompt_file: str | None = None
+    system_prompt: str | None = None
+    temperature: float | None = None
+    model: str | None = None
+    permissions: Permissions = Field(default_factory=Permissions)
+    hooks: Any = None
+    sandbox: Any = None
+    skills: Any = None
+    token_scopes: list[str] = Field(default_factory=list)
+
+    UNSUPPORTED = {
+        "hooks": "persona tool hooks",
+        "sandbox": "persona network sandboxes",
+        "skills": "skills",
+    }
+    IGNORED = ("description", "token_scopes")
+
+
+class Timeouts(Strict):
+    step_default_minutes: float | None = None
+    relay_compaction_minutes: float | None = None
+    meta_default_minutes: float | None = None
+    skill_install_seconds: float | None = None
+    skill_cli_seconds: float | None = None
+    skill_http_seconds: float | None = None
+    skill_http_header_seconds: float | None = None
+    skill_publish_seconds: float | None = None
+    process_grace_seconds: float | None = None
+    stdout_drain_seconds: float | None = None
+    gate_approval_hours: float | None = None
+    gate_poll_interval_seconds: float | None = None
+    gate_poll_timeout_minutes: float | None = None
+    git_command_seconds: float | None = None
+    forge_api_seconds: float | None = None
+    retry_max_delay_seconds: float | None = None
+
+
+class RelayConfig(Strict):
+    strategy: str | None = None
+    token_threshold_percent: float | None = None
+    context_window: int | None = None
+    summarizer_persona: str | None = None
+    max_relays: int | None = None
+
+
+class CircuitBreakerConfig(Strict):
+    limit: int = Field(default=3, ge=1)
+    tracked_classes: list[str] = Field(default_factory=list)
+
+
+class ArtifactsConfig(Strict):
+    max_stdout_size: int | None = Field(default=None, gt=0)
+    default_artifact_dir: str | None = None
+
+
+class Runtime(Strict):
+    workspace_root: str | None = None
+    max_concurrency: int | None = Field(default=None, ge=1)
+    max_concurrent_workers: int | None = Field(default=None, ge=1)
+    default_timeout_minutes: float | None = Field(default=None, gt=0)
+    pipeline_id_hash_length: int | None = None
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    relay: RelayConfig = Field(default_factory=RelayConfig)
+    circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
+    artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)
+    audit: Any = None
+    meta_pipeline: Any = None
+    routing: Any = None
+    sandbox: Any = None
+    stall_timeout: Any = None
+    fallbacks: Any = None
+    cost: Any = None
+
+    UNSUPPORTED = {
+        "sandbox": "runtime sandboxing (bubblewrap/docker)",
+        "stall_timeout": "stall detection",
+        "fallbacks": "adapter fallback chains",
+        "cost": "cost budgets",
+    }
+    IGNORED = ("audit", "meta_pipeline", "routing", "pipeline_id_hash_length", "workspace_root")
+
+    @property
+    def concurrency(self) -> int:
+        return self.max_concurrency or self.max_concurrent_workers or 5
+
+    @property
+    def step_timeout_seconds(self) -> float:
+        minutes = self.default_timeout_minutes or self.timeouts.step_default_minutes or 30
+        return minutes * 60
+
+
+class Manifest(Strict):
+    """`wave.yaml` / `swell.yaml`."""
+
+    apiVersion: str | None = None  # noqa: N815 - Wave's spelling
+    kind: Literal["WaveManifest", "SwellManifest"]
+    metadata: Metadata = Field(default_factory=Metadata)
+    project: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    ontology: Any = None
+    adapters: dict[str, AdapterConfig] = Field(default_factory=dict)
+    personas: dict[str, Persona] = Field(default_factory=dict)
+    runtime: Runtime = Field(default_factory=Runtime)
+    server: Any = None
+    skills: Any = None
+    hooks: Any = None
+
+    UNSUPPORTED = {"server": "server mode", "skills": "skills", "hooks": "lifecycle hooks"}
+    IGNORED = ("apiVersion", "metadata", "ontology")
+
+
+# --------------------------------------------------------------------------- pipeline
+
+
+class PipelineMetadata(Strict):
+    name: str | None = None
+    description: str | None = None
+    release: bool | None = None
+    category: str | None = None
+    disabled: bool | None = None
+
+
+class InputConfig(Strict):
+    source: str | None = None
+    schema_: Any = Field(default=None, alias="schema")
+    example: str | None = None
+    label_filter: str | None = None
+    batch_size: int | None = None
+
+    IGNORED = ("source", "schema", "example")
+    UNSUPPORTED = {"label_filter": "forge input filters", "batch_size": "batched input"}
+
+
+class Requires(Strict):
+    tools: list[str] = Field(default_factory=list)
+    skills: Any = None
+
+    UNSUPPORTED = {"skills": "skills"}
+
+
+class Edge(Strict):
+    target: str
+    condition: str | None = None
+
+
+class Exec(Strict):
+    type: Literal["prompt", "command", "slash_command"] = "prompt"
+    source: str | None = None
+    source_path: str | None = None
+    command: str | None = None
+    args: str | None = None
+
+    UNSUPPORTED = {"command": "slash commands", "args": "slash commands"}
+
+
+class ArtifactDef(Strict):
+    name: str
+    path: str | None = None
+    type: str | None = None
+    required: bool = False
+    source: Literal["file", "stdout"] = "file"
+
+
+class ArtifactRef(Strict):
+    step: str | None = None
+    artifact: str
+    as_: str | None = Field(default=None, alias="as")
+    type: str | None = None
+    schema_path: str | None = None
+    optional: bool = False
+    pipeline: str | None = None
+
+    UNSUPPORTED = {"pipeline": "cross-pipeline artifacts"}
+
+
+class Memory(Strict):
+    strategy: str | None = None
+    inject_artifacts: list[ArtifactRef] = Field(default_factory=list)
+
+
+class Mount(Strict):
+    source: str
+    target: str | None = None
+    mode: Literal["readonly", "readwrite"] | None = None
+
+
+class WorkspaceConfig(Strict):
+    type: Literal["worktree", "basic"] | None = None
+    root: str | None = None
+    mount: list[Mount] = Field(default_factory=list)
+    branch: str | None = None
+    base: str | None = None
+    ref: str | None = None
+
+
+class Contract(Strict):
+    """One handover contract; the contracts issue gives these their behaviour."""
+
+    type: str
+    command: str | None = None
+    dir: str | None = None
+    timeout: str | int | float | None = None
+    schema_: Any = Field(default=None, alias="schema")
+    schema_path: str | None = None
+    source: str | None = None
+    validate_: bool | None = Field(default=None, alias="validate")
+    must_pass: bool | None = None
+    on_failure: Literal["fail", "retry", "rework", "continue", "warn", "skip"] | None = None
+    max_retries: int | None = None
+    rework_step: str | None = None
+    reviewer: str | None = None
+    persona: str | None = None
+    model: str | None = None
+    criteria: list[str] | str | None = None
+    criteria_path: str | None = None
+    context: list[dict[str, Any]] = Field(default_factory=list)
+    max_tokens: int | None = None
+    token_budget: int | None = None
+    threshold: float | None = None
+    fail_open: bool | None = None
+
+
+class Compaction(Strict):
+    trigger: str | None = None
+    persona: str | None = None
+
+
+class Handover(Strict):
+    contract: Contract | None = None
+    contracts: list[Contract] = Field(default_factory=list)
+    compaction: Compaction | None = None
+    on_review_fail: str | None = None
+    target_step: str | None = None
+    max_retries: int | None = None
+
+    @property
+    def all_contracts(self) -> list[Contract]:
+        return ([self.contract] if self.contract else []) + list(self.contracts)
+
+
+class Retry(Strict):
+    policy: Literal["none", "standard", "aggressive", "patient"] | None = None
+    max_attempts: int | None = Field(default=None, ge=1)
+    backoff: Literal["fixed", "linear", "exponential"] | None = None
+    base_delay: str | int | float | None = None
+    max_delay: str | int | float | None = None
+    adapt_prompt: bool | None = None
+    on_failure: str | None = None
+    rework_step: str | None = None
+
+
+class GateChoice(Strict):
+    label: str
+    key: str
+    target: str | None = None
+
+
+class Gate(Strict):
+    type: Literal["approval", "timer", "pr_merge", "ci_pass"] = "approval"
+    timeout: str | int | float | None = None
+    message: str | None = None
+    prompt: str | None = None
+    choices: list[GateChoice] = Field(default_factory=list)
+    default: str | None = None
+    auto: bool = False
+    freeform: bool = False
+    tui_action: str | None = None
+    pr_number: int | None = None
+    repo: str | None = None
+    branch: str | None = None
+    interval: str | None = None
+
+    IGNORED = ("tui_action",)
+
+
+class StepOutput(Strict):
+    context: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+class Step(Strict):
+    id: str
+    type: str | None = None
+    persona: str | None = None
+    adapter: str | None = None
+    model: str | None = None
+    dependencies: list[str] = Field(default_factory=list)
+    exec: Exec | None = None
+    script: str | None = None
+    edges: list[Edge] = Field(default_factory=list)
+    max_visits: int = Field(default=10, ge=1)
+    thread: str | None = None
+    fidelity: Fidelity | None = None
+    output: StepOutput | None = None
+    memory: Memory = Field(default_factory=Memory)
+    output_artifacts: list[ArtifactDef] = Field(default_factory=list)
+    handover: Handover | None = None
+    retry: Retry | None = None
+    gate: Gate | None = None
+    pipeline: str | None = None
+    input: str | None = None
+    timeout_minutes: float | None = Field(default=None, gt=0)
+    workspace: WorkspaceConfig | None = None
+    rework_only: bool = False
+    optional: bool = False
+    contexts: Any = None
+    outcomes: Any = None
+    strategy: Any = None
+    validation: Any = None
+    max_concurrent_agents: Any = None
+    concurrency: Any = None
+    iterate: Any = None
+    branch: Any = None
+    loop: Any = None
+    aggregate: Any = None
+
+    UNSUPPORTED = {
+        "strategy": "matrix strategies",
+        "outcomes": "outcome extraction",
+        "validation": "validation rules",
+        "max_concurrent_agents": "per-step agent concurrency",
+        "concurrency": "per-step concurrency",
+        "iterate": "iteration",
+        "branch": "branch composition",
+        "loop": "loop composition (use edges)",
+        "aggregate": "aggregation",
+    }
+    IGNORED = ("contexts",)
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        import re
+
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
+            raise ValueError("step id must start with a letter or digit and use only letters, digits, '-', '_', '.'")
+        return value
+
+    @property
+    def kind(self) -> str:
+        """The step type: explicit `type`, else inferred from the fields present."""
+        if self.type:
+            return self.type
+        if self.pipeline:
+            return "pipeline"
+        if self.gate:
+            return "gate"
+        if self.script is not None or (self.exec is not None and self.exec.type == "command"):
+            return "command"
+        return "prompt"
+
+    @property
+    def routes(self) -> bool:
+        """True when edges (not dependents) decide what runs after this step."""
+        return bool(self.edges) or self.kind == "conditional"
+
+
+class Pipeline(Strict):
+    kind: Literal["WavePipeline", "SwellPipeline"]
+    metadata: PipelineMetadata = Field(default_factory=PipelineMetadata)
+    input: InputConfig = Field(default_factory=InputConfig)
+    requires: Requires = Field(default_factory=Requires)
+    steps: list[Step]
+    max_step_visits: int = Field(default=50, ge=1)
+    pipeline_outputs: Any = None
+    chat_context: Any = None
+    skills: Any = None
+    hooks: Any = None
+
+    UNSUPPORTED = {
+        "pipeline_outputs": "pipeline output aliases",
+        "skills": "skills",
+        "hooks": "lifecycle hooks",
+    }
+    IGNORED = ("chat_context",)
+
+    def step(self, step_id: str) -> Step:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise KeyError(step_id)

@@ -1,0 +1,231 @@
+"""The one place that wires store, registries, observers and the engine together.
+
+The CLI (and later the dashboard) call these functions; the engine itself knows
+none of the concrete parts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from swell.adapters.registry import AdapterRegistry, default_registry
+from swell.engine.context import (
+    ChildOutcome,
+    GateDecision,
+    GatePrompter,
+    RunOptions,
+    RunPlan,
+    Services,
+)
+from swell.engine.runner import Runner, RunSummary
+from swell.engine.state import RunState
+from swell.engine.steps import StepKinds, default_step_kinds
+from swell.errors import RunStateError, SwellError
+from swell.events import models as ev
+from swell.events.bus import EventBus, EventSink
+from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
+from swell.manifest.loader import LoadedPipeline, Project, load_pipeline, load_project
+from swell.manifest.models import Step
+from swell.store.sqlite import RunRow, SqliteStore
+
+FINAL = ("succeeded", "failed", "cancelled")
+RESUMABLE = ("pending", "running", "waiting", "interrupted")
+
+
+@dataclass
+class Runtime:
+    project: Project
+    store: SqliteStore
+    adapters: AdapterRegistry
+    step_kinds: StepKinds
+    state_dir: Path
+
+    def lint_context(self) -> LintContext:
+        return LintContext(step_kinds=self.step_kinds.names(), adapter_types=self.adapters.names())
+
+
+def state_dir_for(root: Path) -> Path:
+    """`.swell/` in the project, unless SWELL_STATE_DIR points elsewhere."""
+    override = os.environ.get("SWELL_STATE_DIR")
+    return Path(override).resolve() if override else root / ".swell"
+
+
+@dataclass
+class Registries:
+    adapters: AdapterRegistry
+    step_kinds: StepKinds
+
+    def lint_context(self) -> LintContext:
+        return LintContext(step_kinds=self.step_kinds.names(), adapter_types=self.adapters.names())
+
+
+def open_registries() -> Registries:
+    return Registries(default_registry(), default_step_kinds())
+
+
+def open_runtime(start: Path | None = None) -> Runtime:
+    project = load_project(start)
+    state_dir = state_dir_for(project.root)
+    reg = open_registries()
+    return Runtime(project, SqliteStore(state_dir / "state.db"), reg.adapters, reg.step_kinds, state_dir)
+
+
+def check_pipeline(rt: Runtime, name: str) -> tuple[LoadedPipeline, LintReport]:
+    """Load and lint a pipeline; errors raise ManifestError, warnings are returned."""
+    report = lint_project(rt.project, rt.lint_context())
+    loaded = load_pipeline(rt.project.root, name)
+    report.problems += lint_pipeline(rt.project, loaded, rt.lint_context()).problems
+    report.raise_errors()
+    return loaded, report
+
+
+def new_run_id(pipeline: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{pipeline}-{stamp}-{secrets.token_hex(2)}"
+
+
+def is_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _check_tools(loaded: LoadedPipeline) -> None:
+    missing = [t for t in loaded.pipeline.requires.tools if shutil.which(t) is None]
+    if missing:
+        raise SwellError(f"pipeline '{loaded.name}' requires {', '.join(missing)} on PATH")
+
+
+def create_run(rt: Runtime, loaded: LoadedPipeline, input_text: str, options: RunOptions, *,
+               parent: RunPlan | None = None, parent_step: str | None = None) -> RunPlan:
+    """Record a new run and return its plan."""
+    _check_tools(loaded)
+    run_id = new_run_id(loaded.name)
+    workspace = parent.workspace if parent else rt.state_dir / "workspaces" / run_id
+    plan = RunPlan(
+        run_id=run_id, project=rt.project, pipeline=loaded, input=input_text, workspace=workspace,
+        run_dir=rt.state_dir / "runs" / run_id, parent_run_id=parent.run_id if parent else None,
+        parent_step_id=parent_step, options=options,
+    )
+    rt.store.create_run(
+        run_id=run_id, pipeline=loaded.name, input_text=input_text, workspace=str(workspace),
+        pipeline_path=str(loaded.path), project_root=str(rt.project.root),
+        parent_run_id=plan.parent_run_id, parent_step_id=parent_step,
+        options={"auto_approve": options.auto_approve, "adapter": options.adapter, "model": options.model},
+    )
+    return plan
+
+
+def plan_for_resume(rt: Runtime, run: RunRow) -> tuple[RunPlan, RunState]:
+    """Rebuild a stored run's plan and state, refusing runs that cannot continue."""
+    if run.status in FINAL:
+        raise RunStateError(f"run {run.id} already {run.status}; start a new run instead")
+    if run.status in ("running", "waiting") and run.owner_pid != os.getpid() and is_alive(run.owner_pid):
+        raise RunStateError(f"run {run.id} is being executed by process {run.owner_pid}")
+    pipeline_ref = run.pipeline_path if run.pipeline_path and Path(run.pipeline_path).is_file() else run.pipeline
+    loaded, _ = check_pipeline(rt, pipeline_ref)
+    opts = run.options
+    options = RunOptions(auto_approve=bool(opts.get("auto_approve")), adapter=opts.get("adapter"),
+                         model=opts.get("model"))
+    parent_ws = Path(run.workspace) if run.workspace else rt.state_dir / "workspaces" / run.id
+    plan = RunPlan(run_id=run.id, project=rt.project, pipeline=loaded, input=run.input or "",
+                   workspace=parent_ws, run_dir=rt.state_dir / "runs" / run.id,
+                   parent_run_id=run.parent_run_id, parent_step_id=run.parent_step_id, options=options)
+    return plan, RunState.replay(run.id, rt.store.events(run.id))
+
+
+class StoreGates:
+    """Gate decisions recorded in the store by `swell approve` / `swell reject`."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    def gate_decision(self, run_id: str, step_id: str, visit: int) -> GateDecision | None:
+        row = self.store.pending_decision(run_id, step_id, visit)
+        if row is None or row.decision is None:
+            return None
+        return GateDecision(row.decision, row.choice, row.reason, row.decided_by)
+
+
+class StoreControl:
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    def cancel_requested(self, run_id: str) -> bool:
+        return self.store.cancel_requested(run_id)
+
+
+class ChildRunner:
+    """Runs sub-pipelines as child runs in this process, sharing the parent's workspace."""
+
+    def __init__(self, rt: Runtime, sink: EventSink, services_for: Callable[[], Services]) -> None:
+        self.rt, self.sink, self.services_for = rt, sink, services_for
+
+    async def run_child(self, parent: RunPlan, step: Step, visit: int, input_text: str,
+                        resume_id: str | None, on_start: Callable[[str, str], None]) -> ChildOutcome:
+        try:
+            if resume_id:
+                run = self.rt.store.get_run(resume_id)
+                if run.status in FINAL:
+                    return ChildOutcome(run.id, run.status, run.error)
+                plan, state = plan_for_resume(self.rt, run)
+            else:
+                loaded, _ = check_pipeline(self.rt, step.pipeline or "")
+                plan = create_run(self.rt, loaded, input_text, parent.options, parent=parent,
+                                  parent_step=step.id)
+                state = None
+                on_start(plan.run_id, loaded.name)
+        except SwellError as exc:
+            return ChildOutcome(resume_id or "-", "failed", str(exc))
+        self.rt.store.claim(plan.run_id, os.getpid())
+        summary = await Runner(plan, self.services_for(), self.sink, state).run()
+        return ChildOutcome(summary.run_id, summary.status, summary.error)
+
+
+async def execute(rt: Runtime, plan: RunPlan, sinks: list[EventSink], *, state: RunState | None = None,
+                  prompter: GatePrompter | None = None) -> RunSummary:
+    """Run (or continue) a run to its end; Ctrl-C and SIGTERM stop it cleanly."""
+    bus = EventBus(rt.store, *sinks)
+
+    def services() -> Services:
+        return Services(step_kinds=rt.step_kinds, adapters=rt.adapters, gates=StoreGates(rt.store),
+                        prompter=prompter, control=StoreControl(rt.store),
+                        children=ChildRunner(rt, bus, services))
+
+    rt.store.claim(plan.run_id, os.getpid())
+    runner = Runner(plan, services(), bus, state)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, runner.interrupt)
+    try:
+        return await runner.run()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def cancel_stored_run(rt: Runtime, run: RunRow) -> None:
+    """Cancel a run that no process is executing: close its open visits and finish it."""
+    state = RunState.replay(run.id, rt.store.events(run.id))
+    batch: list[ev.BaseEvent] = [
+        ev.StepInterrupted(step_id=v.step_id, visit=v.visit, reason="run cancelled") for v in state.open.values()
+    ]
+    batch.append(ev.RunFinished(status="cancelled", error="cancelled", visits=state.total))
+    stamp = ev.now_iso()
+    for i, event in enumerate(batch, start=state.seq + 1):
+        event.run_id, event.seq, event.ts = run.id, i, stamp
+    rt.store.emit(batch)

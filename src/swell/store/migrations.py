@@ -1,0 +1,147 @@
+"""Numbered schema migrations, applied in order and recorded in `schema_migrations`."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    # executescript() would commit the surrounding transaction, so run statements one by one
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _m1_initial(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            pipeline TEXT NOT NULL,
+            pipeline_path TEXT,
+            project_root TEXT,
+            status TEXT NOT NULL,
+            input TEXT,
+            parent_run_id TEXT,
+            parent_step_id TEXT,
+            workspace TEXT,
+            options TEXT,
+            created_at TEXT NOT NULL,
+            started_at TEXT,
+            finished_at TEXT,
+            updated_at TEXT,
+            error TEXT,
+            visits INTEGER NOT NULL DEFAULT 0,
+            last_seq INTEGER NOT NULL DEFAULT 0,
+            owner_pid INTEGER,
+            cancel_requested INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX runs_created ON runs (created_at DESC);
+        CREATE INDEX runs_parent ON runs (parent_run_id);
+
+        CREATE TABLE events (
+            run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            ts TEXT NOT NULL,
+            type TEXT NOT NULL,
+            step_id TEXT,
+            visit INTEGER,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE visits (
+            run_id TEXT NOT NULL,
+            step_id TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            kind TEXT,
+            status TEXT NOT NULL,
+            outcome TEXT,
+            exit_code INTEGER,
+            error TEXT,
+            error_key TEXT,
+            output_tail TEXT,
+            persona TEXT,
+            adapter TEXT,
+            model TEXT,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            started_at TEXT,
+            finished_at TEXT,
+            duration_ms INTEGER,
+            PRIMARY KEY (run_id, step_id, visit)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE context (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            step_id TEXT,
+            visit INTEGER,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, key)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE artifacts (
+            run_id TEXT NOT NULL,
+            step_id TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            path TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            type TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, step_id, visit, name)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE gates (
+            run_id TEXT NOT NULL,
+            step_id TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            gate_type TEXT NOT NULL,
+            status TEXT NOT NULL,
+            message TEXT,
+            choices TEXT,
+            deadline TEXT,
+            decision TEXT,
+            choice TEXT,
+            reason TEXT,
+            decided_by TEXT,
+            created_at TEXT NOT NULL,
+            decided_at TEXT,
+            PRIMARY KEY (run_id, step_id, visit)
+        ) WITHOUT ROWID;
+        CREATE INDEX gates_waiting ON gates (status);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_initial]
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Apply every migration not yet recorded; safe when processes race to do it."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    (current,) = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+    if current >= len(MIGRATIONS):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        (current,) = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+        for version, step in enumerate(MIGRATIONS, start=1):
+            if version > current:
+                step(db)
+                db.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (?, datetime('now'))",
+                    (version,),
+                )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
