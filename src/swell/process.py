@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,18 +53,140 @@ class _Capped:
         return data.decode("utf-8", errors="replace")
 
 
-def install_child_watcher() -> None:
-    """Use pidfd-based child watching on 3.11 (3.12+ does so by default); much cheaper
-    than the default thread-per-child watcher. Call from inside the running loop."""
-    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
-        return
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Child:
+    """A started child read with the event loop's own readers (pidfd for the exit).
+
+    Cheaper per process than asyncio's subprocess transports, which matters for
+    loops of short command steps.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], max_output: int,
+                 on_stdout: Callable[[bytes], None] | None) -> None:
+        self.proc = proc
+        self.loop = asyncio.get_running_loop()
+        self.out, self.err = _Capped(max_output), _Capped(max_output)
+        self.exited: asyncio.Future[int] = self.loop.create_future()
+        self.closed: list[asyncio.Future[None]] = []
+        assert proc.stdout is not None and proc.stderr is not None
+        for stream, sink, cb in ((proc.stdout, self.out, on_stdout), (proc.stderr, self.err, None)):
+            fd = stream.fileno()
+            os.set_blocking(fd, False)
+            done: asyncio.Future[None] = self.loop.create_future()
+            self.closed.append(done)
+            self.loop.add_reader(fd, self._read, fd, sink, cb, done)
+        self.pidfd = os.pidfd_open(proc.pid)
+        self.loop.add_reader(self.pidfd, self._reap)
+
+    def _read(self, fd: int, sink: _Capped, cb: Callable[[bytes], None] | None,
+              done: asyncio.Future[None]) -> None:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            sink.add(data)
+            if cb:
+                cb(data)
+            return
+        self.loop.remove_reader(fd)
+        if not done.done():
+            done.set_result(None)
+
+    def _reap(self) -> None:
+        self.loop.remove_reader(self.pidfd)
+        os.close(self.pidfd)
+        code = self.proc.wait()
+        if not self.exited.done():
+            self.exited.set_result(code)
+
+    async def wait(self, timeout: float | None) -> bool:
+        """True if the child exited within `timeout`."""
+        done, _ = await asyncio.wait([self.exited], timeout=timeout)
+        return bool(done)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait for both pipes to close; children that outlive the shell may hold them."""
+        _, pending = await asyncio.wait(self.closed, timeout=timeout)
+        if pending:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+        self.close()
+
+    def close(self) -> None:
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None and not stream.closed:
+                self.loop.remove_reader(stream.fileno())
+                stream.close()
+
+    async def end_group(self, grace: float) -> None:
+        """SIGTERM the group, give it `grace` seconds, then SIGKILL whatever is left."""
+        _signal_group(self.proc.pid, signal.SIGTERM)
+        if not await self.wait(grace):
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            await self.exited
+        else:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+
+
+def _pidfd_available() -> bool:
+    if not hasattr(os, "pidfd_open"):
+        return False
     try:
         os.close(os.pidfd_open(os.getpid()))
-    except OSError:  # kernel without pidfd
-        return
-    watcher = asyncio.PidfdChildWatcher()
-    asyncio.set_child_watcher(watcher)
-    watcher.attach_loop(asyncio.get_running_loop())
+    except OSError:
+        return False
+    return True
+
+
+_PIDFD = _pidfd_available()
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    grace: float = 3.0,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    on_stdout: Callable[[bytes], None] | None = None,
+) -> ProcessResult:
+    """Run `argv` to completion; raises FileNotFoundError if the binary is missing."""
+    if not _PIDFD:
+        return await _run_with_asyncio(argv, cwd=cwd, env=env, timeout=timeout, grace=grace,
+                                       max_output=max_output, on_stdout=on_stdout)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )
+    child = _Child(proc, max_output, on_stdout)
+    timed_out = False
+    try:
+        if not await child.wait(timeout):
+            timed_out = True
+            await child.end_group(grace)
+        await child.drain(DRAIN_SECONDS)
+    except asyncio.CancelledError:
+        await asyncio.shield(child.end_group(grace))
+        child.close()
+        raise
+    return ProcessResult(
+        exit_code=None if timed_out else proc.returncode,
+        stdout=child.out.text(),
+        stderr=child.err.text(),
+        timed_out=timed_out,
+        duration=time.monotonic() - started,
+        truncated=child.out.truncated or child.err.truncated,
+    )
 
 
 async def _pump(stream: asyncio.StreamReader | None, sink: _Capped,
@@ -79,15 +202,7 @@ async def _pump(stream: asyncio.StreamReader | None, sink: _Capped,
             on_chunk(data)
 
 
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
-    """SIGTERM the group, give it `grace` seconds, then SIGKILL whatever is left."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), grace)
@@ -97,17 +212,17 @@ async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
     await proc.wait()
 
 
-async def run_process(
+async def _run_with_asyncio(
     argv: Sequence[str],
     *,
     cwd: str | os.PathLike[str],
-    env: Mapping[str, str] | None = None,
-    timeout: float | None = None,
-    grace: float = 3.0,
-    max_output: int = DEFAULT_MAX_OUTPUT,
-    on_stdout: Callable[[bytes], None] | None = None,
+    env: Mapping[str, str] | None,
+    timeout: float | None,
+    grace: float,
+    max_output: int,
+    on_stdout: Callable[[bytes], None] | None,
 ) -> ProcessResult:
-    """Run `argv` to completion; raises FileNotFoundError if the binary is missing."""
+    """The same contract through asyncio's subprocess transports (no pidfd: macOS)."""
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         *argv,

@@ -7,6 +7,7 @@ none of the concrete parts.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import secrets
 import shutil
@@ -49,7 +50,7 @@ class Runtime:
     state_dir: Path
 
     def lint_context(self) -> LintContext:
-        return LintContext(step_kinds=self.step_kinds.names(), adapter_types=self.adapters.names())
+        return LintContext(self.step_kinds.names(), self.adapters.names(), self.adapters.options_model)
 
 
 def state_dir_for(root: Path) -> Path:
@@ -64,7 +65,7 @@ class Registries:
     step_kinds: StepKinds
 
     def lint_context(self) -> LintContext:
-        return LintContext(step_kinds=self.step_kinds.names(), adapter_types=self.adapters.names())
+        return LintContext(self.step_kinds.names(), self.adapters.names(), self.adapters.options_model)
 
 
 def open_registries() -> Registries:
@@ -207,6 +208,8 @@ async def execute(rt: Runtime, plan: RunPlan, sinks: list[EventSink], *, state: 
                         children=ChildRunner(rt, bus, services))
 
     rt.store.claim(plan.run_id, os.getpid())
+    # everything alive now lives as long as the process; keep the collector off it
+    gc.freeze()
     runner = Runner(plan, services(), bus, state)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

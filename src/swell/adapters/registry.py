@@ -2,50 +2,82 @@
 
 Third-party adapters register through the `swell.adapters` entry-point group: the
 entry point names a callable that receives the registry and calls `register`.
+Entry points are only scanned when a name is not built in, so runs that use
+built-in adapters do not pay for the scan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from importlib import import_module
+
+from pydantic import BaseModel
 
 from swell.adapters.base import AdapterSetup, AgentAdapter
 from swell.errors import AdapterUnknown
 
 Factory = Callable[[AdapterSetup], AgentAdapter]
-OptionsCheck = Callable[[dict[str, object]], list[str]]
+
+# name -> "module:attribute" of a factory, imported when first used
+BUILTIN = {
+    "scripted": "swell.adapters.scripted:ScriptedAdapter",
+}
 
 
 @dataclass
 class AdapterRegistry:
-    factories: dict[str, Factory] = field(default_factory=dict)
-    option_checks: dict[str, OptionsCheck] = field(default_factory=dict)
+    factories: dict[str, Factory | str] = field(default_factory=dict)
+    _plugins_loaded: bool = False
 
-    def register(self, name: str, factory: Factory, check_options: OptionsCheck | None = None) -> None:
+    def register(self, name: str, factory: Factory | str) -> None:
+        """Add an adapter: a factory, or "module:attribute" naming one (imported on use)."""
         self.factories[name] = factory
-        if check_options:
-            self.option_checks[name] = check_options
 
-    def names(self) -> set[str]:
-        return set(self.factories)
+    def _load_plugins(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="swell.adapters"):
+            ep.load()(self)
+
+    def __contains__(self, name: object) -> bool:
+        if name not in self.factories:
+            self._load_plugins()
+        return name in self.factories
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_plugins()
+        return iter(sorted(self.factories))
+
+    def names(self) -> AdapterRegistry:
+        """A container of known names (`in` and iteration), scanning plugins lazily."""
+        return self
+
+    def factory(self, type_name: str) -> Factory:
+        if type_name not in self:
+            raise AdapterUnknown(f"unknown adapter '{type_name}' (known: {', '.join(self)})")
+        factory = self.factories[type_name]
+        if isinstance(factory, str):
+            module, attr = factory.split(":")
+            factory = getattr(import_module(module), attr)
+            self.factories[type_name] = factory
+        return factory
+
+    def options_model(self, type_name: str) -> type[BaseModel] | None:
+        """The pydantic model of an adapter's `options:` settings, if it has any."""
+        model = getattr(self.factory(type_name), "Options", None)
+        return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
     def create(self, type_name: str, setup: AdapterSetup) -> AgentAdapter:
-        try:
-            factory = self.factories[type_name]
-        except KeyError:
-            known = ", ".join(sorted(self.factories))
-            raise AdapterUnknown(f"unknown adapter '{type_name}' (known: {known})") from None
-        return factory(setup)
+        return self.factory(type_name)(setup)
 
 
 def default_registry() -> AdapterRegistry:
     """Built-in adapters plus any installed through entry points."""
-    from importlib.metadata import entry_points
-
-    from swell.adapters import scripted
-
     registry = AdapterRegistry()
-    scripted.register(registry)
-    for ep in entry_points(group="swell.adapters"):
-        ep.load()(registry)
+    for name, target in BUILTIN.items():
+        registry.register(name, target)
     return registry

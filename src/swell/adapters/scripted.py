@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
-
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -29,7 +27,6 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
-from swell.adapters.registry import AdapterRegistry
 from swell.workspace.paths import PathEscape, inside
 
 
@@ -68,6 +65,7 @@ class Script(BaseModel):
 
 
 class ScriptedAdapter:
+    Options = ScriptedOptions
     name = "scripted"
     capabilities = Capabilities(resume=True, tools=True, enforces_permissions=False, json_schema=False)
 
@@ -139,16 +137,4 @@ class ScriptedAdapter:
         yield AgentFinished(result)
 
 
-def check_options(options: dict[str, Any]) -> list[str]:
-    try:
-        ScriptedOptions.model_validate(options)
-    except ValidationError as exc:
-        return [f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors()]
-    return []
-
-
-def register(registry: AdapterRegistry) -> None:
-    registry.register("scripted", ScriptedAdapter, check_options)
-
-
-__all__ = ["ScriptedAdapter", "register"]
+__all__ = ["ScriptedAdapter"]

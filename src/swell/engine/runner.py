@@ -21,7 +21,6 @@ from swell.engine.state import OpenVisit, RunState
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.manifest.models import Step
-from swell.process import install_child_watcher
 from swell.workspace import artifacts
 
 
@@ -51,6 +50,8 @@ class Runner:
         self.graph = Graph(plan.pipeline.pipeline)
         self.state = state or RunState(plan.run_id)
         self._tasks: dict[asyncio.Task[StepResult], _Visit] = {}
+        self._pending: list[ev.BaseEvent] = []
+        self._details: dict[str, str | None] = {}
         self._stop: str | None = None  # interrupted | cancelled
         self._started = time.monotonic()
         runtime = plan.project.manifest.runtime
@@ -59,16 +60,30 @@ class Runner:
 
     # ------------------------------------------------------------------ events
 
-    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
-        """Stamp, commit (through the sink) and apply a batch of events."""
+    def record(self, events: Sequence[ev.BaseEvent]) -> None:
+        """Stamp and apply events; they are committed by the next `flush`.
+
+        The loop flushes before it waits on any visit, so everything a visit
+        produced is committed before the next visit does any work; batching the
+        end of one visit with the start of the next saves a transaction per visit.
+        """
         stamp = ev.now_iso()
         seq = self.state.seq
         for event in events:
             seq += 1
             event.run_id, event.seq, event.ts = self.plan.run_id, seq, stamp
-        self.sink.emit(events)
-        for event in events:
             self.state.apply(event)
+        self._pending.extend(events)
+
+    def flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self.sink.emit(batch)
+
+    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        """Record and commit at once (events from inside a running visit)."""
+        self.record(events)
+        self.flush()
 
     def interrupt(self, status: str = "interrupted") -> None:
         """Stop the run (Ctrl-C, `swell cancel`): in-flight visits are cancelled."""
@@ -80,7 +95,6 @@ class Runner:
     # -------------------------------------------------------------------- loop
 
     async def run(self) -> RunSummary:
-        install_child_watcher()
         self.plan.workspace.mkdir(parents=True, exist_ok=True)
         if self.state.started_once:
             self._resume()
@@ -113,6 +127,7 @@ class Runner:
                     blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
                     return await self._finish("failed", f"steps {blocked} wait for dependencies that never ran")
                 return await self._finish("succeeded")
+            self.flush()
             done, _ = await asyncio.wait(self._tasks, timeout=poll, return_when=asyncio.FIRST_COMPLETED)
             if self.services.control and time.monotonic() - last_check >= poll:
                 last_check = time.monotonic()
@@ -147,9 +162,11 @@ class Runner:
             if limit:
                 return limit
             visit = self.state.numbered[step.id] + 1
-            self.emit([ev.StepStarted(step_id=step.id, visit=visit, kind=step.kind, persona=step.persona,
-                                      detail=_detail(step), source_step=act.source_step,
-                                      source_visit=act.source_visit)])
+            if step.id not in self._details:
+                self._details[step.id] = _detail(step)
+            self.record([ev.StepStarted(step_id=step.id, visit=visit, kind=step.kind, persona=step.persona,
+                                        detail=self._details[step.id], source_step=act.source_step,
+                                        source_visit=act.source_visit)])
             self._launch(_Visit(step, visit, act, None))
             running.add(step.id)
         return None
@@ -245,7 +262,7 @@ class Runner:
             count = previous[1] + 1 if previous and previous[0] == error_key else 1
             if count >= self._breaker_limit:
                 batch.append(ev.BreakerTripped(error_key=error_key, count=count, **stamp))
-                self.emit(batch)
+                self.record(batch)
                 first = (result.error or "").strip().splitlines()[0] if result.error else "failure"
                 return Routing(fail=f"circuit breaker: step '{step.id}' failed {count} times in a row "
                                     f"with the same error: {first}")
@@ -263,7 +280,7 @@ class Runner:
                 queued.add(act.step_id)
                 batch.append(ev.StepQueued(step_id=act.step_id, reason=act.reason,  # type: ignore[arg-type]
                                            source_step=act.source_step, source_visit=act.source_visit))
-        self.emit(batch)
+        self.record(batch)
         return routing
 
     # ------------------------------------------------------------ start and stop

@@ -15,7 +15,7 @@ def now_iso() -> str:
 class BaseEvent(BaseModel):
     """The envelope every event carries."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     run_id: str = ""
     seq: int = 0

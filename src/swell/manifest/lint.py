@@ -7,9 +7,11 @@ that can never be left, steps that can never run, templates that can never resol
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
 
 from swell.errors import ManifestError, PipelineNotFound, Problem
 from swell.manifest.conditions import ConditionError, parse_condition
@@ -28,10 +30,10 @@ STEP_FIELDS = {"outcome", "exit_code", "artifacts", "visit", "output"}
 class LintContext:
     """What the registries know, handed in so this package imports no engine code."""
 
-    step_kinds: set[str]
-    adapter_types: set[str]
-    # adapter type -> settings validator returning error messages
-    adapter_option_checks: dict[str, object] = field(default_factory=dict)
+    step_kinds: Collection[str]
+    adapter_types: Collection[str]
+    # adapter type -> the pydantic model of its `options:` (None: takes no options)
+    adapter_options: Callable[[str], type[BaseModel] | None] | None = None
 
 
 @dataclass
@@ -69,6 +71,20 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 src.problem(("adapters", name), f"adapter type '{kind}' is not available (known: {known})",
                             key=True)
             )
+            continue
+        model = ctx.adapter_options(kind) if ctx.adapter_options else None
+        if model is None:
+            if config.options:
+                report.problems.append(src.problem(("adapters", name, "options"),
+                                                   f"adapter type '{kind}' takes no options", key=True))
+            continue
+        try:
+            model.model_validate(config.options)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ("adapters", name, "options", *err["loc"])
+                field_name = ".".join(str(p) for p in err["loc"]) or "options"
+                report.problems.append(src.problem(loc, f"options.{field_name}: {err['msg']}"))
     for name, persona in m.personas.items():
         loc = ("personas", name)
         if persona.adapter is None:

@@ -17,7 +17,7 @@ Fidelity = Literal["full", "compact", "summary", "fresh"]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     # field name -> what it is, for "`strategy` (matrix strategies) is not supported yet"
     UNSUPPORTED: ClassVar[dict[str, str]] = {}

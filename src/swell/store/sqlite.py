@@ -87,8 +87,14 @@ class GateRow:
     decided_by: str | None
 
 
-_RUN_COLS = ("id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, visits, "
-             "last_seq, parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, options")
+# visits and last_seq are derived for runs still going, so writers need not keep them current
+_RUN_COLS = (
+    "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
+    "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
+    "AND v.status IN ('succeeded', 'failed')) ELSE visits END, "
+    "(SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.run_id = runs.id), "
+    "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, options"
+)
 
 
 def _run(row: tuple[Any, ...]) -> RunRow:
@@ -151,9 +157,6 @@ class SqliteStore:
                 project = _PROJECTIONS.get(kind)
                 if project:
                     project(self.db, event)
-            last = events[-1]
-            self.db.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?",
-                            (last.seq, last.ts, last.run_id))
 
     def decide_gate(self, run_id: str, step_id: str | None, decision: str, *, choice: str | None = None,
                     reason: str | None = None, by: str | None = None) -> GateRow:
@@ -311,8 +314,8 @@ def _p_run_resumed(db: sqlite3.Connection, e: Any) -> None:
 
 
 def _p_run_finished(db: sqlite3.Connection, e: Any) -> None:
-    db.execute("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
-               (e.status, e.ts, e.error, e.run_id))
+    db.execute("UPDATE runs SET status = ?, finished_at = ?, error = ?, visits = ? WHERE id = ?",
+               (e.status, e.ts, e.error, e.visits, e.run_id))
 
 
 def _p_step_started(db: sqlite3.Connection, e: Any) -> None:
@@ -332,7 +335,6 @@ def _p_step_finished(db: sqlite3.Connection, e: Any) -> None:
          e.output_tail, e.tokens_in, e.tokens_out, e.cost_usd, e.ts, e.duration_ms,
          e.run_id, e.step_id, e.visit),
     )
-    db.execute("UPDATE runs SET visits = visits + 1 WHERE id = ?", (e.run_id,))
 
 
 def _p_step_interrupted(db: sqlite3.Connection, e: Any) -> None:

@@ -20,10 +20,14 @@ def _digest(path: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def write_log(run_dir: Path, step_id: str, visit: int, stdout: str, stderr: str) -> ArtifactWritten:
-    """Store a command visit's output (already capped) as the artifact `output`."""
+def write_log(run_dir: Path, step_id: str, visit: int, stdout: str, stderr: str) -> ArtifactWritten | None:
+    """Store a command visit's output (already capped) as the artifact `output`;
+    a visit that printed nothing leaves no file."""
+    if not stdout and not stderr:
+        return None
     path = run_dir / step_id / f"{visit}.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
     data = stdout
     if stderr:
         data += ("" if not stdout or stdout.endswith("\n") else "\n") + "--- stderr ---\n" + stderr

@@ -4,35 +4,49 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 
 from swell.engine.context import StepResult, VisitContext
 
 StepRunner = Callable[[VisitContext], Awaitable[StepResult]]
 
+# built-in kinds are imported on first use: a run of command steps never loads
+# the adapter machinery, which keeps `swell run` quick to start
+BUILTIN = {
+    "prompt": "swell.engine.steps.prompt",
+    "command": "swell.engine.steps.command",
+    "conditional": "swell.engine.steps.conditional",
+    "gate": "swell.engine.steps.gate",
+    "pipeline": "swell.engine.steps.pipeline",
+}
+
 
 @dataclass
 class StepKinds:
-    """Registry of step kinds; `swell validate` rejects any type not in it."""
+    """Registry of step kinds; `swell validate` rejects any type not in it.
 
-    runners: dict[str, StepRunner] = field(default_factory=dict)
+    A kind is a coroutine function `run(VisitContext) -> StepResult`, or the dotted
+    name of a module that defines one.
+    """
 
-    def register(self, name: str, runner: StepRunner) -> None:
+    runners: dict[str, StepRunner | str] = field(default_factory=dict)
+
+    def register(self, name: str, runner: StepRunner | str) -> None:
         self.runners[name] = runner
 
     def names(self) -> set[str]:
         return set(self.runners)
 
     def get(self, name: str) -> StepRunner:
-        return self.runners[name]
+        runner = self.runners[name]
+        if isinstance(runner, str):
+            runner = import_module(runner).run
+            self.runners[name] = runner
+        return runner
 
 
 def default_step_kinds() -> StepKinds:
-    from swell.engine.steps import command, conditional, gate, pipeline, prompt
-
     kinds = StepKinds()
-    kinds.register("prompt", prompt.run)
-    kinds.register("command", command.run)
-    kinds.register("conditional", conditional.run)
-    kinds.register("gate", gate.run)
-    kinds.register("pipeline", pipeline.run)
+    for name, module in BUILTIN.items():
+        kinds.register(name, module)
     return kinds

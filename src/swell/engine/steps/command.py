@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 from swell.engine.context import StepResult, VisitContext
@@ -16,6 +17,12 @@ TAIL_CHARS = 4000
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+@functools.cache
+def _base_env() -> dict[str, str]:
+    # copying os.environ decodes every variable; do it once per process
+    return dict(os.environ)
 
 
 def swell_env(ctx: VisitContext) -> dict[str, str]:
@@ -41,7 +48,7 @@ async def run(ctx: VisitContext) -> StepResult:
     rendered = render_script(script, ctx.namespace)
     notes = [ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
              for m in rendered.missing]
-    env = {**os.environ, **swell_env(ctx), **rendered.env}
+    env = {**_base_env(), **swell_env(ctx), **rendered.env}
     runtime = ctx.plan.project.manifest.runtime
     timeout = timeout_seconds(ctx)
     result = await run_process(
@@ -56,7 +63,8 @@ async def run(ctx: VisitContext) -> StepResult:
     if result.stderr:
         combined += ("\n" if combined and not combined.endswith("\n") else "") + result.stderr
     log = write_log(ctx.plan.run_dir, step.id, ctx.visit, result.stdout, result.stderr)
-    notes.append(ctx.event(log))
+    if log is not None:
+        notes.append(ctx.event(log))
     outcome = "success" if result.exit_code == 0 else "failure"
     if result.timed_out:
         error = f"timed out after {timeout:g}s\n{tail(combined, 1000)}".rstrip()
