@@ -8,10 +8,10 @@ orphan survives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,10 +54,8 @@ class _Capped:
 
 
 def _signal_group(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class _Child:
@@ -67,8 +65,12 @@ class _Child:
     loops of short command steps.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], max_output: int,
-                 on_stdout: Callable[[bytes], None] | None) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        max_output: int,
+        on_stdout: Callable[[bytes], None] | None,
+    ) -> None:
         self.proc = proc
         self.loop = asyncio.get_running_loop()
         self.out, self.err = _Capped(max_output), _Capped(max_output)
@@ -84,8 +86,9 @@ class _Child:
         self.pidfd = os.pidfd_open(proc.pid)
         self.loop.add_reader(self.pidfd, self._reap)
 
-    def _read(self, fd: int, sink: _Capped, cb: Callable[[bytes], None] | None,
-              done: asyncio.Future[None]) -> None:
+    def _read(
+        self, fd: int, sink: _Capped, cb: Callable[[bytes], None] | None, done: asyncio.Future[None]
+    ) -> None:
         try:
             data = os.read(fd, 65536)
         except BlockingIOError:
@@ -161,12 +164,24 @@ async def run_process(
 ) -> ProcessResult:
     """Run `argv` to completion; raises FileNotFoundError if the binary is missing."""
     if not _PIDFD:
-        return await _run_with_asyncio(argv, cwd=cwd, env=env, timeout=timeout, grace=grace,
-                                       max_output=max_output, on_stdout=on_stdout)
+        return await _run_with_asyncio(
+            argv,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            grace=grace,
+            max_output=max_output,
+            on_stdout=on_stdout,
+        )
     started = time.monotonic()
     proc = subprocess.Popen(
-        list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     child = _Child(proc, max_output, on_stdout)
     timed_out = False
@@ -189,8 +204,9 @@ async def run_process(
     )
 
 
-async def _pump(stream: asyncio.StreamReader | None, sink: _Capped,
-                on_chunk: Callable[[bytes], None] | None) -> None:
+async def _pump(
+    stream: asyncio.StreamReader | None, sink: _Capped, on_chunk: Callable[[bytes], None] | None
+) -> None:
     if stream is None:
         return
     while True:
@@ -204,10 +220,8 @@ async def _pump(stream: asyncio.StreamReader | None, sink: _Capped,
 
 async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
     _signal_group(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(proc.wait(), grace)
-    except TimeoutError:
-        pass
     _signal_group(proc.pid, signal.SIGKILL)
     await proc.wait()
 

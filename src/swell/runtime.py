@@ -50,7 +50,9 @@ class Runtime:
     state_dir: Path
 
     def lint_context(self) -> LintContext:
-        return LintContext(self.step_kinds.names(), self.adapters.names(), self.adapters.options_model)
+        return LintContext(
+            self.step_kinds.names(), self.adapters.names(), self.adapters.options_model
+        )
 
 
 def state_dir_for(root: Path) -> Path:
@@ -65,7 +67,9 @@ class Registries:
     step_kinds: StepKinds
 
     def lint_context(self) -> LintContext:
-        return LintContext(self.step_kinds.names(), self.adapters.names(), self.adapters.options_model)
+        return LintContext(
+            self.step_kinds.names(), self.adapters.names(), self.adapters.options_model
+        )
 
 
 def open_registries() -> Registries:
@@ -76,7 +80,9 @@ def open_runtime(start: Path | None = None) -> Runtime:
     project = load_project(start)
     state_dir = state_dir_for(project.root)
     reg = open_registries()
-    return Runtime(project, SqliteStore(state_dir / "state.db"), reg.adapters, reg.step_kinds, state_dir)
+    return Runtime(
+        project, SqliteStore(state_dir / "state.db"), reg.adapters, reg.step_kinds, state_dir
+    )
 
 
 def check_pipeline(rt: Runtime, name: str) -> tuple[LoadedPipeline, LintReport]:
@@ -111,22 +117,44 @@ def _check_tools(loaded: LoadedPipeline) -> None:
         raise SwellError(f"pipeline '{loaded.name}' requires {', '.join(missing)} on PATH")
 
 
-def create_run(rt: Runtime, loaded: LoadedPipeline, input_text: str, options: RunOptions, *,
-               parent: RunPlan | None = None, parent_step: str | None = None) -> RunPlan:
+def create_run(
+    rt: Runtime,
+    loaded: LoadedPipeline,
+    input_text: str,
+    options: RunOptions,
+    *,
+    parent: RunPlan | None = None,
+    parent_step: str | None = None,
+) -> RunPlan:
     """Record a new run and return its plan."""
     _check_tools(loaded)
     run_id = new_run_id(loaded.name)
     workspace = parent.workspace if parent else rt.state_dir / "workspaces" / run_id
     plan = RunPlan(
-        run_id=run_id, project=rt.project, pipeline=loaded, input=input_text, workspace=workspace,
-        run_dir=rt.state_dir / "runs" / run_id, parent_run_id=parent.run_id if parent else None,
-        parent_step_id=parent_step, options=options,
+        run_id=run_id,
+        project=rt.project,
+        pipeline=loaded,
+        input=input_text,
+        workspace=workspace,
+        run_dir=rt.state_dir / "runs" / run_id,
+        parent_run_id=parent.run_id if parent else None,
+        parent_step_id=parent_step,
+        options=options,
     )
     rt.store.create_run(
-        run_id=run_id, pipeline=loaded.name, input_text=input_text, workspace=str(workspace),
-        pipeline_path=str(loaded.path), project_root=str(rt.project.root),
-        parent_run_id=plan.parent_run_id, parent_step_id=parent_step,
-        options={"auto_approve": options.auto_approve, "adapter": options.adapter, "model": options.model},
+        run_id=run_id,
+        pipeline=loaded.name,
+        input_text=input_text,
+        workspace=str(workspace),
+        pipeline_path=str(loaded.path),
+        project_root=str(rt.project.root),
+        parent_run_id=plan.parent_run_id,
+        parent_step_id=parent_step,
+        options={
+            "auto_approve": options.auto_approve,
+            "adapter": options.adapter,
+            "model": options.model,
+        },
     )
     return plan
 
@@ -135,17 +163,36 @@ def plan_for_resume(rt: Runtime, run: RunRow) -> tuple[RunPlan, RunState]:
     """Rebuild a stored run's plan and state, refusing runs that cannot continue."""
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}; start a new run instead")
-    if run.status in ("running", "waiting") and run.owner_pid != os.getpid() and is_alive(run.owner_pid):
+    if (
+        run.status in ("running", "waiting")
+        and run.owner_pid != os.getpid()
+        and is_alive(run.owner_pid)
+    ):
         raise RunStateError(f"run {run.id} is being executed by process {run.owner_pid}")
-    pipeline_ref = run.pipeline_path if run.pipeline_path and Path(run.pipeline_path).is_file() else run.pipeline
+    pipeline_ref = (
+        run.pipeline_path
+        if run.pipeline_path and Path(run.pipeline_path).is_file()
+        else run.pipeline
+    )
     loaded, _ = check_pipeline(rt, pipeline_ref)
     opts = run.options
-    options = RunOptions(auto_approve=bool(opts.get("auto_approve")), adapter=opts.get("adapter"),
-                         model=opts.get("model"))
+    options = RunOptions(
+        auto_approve=bool(opts.get("auto_approve")),
+        adapter=opts.get("adapter"),
+        model=opts.get("model"),
+    )
     parent_ws = Path(run.workspace) if run.workspace else rt.state_dir / "workspaces" / run.id
-    plan = RunPlan(run_id=run.id, project=rt.project, pipeline=loaded, input=run.input or "",
-                   workspace=parent_ws, run_dir=rt.state_dir / "runs" / run.id,
-                   parent_run_id=run.parent_run_id, parent_step_id=run.parent_step_id, options=options)
+    plan = RunPlan(
+        run_id=run.id,
+        project=rt.project,
+        pipeline=loaded,
+        input=run.input or "",
+        workspace=parent_ws,
+        run_dir=rt.state_dir / "runs" / run.id,
+        parent_run_id=run.parent_run_id,
+        parent_step_id=run.parent_step_id,
+        options=options,
+    )
     return plan, RunState.replay(run.id, rt.store.events(run.id))
 
 
@@ -176,8 +223,15 @@ class ChildRunner:
     def __init__(self, rt: Runtime, sink: EventSink, services_for: Callable[[], Services]) -> None:
         self.rt, self.sink, self.services_for = rt, sink, services_for
 
-    async def run_child(self, parent: RunPlan, step: Step, visit: int, input_text: str,
-                        resume_id: str | None, on_start: Callable[[str, str], None]) -> ChildOutcome:
+    async def run_child(
+        self,
+        parent: RunPlan,
+        step: Step,
+        visit: int,
+        input_text: str,
+        resume_id: str | None,
+        on_start: Callable[[str, str], None],
+    ) -> ChildOutcome:
         try:
             if resume_id:
                 run = self.rt.store.get_run(resume_id)
@@ -186,8 +240,9 @@ class ChildRunner:
                 plan, state = plan_for_resume(self.rt, run)
             else:
                 loaded, _ = check_pipeline(self.rt, step.pipeline or "")
-                plan = create_run(self.rt, loaded, input_text, parent.options, parent=parent,
-                                  parent_step=step.id)
+                plan = create_run(
+                    self.rt, loaded, input_text, parent.options, parent=parent, parent_step=step.id
+                )
                 state = None
                 on_start(plan.run_id, loaded.name)
         except SwellError as exc:
@@ -197,15 +252,26 @@ class ChildRunner:
         return ChildOutcome(summary.run_id, summary.status, summary.error)
 
 
-async def execute(rt: Runtime, plan: RunPlan, sinks: list[EventSink], *, state: RunState | None = None,
-                  prompter: GatePrompter | None = None) -> RunSummary:
+async def execute(
+    rt: Runtime,
+    plan: RunPlan,
+    sinks: list[EventSink],
+    *,
+    state: RunState | None = None,
+    prompter: GatePrompter | None = None,
+) -> RunSummary:
     """Run (or continue) a run to its end; Ctrl-C and SIGTERM stop it cleanly."""
     bus = EventBus(rt.store, *sinks)
 
     def services() -> Services:
-        return Services(step_kinds=rt.step_kinds, adapters=rt.adapters, gates=StoreGates(rt.store),
-                        prompter=prompter, control=StoreControl(rt.store),
-                        children=ChildRunner(rt, bus, services))
+        return Services(
+            step_kinds=rt.step_kinds,
+            adapters=rt.adapters,
+            gates=StoreGates(rt.store),
+            prompter=prompter,
+            control=StoreControl(rt.store),
+            children=ChildRunner(rt, bus, services),
+        )
 
     rt.store.claim(plan.run_id, os.getpid())
     # everything alive now lives as long as the process; keep the collector off it
@@ -225,7 +291,8 @@ def cancel_stored_run(rt: Runtime, run: RunRow) -> None:
     """Cancel a run that no process is executing: close its open visits and finish it."""
     state = RunState.replay(run.id, rt.store.events(run.id))
     batch: list[ev.BaseEvent] = [
-        ev.StepInterrupted(step_id=v.step_id, visit=v.visit, reason="run cancelled") for v in state.open.values()
+        ev.StepInterrupted(step_id=v.step_id, visit=v.visit, reason="run cancelled")
+        for v in state.open.values()
     ]
     batch.append(ev.RunFinished(status="cancelled", error="cancelled", visits=state.total))
     stamp = ev.now_iso()

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from swell.adapters.base import AdapterSetup, AgentAdapter
 from swell.errors import AdapterUnknown
 
-Factory = Callable[[AdapterSetup], AgentAdapter]
+if TYPE_CHECKING:
+    from swell.adapters.base import AdapterSetup, AgentAdapter
+
+Factory = Callable[["AdapterSetup"], "AgentAdapter"]
 
 # name -> "module:attribute" of a factory, imported when first used
 BUILTIN = {
@@ -51,6 +54,10 @@ class AdapterRegistry:
     def __iter__(self) -> Iterator[str]:
         self._load_plugins()
         return iter(sorted(self.factories))
+
+    def __len__(self) -> int:
+        self._load_plugins()
+        return len(self.factories)
 
     def names(self) -> AdapterRegistry:
         """A container of known names (`in` and iteration), scanning plugins lazily."""

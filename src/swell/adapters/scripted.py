@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -67,7 +68,9 @@ class Script(BaseModel):
 class ScriptedAdapter:
     Options = ScriptedOptions
     name = "scripted"
-    capabilities = Capabilities(resume=True, tools=True, enforces_permissions=False, json_schema=False)
+    capabilities = Capabilities(
+        resume=True, tools=True, enforces_permissions=False, json_schema=False
+    )
 
     def __init__(self, setup: AdapterSetup) -> None:
         self.options = ScriptedOptions.model_validate(setup.options)
@@ -91,7 +94,9 @@ class ScriptedAdapter:
 
     def _pick(self, request: AgentRequest) -> Reply | str:
         replies = self._script().replies
-        mine = [r for r in replies if r.step == request.step_id] or [r for r in replies if r.step is None]
+        mine = [r for r in replies if r.step == request.step_id] or [
+            r for r in replies if r.step is None
+        ]
         if request.visit > len(mine):
             return f"scripted adapter: no reply for visit {request.visit} of step '{request.step_id}' (script has {len(mine)})"
         return mine[request.visit - 1]
@@ -106,7 +111,11 @@ class ScriptedAdapter:
         if isinstance(reply, str):
             yield AgentFinished(AgentResult(success=False, error=reply, error_kind="crash"))
             return
-        session = reply.session_id or request.resume_session or f"scripted-{request.run_id}-{request.step_id}"
+        session = (
+            reply.session_id
+            or request.resume_session
+            or f"scripted-{request.run_id}-{request.step_id}"
+        )
         yield AgentSessionStarted(session)
         if reply.delay:
             await asyncio.sleep(reply.delay)

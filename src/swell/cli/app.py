@@ -30,10 +30,16 @@ def _version(value: bool) -> None:
 def main_options(
     ctx: typer.Context,
     project: Annotated[
-        Path | None, typer.Option("--project", "-C", help="Project directory (default: search upward from cwd).")
+        Path | None,
+        typer.Option(
+            "--project", "-C", help="Project directory (default: search upward from cwd)."
+        ),
     ] = None,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     ctx.obj = project
@@ -71,10 +77,10 @@ def main() -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except typer.exceptions.TyperException as exc:  # usage errors in non-standalone mode
+        show = getattr(exc, "show", None)
+        if show:
+            show()
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        sys.exit(getattr(exc, "exit_code", 2))

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 
-class Output(str, enum.Enum):
+class Output(enum.StrEnum):
     text = "text"
     json = "json"
 

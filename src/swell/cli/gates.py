@@ -14,7 +14,7 @@ from swell.cli.common import runtime
 def _who() -> str:
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name is not an error here
+    except Exception:
         return "cli"
 
 
@@ -23,8 +23,12 @@ def register(app: typer.Typer) -> None:
     def approve(
         ctx: typer.Context,
         run_id: Annotated[str, typer.Argument(metavar="RUN")],
-        step: Annotated[str | None, typer.Argument(metavar="[STEP]", help="Gate step (needed if several wait).")] = None,
-        choice: Annotated[str | None, typer.Option("--choice", help="Choice key, for gates with choices.")] = None,
+        step: Annotated[
+            str | None, typer.Argument(metavar="[STEP]", help="Gate step (needed if several wait).")
+        ] = None,
+        choice: Annotated[
+            str | None, typer.Option("--choice", help="Choice key, for gates with choices.")
+        ] = None,
     ) -> None:
         """Approve a waiting gate."""
         from swell.runtime import is_alive
@@ -32,7 +36,10 @@ def register(app: typer.Typer) -> None:
         rt = runtime(ctx)
         run = rt.store.get_run(run_id)
         gate = rt.store.decide_gate(run.id, step, "approved", choice=choice, by=_who())
-        print(f"approved gate '{gate.step_id}' of run {run.id}" + (f" (choice {choice})" if choice else ""))
+        print(
+            f"approved gate '{gate.step_id}' of run {run.id}"
+            + (f" (choice {choice})" if choice else "")
+        )
         if not is_alive(run.owner_pid):
             print(f"the run is not executing; continue it with: swell resume {run.id}")
 
@@ -41,7 +48,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         run_id: Annotated[str, typer.Argument(metavar="RUN")],
         step: Annotated[str | None, typer.Argument(metavar="[STEP]")] = None,
-        reason: Annotated[str, typer.Option("--reason", help="Why; shown in the run's events.")] = "",
+        reason: Annotated[
+            str, typer.Option("--reason", help="Why; shown in the run's events.")
+        ] = "",
     ) -> None:
         """Reject a waiting gate (the gate step fails with the reason)."""
         from swell.runtime import is_alive

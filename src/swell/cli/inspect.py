@@ -47,13 +47,17 @@ def register(app: typer.Typer) -> None:
         width = max(len(r.id) for r in runs)
         for r in runs:
             parent = f"  (child of {r.parent_run_id})" if r.parent_run_id else ""
-            print(f"{r.id:<{width}}  {_status_word(r, is_alive(r.owner_pid)):<10}  {r.visits:>4} visits  "
-                  f"{r.created_at}{parent}")
+            print(
+                f"{r.id:<{width}}  {_status_word(r, is_alive(r.owner_pid)):<10}  {r.visits:>4} visits  "
+                f"{r.created_at}{parent}"
+            )
 
     @app.command()
     def status(
         ctx: typer.Context,
-        run_id: Annotated[str | None, typer.Argument(metavar="[RUN]", help="Run id; default: the newest run.")] = None,
+        run_id: Annotated[
+            str | None, typer.Argument(metavar="[RUN]", help="Run id; default: the newest run.")
+        ] = None,
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """A run's status, its steps, waiting gates and context."""
@@ -74,13 +78,15 @@ def register(app: typer.Typer) -> None:
         context = rt.store.context(run.id)
         children = rt.store.children(run.id)
         if output is Output.json:
-            print_json({
-                **_run_dict(run, alive),
-                "steps": [asdict(v) for v in visits],
-                "waiting_gates": [asdict(g) for g in gates],
-                "context": context,
-                "children": [c.id for c in children],
-            })
+            print_json(
+                {
+                    **_run_dict(run, alive),
+                    "steps": [asdict(v) for v in visits],
+                    "waiting_gates": [asdict(g) for g in gates],
+                    "context": context,
+                    "children": [c.id for c in children],
+                }
+            )
             return
         print(f"run       {run.id}")
         print(f"pipeline  {run.pipeline}")
@@ -88,7 +94,10 @@ def register(app: typer.Typer) -> None:
         if run.error:
             print(f"error     {run.error}")
         print(f"visits    {run.visits}")
-        print(f"started   {run.started_at or run.created_at}" + (f"   finished {run.finished_at}" if run.finished_at else ""))
+        print(
+            f"started   {run.started_at or run.created_at}"
+            + (f"   finished {run.finished_at}" if run.finished_at else "")
+        )
         if run.parent_run_id:
             print(f"parent    {run.parent_run_id} (step {run.parent_step_id})")
         if visits:
@@ -98,13 +107,17 @@ def register(app: typer.Typer) -> None:
                 by_step.setdefault(v.step_id, []).append(v)
             for step_id, vs in by_step.items():
                 last = vs[-1]
-                print(f"  {step_id:<24} {len(vs):>3} visits  last: {last.status:<11} "
-                      f"{'' if last.exit_code is None else f'exit {last.exit_code}'}")
+                print(
+                    f"  {step_id:<24} {len(vs):>3} visits  last: {last.status:<11} "
+                    f"{'' if last.exit_code is None else f'exit {last.exit_code}'}"
+                )
         for g in gates:
             print(f"\nwaiting at gate '{g.step_id}': {g.message or ''}")
             if g.choices:
                 print("  choices: " + ", ".join(f"[{c['key']}] {c['label']}" for c in g.choices))
-            print(f"  swell approve {run.id} {g.step_id}   |   swell reject {run.id} {g.step_id} --reason TEXT")
+            print(
+                f"  swell approve {run.id} {g.step_id}   |   swell reject {run.id} {g.step_id} --reason TEXT"
+            )
         if context:
             print("\ncontext")
             for key, value in context.items():
@@ -118,8 +131,12 @@ def register(app: typer.Typer) -> None:
     def logs(
         ctx: typer.Context,
         run_id: Annotated[str, typer.Argument(metavar="RUN")],
-        follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing until the run ends.")] = False,
-        step: Annotated[str | None, typer.Option("--step", help="Only events of this step.")] = None,
+        follow: Annotated[
+            bool, typer.Option("--follow", "-f", help="Keep printing until the run ends.")
+        ] = False,
+        step: Annotated[
+            str | None, typer.Option("--step", help="Only events of this step.")
+        ] = None,
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """A run's events; with --step, each visit's output too."""
@@ -149,7 +166,10 @@ def register(app: typer.Typer) -> None:
             if not follow:
                 return
             current = rt.store.get_run(run.id)
-            if current.status in ("succeeded", "failed", "cancelled", "interrupted") and seq >= current.last_seq:
+            if (
+                current.status in ("succeeded", "failed", "cancelled", "interrupted")
+                and seq >= current.last_seq
+            ):
                 return
             time.sleep(FOLLOW_POLL)
 
@@ -170,6 +190,6 @@ def register(app: typer.Typer) -> None:
             print("no artifacts")
             return
         for a in rows:
-            print(f"{a.step_id:<20} #{a.visit:<3} {a.name:<16} {a.size:>9} B  {a.sha256[:12]}  {a.path}")
-
-
+            print(
+                f"{a.step_id:<20} #{a.visit:<3} {a.name:<16} {a.size:>9} B  {a.sha256[:12]}  {a.path}"
+            )

@@ -56,8 +56,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def validate(
         ctx: typer.Context,
-        pipeline: Annotated[str | None, typer.Argument(metavar="[NAME]", help="One pipeline; default: all.")] = None,
-        all_: Annotated[bool, typer.Option("--all", help="Every pipeline of the project (the default).")] = False,
+        pipeline: Annotated[
+            str | None, typer.Argument(metavar="[NAME]", help="One pipeline; default: all.")
+        ] = None,
+        all_: Annotated[
+            bool, typer.Option("--all", help="Every pipeline of the project (the default).")
+        ] = False,
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """Check wave.yaml and pipelines: fields, references, graph, templates."""
@@ -84,16 +88,33 @@ def register(app: typer.Typer) -> None:
             checked.append(name)
         errors = [p for p in problems if p.severity == "error"]
         if output is Output.json:
-            print_json({"ok": not errors, "pipelines": checked,
-                        "problems": [{"file": p.file, "line": p.line, "col": p.col, "severity": p.severity,
-                                      "message": p.message} for p in problems]})
+            print_json(
+                {
+                    "ok": not errors,
+                    "pipelines": checked,
+                    "problems": [
+                        {
+                            "file": p.file,
+                            "line": p.line,
+                            "col": p.col,
+                            "severity": p.severity,
+                            "message": p.message,
+                        }
+                        for p in problems
+                    ],
+                }
+            )
         else:
             for p in problems:
                 print(str(p), file=sys.stderr)
             if not errors:
-                print(f"ok: {project.manifest_path.name} and {len(checked)} pipeline"
-                      f"{'s' if len(checked) != 1 else ''} ({', '.join(checked) or 'none'})")
+                print(
+                    f"ok: {project.manifest_path.name} and {len(checked)} pipeline"
+                    f"{'s' if len(checked) != 1 else ''} ({', '.join(checked) or 'none'})"
+                )
             else:
-                print(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", file=sys.stderr)
+                print(
+                    f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", file=sys.stderr
+                )
         if errors:
             raise typer.Exit(1)

@@ -47,4 +47,6 @@ class TerminalPrompter:
                 return GateDecision("approved", by="terminal")
             if answer.lower() in ("n", "no", "r", "reject"):
                 reason = await _read_line("  reason: ")
-                return GateDecision("rejected", reason=(reason or "").strip() or None, by="terminal")
+                return GateDecision(
+                    "rejected", reason=(reason or "").strip() or None, by="terminal"
+                )

@@ -38,7 +38,9 @@ class NdjsonPrinter:
 class ProgressPrinter:
     """Readable progress lines; colour when writing to a terminal."""
 
-    def __init__(self, out: TextIO | None = None, color: bool | None = None, root_run: str | None = None) -> None:
+    def __init__(
+        self, out: TextIO | None = None, color: bool | None = None, root_run: str | None = None
+    ) -> None:
         self.out = out or sys.stdout
         self.color = self.out.isatty() if color is None else color
         self.root_run = root_run
@@ -58,7 +60,7 @@ class ProgressPrinter:
                 self._write(line, event.run_id)
         self.out.flush()
 
-    def line(self, e: ev.BaseEvent) -> str | None:  # noqa: PLR0911 - one branch per event kind
+    def line(self, e: ev.BaseEvent) -> str | None:
         name = f"{e.step_id}" + (f" #{e.visit}" if e.visit and e.visit > 1 else "")
         if isinstance(e, ev.RunStarted):
             if e.parent_run_id:
@@ -91,9 +93,14 @@ class ProgressPrinter:
             lines = [self._c(f"⏸ {e.step_id}: {e.message}", "33")]
             if e.choices:
                 lines.append("    choices: " + ", ".join(f"[{c.key}] {c.label}" for c in e.choices))
-            lines.append(self._c(f"    approve: swell approve {e.run_id} {e.step_id}"
-                                 + (" --choice KEY" if e.choices else "")
-                                 + f"   reject: swell reject {e.run_id} {e.step_id} --reason TEXT", "2"))
+            lines.append(
+                self._c(
+                    f"    approve: swell approve {e.run_id} {e.step_id}"
+                    + (" --choice KEY" if e.choices else "")
+                    + f"   reject: swell reject {e.run_id} {e.step_id} --reason TEXT",
+                    "2",
+                )
+            )
             return "\n".join(lines)
         if isinstance(e, ev.GateResolved):
             who = f" by {e.by}" if e.by else ""
@@ -102,7 +109,9 @@ class ProgressPrinter:
         if isinstance(e, ev.LimitExceeded):
             return self._c(f"! {e.limit} reached at {e.step_id}: {e.count} of {e.maximum}", "31")
         if isinstance(e, ev.BreakerTripped):
-            return self._c(f"! circuit breaker tripped at {e.step_id} after {e.count} identical failures", "31")
+            return self._c(
+                f"! circuit breaker tripped at {e.step_id} after {e.count} identical failures", "31"
+            )
         if isinstance(e, ev.Warning):
             return self._c(f"  warning: {e.message}", "33")
         if isinstance(e, ev.AgentToolCall):

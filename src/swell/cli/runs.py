@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from swell.cli.common import OUTPUT_HELP, Output, runtime
 
+if TYPE_CHECKING:
+    from swell.engine.context import GatePrompter
+    from swell.engine.runner import RunSummary
+    from swell.events.bus import EventSink
+
 EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 1, "waiting": 3, "interrupted": 130}
 
 
-def _sinks(output: Output, run_id: str) -> list[object]:
+def _sinks(output: Output, run_id: str) -> list[EventSink]:
     from swell.cli.render import NdjsonPrinter, ProgressPrinter
 
     return [NdjsonPrinter()] if output is Output.json else [ProgressPrinter(root_run=run_id)]
 
 
-def _prompter(output: Output, auto_approve: bool) -> object | None:
+def _prompter(output: Output, auto_approve: bool) -> GatePrompter | None:
     if output is Output.json or auto_approve or not sys.stdin.isatty():
         return None
     from swell.cli.prompt import TerminalPrompter
@@ -27,11 +32,12 @@ def _prompter(output: Output, auto_approve: bool) -> object | None:
     return TerminalPrompter()
 
 
-def _finish(summary: object, output: Output) -> None:
-    status = getattr(summary, "status", "failed")
-    run_id = getattr(summary, "run_id", "")
+def _finish(summary: RunSummary, output: Output) -> None:
+    status, run_id = summary.status, summary.run_id
     if status == "waiting" and output is Output.text:
-        print(f"run {run_id} is waiting at a gate: `swell approve {run_id}`, then `swell resume {run_id}`")
+        print(
+            f"run {run_id} is waiting at a gate: `swell approve {run_id}`, then `swell resume {run_id}`"
+        )
     elif status == "interrupted" and output is Output.text:
         print(f"continue with: swell resume {run_id}", file=sys.stderr)
     raise typer.Exit(EXIT_CODES.get(status, 1))
@@ -41,11 +47,21 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def run(
         ctx: typer.Context,
-        pipeline: Annotated[str, typer.Argument(help="Pipeline name (in .agents/pipelines/) or file path.")],
-        input_text: Annotated[str, typer.Option("--input", "-i", help="The run's input ({{ input }}).")] = "",
-        auto_approve: Annotated[bool, typer.Option("--auto-approve", help="Approve every gate.")] = False,
-        adapter: Annotated[str | None, typer.Option("--adapter", help="Adapter for every prompt step.")] = None,
-        model: Annotated[str | None, typer.Option("--model", help="Model for every prompt step.")] = None,
+        pipeline: Annotated[
+            str, typer.Argument(help="Pipeline name (in .agents/pipelines/) or file path.")
+        ],
+        input_text: Annotated[
+            str, typer.Option("--input", "-i", help="The run's input ({{ input }}).")
+        ] = "",
+        auto_approve: Annotated[
+            bool, typer.Option("--auto-approve", help="Approve every gate.")
+        ] = False,
+        adapter: Annotated[
+            str | None, typer.Option("--adapter", help="Adapter for every prompt step.")
+        ] = None,
+        model: Annotated[
+            str | None, typer.Option("--model", help="Model for every prompt step.")
+        ] = None,
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """Run a pipeline. Prints the run id first; exit code 0 only when the run succeeds."""
@@ -56,18 +72,30 @@ def register(app: typer.Typer) -> None:
         loaded, report = check_pipeline(rt, pipeline)
         for problem in report.warnings:
             print(str(problem), file=sys.stderr)
-        plan = create_run(rt, loaded, input_text, RunOptions(auto_approve=auto_approve, adapter=adapter,
-                                                             model=model))
+        plan = create_run(
+            rt,
+            loaded,
+            input_text,
+            RunOptions(auto_approve=auto_approve, adapter=adapter, model=model),
+        )
         if output is Output.text:
             print(f"run {plan.run_id}", flush=True)
-        summary = asyncio.run(execute(rt, plan, _sinks(output, plan.run_id),  # type: ignore[arg-type]
-                                      prompter=_prompter(output, auto_approve)))  # type: ignore[arg-type]
+        summary = asyncio.run(
+            execute(
+                rt,
+                plan,
+                _sinks(output, plan.run_id),
+                prompter=_prompter(output, auto_approve),
+            )
+        )
         _finish(summary, output)
 
     @app.command()
     def resume(
         ctx: typer.Context,
-        run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (a unique prefix is enough).")],
+        run_id: Annotated[
+            str, typer.Argument(metavar="RUN", help="Run id (a unique prefix is enough).")
+        ],
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """Continue a run after a crash, Ctrl-C, or a gate decision."""
@@ -78,6 +106,13 @@ def register(app: typer.Typer) -> None:
         plan, state = plan_for_resume(rt, run_row)
         if output is Output.text:
             print(f"run {plan.run_id}", flush=True)
-        summary = asyncio.run(execute(rt, plan, _sinks(output, plan.run_id), state=state,  # type: ignore[arg-type]
-                                      prompter=_prompter(output, plan.options.auto_approve)))  # type: ignore[arg-type]
+        summary = asyncio.run(
+            execute(
+                rt,
+                plan,
+                _sinks(output, plan.run_id),
+                state=state,
+                prompter=_prompter(output, plan.options.auto_approve),
+            )
+        )
         _finish(summary, output)

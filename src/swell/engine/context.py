@@ -52,9 +52,15 @@ class ChildOutcome:
 class ChildRuns(Protocol):
     """Runs a sub-pipeline as a child run; `resume_id` continues an existing child."""
 
-    async def run_child(self, parent: RunPlan, step: Step, visit: int, input_text: str,
-                        resume_id: str | None,
-                        on_start: Callable[[str, str], None]) -> ChildOutcome: ...
+    async def run_child(
+        self,
+        parent: RunPlan,
+        step: Step,
+        visit: int,
+        input_text: str,
+        resume_id: str | None,
+        on_start: Callable[[str, str], None],
+    ) -> ChildOutcome: ...
 
 
 @dataclass

@@ -77,7 +77,9 @@ class Graph:
     def entry_activations(self) -> list[Activation]:
         return [Activation(step_id, "entry") for step_id in self.entries]
 
-    def next_steps(self, done: VisitOutcome, context: Mapping[str, str], finished: Set[str]) -> Routing:
+    def next_steps(
+        self, done: VisitOutcome, context: Mapping[str, str], finished: Set[str]
+    ) -> Routing:
         """Pure routing decision after `done`; `finished` includes `done.step_id`."""
         step = self.steps[done.step_id]
         source = {"source_step": done.step_id, "source_visit": done.visit}
@@ -88,7 +90,9 @@ class Graph:
                 if parse_condition(edge.condition).holds(done.outcome, context):
                     return self._to(edge.target, edge.condition, "edge", source)
             if done.outcome == "failure":
-                return Routing(fail=f"step '{step.id}' failed and no edge matched: {done.error or 'failure'}")
+                return Routing(
+                    fail=f"step '{step.id}' failed and no edge matched: {done.error or 'failure'}"
+                )
             return Routing()
         dependents = [self.steps[d] for d in self.dependents.get(step.id, [])]
         if done.outcome == "success" or done.optional_failure:
@@ -106,5 +110,7 @@ class Graph:
         if target == COMPLETE:
             return Routing(route=route, complete=True)
         if target == FAIL:
-            return Routing(route=route, fail=f"routed to _fail ({condition or 'unconditional edge'})")
+            return Routing(
+                route=route, fail=f"routed to _fail ({condition or 'unconditional edge'})"
+            )
         return Routing(activate=[Activation(target, reason, **source)], route=route)  # type: ignore[arg-type]

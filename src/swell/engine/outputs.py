@@ -11,12 +11,18 @@ from swell.manifest.templates import parse_template
 RESERVED = {"exit_code", "stdout", "stderr", "outcome", "json", "text"}
 
 
-def output_namespace(stdout: str, stderr: str = "", exit_code: int | None = None,
-                     outcome: str = "success") -> dict[str, Any]:
+def output_namespace(
+    stdout: str, stderr: str = "", exit_code: int | None = None, outcome: str = "success"
+) -> dict[str, Any]:
     """`exit_code`, `stdout`, `stderr`, `outcome`, and when stdout is JSON, `json` and
     (for an object) its top-level fields by name."""
-    ns: dict[str, Any] = {"exit_code": exit_code, "stdout": stdout.strip(), "stderr": stderr.strip(),
-                          "outcome": outcome, "text": stdout.strip()}
+    ns: dict[str, Any] = {
+        "exit_code": exit_code,
+        "stdout": stdout.strip(),
+        "stderr": stderr.strip(),
+        "outcome": outcome,
+        "text": stdout.strip(),
+    }
     text = stdout.strip()
     if text[:1] in "{[":
         try:

@@ -42,8 +42,9 @@ class _Visit:
 
 
 class Runner:
-    def __init__(self, plan: RunPlan, services: Services, sink: EventSink,
-                 state: RunState | None = None) -> None:
+    def __init__(
+        self, plan: RunPlan, services: Services, sink: EventSink, state: RunState | None = None
+    ) -> None:
         self.plan = plan
         self.services = services
         self.sink = sink
@@ -99,12 +100,21 @@ class Runner:
         if self.state.started_once:
             self._resume()
         else:
-            self.emit([
-                ev.RunStarted(pipeline=self.plan.pipeline.name, input=self.plan.input,
-                              parent_run_id=self.plan.parent_run_id, parent_step_id=self.plan.parent_step_id,
-                              workspace=str(self.plan.workspace)),
-                *[ev.StepQueued(step_id=a.step_id, reason="entry") for a in self.graph.entry_activations()],
-            ])
+            self.emit(
+                [
+                    ev.RunStarted(
+                        pipeline=self.plan.pipeline.name,
+                        input=self.plan.input,
+                        parent_run_id=self.plan.parent_run_id,
+                        parent_step_id=self.plan.parent_step_id,
+                        workspace=str(self.plan.workspace),
+                    ),
+                    *[
+                        ev.StepQueued(step_id=a.step_id, reason="entry")
+                        for a in self.graph.entry_activations()
+                    ],
+                ]
+            )
         try:
             return await self._loop()
         except asyncio.CancelledError:
@@ -125,10 +135,14 @@ class Runner:
             if not self._tasks:
                 if self.state.queue:
                     blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
-                    return await self._finish("failed", f"steps {blocked} wait for dependencies that never ran")
+                    return await self._finish(
+                        "failed", f"steps {blocked} wait for dependencies that never ran"
+                    )
                 return await self._finish("succeeded")
             self.flush()
-            done, _ = await asyncio.wait(self._tasks, timeout=poll, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                self._tasks, timeout=poll, return_when=asyncio.FIRST_COMPLETED
+            )
             if self.services.control and time.monotonic() - last_check >= poll:
                 last_check = time.monotonic()
                 if self.services.control.cancel_requested(self.plan.run_id):
@@ -164,9 +178,19 @@ class Runner:
             visit = self.state.numbered[step.id] + 1
             if step.id not in self._details:
                 self._details[step.id] = _detail(step)
-            self.record([ev.StepStarted(step_id=step.id, visit=visit, kind=step.kind, persona=step.persona,
-                                        detail=self._details[step.id], source_step=act.source_step,
-                                        source_visit=act.source_visit)])
+            self.record(
+                [
+                    ev.StepStarted(
+                        step_id=step.id,
+                        visit=visit,
+                        kind=step.kind,
+                        persona=step.persona,
+                        detail=self._details[step.id],
+                        source_step=act.source_step,
+                        source_visit=act.source_visit,
+                    )
+                ]
+            )
             self._launch(_Visit(step, visit, act, None))
             running.add(step.id)
         return None
@@ -174,23 +198,44 @@ class Runner:
     def _limit_reached(self, step: Step) -> str | None:
         count = self.state.counted[step.id]
         if count >= step.max_visits:
-            self.emit([ev.LimitExceeded(step_id=step.id, limit="max_visits", count=count,
-                                        maximum=step.max_visits)])
-            return (f"step '{step.id}' reached its max_visits limit "
-                    f"({count} of {step.max_visits} visits)")
+            self.emit(
+                [
+                    ev.LimitExceeded(
+                        step_id=step.id, limit="max_visits", count=count, maximum=step.max_visits
+                    )
+                ]
+            )
+            return (
+                f"step '{step.id}' reached its max_visits limit "
+                f"({count} of {step.max_visits} visits)"
+            )
         total = self.state.total + len(self.state.open)
         maximum = self.plan.pipeline.pipeline.max_step_visits
         if total >= maximum:
-            self.emit([ev.LimitExceeded(step_id=step.id, limit="max_step_visits", count=total, maximum=maximum)])
-            return (f"pipeline reached max_step_visits ({total} of {maximum} visits in total) "
-                    f"before entering step '{step.id}'")
+            self.emit(
+                [
+                    ev.LimitExceeded(
+                        step_id=step.id, limit="max_step_visits", count=total, maximum=maximum
+                    )
+                ]
+            )
+            return (
+                f"pipeline reached max_step_visits ({total} of {maximum} visits in total) "
+                f"before entering step '{step.id}'"
+            )
         return None
 
     def _launch(self, visit: _Visit) -> None:
         ctx = VisitContext(
-            plan=self.plan, services=self.services, step=visit.step, visit=visit.visit,
-            activation=visit.activation, state=self.state, namespace=self._namespace(visit.step),
-            emit=self.emit, resumed=visit.resumed,
+            plan=self.plan,
+            services=self.services,
+            step=visit.step,
+            visit=visit.visit,
+            activation=visit.activation,
+            state=self.state,
+            namespace=self._namespace(visit.step),
+            emit=self.emit,
+            resumed=visit.resumed,
         )
         runner = self.services.step_kinds.get(visit.step.kind)
         visit.started = time.monotonic()
@@ -200,8 +245,12 @@ class Runner:
         """Template variables for one visit (docs/manifest.md, "Templates")."""
         state, plan = self.state, self.plan
         steps = {
-            sid: {"outcome": s.outcome, "exit_code": s.exit_code, "visit": s.visit,
-                  "artifacts": dict(state.artifacts.get(sid, {}))}
+            sid: {
+                "outcome": s.outcome,
+                "exit_code": s.exit_code,
+                "visit": s.visit,
+                "artifacts": dict(state.artifacts.get(sid, {})),
+            }
             for sid, s in state.last.items()
         }
         arts: dict[str, str] = {}
@@ -240,7 +289,9 @@ class Runner:
                 context_after[key] = value
             batch += [ev.Warning(message=p, **stamp) for p in problems]
         if step.output_artifacts:
-            found, problems = artifacts.collect(self.plan.workspace, step.output_artifacts, result.stdout)
+            found, problems = artifacts.collect(
+                self.plan.workspace, step.output_artifacts, result.stdout
+            )
             for art in found:
                 art.step_id, art.visit = step.id, visit.visit
             batch += found
@@ -250,13 +301,21 @@ class Runner:
         error_key = None
         if failed and step.kind != "conditional" and not step.optional:
             error_key = result.error_key_override or normalize_error(result.error or "failure")
-        batch.append(ev.StepFinished(
-            outcome="failure" if failed else "success", error=result.error, error_key=error_key,
-            exit_code=result.exit_code,
-            duration_ms=int((time.monotonic() - visit.started) * 1000), output_tail=result.output_tail,
-            tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost_usd=result.cost_usd,
-            optional_failure=failed and step.optional, **stamp,
-        ))
+        batch.append(
+            ev.StepFinished(
+                outcome="failure" if failed else "success",
+                error=result.error,
+                error_key=error_key,
+                exit_code=result.exit_code,
+                duration_ms=int((time.monotonic() - visit.started) * 1000),
+                output_tail=result.output_tail,
+                tokens_in=result.tokens_in,
+                tokens_out=result.tokens_out,
+                cost_usd=result.cost_usd,
+                optional_failure=failed and step.optional,
+                **stamp,
+            )
+        )
         if error_key is not None:
             previous = state.breaker.get(step.id)
             count = previous[1] + 1 if previous and previous[0] == error_key else 1
@@ -264,22 +323,44 @@ class Runner:
                 batch.append(ev.BreakerTripped(error_key=error_key, count=count, **stamp))
                 self.record(batch)
                 first = (result.error or "").strip().splitlines()[0] if result.error else "failure"
-                return Routing(fail=f"circuit breaker: step '{step.id}' failed {count} times in a row "
-                                    f"with the same error: {first}")
+                return Routing(
+                    fail=f"circuit breaker: step '{step.id}' failed {count} times in a row "
+                    f"with the same error: {first}"
+                )
         routing = self.graph.next_steps(
-            VisitOutcome(step.id, visit.visit, "failure" if failed else "success", result.error,
-                         failed and step.optional, result.choice_target, result.choice_key),
-            context_after, state.finished | {step.id},
+            VisitOutcome(
+                step.id,
+                visit.visit,
+                "failure" if failed else "success",
+                result.error,
+                failed and step.optional,
+                result.choice_target,
+                result.choice_key,
+            ),
+            context_after,
+            state.finished | {step.id},
         )
         if routing.route:
-            batch.append(ev.RouteTaken(target=routing.route.target, condition=routing.route.condition,
-                                       outcome="failure" if failed else "success", **stamp))
+            batch.append(
+                ev.RouteTaken(
+                    target=routing.route.target,
+                    condition=routing.route.condition,
+                    outcome="failure" if failed else "success",
+                    **stamp,
+                )
+            )
         queued = {a.step_id for a in state.queue}
         for act in routing.activate:
             if act.step_id not in queued:
                 queued.add(act.step_id)
-                batch.append(ev.StepQueued(step_id=act.step_id, reason=act.reason,  # type: ignore[arg-type]
-                                           source_step=act.source_step, source_visit=act.source_visit))
+                batch.append(
+                    ev.StepQueued(
+                        step_id=act.step_id,
+                        reason=act.reason,
+                        source_step=act.source_step,
+                        source_visit=act.source_visit,
+                    )
+                )
         self.record(batch)
         return routing
 
@@ -294,13 +375,23 @@ class Runner:
             if open_visit.gate is not None or open_visit.child_run_id is not None:
                 continuing.append(open_visit)
                 continue
-            batch.append(ev.StepInterrupted(step_id=open_visit.step_id, visit=open_visit.visit,
-                                            reason="the process running this visit ended"))
+            batch.append(
+                ev.StepInterrupted(
+                    step_id=open_visit.step_id,
+                    visit=open_visit.visit,
+                    reason="the process running this visit ended",
+                )
+            )
             if open_visit.step_id not in queued:
                 queued.add(open_visit.step_id)
-                batch.append(ev.StepQueued(step_id=open_visit.step_id, reason="resume",
-                                           source_step=open_visit.source_step,
-                                           source_visit=open_visit.source_visit))
+                batch.append(
+                    ev.StepQueued(
+                        step_id=open_visit.step_id,
+                        reason="resume",
+                        source_step=open_visit.source_step,
+                        source_visit=open_visit.source_visit,
+                    )
+                )
         interrupted = [e.step_id or "" for e in batch if isinstance(e, ev.StepInterrupted)]
         self.emit([ev.RunResumed(interrupted_steps=interrupted), *batch])
         for open_visit in continuing:
@@ -318,14 +409,23 @@ class Runner:
 
     async def _finish(self, status: str, error: str | None = None) -> RunSummary:
         batch: list[ev.BaseEvent] = [
-            ev.StepInterrupted(step_id=visit.step.id, visit=visit.visit,
-                               reason=f"run {status} while this visit ran")
+            ev.StepInterrupted(
+                step_id=visit.step.id,
+                visit=visit.visit,
+                reason=f"run {status} while this visit ran",
+            )
             for visit in self._tasks.values()
         ]
         await self._cancel_tasks()
         self._tasks.clear()
-        batch.append(ev.RunFinished(status=status, error=error, visits=self.state.total,  # type: ignore[arg-type]
-                                    duration_ms=int((time.monotonic() - self._started) * 1000)))
+        batch.append(
+            ev.RunFinished(
+                status=status,
+                error=error,
+                visits=self.state.total,
+                duration_ms=int((time.monotonic() - self._started) * 1000),
+            )
+        )
         self.emit(batch)
         return RunSummary(self.plan.run_id, status, error, self.state.total)
 
@@ -337,21 +437,39 @@ class Runner:
         await self._cancel_tasks()
         for visit in self._tasks.values():
             open_visit = self.state.open.get((visit.step.id, visit.visit))
-            if status == "interrupted" and open_visit and open_visit.gate and not open_visit.resolution:
+            if (
+                status == "interrupted"
+                and open_visit
+                and open_visit.gate
+                and not open_visit.resolution
+            ):
                 gates_open = True
                 continue
-            batch.append(ev.StepInterrupted(step_id=visit.step.id, visit=visit.visit, reason=f"run {status}"))
+            batch.append(
+                ev.StepInterrupted(step_id=visit.step.id, visit=visit.visit, reason=f"run {status}")
+            )
             if status == "interrupted" and not self.state.queued(visit.step.id):
-                batch.append(ev.StepQueued(step_id=visit.step.id, reason="resume",
-                                           source_step=visit.activation.source_step,
-                                           source_visit=visit.activation.source_visit))
+                batch.append(
+                    ev.StepQueued(
+                        step_id=visit.step.id,
+                        reason="resume",
+                        source_step=visit.activation.source_step,
+                        source_visit=visit.activation.source_visit,
+                    )
+                )
         self._tasks.clear()
         if gates_open and not batch:
             return RunSummary(self.plan.run_id, "waiting", None, self.state.total)
-        batch.append(ev.RunFinished(status=status, visits=self.state.total,  # type: ignore[arg-type]
-                                    error="interrupted; continue with `swell resume`"
-                                    if status == "interrupted" else "cancelled",
-                                    duration_ms=int((time.monotonic() - self._started) * 1000)))
+        batch.append(
+            ev.RunFinished(
+                status=status,
+                visits=self.state.total,
+                error="interrupted; continue with `swell resume`"
+                if status == "interrupted"
+                else "cancelled",
+                duration_ms=int((time.monotonic() - self._started) * 1000),
+            )
+        )
         self.emit(batch)
         return RunSummary(self.plan.run_id, status, None, self.state.total)
 

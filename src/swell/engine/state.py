@@ -97,7 +97,9 @@ def _started(s: RunState, ev: Any) -> None:
             del s.queue[i]
             break
     s.numbered[ev.step_id] = max(s.numbered[ev.step_id], ev.visit)
-    s.open[(ev.step_id, ev.visit)] = OpenVisit(ev.step_id, ev.visit, ev.kind, ev.source_step, ev.source_visit)
+    s.open[(ev.step_id, ev.visit)] = OpenVisit(
+        ev.step_id, ev.visit, ev.kind, ev.source_step, ev.source_visit
+    )
 
 
 def _finished(s: RunState, ev: Any) -> None:

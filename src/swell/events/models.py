@@ -169,7 +169,7 @@ class BreakerTripped(BaseEvent):
     count: int
 
 
-class Warning(BaseEvent):  # noqa: A001 - the event kind is called warning
+class Warning(BaseEvent):
     type: Literal["warning"] = "warning"
     message: str
 

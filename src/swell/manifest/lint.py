@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from swell.errors import ManifestError, PipelineNotFound, Problem
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.durations import parse_duration
-from swell.manifest.expressions import ExpressionError, parse_expression
+from swell.manifest.expressions import ExpressionError
 from swell.manifest.loader import LoadedPipeline, Project, resolve_pipeline
 from swell.manifest.models import Step
 from swell.manifest.templates import parse_template
@@ -56,7 +56,7 @@ class LintReport:
 def adapter_type(project: Project, name: str) -> str:
     """The implementation behind adapter `name` (its `type`, else the name)."""
     config = project.manifest.adapters.get(name)
-    return (config.type if config and config.type else name)
+    return config.type if config and config.type else name
 
 
 def lint_project(project: Project, ctx: LintContext) -> LintReport:
@@ -68,15 +68,23 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
         if kind not in ctx.adapter_types:
             known = ", ".join(sorted(ctx.adapter_types))
             report.problems.append(
-                src.problem(("adapters", name), f"adapter type '{kind}' is not available (known: {known})",
-                            key=True)
+                src.problem(
+                    ("adapters", name),
+                    f"adapter type '{kind}' is not available (known: {known})",
+                    key=True,
+                )
             )
             continue
         model = ctx.adapter_options(kind) if ctx.adapter_options else None
         if model is None:
             if config.options:
-                report.problems.append(src.problem(("adapters", name, "options"),
-                                                   f"adapter type '{kind}' takes no options", key=True))
+                report.problems.append(
+                    src.problem(
+                        ("adapters", name, "options"),
+                        f"adapter type '{kind}' takes no options",
+                        key=True,
+                    )
+                )
             continue
         try:
             model.model_validate(config.options)
@@ -91,14 +99,18 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
             report.problems.append(src.problem(loc, f"persona '{name}' has no adapter", key=True))
         elif persona.adapter not in m.adapters and persona.adapter not in ctx.adapter_types:
             report.problems.append(
-                src.problem((*loc, "adapter"), f"persona '{name}' uses unknown adapter '{persona.adapter}'")
+                src.problem(
+                    (*loc, "adapter"), f"persona '{name}' uses unknown adapter '{persona.adapter}'"
+                )
             )
         if persona.system_prompt_file:
             path = project.root / persona.system_prompt_file
             if not path.is_file():
                 report.problems.append(
-                    src.problem((*loc, "system_prompt_file"),
-                                f"system prompt file {persona.system_prompt_file} does not exist")
+                    src.problem(
+                        (*loc, "system_prompt_file"),
+                        f"system prompt file {persona.system_prompt_file} does not exist",
+                    )
                 )
     return report
 
@@ -176,7 +188,9 @@ def _template_sources(step: Step, root: Path) -> list[tuple[tuple[str | int, ...
     if step.exec and step.exec.source_path:
         path = root / step.exec.source_path
         if path.is_file():
-            out.append((("exec", "source_path"), path.read_text(encoding="utf-8", errors="replace")))
+            out.append(
+                (("exec", "source_path"), path.read_text(encoding="utf-8", errors="replace"))
+            )
     if step.script:
         out.append((("script",), step.script))
     if step.input:
@@ -220,8 +234,12 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
         loc: tuple[str | int, ...] = ("steps", i)
         kind = step.kind
         if kind not in ctx.step_kinds:
-            add(src.problem((*loc, "type"),
-                            f"unknown step type '{kind}' (known: {', '.join(sorted(ctx.step_kinds))})"))
+            add(
+                src.problem(
+                    (*loc, "type"),
+                    f"unknown step type '{kind}' (known: {', '.join(sorted(ctx.step_kinds))})",
+                )
+            )
         for j, dep in enumerate(step.dependencies):
             if dep == step.id:
                 add(src.problem((*loc, "dependencies", j), f"step '{step.id}' depends on itself"))
@@ -229,7 +247,11 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                 add(src.problem((*loc, "dependencies", j), f"unknown dependency '{dep}'"))
         for j, edge in enumerate(step.edges):
             if edge.target not in ids and edge.target not in TERMINALS:
-                add(src.problem((*loc, "edges", j, "target"), f"edge to unknown step '{edge.target}'"))
+                add(
+                    src.problem(
+                        (*loc, "edges", j, "target"), f"edge to unknown step '{edge.target}'"
+                    )
+                )
             try:
                 cond = parse_condition(edge.condition)
             except ConditionError as exc:
@@ -237,28 +259,55 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                 continue
             for key in cond.context_keys():
                 if key not in context_keys:
-                    add(src.problem((*loc, "edges", j, "condition"),
-                                    f"context.{key} is never set by any step's output.context",
-                                    severity="warning"))
+                    add(
+                        src.problem(
+                            (*loc, "edges", j, "condition"),
+                            f"context.{key} is never set by any step's output.context",
+                            severity="warning",
+                        )
+                    )
         if step.edges and any(e.condition is None for e in step.edges[:-1]):
             first = next(j for j, e in enumerate(step.edges) if e.condition is None)
-            add(src.problem((*loc, "edges", first + 1),
-                            "edges after an unconditional edge can never be taken", severity="warning"))
+            add(
+                src.problem(
+                    (*loc, "edges", first + 1),
+                    "edges after an unconditional edge can never be taken",
+                    severity="warning",
+                )
+            )
         _lint_kind(project, loaded, step, loc, ids, ctx, report)
         _lint_templates(project, loaded, step, loc, ids, context_keys, report)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
-                add(src.problem((*loc, "output_artifacts", j), f"artifact '{art.name}' needs a path"))
+                add(
+                    src.problem(
+                        (*loc, "output_artifacts", j), f"artifact '{art.name}' needs a path"
+                    )
+                )
             if art.path and (Path(art.path).is_absolute() or ".." in Path(art.path).parts):
-                add(src.problem((*loc, "output_artifacts", j, "path"),
-                                "artifact paths must stay inside the workspace"))
+                add(
+                    src.problem(
+                        (*loc, "output_artifacts", j, "path"),
+                        "artifact paths must stay inside the workspace",
+                    )
+                )
         for j, ref in enumerate(step.memory.inject_artifacts):
             if ref.step and ref.step not in ids:
-                add(src.problem((*loc, "memory", "inject_artifacts", j, "step"),
-                                f"unknown step '{ref.step}'"))
-            elif ref.step and ref.artifact not in {a.name for a in steps[ids[ref.step]].output_artifacts}:
-                add(src.problem((*loc, "memory", "inject_artifacts", j, "artifact"),
-                                f"step '{ref.step}' declares no output artifact '{ref.artifact}'"))
+                add(
+                    src.problem(
+                        (*loc, "memory", "inject_artifacts", j, "step"),
+                        f"unknown step '{ref.step}'",
+                    )
+                )
+            elif ref.step and ref.artifact not in {
+                a.name for a in steps[ids[ref.step]].output_artifacts
+            }:
+                add(
+                    src.problem(
+                        (*loc, "memory", "inject_artifacts", j, "artifact"),
+                        f"step '{ref.step}' declares no output artifact '{ref.artifact}'",
+                    )
+                )
         if step.output:
             for key, expr in step.output.context.items():
                 if isinstance(expr, str) and "{{" in expr:
@@ -274,8 +323,15 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
     return report
 
 
-def _lint_kind(project: Project, loaded: LoadedPipeline, step: Step, loc: tuple[str | int, ...],
-               ids: dict[str, int], ctx: LintContext, report: LintReport) -> None:
+def _lint_kind(
+    project: Project,
+    loaded: LoadedPipeline,
+    step: Step,
+    loc: tuple[str | int, ...],
+    ids: dict[str, int],
+    ctx: LintContext,
+    report: LintReport,
+) -> None:
     src, add, kind = loaded.source, report.problems.append, step.kind
     m = project.manifest
     if kind == "command":
@@ -286,20 +342,35 @@ def _lint_kind(project: Project, loaded: LoadedPipeline, step: Step, loc: tuple[
             add(src.problem(loc, f"prompt step '{step.id}' needs a persona"))
         if step.persona and step.persona not in m.personas:
             known = ", ".join(sorted(m.personas)) or "none defined"
-            add(src.problem((*loc, "persona"), f"unknown persona '{step.persona}' (known: {known})"))
+            add(
+                src.problem((*loc, "persona"), f"unknown persona '{step.persona}' (known: {known})")
+            )
         if not step.exec or not (step.exec.source or step.exec.source_path):
             add(src.problem(loc, f"prompt step '{step.id}' needs exec.source or exec.source_path"))
         elif step.exec.source_path and not (project.root / step.exec.source_path).is_file():
-            add(src.problem((*loc, "exec", "source_path"),
-                            f"prompt file {step.exec.source_path} does not exist"))
-        adapter = step.adapter or (m.personas[step.persona].adapter
-                                   if step.persona in m.personas else None)
-        if step.adapter and step.adapter not in m.adapters and step.adapter not in ctx.adapter_types:
+            add(
+                src.problem(
+                    (*loc, "exec", "source_path"),
+                    f"prompt file {step.exec.source_path} does not exist",
+                )
+            )
+        adapter = step.adapter or (
+            m.personas[step.persona].adapter if step.persona in m.personas else None
+        )
+        if (
+            step.adapter
+            and step.adapter not in m.adapters
+            and step.adapter not in ctx.adapter_types
+        ):
             add(src.problem((*loc, "adapter"), f"unknown adapter '{step.adapter}'"))
         elif adapter and adapter_type(project, adapter) not in ctx.adapter_types:
-            add(src.problem((*loc, "persona"),
-                            f"adapter '{adapter}' is not available "
-                            f"(known: {', '.join(sorted(ctx.adapter_types))})"))
+            add(
+                src.problem(
+                    (*loc, "persona"),
+                    f"adapter '{adapter}' is not available "
+                    f"(known: {', '.join(sorted(ctx.adapter_types))})",
+                )
+            )
     elif kind == "conditional":
         if not step.edges:
             add(src.problem(loc, f"conditional step '{step.id}' needs edges"))
@@ -308,16 +379,30 @@ def _lint_kind(project: Project, loaded: LoadedPipeline, step: Step, loc: tuple[
         if gate is None:
             return
         if gate.type in ("pr_merge", "ci_pass"):
-            add(src.problem((*loc, "gate", "type"), f"gate type `{gate.type}` is not supported yet"))
+            add(
+                src.problem((*loc, "gate", "type"), f"gate type `{gate.type}` is not supported yet")
+            )
         keys = [c.key for c in gate.choices]
         for j, choice in enumerate(gate.choices):
             if keys.count(choice.key) > 1:
-                add(src.problem((*loc, "gate", "choices", j, "key"), f"duplicate choice key '{choice.key}'"))
+                add(
+                    src.problem(
+                        (*loc, "gate", "choices", j, "key"), f"duplicate choice key '{choice.key}'"
+                    )
+                )
             if choice.target and choice.target not in ids and choice.target not in TERMINALS:
-                add(src.problem((*loc, "gate", "choices", j, "target"),
-                                f"choice targets unknown step '{choice.target}'"))
+                add(
+                    src.problem(
+                        (*loc, "gate", "choices", j, "target"),
+                        f"choice targets unknown step '{choice.target}'",
+                    )
+                )
         if gate.default and gate.choices and gate.default not in keys:
-            add(src.problem((*loc, "gate", "default"), f"default '{gate.default}' is not a choice key"))
+            add(
+                src.problem(
+                    (*loc, "gate", "default"), f"default '{gate.default}' is not a choice key"
+                )
+            )
         if gate.timeout is not None:
             try:
                 parse_duration(gate.timeout)
@@ -336,13 +421,26 @@ def _lint_kind(project: Project, loaded: LoadedPipeline, step: Step, loc: tuple[
             return
         if target.resolve() == loaded.path.resolve():
             add(src.problem((*loc, "pipeline"), "a pipeline cannot run itself as a sub-pipeline"))
-    if step.workspace and (step.workspace.type == "worktree" or step.workspace.mount or step.workspace.ref):
-        add(src.problem((*loc, "workspace"),
-                        "`workspace` worktrees and mounts are not supported yet (steps share the run workspace)"))
+    if step.workspace and (
+        step.workspace.type == "worktree" or step.workspace.mount or step.workspace.ref
+    ):
+        add(
+            src.problem(
+                (*loc, "workspace"),
+                "`workspace` worktrees and mounts are not supported yet (steps share the run workspace)",
+            )
+        )
 
 
-def _lint_templates(project: Project, loaded: LoadedPipeline, step: Step, loc: tuple[str | int, ...],
-                    ids: dict[str, int], context_keys: set[str], report: LintReport) -> None:
+def _lint_templates(
+    project: Project,
+    loaded: LoadedPipeline,
+    step: Step,
+    loc: tuple[str | int, ...],
+    ids: dict[str, int],
+    context_keys: set[str],
+    report: LintReport,
+) -> None:
     src, add = loaded.source, report.problems.append
     pipeline = loaded.pipeline
     own_artifacts = {a.name for a in step.output_artifacts}
@@ -354,19 +452,31 @@ def _lint_templates(project: Project, loaded: LoadedPipeline, step: Step, loc: t
             add(src.problem((*loc, *where), str(exc)))
             continue
         for path in tpl.variables():
-            reason = _unresolvable(path, project, pipeline.steps, ids, context_keys, own_artifacts | injected)
+            reason = _unresolvable(
+                path, project, pipeline.steps, ids, context_keys, own_artifacts | injected
+            )
             if reason:
                 add(src.problem((*loc, *where), reason))
 
 
-def _unresolvable(path: tuple[str | int, ...], project: Project, steps: list[Step], ids: dict[str, int],
-                  context_keys: set[str], artifacts: set[str]) -> str | None:
+def _unresolvable(
+    path: tuple[str | int, ...],
+    project: Project,
+    steps: list[Step],
+    ids: dict[str, int],
+    context_keys: set[str],
+    artifacts: set[str],
+) -> str | None:
     name = ".".join(str(p) for p in path)
     root, rest = str(path[0]), path[1:]
     if root in SIMPLE_VARS:
         return None if not rest else f"template variable '{name}' has no fields"
     if root == "run":
-        return None if [str(r) for r in rest] == ["id"] else f"unknown template variable '{name}' (use run.id)"
+        return (
+            None
+            if [str(r) for r in rest] == ["id"]
+            else f"unknown template variable '{name}' (use run.id)"
+        )
     if root == "project":
         if rest and str(rest[0]) in project.manifest.project:
             return None
@@ -383,7 +493,9 @@ def _unresolvable(path: tuple[str | int, ...], project: Project, steps: list[Ste
         if not rest or str(rest[0]) not in ids:
             return f"template variable '{name}' names an unknown step"
         if len(rest) < 2 or str(rest[1]) not in STEP_FIELDS:
-            return f"template variable '{name}': use steps.ID.artifacts.NAME, .outcome or .exit_code"
+            return (
+                f"template variable '{name}': use steps.ID.artifacts.NAME, .outcome or .exit_code"
+            )
         if str(rest[1]) == "artifacts":
             declared = {a.name for a in steps[ids[str(rest[0])]].output_artifacts}
             if len(rest) < 3 or str(rest[2]) not in declared:
@@ -392,8 +504,9 @@ def _unresolvable(path: tuple[str | int, ...], project: Project, steps: list[Ste
     return f"unknown template variable '{name}'"
 
 
-def _later_issue_warnings(step: Step, loc: tuple[str | int, ...], loaded: LoadedPipeline,
-                          report: LintReport) -> None:
+def _later_issue_warnings(
+    step: Step, loc: tuple[str | int, ...], loaded: LoadedPipeline, report: LintReport
+) -> None:
     """Fields that parse now but whose behaviour arrives with later work."""
     src = loaded.source
     pending: list[tuple[str, str]] = []
@@ -409,7 +522,9 @@ def _later_issue_warnings(step: Step, loc: tuple[str | int, ...], loaded: Loaded
         report.problems.append(src.problem((*loc, key), message, key=True, severity="warning"))
 
 
-def _lint_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]], report: LintReport) -> None:
+def _lint_graph(
+    loaded: LoadedPipeline, dependents: dict[str, list[str]], report: LintReport
+) -> None:
     src, add = loaded.source, report.problems.append
     steps = loaded.pipeline.steps
     index = {s.id: i for i, s in enumerate(steps)}
@@ -420,13 +535,19 @@ def _lint_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]], report
     for comp in _sccs([s.id for s in steps], dep_succ):
         if len(comp) > 1:
             cycle = " -> ".join(sorted(comp, key=index.__getitem__))
-            add(src.problem(("steps", index[comp[0]], "dependencies"), f"dependency cycle: {cycle}"))
+            add(
+                src.problem(("steps", index[comp[0]], "dependencies"), f"dependency cycle: {cycle}")
+            )
     if report.errors:
         return
 
     entries = entry_steps(steps)
     if not entries:
-        add(src.problem(("steps",), "no step can start: every step has dependencies or is rework_only"))
+        add(
+            src.problem(
+                ("steps",), "no step can start: every step has dependencies or is rework_only"
+            )
+        )
         return
     succ = {s.id: [t for t in _successors(s, dependents) if t in by_id] for s in steps}
     seen, todo = set(entries), list(entries)
@@ -437,7 +558,11 @@ def _lint_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]], report
                 todo.append(nxt)
     for step in steps:
         if step.id not in seen and not step.rework_only:
-            add(src.problem(("steps", index[step.id], "id"), f"step '{step.id}' can never be reached"))
+            add(
+                src.problem(
+                    ("steps", index[step.id], "id"), f"step '{step.id}' can never be reached"
+                )
+            )
 
     for comp in _sccs([s.id for s in steps], succ):
         members = set(comp)
@@ -445,9 +570,14 @@ def _lint_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]], report
             continue
         if not any(_can_leave(by_id[m], members, dependents) for m in comp):
             order = sorted(comp, key=index.__getitem__)
-            add(src.problem(("steps", index[order[0]]),
-                            "loop " + " -> ".join([*order, order[0]])
-                            + " can never be left: add a conditional edge out of it or to _complete"))
+            add(
+                src.problem(
+                    ("steps", index[order[0]]),
+                    "loop "
+                    + " -> ".join([*order, order[0]])
+                    + " can never be left: add a conditional edge out of it or to _complete",
+                )
+            )
 
 
 def _can_leave(step: Step, members: set[str], dependents: dict[str, list[str]]) -> bool:
@@ -458,6 +588,4 @@ def _can_leave(step: Step, members: set[str], dependents: dict[str, list[str]]) 
         return True  # when no condition holds the branch ends
     if step.gate and step.gate.choices and any(not c.target for c in step.gate.choices):
         return True
-    if not step.routes and not dependents.get(step.id):
-        return True
-    return False
+    return bool(not step.routes and not dependents.get(step.id))

@@ -100,7 +100,9 @@ def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
             if origin is dict:
                 current = args[-1]
             elif args:
-                current = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[0])
+                current = next(
+                    (a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[0]
+                )
             else:
                 break
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
@@ -146,7 +148,9 @@ def _unsupported(obj: Any, loc: Loc, source: SourceMap) -> list[Problem]:
             attr = name if name in type(obj).model_fields else f"{name}_"
             if getattr(obj, attr, None) not in (None, [], {}, False):
                 problems.append(
-                    source.problem((*loc, name), f"`{name}` ({what}) is not supported yet", key=True)
+                    source.problem(
+                        (*loc, name), f"`{name}` ({what}) is not supported yet", key=True
+                    )
                 )
         for name in type(obj).model_fields:
             key = type(obj).model_fields[name].alias or name
@@ -201,7 +205,11 @@ def resolve_pipeline(root: Path, name_or_path: str) -> Path:
     known = sorted(pipeline_paths(root))
     hint = difflib.get_close_matches(name_or_path, known, n=1)
     where = " or ".join(f"{d}/" for d in PIPELINE_DIRS)
-    extra = f"; did you mean '{hint[0]}'?" if hint else (f"; known: {', '.join(known)}" if known else "")
+    extra = (
+        f"; did you mean '{hint[0]}'?"
+        if hint
+        else (f"; known: {', '.join(known)}" if known else "")
+    )
     raise PipelineNotFound(f"no pipeline named '{name_or_path}' in {where}{extra}")
 
 

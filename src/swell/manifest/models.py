@@ -155,7 +155,7 @@ class Runtime(Strict):
 class Manifest(Strict):
     """`wave.yaml` / `swell.yaml`."""
 
-    apiVersion: str | None = None  # noqa: N815 - Wave's spelling
+    apiVersion: str | None = None
     kind: Literal["WaveManifest", "SwellManifest"]
     metadata: Metadata = Field(default_factory=Metadata)
     project: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
@@ -394,7 +394,9 @@ class Step(Strict):
         import re
 
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
-            raise ValueError("step id must start with a letter or digit and use only letters, digits, '-', '_', '.'")
+            raise ValueError(
+                "step id must start with a letter or digit and use only letters, digits, '-', '_', '.'"
+            )
         return value
 
     @property

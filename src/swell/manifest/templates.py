@@ -127,7 +127,9 @@ def _shell_contexts(literals: tuple[str, ...]) -> list[str]:
                 elif chunk.startswith("<<", i) and not chunk.startswith("<<<", i):
                     match = re.match(r"<<(-?)\s*(['\"]?)([A-Za-z0-9_]+)\2", chunk[i:])
                     if match:
-                        heredocs.append((match.group(3), bool(match.group(2)), bool(match.group(1))))
+                        heredocs.append(
+                            (match.group(3), bool(match.group(2)), bool(match.group(1)))
+                        )
                         i += match.end()
                         continue
                 elif ch == "\n" and heredocs:

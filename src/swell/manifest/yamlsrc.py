@@ -37,7 +37,9 @@ class SourceMap:
             path = path[:-1]
         return self.values.get((), (1, 1))
 
-    def problem(self, loc: Loc, message: str, *, key: bool = False, severity: str = "error") -> Problem:
+    def problem(
+        self, loc: Loc, message: str, *, key: bool = False, severity: str = "error"
+    ) -> Problem:
         line, col = self.locate(loc, key=key)
         return Problem(self.file, line, col, message, severity)
 
@@ -52,7 +54,9 @@ def _pos(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
-def _convert(loader: Any, node: yaml.Node, loc: Loc, smap: SourceMap, problems: list[Problem]) -> Any:
+def _convert(
+    loader: Any, node: yaml.Node, loc: Loc, smap: SourceMap, problems: list[Problem]
+) -> Any:
     smap.values[loc] = _pos(node)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
@@ -70,7 +74,9 @@ def _convert(loader: Any, node: yaml.Node, loc: Loc, smap: SourceMap, problems: 
             out[key] = _convert(loader, value_node, (*loc, key), smap, problems)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_convert(loader, item, (*loc, i), smap, problems) for i, item in enumerate(node.value)]
+        return [
+            _convert(loader, item, (*loc, i), smap, problems) for i, item in enumerate(node.value)
+        ]
     return loader.construct_object(node, deep=True)
 
 

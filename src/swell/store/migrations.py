@@ -116,7 +116,7 @@ def _m1_initial(db: sqlite3.Connection) -> None:
             PRIMARY KEY (run_id, step_id, visit)
         ) WITHOUT ROWID;
         CREATE INDEX gates_waiting ON gates (status);
-        """
+        """,
     )
 
 
@@ -133,7 +133,9 @@ def migrate(db: sqlite3.Connection) -> None:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        (current,) = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+        (current,) = db.execute(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
+        ).fetchone()
         for version, step in enumerate(MIGRATIONS, start=1):
             if version > current:
                 step(db)

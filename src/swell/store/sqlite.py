@@ -12,7 +12,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,9 @@ class RunRow:
     project_root: str | None
     owner_pid: int | None
     options: dict[str, Any]
+
+
+_RUN_FIELDS = [f.name for f in fields(RunRow)]
 
 
 @dataclass
@@ -98,8 +101,9 @@ _RUN_COLS = (
 
 
 def _run(row: tuple[Any, ...]) -> RunRow:
-    *head, options = row
-    return RunRow(*head, options=json.loads(options) if options else {})
+    data = dict(zip(_RUN_FIELDS, row, strict=True))
+    data["options"] = json.loads(data["options"]) if data["options"] else {}
+    return RunRow(**data)
 
 
 class SqliteStore:
@@ -109,7 +113,9 @@ class SqliteStore:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
+            self.db = sqlite3.connect(
+                path, isolation_level=None, timeout=30.0, check_same_thread=False
+            )
             self.db.execute("PRAGMA journal_mode=WAL")
             sync = "FULL" if os.environ.get("SWELL_SYNC", "").lower() == "full" else "NORMAL"
             self.db.execute(f"PRAGMA synchronous={sync}")
@@ -123,24 +129,48 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_run(self, *, run_id: str, pipeline: str, input_text: str, workspace: str,
-                   pipeline_path: str | None = None, project_root: str | None = None,
-                   parent_run_id: str | None = None, parent_step_id: str | None = None,
-                   options: dict[str, Any] | None = None) -> None:
+    def create_run(
+        self,
+        *,
+        run_id: str,
+        pipeline: str,
+        input_text: str,
+        workspace: str,
+        pipeline_path: str | None = None,
+        project_root: str | None = None,
+        parent_run_id: str | None = None,
+        parent_step_id: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         stamp = now_iso()
         with self._tx():
             self.db.execute(
                 "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, parent_run_id, "
                 "parent_step_id, workspace, options, created_at, updated_at, owner_pid) "
                 "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, pipeline, pipeline_path, project_root, input_text, parent_run_id, parent_step_id,
-                 workspace, json.dumps(options or {}), stamp, stamp, os.getpid()),
+                (
+                    run_id,
+                    pipeline,
+                    pipeline_path,
+                    project_root,
+                    input_text,
+                    parent_run_id,
+                    parent_step_id,
+                    workspace,
+                    json.dumps(options or {}),
+                    stamp,
+                    stamp,
+                    os.getpid(),
+                ),
             )
 
     def claim(self, run_id: str, pid: int) -> None:
         """Record which process is executing the run."""
         with self._tx():
-            self.db.execute("UPDATE runs SET owner_pid = ?, updated_at = ? WHERE id = ?", (pid, now_iso(), run_id))
+            self.db.execute(
+                "UPDATE runs SET owner_pid = ?, updated_at = ? WHERE id = ?",
+                (pid, now_iso(), run_id),
+            )
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
         """Commit a batch of events and their projections atomically."""
@@ -158,8 +188,16 @@ class SqliteStore:
                 if project:
                     project(self.db, event)
 
-    def decide_gate(self, run_id: str, step_id: str | None, decision: str, *, choice: str | None = None,
-                    reason: str | None = None, by: str | None = None) -> GateRow:
+    def decide_gate(
+        self,
+        run_id: str,
+        step_id: str | None,
+        decision: str,
+        *,
+        choice: str | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> GateRow:
         """Record a person's decision on a waiting gate; the running process acts on it."""
         with self._tx():
             waiting = [g for g in self._gates(run_id) if g.status == "waiting"]
@@ -173,11 +211,15 @@ class SqliteStore:
                 raise RunStateError(f"several gates are waiting ({names}); name the step")
             gate = waiting[0]
             if gate.decision is not None:
-                raise RunStateError(f"gate '{gate.step_id}' was already {gate.decision}; the run has not "
-                                    "picked the decision up yet (is it running? try `swell resume`)")
+                raise RunStateError(
+                    f"gate '{gate.step_id}' was already {gate.decision}; the run has not "
+                    "picked the decision up yet (is it running? try `swell resume`)"
+                )
             keys = [c["key"] for c in gate.choices]
             if choice is not None and keys and choice not in keys:
-                raise RunStateError(f"'{choice}' is not a choice of gate '{gate.step_id}' (choices: {', '.join(keys)})")
+                raise RunStateError(
+                    f"'{choice}' is not a choice of gate '{gate.step_id}' (choices: {', '.join(keys)})"
+                )
             self.db.execute(
                 "UPDATE gates SET decision = ?, choice = ?, reason = ?, decided_by = ?, decided_at = ? "
                 "WHERE run_id = ? AND step_id = ? AND visit = ?",
@@ -199,8 +241,10 @@ class SqliteStore:
     def get_run(self, run_id: str) -> RunRow:
         row = self.db.execute(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
-            rows = self.db.execute(f"SELECT {_RUN_COLS} FROM runs WHERE id LIKE ? ORDER BY created_at DESC LIMIT 2",
-                                   (run_id.replace("%", "") + "%",)).fetchall()
+            rows = self.db.execute(
+                f"SELECT {_RUN_COLS} FROM runs WHERE id LIKE ? ORDER BY created_at DESC LIMIT 2",
+                (run_id.replace("%", "") + "%",),
+            ).fetchall()
             if len(rows) == 1:
                 return _run(rows[0])
             if len(rows) > 1:
@@ -211,23 +255,27 @@ class SqliteStore:
     def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
         where = "" if include_children else "WHERE parent_run_id IS NULL"
         rows = self.db.execute(
-            f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
+            f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (limit,),
         ).fetchall()
         return [_run(r) for r in rows]
 
     def children(self, run_id: str) -> list[RunRow]:
-        rows = self.db.execute(f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id = ? ORDER BY created_at",
-                               (run_id,)).fetchall()
+        rows = self.db.execute(
+            f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id = ? ORDER BY created_at", (run_id,)
+        ).fetchall()
         return [_run(r) for r in rows]
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        rows = self.db.execute("SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
-                               (run_id, after_seq)).fetchall()
+        rows = self.db.execute(
+            "SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
+        ).fetchall()
         return [parse_event(data) for (data,) in rows]
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
-        rows = self.db.execute("SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
-                               (run_id, after_seq)).fetchall()
+        rows = self.db.execute(
+            "SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
+        ).fetchall()
         return [data for (data,) in rows]
 
     def visits(self, run_id: str) -> list[VisitRow]:
@@ -241,12 +289,15 @@ class SqliteStore:
     def artifacts(self, run_id: str) -> list[ArtifactRow]:
         rows = self.db.execute(
             "SELECT step_id, visit, name, path, sha256, size, type FROM artifacts WHERE run_id = ? "
-            "ORDER BY created_at, step_id, visit, name", (run_id,)
+            "ORDER BY created_at, step_id, visit, name",
+            (run_id,),
         ).fetchall()
         return [ArtifactRow(*r) for r in rows]
 
     def context(self, run_id: str) -> dict[str, str]:
-        rows = self.db.execute("SELECT key, value FROM context WHERE run_id = ? ORDER BY key", (run_id,))
+        rows = self.db.execute(
+            "SELECT key, value FROM context WHERE run_id = ? ORDER BY key", (run_id,)
+        )
         return dict(rows.fetchall())
 
     def gates(self, run_id: str) -> list[GateRow]:
@@ -255,19 +306,27 @@ class SqliteStore:
     def _gates(self, run_id: str) -> list[GateRow]:
         rows = self.db.execute(
             "SELECT run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
-            "reason, decided_by FROM gates WHERE run_id = ? ORDER BY created_at", (run_id,)
+            "reason, decided_by FROM gates WHERE run_id = ? ORDER BY created_at",
+            (run_id,),
         ).fetchall()
         return [GateRow(*r[:6], json.loads(r[6] or "[]"), *r[7:]) for r in rows]  # type: ignore[call-arg]
 
     def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
         """A decision recorded for a gate the run has not acted on yet."""
         for gate in self._gates(run_id):
-            if gate.step_id == step_id and gate.visit == visit and gate.status == "waiting" and gate.decision:
+            if (
+                gate.step_id == step_id
+                and gate.visit == visit
+                and gate.status == "waiting"
+                and gate.decision
+            ):
                 return gate
         return None
 
     def cancel_requested(self, run_id: str) -> bool:
-        row = self.db.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
         return bool(row and row[0])
 
     # ---------------------------------------------------------------- internals
@@ -302,20 +361,27 @@ class _Transaction:
 
 def _p_run_status(status: str) -> Any:
     def project(db: sqlite3.Connection, e: Any) -> None:
-        db.execute("UPDATE runs SET status = ?, started_at = COALESCE(started_at, ?) WHERE id = ?",
-                   (status, e.ts, e.run_id))
+        db.execute(
+            "UPDATE runs SET status = ?, started_at = COALESCE(started_at, ?) WHERE id = ?",
+            (status, e.ts, e.run_id),
+        )
 
     return project
 
 
 def _p_run_resumed(db: sqlite3.Connection, e: Any) -> None:
-    db.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, cancel_requested = 0 "
-               "WHERE id = ?", (e.run_id,))
+    db.execute(
+        "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, cancel_requested = 0 "
+        "WHERE id = ?",
+        (e.run_id,),
+    )
 
 
 def _p_run_finished(db: sqlite3.Connection, e: Any) -> None:
-    db.execute("UPDATE runs SET status = ?, finished_at = ?, error = ?, visits = ? WHERE id = ?",
-               (e.status, e.ts, e.error, e.visits, e.run_id))
+    db.execute(
+        "UPDATE runs SET status = ?, finished_at = ?, error = ?, visits = ? WHERE id = ?",
+        (e.status, e.ts, e.error, e.visits, e.run_id),
+    )
 
 
 def _p_step_started(db: sqlite3.Connection, e: Any) -> None:
@@ -331,36 +397,78 @@ def _p_step_finished(db: sqlite3.Connection, e: Any) -> None:
         "UPDATE visits SET status = ?, outcome = ?, exit_code = ?, error = ?, error_key = ?, output_tail = ?, "
         "tokens_in = ?, tokens_out = ?, cost_usd = ?, finished_at = ?, duration_ms = ? "
         "WHERE run_id = ? AND step_id = ? AND visit = ?",
-        ("succeeded" if e.outcome == "success" else "failed", e.outcome, e.exit_code, e.error, e.error_key,
-         e.output_tail, e.tokens_in, e.tokens_out, e.cost_usd, e.ts, e.duration_ms,
-         e.run_id, e.step_id, e.visit),
+        (
+            "succeeded" if e.outcome == "success" else "failed",
+            e.outcome,
+            e.exit_code,
+            e.error,
+            e.error_key,
+            e.output_tail,
+            e.tokens_in,
+            e.tokens_out,
+            e.cost_usd,
+            e.ts,
+            e.duration_ms,
+            e.run_id,
+            e.step_id,
+            e.visit,
+        ),
     )
 
 
 def _p_step_interrupted(db: sqlite3.Connection, e: Any) -> None:
-    db.execute("UPDATE visits SET status = 'interrupted', finished_at = ?, error = ? "
-               "WHERE run_id = ? AND step_id = ? AND visit = ?", (e.ts, e.reason, e.run_id, e.step_id, e.visit))
-    db.execute("UPDATE gates SET status = 'cancelled' WHERE run_id = ? AND step_id = ? AND visit = ? "
-               "AND status = 'waiting'", (e.run_id, e.step_id, e.visit))
+    db.execute(
+        "UPDATE visits SET status = 'interrupted', finished_at = ?, error = ? "
+        "WHERE run_id = ? AND step_id = ? AND visit = ?",
+        (e.ts, e.reason, e.run_id, e.step_id, e.visit),
+    )
+    db.execute(
+        "UPDATE gates SET status = 'cancelled' WHERE run_id = ? AND step_id = ? AND visit = ? "
+        "AND status = 'waiting'",
+        (e.run_id, e.step_id, e.visit),
+    )
 
 
 def _p_context(db: sqlite3.Connection, e: Any) -> None:
-    db.execute("INSERT OR REPLACE INTO context (run_id, key, value, step_id, visit, updated_at) "
-               "VALUES (?, ?, ?, ?, ?, ?)", (e.run_id, e.key, e.value, e.step_id, e.visit, e.ts))
+    db.execute(
+        "INSERT OR REPLACE INTO context (run_id, key, value, step_id, visit, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (e.run_id, e.key, e.value, e.step_id, e.visit, e.ts),
+    )
 
 
 def _p_artifact(db: sqlite3.Connection, e: Any) -> None:
-    db.execute("INSERT OR REPLACE INTO artifacts (run_id, step_id, visit, name, path, sha256, size, type, "
-               "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               (e.run_id, e.step_id or "", e.visit or 0, e.name, e.path, e.sha256, e.size, e.artifact_type, e.ts))
+    db.execute(
+        "INSERT OR REPLACE INTO artifacts (run_id, step_id, visit, name, path, sha256, size, type, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            e.run_id,
+            e.step_id or "",
+            e.visit or 0,
+            e.name,
+            e.path,
+            e.sha256,
+            e.size,
+            e.artifact_type,
+            e.ts,
+        ),
+    )
 
 
 def _p_gate_waiting(db: sqlite3.Connection, e: Any) -> None:
     db.execute(
         "INSERT OR REPLACE INTO gates (run_id, step_id, visit, gate_type, status, message, choices, deadline, "
         "created_at) VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?)",
-        (e.run_id, e.step_id, e.visit, e.gate_type, e.message,
-         json.dumps([c.model_dump() for c in e.choices]), e.deadline, e.ts),
+        (
+            e.run_id,
+            e.step_id,
+            e.visit,
+            e.gate_type,
+            e.message,
+            json.dumps([c.model_dump() for c in e.choices]),
+            e.deadline,
+            e.ts,
+        ),
     )
 
 
@@ -370,7 +478,9 @@ def _p_gate_resolved(db: sqlite3.Connection, e: Any) -> None:
         "decided_at = COALESCE(decided_at, ?) WHERE run_id = ? AND step_id = ? AND visit = ?",
         (e.decision, e.decision, e.choice, e.reason, e.by, e.ts, e.run_id, e.step_id, e.visit),
     )
-    db.execute("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'waiting'", (e.run_id,))
+    db.execute(
+        "UPDATE runs SET status = 'running' WHERE id = ? AND status = 'waiting'", (e.run_id,)
+    )
 
 
 _PROJECTIONS = {

@@ -20,7 +20,9 @@ def _digest(path: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def write_log(run_dir: Path, step_id: str, visit: int, stdout: str, stderr: str) -> ArtifactWritten | None:
+def write_log(
+    run_dir: Path, step_id: str, visit: int, stdout: str, stderr: str
+) -> ArtifactWritten | None:
     """Store a command visit's output (already capped) as the artifact `output`;
     a visit that printed nothing leaves no file."""
     if not stdout and not stderr:
@@ -33,12 +35,18 @@ def write_log(run_dir: Path, step_id: str, visit: int, stdout: str, stderr: str)
         data += ("" if not stdout or stdout.endswith("\n") else "\n") + "--- stderr ---\n" + stderr
     raw = data.encode("utf-8", errors="replace")
     path.write_bytes(raw)
-    return ArtifactWritten(name="output", path=str(path), sha256=hashlib.sha256(raw).hexdigest(),
-                           size=len(raw), artifact_type="log")
+    return ArtifactWritten(
+        name="output",
+        path=str(path),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        size=len(raw),
+        artifact_type="log",
+    )
 
 
-def collect(workspace: Path, declared: list[ArtifactDef],
-            stdout: str | None) -> tuple[list[ArtifactWritten], list[str]]:
+def collect(
+    workspace: Path, declared: list[ArtifactDef], stdout: str | None
+) -> tuple[list[ArtifactWritten], list[str]]:
     """Record each declared output artifact; returns events and problems.
 
     A `source: stdout` artifact is written from the visit's stdout. A required
@@ -61,6 +69,9 @@ def collect(workspace: Path, declared: list[ArtifactDef],
                 problems.append(f"required artifact '{art.name}' ({rel}) is missing or empty")
             continue
         sha, size = _digest(path)
-        events.append(ArtifactWritten(name=art.name, path=str(path), sha256=sha, size=size,
-                                      artifact_type=art.type))
+        events.append(
+            ArtifactWritten(
+                name=art.name, path=str(path), sha256=sha, size=size, artifact_type=art.type
+            )
+        )
     return events, problems

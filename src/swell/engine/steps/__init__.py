@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from importlib import import_module
 
 from swell.engine.context import StepResult, VisitContext
 
-StepRunner = Callable[[VisitContext], Awaitable[StepResult]]
+StepRunner = Callable[[VisitContext], Coroutine[object, object, StepResult]]
 
 # built-in kinds are imported on first use: a run of command steps never loads
 # the adapter machinery, which keeps `swell run` quick to start

@@ -44,10 +44,14 @@ def timeout_seconds(ctx: VisitContext) -> float:
 
 async def run(ctx: VisitContext) -> StepResult:
     step = ctx.step
-    script = step.script if step.script is not None else (step.exec.source if step.exec else "") or ""
+    script = (
+        step.script if step.script is not None else (step.exec.source if step.exec else "") or ""
+    )
     rendered = render_script(script, ctx.namespace)
-    notes = [ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
-             for m in rendered.missing]
+    notes = [
+        ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
+        for m in rendered.missing
+    ]
     env = {**_base_env(), **swell_env(ctx), **rendered.env}
     runtime = ctx.plan.project.manifest.runtime
     timeout = timeout_seconds(ctx)

@@ -31,8 +31,9 @@ def _resolve(gate: Gate, decision: GateDecision, ctx: VisitContext) -> StepResul
         if key and gate.choices and choice is None:
             decision = GateDecision("rejected", reason=f"unknown choice '{key}'", by=decision.by)
     resolved = GateResolved(
-        decision="approved" if decision.decision == "approved" else
-        ("timeout" if decision.decision == "timeout" else "rejected"),
+        decision="approved"
+        if decision.decision == "approved"
+        else ("timeout" if decision.decision == "timeout" else "rejected"),
         choice=choice.key if choice else None,
         target=choice.target if choice else None,
         reason=decision.reason,
@@ -41,7 +42,9 @@ def _resolve(gate: Gate, decision: GateDecision, ctx: VisitContext) -> StepResul
     approved = decision.decision == "approved"
     return StepResult(
         outcome="success" if approved else "failure",
-        error=None if approved else f"gate {decision.decision}: {decision.reason or 'no reason given'}",
+        error=None
+        if approved
+        else f"gate {decision.decision}: {decision.reason or 'no reason given'}",
         events=[ctx.event(resolved)],
         choice_key=choice.key if choice else None,
         choice_target=choice.target if choice else None,
@@ -52,13 +55,17 @@ def _timed_out(gate: Gate) -> GateDecision:
     if gate.type == "timer":
         return GateDecision("approved", reason="timer elapsed", by="timer")
     if gate.default:
-        return GateDecision("approved", choice=gate.default, reason="timed out; default choice", by="timeout")
+        return GateDecision(
+            "approved", choice=gate.default, reason="timed out; default choice", by="timeout"
+        )
     return GateDecision("timeout", reason="no decision before the gate's timeout", by="timeout")
 
 
 async def run(ctx: VisitContext) -> StepResult:
     gate = ctx.step.gate or Gate()
-    message = render_text(gate.message or gate.prompt or f"Continue past '{ctx.step.id}'?", ctx.namespace).text
+    message = render_text(
+        gate.message or gate.prompt or f"Continue past '{ctx.step.id}'?", ctx.namespace
+    ).text
     if gate.auto or (ctx.plan.options.auto_approve and gate.type == "approval"):
         return _resolve(gate, GateDecision("approved", reason="auto-approved", by="auto"), ctx)
 
@@ -70,7 +77,9 @@ async def run(ctx: VisitContext) -> StepResult:
         waiting = GateWaiting(
             gate_type=gate.type,
             message=message,
-            choices=[GateChoiceInfo(key=c.key, label=c.label, target=c.target) for c in gate.choices],
+            choices=[
+                GateChoiceInfo(key=c.key, label=c.label, target=c.target) for c in gate.choices
+            ],
             deadline=deadline.isoformat().replace("+00:00", "Z") if deadline else None,
             default=gate.default,
         )
@@ -78,7 +87,9 @@ async def run(ctx: VisitContext) -> StepResult:
 
     prompt_task: asyncio.Task[GateDecision | None] | None = None
     if gate.type == "approval" and ctx.services.prompter is not None:
-        prompt_task = asyncio.create_task(ctx.services.prompter.ask(ctx.plan.run_id, ctx.step, message))
+        prompt_task = asyncio.create_task(
+            ctx.services.prompter.ask(ctx.plan.run_id, ctx.step, message)
+        )
     poll = ctx.plan.options.gate_poll_seconds
     try:
         while True:

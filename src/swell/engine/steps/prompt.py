@@ -43,12 +43,16 @@ def choose_model(ctx: VisitContext, persona: Persona | None, adapter: str) -> st
     return model
 
 
-def permissions(ctx: VisitContext, persona: Persona | None, adapter: str) -> tuple[list[str], list[str]]:
+def permissions(
+    ctx: VisitContext, persona: Persona | None, adapter: str
+) -> tuple[list[str], list[str]]:
     """Allowed and denied tools, merged from persona and adapter defaults; deny wins."""
     config = ctx.plan.project.manifest.adapters.get(adapter)
     allowed: list[str] = []
     denied: list[str] = []
-    for perms in ([persona.permissions] if persona else []) + ([config.default_permissions] if config else []):
+    for perms in ([persona.permissions] if persona else []) + (
+        [config.default_permissions] if config else []
+    ):
         allowed += [t for t in perms.allowed_tools if t not in allowed]
         denied += [t for t in perms.deny if t not in denied]
     return [t for t in allowed if t not in denied], denied
@@ -79,8 +83,12 @@ async def run(ctx: VisitContext) -> StepResult:
     try:
         adapter_name = choose_adapter(ctx, persona)
         config = project.manifest.adapters.get(adapter_name)
-        setup = AdapterSetup(adapter_name, config.binary if config else None,
-                             dict(config.options) if config else {}, project.root)
+        setup = AdapterSetup(
+            adapter_name,
+            config.binary if config else None,
+            dict(config.options) if config else {},
+            project.root,
+        )
         adapter = ctx.services.adapters.create(adapter_type(project, adapter_name), setup)
         prompt, missing = task_prompt(ctx)
         allowed, denied = permissions(ctx, persona, adapter_name)
@@ -101,7 +109,8 @@ async def run(ctx: VisitContext) -> StepResult:
         return StepResult(outcome="failure", error=str(exc))
 
     notes: list[ev.BaseEvent] = [
-        ctx.event(ev.Warning(message=f"template variable '{m}' is not set; rendered empty")) for m in missing
+        ctx.event(ev.Warning(message=f"template variable '{m}' is not set; rendered empty"))
+        for m in missing
     ]
     result: AgentResult | None = None
     async for item in adapter.run(request):
@@ -113,17 +122,31 @@ async def run(ctx: VisitContext) -> StepResult:
             ctx.emit([ctx.event(ev.AgentToolCall(name=item.name, target=item.target))])
         elif isinstance(item, AgentUsageUpdate):
             u = item.usage
-            ctx.emit([ctx.event(ev.AgentUsage(
-                input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens,
-                cost_usd=u.cost_usd))])
+            ctx.emit(
+                [
+                    ctx.event(
+                        ev.AgentUsage(
+                            input_tokens=u.input_tokens,
+                            output_tokens=u.output_tokens,
+                            cache_read_tokens=u.cache_read_tokens,
+                            cache_write_tokens=u.cache_write_tokens,
+                            cost_usd=u.cost_usd,
+                        )
+                    )
+                ]
+            )
         elif isinstance(item, AgentSessionStarted):
             ctx.emit([ctx.event(ev.AgentSession(session_id=item.session_id))])
     if result is None:
-        return StepResult(outcome="failure", error=f"adapter '{adapter_name}' ended without a result",
-                          events=notes)
+        return StepResult(
+            outcome="failure",
+            error=f"adapter '{adapter_name}' ended without a result",
+            events=notes,
+        )
     outcome = "success" if result.success else "failure"
-    error = None if result.success else f"{result.error_kind or 'agent'}: {result.error or 'failed'}"
+    error = (
+        None if result.success else f"{result.error_kind or 'agent'}: {result.error or 'failed'}"
+    )
     return StepResult(
         outcome=outcome,
         error=error,
