@@ -60,7 +60,9 @@ def main() -> None:
 
     _register()
     try:
-        app(standalone_mode=False)
+        # without standalone mode, click returns the code of a typer.Exit instead of exiting
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except SwellError as exc:
         if isinstance(exc, ManifestError):
             for problem in exc.problems:

@@ -44,7 +44,7 @@ class ProgressPrinter:
         self.out = out or sys.stdout
         self.color = self.out.isatty() if color is None else color
         self.root_run = root_run
-        self._tty = self.out.isatty()
+        self._kinds: dict[str | None, str] = {}
 
     def _c(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -70,18 +70,24 @@ class ProgressPrinter:
             extra = f" (re-running {', '.join(e.interrupted_steps)})" if e.interrupted_steps else ""
             return self._c(f"resumed {e.run_id}{extra}", "2")
         if isinstance(e, ev.StepStarted):
+            self._kinds[e.step_id] = e.kind
             if e.kind == "conditional":
                 return None
             detail = f"  {self._c(e.detail, '2')}" if e.detail else ""
             return f"{self._c('▶', '36')} {name}{detail}"
         if isinstance(e, ev.StepFinished):
+            if self._kinds.get(e.step_id) == "conditional":
+                return None  # its route line says what it decided
             ok = e.outcome == "success"
             mark = self._c(SYMBOLS[e.outcome], "32" if ok else "31")
             extra = "" if e.exit_code in (None, 0) else f"  exit {e.exit_code}"
             tokens = f"  {e.tokens_in}→{e.tokens_out} tok" if e.tokens_in or e.tokens_out else ""
             text = f"{mark} {name}  {fmt_ms(e.duration_ms)}{extra}{tokens}"
             if not ok and e.error:
-                last = [ln for ln in e.error.strip().splitlines() if ln.strip()][-3:]
+                lines = [ln for ln in e.error.strip().splitlines() if ln.strip()]
+                if lines and lines[0].startswith("exit code") and len(lines) > 1:
+                    lines = lines[1:]  # the exit code is already on the line above
+                last = lines[-3:]
                 text += "".join(f"\n    {self._c(ln, '2')}" for ln in last)
             return text
         if isinstance(e, ev.RouteTaken):

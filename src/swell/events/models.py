@@ -238,5 +238,5 @@ def parse_event(data: str | bytes | dict[str, Any]) -> Event:
 
 
 def event_json(event: BaseEvent) -> str:
-    """One NDJSON line (no newline), with null fields left out."""
-    return event.model_dump_json(exclude_none=True)
+    """One NDJSON line (no newline); every field is present, unset ones as null."""
+    return event.model_dump_json()

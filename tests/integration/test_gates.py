@@ -1,0 +1,133 @@
+"""Gates: approvals from another process, rejections, choices, timers, waiting across processes."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from conftest import events, run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
+
+
+def _waiting_gate(project: Path, run_id: str) -> dict[str, object] | None:
+    status = swell_json("status", run_id, cwd=project)
+    gates = status["waiting_gates"]
+    return gates[0] if gates else None
+
+
+def _started(proc: object) -> str:
+    line = proc.stdout.readline()  # type: ignore[attr-defined]
+    return run_id_of(line)
+
+
+def test_gate_approved_from_a_second_process(project: Path) -> None:
+    proc = start_swell("run", "review", "--input", "v2", cwd=project)
+    run_id = _started(proc)
+    gate = wait_for(lambda: _waiting_gate(project, run_id))
+    assert gate["step_id"] == "approve" and gate["message"] == "Ship the change for v2?"
+    assert swell_json("status", run_id, cwd=project)["status"] == "waiting"
+
+    approved = swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+    assert approved.returncode == 0, approved.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    resolved = [e for e in events(project, run_id) if e["type"] == "gate.resolved"]
+    assert len(resolved) == 1 and resolved[0]["decision"] == "approved" and resolved[0]["choice"] == "ship"
+    assert [s["step_id"] for s in swell_json("status", run_id, cwd=project)["steps"]] == [
+        "prepare", "approve", "ship"]
+
+
+def test_reject_fails_the_gate_with_the_reason(project: Path) -> None:
+    proc = start_swell("run", "review", cwd=project)
+    run_id = _started(proc)
+    wait_for(lambda: _waiting_gate(project, run_id))
+    assert swell("reject", run_id, "--reason", "not this week", cwd=project).returncode == 0
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "not this week" in out
+    status = swell_json("status", run_id, cwd=project)
+    assert status["status"] == "failed" and "not this week" in status["error"]
+
+
+def test_choice_routes_back_and_gate_waits_again(project: Path) -> None:
+    proc = start_swell("run", "review", cwd=project)
+    run_id = _started(proc)
+    wait_for(lambda: _waiting_gate(project, run_id))
+    assert swell("approve", run_id, "--choice", "rework", cwd=project).returncode == 0
+    gate = wait_for(lambda: (g := _waiting_gate(project, run_id)) and g["visit"] == 2 and g)
+    assert gate["step_id"] == "approve"
+    assert swell("approve", run_id, "approve", "--choice", "drop", cwd=project).returncode == 0
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "routed to _fail" in out
+    prepared = [s for s in swell_json("status", run_id, cwd=project)["steps"] if s["step_id"] == "prepare"]
+    assert len(prepared) == 2
+
+
+def test_unknown_choice_and_missing_gate_are_clear_errors(project: Path) -> None:
+    proc = start_swell("run", "review", cwd=project)
+    run_id = _started(proc)
+    wait_for(lambda: _waiting_gate(project, run_id))
+    bad = swell("approve", run_id, "--choice", "yolo", cwd=project)
+    assert bad.returncode == 1 and "'yolo' is not a choice" in bad.stderr and "ship" in bad.stderr
+    assert swell("approve", run_id, "--choice", "ship", cwd=project).returncode == 0
+    proc.communicate(timeout=60)
+    again = swell("approve", run_id, cwd=project)
+    assert again.returncode == 1 and "no gate is waiting" in again.stderr
+
+
+def test_waiting_run_outlives_its_process_and_resumes(project: Path) -> None:
+    proc = start_swell("run", "review", "--input", "v3", cwd=project)
+    run_id = _started(proc)
+    wait_for(lambda: _waiting_gate(project, run_id))
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 3, out
+    assert "waiting at a gate" in out
+    assert swell_json("status", run_id, cwd=project)["status"] == "waiting"
+
+    approved = swell("approve", run_id, "--choice", "ship", cwd=project)
+    assert "swell resume" in approved.stdout
+    resumed = swell("resume", run_id, cwd=project)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    evs = events(project, run_id)
+    assert [e["type"] for e in evs].count("gate.waiting") == 1
+    assert [e["seq"] for e in evs] == list(range(1, len(evs) + 1))
+    assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
+
+
+def test_auto_approve_takes_the_default_choice(project: Path) -> None:
+    result = swell("run", "review", "--auto-approve", cwd=project)
+    assert result.returncode == 0, result.stdout
+    assert "gate approve approved (ship) by auto" in result.stdout
+
+
+def test_timer_gate_resolves_after_its_timeout(project: Path) -> None:
+    write_pipeline(project, "timer", """
+kind: WavePipeline
+metadata: {name: timer}
+steps:
+  - id: wait
+    gate: {type: timer, timeout: 1s}
+  - id: after
+    type: command
+    dependencies: [wait]
+    script: echo done
+""")
+    result = swell("run", "timer", cwd=project)
+    assert result.returncode == 0, result.stdout
+    status = swell_json("status", run_id_of(result.stdout), cwd=project)
+    wait_visit = next(s for s in status["steps"] if s["step_id"] == "wait")
+    assert wait_visit["duration_ms"] >= 1000
+    assert [s["step_id"] for s in status["steps"]] == ["wait", "after"]
+
+
+def test_approval_timeout_without_default_fails(project: Path) -> None:
+    write_pipeline(project, "late", """
+kind: WavePipeline
+metadata: {name: late}
+steps:
+  - id: ok
+    gate: {type: approval, timeout: 1s, message: "anyone?"}
+""")
+    result = swell("run", "late", cwd=project)
+    assert result.returncode == 1
+    assert "gate timeout" in result.stdout

@@ -1,0 +1,301 @@
+"""Running pipelines from the CLI: loops, limits, the breaker, context, output formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import events, run_id_of, start_swell, swell, swell_json, write_pipeline
+
+NEVER_PASSES = """
+kind: WavePipeline
+metadata: {name: never}
+steps:
+  - id: implement
+    type: command
+    max_visits: 4
+    script: echo "try {{ input }}" >> work.txt
+  - id: run-tests
+    type: command
+    dependencies: [implement]
+    script: |
+      words="alpha beta gamma delta epsilon zeta"
+      n=$(grep -c . work.txt)
+      echo "FAIL $(echo $words | cut -d' ' -f$n) is missing" >&2
+      exit 1
+  - id: check
+    type: conditional
+    dependencies: [run-tests]
+    edges:
+      - {target: _complete, condition: outcome=success}
+      - {target: implement}
+"""
+
+
+def test_loop_fails_twice_then_passes(project: Path, isolated_state: Path) -> None:
+    result = swell("run", "hello", "--input", "add a greeting", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    assert "FAIL test_greeting: expected 3 attempts, found 1" in result.stdout
+    assert "run succeeded" in result.stdout
+
+    status = swell_json("status", run_id, cwd=project)
+    assert status["status"] == "succeeded"
+    assert status["visits"] == 9
+    visits = [(s["step_id"], s["visit"], s["outcome"]) for s in status["steps"]]
+    assert [v for v in visits if v[0] == "run-tests"] == [
+        ("run-tests", 1, "failure"), ("run-tests", 2, "failure"), ("run-tests", 3, "success")]
+    assert status["context"] == {"tests_pass": "true"}
+    work = isolated_state / "workspaces" / run_id / "work.txt"
+    assert work.read_text().splitlines() == ["attempt: add a greeting"] * 3
+
+
+def test_loop_that_never_passes_stops_at_max_visits(project: Path) -> None:
+    write_pipeline(project, "never", NEVER_PASSES)
+    result = swell("run", "never", cwd=project)
+    assert result.returncode == 1
+    assert "step 'implement' reached its max_visits limit (4 of 4 visits)" in result.stdout
+    run_id = run_id_of(result.stdout)
+    status = swell_json("status", run_id, cwd=project)
+    assert status["status"] == "failed"
+    assert "max_visits" in status["error"]
+    assert sum(1 for s in status["steps"] if s["step_id"] == "implement") == 4
+
+
+def test_max_step_visits_caps_the_whole_run(project: Path) -> None:
+    write_pipeline(project, "never", NEVER_PASSES.replace("max_visits: 4", "max_visits: 100")
+                   .replace("metadata: {name: never}", "metadata: {name: never}\nmax_step_visits: 7"))
+    result = swell("run", "never", cwd=project)
+    assert result.returncode == 1
+    assert "pipeline reached max_step_visits (7 of 7 visits in total)" in result.stdout
+
+
+def test_circuit_breaker_stops_the_same_failure(project: Path) -> None:
+    write_pipeline(project, "flaky", """
+kind: WavePipeline
+metadata: {name: flaky}
+steps:
+  - id: implement
+    type: command
+    script: echo change >> work.txt
+  - id: run-tests
+    type: command
+    dependencies: [implement]
+    script: |
+      echo "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ) AssertionError in /tmp/tmp$$/test_x.py:$RANDOM:7 id=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \\n')" >&2
+      exit 1
+  - id: check
+    type: conditional
+    dependencies: [run-tests]
+    edges:
+      - {target: _complete, condition: outcome=success}
+      - {target: implement}
+""")
+    result = swell("run", "flaky", cwd=project)
+    assert result.returncode == 1
+    assert "circuit breaker: step 'run-tests' failed 3 times in a row with the same error" in result.stdout
+    status = swell_json("status", run_id_of(result.stdout), cwd=project)
+    assert sum(1 for s in status["steps"] if s["step_id"] == "run-tests") == 3
+    kinds = [e["type"] for e in events(project, status["id"])]
+    assert kinds.count("breaker.tripped") == 1
+
+
+def test_context_from_json_stdout_routes(project: Path) -> None:
+    write_pipeline(project, "verdict", """
+kind: WavePipeline
+metadata: {name: verdict}
+steps:
+  - id: review
+    type: command
+    script: |
+      echo '{"verdict": "rework", "score": 3, "items": ["a.py", "b.py"]}'
+    output:
+      context:
+        verdict: "{{ verdict }}"
+        first: "{{ json.items[0] }}"
+        good: "{{ .ExitCode == 0 && score >= 3 }}"
+    edges:
+      - {target: ship, condition: "context.verdict=approve"}
+      - {target: rework, condition: "context.verdict=rework && context.good=true"}
+  - id: rework
+    type: command
+    script: echo "reworking {{ context.first }}" > rework.txt
+  - id: ship
+    type: command
+    script: "true"
+""")
+    result = swell("run", "verdict", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    status = swell_json("status", run_id_of(result.stdout), cwd=project)
+    assert status["context"] == {"first": "a.py", "good": "true", "verdict": "rework"}
+    assert [s["step_id"] for s in status["steps"]] == ["review", "rework"]
+
+
+def test_json_output_is_ndjson_events(project: Path) -> None:
+    result = swell("run", "hello", "-o", "json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[0]["type"] == "run.started"
+    assert lines[-1]["type"] == "run.finished" and lines[-1]["status"] == "succeeded"
+    assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1))
+    run_ids = {e["run_id"] for e in lines}
+    assert len(run_ids) == 1
+    for event in lines:
+        assert {"run_id", "seq", "ts", "type", "step_id", "visit"} <= event.keys()
+        if event["type"] in ("step.started", "step.finished"):
+            assert event["step_id"] and event["visit"] >= 1
+
+
+def test_list_newest_first(project: Path) -> None:
+    first = run_id_of(swell("run", "hello", cwd=project).stdout)
+    second = run_id_of(swell("run", "review", "--auto-approve", cwd=project).stdout)
+    runs = swell_json("list", cwd=project)
+    assert [r["id"] for r in runs][:2] == [second, first]
+    assert runs[0]["pipeline"] == "review" and runs[0]["status"] == "succeeded"
+    assert runs[1]["pipeline"] == "hello"
+
+
+def test_failed_run_exit_code_and_status(project: Path) -> None:
+    write_pipeline(project, "boom", """
+kind: WavePipeline
+metadata: {name: boom}
+steps:
+  - id: only
+    type: command
+    script: echo "disk full" >&2; exit 3
+""")
+    result = swell("run", "boom", cwd=project)
+    assert result.returncode == 1
+    assert "exit 3" in result.stdout and "disk full" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_scripted_agent_in_a_test_loop(project: Path) -> None:
+    result = swell("run", "agent-loop", "--input", "make it pass", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    status = swell_json("status", run_id, cwd=project)
+    implement = [s for s in status["steps"] if s["step_id"] == "implement"]
+    assert [s["tokens_in"] for s in implement] == [1200, 1500, 1800]
+    arts = swell_json("artifacts", run_id, cwd=project)
+    summary = [a for a in arts if a["name"] == "summary"]
+    assert len(summary) == 3
+    assert Path(summary[-1]["path"]).read_text() == "Third attempt; the tests should pass now."
+    kinds = [e["type"] for e in events(project, run_id)]
+    assert kinds.count("agent.tool_call") == 3 and kinds.count("agent.usage") == 3
+
+
+def test_input_cannot_inject_shell(project: Path, isolated_state: Path) -> None:
+    write_pipeline(project, "echo", """
+kind: WavePipeline
+metadata: {name: echo}
+steps:
+  - id: say
+    type: command
+    script: |
+      echo {{ input }} > plain.txt
+      echo "quoted: {{ input }}" > quoted.txt
+      echo 'single: {{ input }}' > single.txt
+""")
+    evil = "$(touch PWNED) `touch PWNED2`; touch PWNED3 \"' && touch PWNED4"
+    result = swell("run", "echo", "--input", evil, cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ws = isolated_state / "workspaces" / run_id_of(result.stdout)
+    assert not list(ws.glob("PWNED*")) and not list(project.glob("PWNED*"))
+    assert (ws / "plain.txt").read_text() == evil + "\n"
+    assert (ws / "quoted.txt").read_text() == f"quoted: {evil}\n"
+    assert (ws / "single.txt").read_text() == f"single: {evil}\n"
+
+
+def test_logs_show_events_and_step_output(project: Path) -> None:
+    run_id = run_id_of(swell("run", "hello", cwd=project).stdout)
+    logs = swell("logs", run_id, cwd=project)
+    assert logs.returncode == 0
+    assert "▶ implement" in logs.stdout and "run succeeded" in logs.stdout
+    step_logs = swell("logs", run_id, "--step", "run-tests", cwd=project).stdout
+    assert "| FAIL test_greeting: expected 3 attempts, found 2" in step_logs
+    assert "implement" not in step_logs.replace("run-tests", "")
+
+
+def test_validate_reports_file_line_col(project: Path) -> None:
+    write_pipeline(project, "broken", """kind: WavePipeline
+metadata: {name: broken}
+steps:
+  - id: a
+    type: command
+    script: echo hi
+    dependencies: [ghost]
+  - id: b
+    type: command
+    script: echo {{ context.never_set }}
+    edgez: []
+""")
+    result = swell("validate", cwd=project)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert any(ln.endswith("unknown field 'edgez' (did you mean 'edges'?)") and ":11:5:" in ln for ln in lines), lines
+    assert "Traceback" not in result.stderr
+    run = swell("run", "broken", cwd=project)
+    assert run.returncode == 1 and "edgez" in run.stderr
+    assert swell_json("list", cwd=project) == []
+
+
+def test_validate_graph_errors_name_the_line(project: Path) -> None:
+    write_pipeline(project, "graph", """kind: WavePipeline
+metadata: {name: graph}
+steps:
+  - id: a
+    type: command
+    script: echo hi
+    dependencies: [ghost]
+  - id: b
+    type: command
+    script: echo {{ context.never_set }}
+""")
+    result = swell("validate", "graph", cwd=project)
+    assert result.returncode == 1
+    assert "graph.yaml:7:20: unknown dependency 'ghost'" in result.stderr
+    assert "graph.yaml:10:13: template variable 'context.never_set' is never set" in result.stderr
+
+
+def test_yaml_syntax_error_is_one_clear_line(project: Path) -> None:
+    (project / "wave.yaml").write_text("kind: WaveManifest\nproject: [unclosed\n")
+    result = swell("run", "hello", cwd=project)
+    assert result.returncode == 1
+    assert result.stderr.startswith("wave.yaml:")
+    assert "YAML syntax error" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_pipeline_suggests_a_name(project: Path) -> None:
+    result = swell("run", "helo", cwd=project)
+    assert result.returncode == 1
+    assert "did you mean 'hello'" in result.stderr
+
+
+def test_no_project_is_a_clear_error(tmp_path: Path) -> None:
+    result = swell("list", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "no wave.yaml or swell.yaml" in result.stderr
+
+
+def test_init_then_run(tmp_path: Path) -> None:
+    target = tmp_path / "fresh"
+    target.mkdir()
+    assert swell("init", cwd=target).returncode == 0
+    assert (target / "wave.yaml").is_file()
+    assert swell("validate", cwd=target).returncode == 0
+    result = swell("run", "hello", "--input", "hi", cwd=target)
+    assert result.returncode == 0, result.stdout + result.stderr
+    again = swell("init", cwd=target)
+    assert again.returncode == 1 and "already exists" in again.stderr
+
+
+def test_two_runs_write_one_store_at_once(project: Path) -> None:
+    procs = [start_swell("run", "hello", cwd=project) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    runs = swell_json("list", cwd=project)
+    assert len(runs) == 3 and {r["status"] for r in runs} == {"succeeded"}
+    for r in runs:
+        seqs = [e["seq"] for e in events(project, r["id"])]
+        assert seqs == list(range(1, len(seqs) + 1))

@@ -1,0 +1,52 @@
+"""Sub-pipelines run as child runs linked to their parent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_id_of, swell, swell_json, write_pipeline
+
+
+def test_sub_pipeline_is_a_linked_child_run(project: Path, isolated_state: Path) -> None:
+    result = swell("run", "release", "--input", "v1", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    parent = run_id_of(result.stdout)
+    status = swell_json("status", parent, cwd=project)
+    assert [s["step_id"] for s in status["steps"]] == ["build", "tag"]
+    assert len(status["children"]) == 1
+    child = swell_json("status", status["children"][0], cwd=project)
+    assert child["pipeline"] == "hello" and child["status"] == "succeeded"
+    assert child["parent_run_id"] == parent and child["parent_step_id"] == "build"
+    assert child["input"] == "release build of v1"
+    assert child["visits"] == 9
+    # the child works in its parent's workspace
+    assert (isolated_state / "workspaces" / parent / "work.txt").is_file()
+    runs = swell_json("list", cwd=project)
+    assert {r["id"] for r in runs} == {parent, child["id"]}
+
+
+def test_failed_child_fails_the_step(project: Path) -> None:
+    write_pipeline(project, "child", """
+kind: WavePipeline
+metadata: {name: child}
+steps:
+  - id: broken
+    type: command
+    script: echo "child broke" >&2; exit 1
+""")
+    write_pipeline(project, "parent", """
+kind: WavePipeline
+metadata: {name: parent}
+steps:
+  - id: sub
+    pipeline: child
+  - id: never
+    type: command
+    dependencies: [sub]
+    script: echo never
+""")
+    result = swell("run", "parent", cwd=project)
+    assert result.returncode == 1
+    status = swell_json("status", run_id_of(result.stdout), cwd=project)
+    assert "sub-pipeline run" in status["error"] and "failed" in status["error"]
+    assert [s["step_id"] for s in status["steps"]] == ["sub"]
