@@ -21,7 +21,7 @@ $(STAMP)-bench: pyproject.toml | $(BIN)/python
 # A real pipeline on the example project: an implement -> test -> route loop.
 demo: $(STAMP)-dev
 	cd examples && ../$(BIN)/swell validate
-	cd examples && rm -f .swell/workspaces/*/work.txt && ../$(BIN)/swell run hello --input "add a greeting"
+	cd examples && ../$(BIN)/swell run hello --input "add a greeting"
 
 # pytest exit code 5 means "no tests collected"; that is not a failure here.
 test: $(STAMP)-dev

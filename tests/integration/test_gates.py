@@ -131,3 +131,45 @@ steps:
     result = swell("run", "late", cwd=project)
     assert result.returncode == 1
     assert "gate timeout" in result.stdout
+
+
+def test_terminal_prompt_approves_a_gate(project: Path) -> None:
+    """On a terminal, `swell run` asks at the gate; the answer routes the run."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swell", "run", "review", "--input", "tty"],
+        cwd=project,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+    )
+    os.close(follower)
+    seen = b""
+
+    def read_until(token: bytes, timeout: float = 30) -> None:
+        nonlocal seen
+        import time
+
+        deadline = time.monotonic() + timeout
+        while token not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if ready:
+                try:
+                    seen += os.read(leader, 4096)
+                except OSError:
+                    break
+        assert token in seen, seen.decode(errors="replace")
+
+    read_until(b"approve? [ship/rework/drop]")
+    os.write(leader, b"ship\n")
+    read_until(b"run succeeded")
+    assert proc.wait(timeout=30) == 0
+    os.close(leader)
+    assert b"gate approve approved (ship) by terminal" in seen

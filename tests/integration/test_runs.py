@@ -299,3 +299,20 @@ def test_two_runs_write_one_store_at_once(project: Path) -> None:
     for r in runs:
         seqs = [e["seq"] for e in events(project, r["id"])]
         assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_logs_follow_ends_with_the_run(project: Path) -> None:
+    write_pipeline(project, "short", """
+kind: WavePipeline
+metadata: {name: short}
+steps:
+  - id: a
+    type: command
+    script: sleep 1; echo done
+""")
+    proc = start_swell("run", "short", cwd=project)
+    run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
+    follow = swell("logs", run_id, "--follow", cwd=project, timeout=60)
+    proc.communicate(timeout=30)
+    assert follow.returncode == 0
+    assert "▶ a" in follow.stdout and "run succeeded" in follow.stdout

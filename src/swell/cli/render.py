@@ -85,7 +85,7 @@ class ProgressPrinter:
             text = f"{mark} {name}  {fmt_ms(e.duration_ms)}{extra}{tokens}"
             if not ok and e.error:
                 lines = [ln for ln in e.error.strip().splitlines() if ln.strip()]
-                if lines and lines[0].startswith("exit code") and len(lines) > 1:
+                if lines and lines[0].startswith("exit code"):
                     lines = lines[1:]  # the exit code is already on the line above
                 last = lines[-3:]
                 text += "".join(f"\n    {self._c(ln, '2')}" for ln in last)

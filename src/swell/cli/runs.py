@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -65,6 +64,8 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """Run a pipeline. Prints the run id first; exit code 0 only when the run succeeds."""
+        import asyncio
+
         from swell.engine.context import RunOptions
         from swell.runtime import check_pipeline, create_run, execute
 
@@ -99,6 +100,8 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """Continue a run after a crash, Ctrl-C, or a gate decision."""
+        import asyncio
+
         from swell.runtime import execute, plan_for_resume
 
         rt = runtime(ctx)

@@ -191,7 +191,7 @@ class Runner:
                     )
                 ]
             )
-            self._launch(_Visit(step, visit, act, None))
+            self._launch(_Visit(step, visit, act, None, time.monotonic()))
             running.add(step.id)
         return None
 
@@ -238,7 +238,7 @@ class Runner:
             resumed=visit.resumed,
         )
         runner = self.services.step_kinds.get(visit.step.kind)
-        visit.started = time.monotonic()
+        visit.started = visit.started or time.monotonic()
         self._tasks[asyncio.create_task(runner(ctx))] = visit
 
     def _namespace(self, step: Step) -> dict[str, Any]:
@@ -437,14 +437,13 @@ class Runner:
         await self._cancel_tasks()
         for visit in self._tasks.values():
             open_visit = self.state.open.get((visit.step.id, visit.visit))
-            if (
-                status == "interrupted"
-                and open_visit
-                and open_visit.gate
-                and not open_visit.resolution
-            ):
-                gates_open = True
-                continue
+            if status == "interrupted" and open_visit:
+                # a waiting gate and a running sub-pipeline continue where they were on resume
+                if open_visit.gate and not open_visit.resolution:
+                    gates_open = True
+                    continue
+                if open_visit.child_run_id:
+                    continue
             batch.append(
                 ev.StepInterrupted(step_id=visit.step.id, visit=visit.visit, reason=f"run {status}")
             )

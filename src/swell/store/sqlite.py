@@ -362,8 +362,8 @@ class _Transaction:
 def _p_run_status(status: str) -> Any:
     def project(db: sqlite3.Connection, e: Any) -> None:
         db.execute(
-            "UPDATE runs SET status = ?, started_at = COALESCE(started_at, ?) WHERE id = ?",
-            (status, e.ts, e.run_id),
+            "UPDATE runs SET status = ?, started_at = COALESCE(started_at, ?), updated_at = ? WHERE id = ?",
+            (status, e.ts, e.ts, e.run_id),
         )
 
     return project
@@ -371,16 +371,16 @@ def _p_run_status(status: str) -> Any:
 
 def _p_run_resumed(db: sqlite3.Connection, e: Any) -> None:
     db.execute(
-        "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, cancel_requested = 0 "
-        "WHERE id = ?",
-        (e.run_id,),
+        "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, cancel_requested = 0, "
+        "updated_at = ? WHERE id = ?",
+        (e.ts, e.run_id),
     )
 
 
 def _p_run_finished(db: sqlite3.Connection, e: Any) -> None:
     db.execute(
-        "UPDATE runs SET status = ?, finished_at = ?, error = ?, visits = ? WHERE id = ?",
-        (e.status, e.ts, e.error, e.visits, e.run_id),
+        "UPDATE runs SET status = ?, finished_at = ?, updated_at = ?, error = ?, visits = ? WHERE id = ?",
+        (e.status, e.ts, e.ts, e.error, e.visits, e.run_id),
     )
 
 
