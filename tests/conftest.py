@@ -38,11 +38,19 @@ def swell_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "swell", *args]
 
 
-def swell(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
-          ) -> subprocess.CompletedProcess[str]:
+def swell(
+    *args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the CLI to completion, as a user would from `cwd`."""
-    return subprocess.run(swell_cmd(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, env=env)
+    return subprocess.run(
+        swell_cmd(*args),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
 
 
 def swell_json(*args: str, cwd: Path) -> Any:
@@ -52,8 +60,14 @@ def swell_json(*args: str, cwd: Path) -> Any:
 
 
 def start_swell(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(swell_cmd(*args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(
+        swell_cmd(*args),
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 30, interval: float = 0.1) -> Any:
@@ -91,7 +105,14 @@ def process_gone(marker: str) -> bool:
 
 
 __all__ = [
-    "EXAMPLES", "REPO", "events", "process_gone", "run_id_of", "start_swell", "swell", "swell_json",
-    "wait_for", "write_pipeline",
+    "EXAMPLES",
+    "REPO",
+    "events",
+    "process_gone",
+    "run_id_of",
+    "start_swell",
+    "swell",
+    "swell_json",
+    "wait_for",
+    "write_pipeline",
 ]
-

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import events, process_gone, run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
+from conftest import (
+    events,
+    process_gone,
+    run_id_of,
+    start_swell,
+    swell,
+    swell_json,
+    wait_for,
+    write_pipeline,
+)
 
 SLOW_LOOP = """
 kind: WavePipeline
@@ -45,15 +54,19 @@ def _check_event_log(evs: list[dict[str, object]]) -> None:
     """Contiguous sequence; every started visit closed exactly once; no visit started twice."""
     assert [e["seq"] for e in evs] == list(range(1, len(evs) + 1))
     started = Counter((e["step_id"], e["visit"]) for e in evs if e["type"] == "step.started")
-    closed = Counter((e["step_id"], e["visit"]) for e in evs
-                     if e["type"] in ("step.finished", "step.interrupted"))
+    closed = Counter(
+        (e["step_id"], e["visit"])
+        for e in evs
+        if e["type"] in ("step.finished", "step.interrupted")
+    )
     assert all(n == 1 for n in started.values()), started
     assert started == closed
 
 
 @pytest.mark.parametrize("kill_after", [1, 3, 6, 9])
-def test_kill_9_then_resume_loses_and_repeats_nothing(project: Path, isolated_state: Path,
-                                                      kill_after: int) -> None:
+def test_kill_9_then_resume_loses_and_repeats_nothing(
+    project: Path, isolated_state: Path, kill_after: int
+) -> None:
     write_pipeline(project, "slow", SLOW_LOOP)
     proc = start_swell("run", "slow", "-o", "json", cwd=project)
     assert proc.stdout is not None
@@ -91,7 +104,10 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(project: Path, isolated_st
 
 
 def test_ctrl_c_interrupts_and_resume_continues(project: Path, isolated_state: Path) -> None:
-    write_pipeline(project, "pause", """
+    write_pipeline(
+        project,
+        "pause",
+        """
 kind: WavePipeline
 metadata: {name: pause}
 steps:
@@ -104,7 +120,8 @@ steps:
     script: |
       echo two >> log.txt
       [ -f go-on ] || sleep 60
-""")
+""",
+    )
     proc = start_swell("run", "pause", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     ws = isolated_state / "workspaces" / run_id
@@ -122,7 +139,9 @@ steps:
     assert (ws / "log.txt").read_text().splitlines() == ["one", "two", "two"]
     evs = events(project, run_id)
     _check_event_log(evs)
-    assert [(e["step_id"], e["visit"]) for e in evs if e["type"] == "step.interrupted"] == [("second", 1)]
+    assert [(e["step_id"], e["visit"]) for e in evs if e["type"] == "step.interrupted"] == [
+        ("second", 1)
+    ]
 
 
 def test_resume_of_a_finished_run_is_refused(project: Path) -> None:
@@ -134,14 +153,18 @@ def test_resume_of_a_finished_run_is_refused(project: Path) -> None:
 
 def test_cancel_stops_a_running_run_and_its_processes(project: Path, tmp_path: Path) -> None:
     marker = f"swellsleep{os.getpid()}x{int(time.time())}"
-    write_pipeline(project, "long", f"""
+    write_pipeline(
+        project,
+        "long",
+        f"""
 kind: WavePipeline
 metadata: {{name: long}}
 steps:
   - id: wait
     type: command
     script: ln -sf "$(command -v sleep)" ./{marker} && ./{marker} 60
-""")
+""",
+    )
     proc = start_swell("run", "long", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     wait_for(lambda: not process_gone(marker))
@@ -167,7 +190,10 @@ def test_cancel_of_a_dead_run(project: Path) -> None:
 
 def test_step_timeout_ends_the_whole_process_group(project: Path) -> None:
     marker = f"swelltimeout{os.getpid()}x{int(time.time())}"
-    write_pipeline(project, "hang", f"""
+    write_pipeline(
+        project,
+        "hang",
+        f"""
 kind: WavePipeline
 metadata: {{name: hang}}
 steps:
@@ -178,7 +204,8 @@ steps:
       ln -sf "$(command -v sleep)" ./{marker}
       ./{marker} 60 &
       ./{marker} 60
-""")
+""",
+    )
     started = time.monotonic()
     result = swell("run", "hang", cwd=project)
     assert result.returncode == 1
@@ -213,8 +240,9 @@ steps:
 
     assert t("a.start") < t("b.end") and t("b.start") < t("a.end")  # they overlapped
 
-    (project / "wave.yaml").write_text((project / "wave.yaml").read_text().replace(
-        "max_concurrency: 4", "max_concurrency: 1"))
+    (project / "wave.yaml").write_text(
+        (project / "wave.yaml").read_text().replace("max_concurrency: 4", "max_concurrency: 1")
+    )
     serial = swell("run", "fan", cwd=project)
     assert serial.returncode == 0
     ws = isolated_state / "workspaces" / run_id_of(serial.stdout)
@@ -222,7 +250,10 @@ steps:
 
 
 def test_failure_in_a_parallel_branch_stops_the_run(project: Path) -> None:
-    write_pipeline(project, "fanfail", """
+    write_pipeline(
+        project,
+        "fanfail",
+        """
 kind: WavePipeline
 metadata: {name: fanfail}
 steps:
@@ -232,7 +263,8 @@ steps:
   - id: broken
     type: command
     script: exit 1
-""")
+""",
+    )
     started = time.monotonic()
     result = swell("run", "fanfail", cwd=project)
     assert result.returncode == 1

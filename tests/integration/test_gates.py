@@ -31,9 +31,16 @@ def test_gate_approved_from_a_second_process(project: Path) -> None:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, out + err
     resolved = [e for e in events(project, run_id) if e["type"] == "gate.resolved"]
-    assert len(resolved) == 1 and resolved[0]["decision"] == "approved" and resolved[0]["choice"] == "ship"
+    assert (
+        len(resolved) == 1
+        and resolved[0]["decision"] == "approved"
+        and resolved[0]["choice"] == "ship"
+    )
     assert [s["step_id"] for s in swell_json("status", run_id, cwd=project)["steps"]] == [
-        "prepare", "approve", "ship"]
+        "prepare",
+        "approve",
+        "ship",
+    ]
 
 
 def test_reject_fails_the_gate_with_the_reason(project: Path) -> None:
@@ -58,7 +65,9 @@ def test_choice_routes_back_and_gate_waits_again(project: Path) -> None:
     assert swell("approve", run_id, "approve", "--choice", "drop", cwd=project).returncode == 0
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "routed to _fail" in out
-    prepared = [s for s in swell_json("status", run_id, cwd=project)["steps"] if s["step_id"] == "prepare"]
+    prepared = [
+        s for s in swell_json("status", run_id, cwd=project)["steps"] if s["step_id"] == "prepare"
+    ]
     assert len(prepared) == 2
 
 
@@ -101,7 +110,10 @@ def test_auto_approve_takes_the_default_choice(project: Path) -> None:
 
 
 def test_timer_gate_resolves_after_its_timeout(project: Path) -> None:
-    write_pipeline(project, "timer", """
+    write_pipeline(
+        project,
+        "timer",
+        """
 kind: WavePipeline
 metadata: {name: timer}
 steps:
@@ -111,7 +123,8 @@ steps:
     type: command
     dependencies: [wait]
     script: echo done
-""")
+""",
+    )
     result = swell("run", "timer", cwd=project)
     assert result.returncode == 0, result.stdout
     status = swell_json("status", run_id_of(result.stdout), cwd=project)
@@ -121,13 +134,17 @@ steps:
 
 
 def test_approval_timeout_without_default_fails(project: Path) -> None:
-    write_pipeline(project, "late", """
+    write_pipeline(
+        project,
+        "late",
+        """
 kind: WavePipeline
 metadata: {name: late}
 steps:
   - id: ok
     gate: {type: approval, timeout: 1s, message: "anyone?"}
-""")
+""",
+    )
     result = swell("run", "late", cwd=project)
     assert result.returncode == 1
     assert "gate timeout" in result.stdout

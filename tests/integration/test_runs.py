@@ -44,7 +44,10 @@ def test_loop_fails_twice_then_passes(project: Path, isolated_state: Path) -> No
     assert status["visits"] == 9
     visits = [(s["step_id"], s["visit"], s["outcome"]) for s in status["steps"]]
     assert [v for v in visits if v[0] == "run-tests"] == [
-        ("run-tests", 1, "failure"), ("run-tests", 2, "failure"), ("run-tests", 3, "success")]
+        ("run-tests", 1, "failure"),
+        ("run-tests", 2, "failure"),
+        ("run-tests", 3, "success"),
+    ]
     assert status["context"] == {"tests_pass": "true"}
     work = isolated_state / "workspaces" / run_id / "work.txt"
     assert work.read_text().splitlines() == ["attempt: add a greeting"] * 3
@@ -63,15 +66,23 @@ def test_loop_that_never_passes_stops_at_max_visits(project: Path) -> None:
 
 
 def test_max_step_visits_caps_the_whole_run(project: Path) -> None:
-    write_pipeline(project, "never", NEVER_PASSES.replace("max_visits: 4", "max_visits: 100")
-                   .replace("metadata: {name: never}", "metadata: {name: never}\nmax_step_visits: 7"))
+    write_pipeline(
+        project,
+        "never",
+        NEVER_PASSES.replace("max_visits: 4", "max_visits: 100").replace(
+            "metadata: {name: never}", "metadata: {name: never}\nmax_step_visits: 7"
+        ),
+    )
     result = swell("run", "never", cwd=project)
     assert result.returncode == 1
     assert "pipeline reached max_step_visits (7 of 7 visits in total)" in result.stdout
 
 
 def test_circuit_breaker_stops_the_same_failure(project: Path) -> None:
-    write_pipeline(project, "flaky", """
+    write_pipeline(
+        project,
+        "flaky",
+        """
 kind: WavePipeline
 metadata: {name: flaky}
 steps:
@@ -90,10 +101,14 @@ steps:
     edges:
       - {target: _complete, condition: outcome=success}
       - {target: implement}
-""")
+""",
+    )
     result = swell("run", "flaky", cwd=project)
     assert result.returncode == 1
-    assert "circuit breaker: step 'run-tests' failed 3 times in a row with the same error" in result.stdout
+    assert (
+        "circuit breaker: step 'run-tests' failed 3 times in a row with the same error"
+        in result.stdout
+    )
     status = swell_json("status", run_id_of(result.stdout), cwd=project)
     assert sum(1 for s in status["steps"] if s["step_id"] == "run-tests") == 3
     kinds = [e["type"] for e in events(project, status["id"])]
@@ -101,7 +116,10 @@ steps:
 
 
 def test_context_from_json_stdout_routes(project: Path) -> None:
-    write_pipeline(project, "verdict", """
+    write_pipeline(
+        project,
+        "verdict",
+        """
 kind: WavePipeline
 metadata: {name: verdict}
 steps:
@@ -123,7 +141,8 @@ steps:
   - id: ship
     type: command
     script: "true"
-""")
+""",
+    )
     result = swell("run", "verdict", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     status = swell_json("status", run_id_of(result.stdout), cwd=project)
@@ -156,14 +175,18 @@ def test_list_newest_first(project: Path) -> None:
 
 
 def test_failed_run_exit_code_and_status(project: Path) -> None:
-    write_pipeline(project, "boom", """
+    write_pipeline(
+        project,
+        "boom",
+        """
 kind: WavePipeline
 metadata: {name: boom}
 steps:
   - id: only
     type: command
     script: echo "disk full" >&2; exit 3
-""")
+""",
+    )
     result = swell("run", "boom", cwd=project)
     assert result.returncode == 1
     assert "exit 3" in result.stdout and "disk full" in result.stdout
@@ -186,7 +209,10 @@ def test_scripted_agent_in_a_test_loop(project: Path) -> None:
 
 
 def test_input_cannot_inject_shell(project: Path, isolated_state: Path) -> None:
-    write_pipeline(project, "echo", """
+    write_pipeline(
+        project,
+        "echo",
+        """
 kind: WavePipeline
 metadata: {name: echo}
 steps:
@@ -196,7 +222,8 @@ steps:
       echo {{ input }} > plain.txt
       echo "quoted: {{ input }}" > quoted.txt
       echo 'single: {{ input }}' > single.txt
-""")
+""",
+    )
     evil = "$(touch PWNED) `touch PWNED2`; touch PWNED3 \"' && touch PWNED4"
     result = swell("run", "echo", "--input", evil, cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -218,7 +245,10 @@ def test_logs_show_events_and_step_output(project: Path) -> None:
 
 
 def test_validate_reports_file_line_col(project: Path) -> None:
-    write_pipeline(project, "broken", """kind: WavePipeline
+    write_pipeline(
+        project,
+        "broken",
+        """kind: WavePipeline
 metadata: {name: broken}
 steps:
   - id: a
@@ -229,11 +259,15 @@ steps:
     type: command
     script: echo {{ context.never_set }}
     edgez: []
-""")
+""",
+    )
     result = swell("validate", cwd=project)
     assert result.returncode == 1
     lines = result.stderr.splitlines()
-    assert any(ln.endswith("unknown field 'edgez' (did you mean 'edges'?)") and ":11:5:" in ln for ln in lines), lines
+    assert any(
+        ln.endswith("unknown field 'edgez' (did you mean 'edges'?)") and ":11:5:" in ln
+        for ln in lines
+    ), lines
     assert "Traceback" not in result.stderr
     run = swell("run", "broken", cwd=project)
     assert run.returncode == 1 and "edgez" in run.stderr
@@ -241,7 +275,10 @@ steps:
 
 
 def test_validate_graph_errors_name_the_line(project: Path) -> None:
-    write_pipeline(project, "graph", """kind: WavePipeline
+    write_pipeline(
+        project,
+        "graph",
+        """kind: WavePipeline
 metadata: {name: graph}
 steps:
   - id: a
@@ -251,7 +288,8 @@ steps:
   - id: b
     type: command
     script: echo {{ context.never_set }}
-""")
+""",
+    )
     result = swell("validate", "graph", cwd=project)
     assert result.returncode == 1
     assert "graph.yaml:7:20: unknown dependency 'ghost'" in result.stderr
@@ -302,17 +340,84 @@ def test_two_runs_write_one_store_at_once(project: Path) -> None:
 
 
 def test_logs_follow_ends_with_the_run(project: Path) -> None:
-    write_pipeline(project, "short", """
+    write_pipeline(
+        project,
+        "short",
+        """
 kind: WavePipeline
 metadata: {name: short}
 steps:
   - id: a
     type: command
     script: sleep 1; echo done
-""")
+""",
+    )
     proc = start_swell("run", "short", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     follow = swell("logs", run_id, "--follow", cwd=project, timeout=60)
     proc.communicate(timeout=30)
     assert follow.returncode == 0
     assert "▶ a" in follow.stdout and "run succeeded" in follow.stdout
+
+
+def test_artifacts_flow_between_steps_by_template(project: Path) -> None:
+    write_pipeline(
+        project,
+        "arts",
+        """
+kind: WavePipeline
+metadata: {name: arts}
+steps:
+  - id: report
+    exec:
+      type: command
+      source: echo "3 findings"
+    output_artifacts:
+      - {name: findings, path: out/findings.txt, source: stdout, required: true}
+  - id: summarize
+    type: command
+    dependencies: [report]
+    memory:
+      inject_artifacts:
+        - {step: report, artifact: findings, as: input_findings}
+    script: |
+      cat {{ steps.report.artifacts.findings }} > summary.txt
+      cat {{ artifacts.input_findings }} >> summary.txt
+    output_artifacts:
+      - {name: summary, path: summary.txt, required: true}
+  - id: missing
+    type: command
+    dependencies: [summarize]
+    script: "true"
+    output_artifacts:
+      - {name: nothing, path: never-written.txt, required: true}
+""",
+    )
+    result = swell("run", "arts", cwd=project)
+    assert result.returncode == 1
+    assert "required artifact 'nothing' (never-written.txt) is missing or empty" in result.stdout
+    run_id = run_id_of(result.stdout)
+    arts = {a["name"]: a for a in swell_json("artifacts", run_id, cwd=project)}
+    assert Path(arts["summary"]["path"]).read_text() == "3 findings\n3 findings\n"
+    assert arts["findings"]["size"] == len("3 findings\n") and len(arts["findings"]["sha256"]) == 64
+    assert arts["output"]["step_id"] in ("report", "summarize")
+
+
+def test_required_tools_are_checked_before_the_run(project: Path) -> None:
+    write_pipeline(
+        project,
+        "needs",
+        """
+kind: WavePipeline
+metadata: {name: needs}
+requires: {tools: [sh, definitely-not-a-tool-xyz]}
+steps:
+  - id: a
+    type: command
+    script: "true"
+""",
+    )
+    result = swell("run", "needs", cwd=project)
+    assert result.returncode == 1
+    assert "requires definitely-not-a-tool-xyz on PATH" in result.stderr
+    assert swell_json("list", cwd=project) == []

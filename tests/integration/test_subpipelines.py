@@ -26,15 +26,22 @@ def test_sub_pipeline_is_a_linked_child_run(project: Path, isolated_state: Path)
 
 
 def test_failed_child_fails_the_step(project: Path) -> None:
-    write_pipeline(project, "child", """
+    write_pipeline(
+        project,
+        "child",
+        """
 kind: WavePipeline
 metadata: {name: child}
 steps:
   - id: broken
     type: command
     script: echo "child broke" >&2; exit 1
-""")
-    write_pipeline(project, "parent", """
+""",
+    )
+    write_pipeline(
+        project,
+        "parent",
+        """
 kind: WavePipeline
 metadata: {name: parent}
 steps:
@@ -44,7 +51,8 @@ steps:
     type: command
     dependencies: [sub]
     script: echo never
-""")
+""",
+    )
     result = swell("run", "parent", cwd=project)
     assert result.returncode == 1
     status = swell_json("status", run_id_of(result.stdout), cwd=project)
@@ -59,7 +67,10 @@ def test_kill_9_inside_a_child_run_resumes_that_child(project: Path) -> None:
 
     from conftest import events, start_swell
 
-    write_pipeline(project, "slowchild", """
+    write_pipeline(
+        project,
+        "slowchild",
+        """
 kind: WavePipeline
 metadata: {name: slowchild}
 steps:
@@ -70,8 +81,12 @@ steps:
     type: command
     dependencies: [one]
     script: sleep 1; echo two >> child.log
-""")
-    write_pipeline(project, "outer", """
+""",
+    )
+    write_pipeline(
+        project,
+        "outer",
+        """
 kind: WavePipeline
 metadata: {name: outer}
 steps:
@@ -81,7 +96,8 @@ steps:
     type: command
     dependencies: [sub]
     script: cat child.log
-""")
+""",
+    )
     proc = start_swell("run", "outer", "-o", "json", cwd=project)
     assert proc.stdout is not None
     parent = ""
@@ -100,5 +116,7 @@ steps:
     child_id = status["children"][0]
     child_events = events(project, child_id)
     assert [e["type"] for e in child_events].count("run.resumed") == 1
-    assert [(e["step_id"], e["visit"]) for e in child_events if e["type"] == "step.interrupted"] == [("two", 1)]
+    assert [
+        (e["step_id"], e["visit"]) for e in child_events if e["type"] == "step.interrupted"
+    ] == [("two", 1)]
     assert len(swell_json("list", cwd=project)) == 2

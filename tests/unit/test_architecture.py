@@ -32,21 +32,26 @@ def test_engine_imports_no_store_cli_web_or_concrete_adapter(path: Path) -> None
     for name in _imports(path):
         assert not name.startswith(("swell.store", "swell.cli", "swell.web", "swell.runtime")), name
         if name.startswith("swell.adapters"):
-            assert name.rsplit(".", 1)[0] in ALLOWED_ADAPTER_MODULES or name in ALLOWED_ADAPTER_MODULES, name
+            assert (
+                name.rsplit(".", 1)[0] in ALLOWED_ADAPTER_MODULES or name in ALLOWED_ADAPTER_MODULES
+            ), name
 
 
 @pytest.mark.parametrize("package", ["manifest", "events"])
 def test_lower_layers_do_not_import_upward(package: str) -> None:
     for path in _modules(package):
         for name in _imports(path):
-            assert not name.startswith(("swell.engine", "swell.store", "swell.cli", "swell.runtime",
-                                        "swell.adapters")), f"{path.name} imports {name}"
+            assert not name.startswith(
+                ("swell.engine", "swell.store", "swell.cli", "swell.runtime", "swell.adapters")
+            ), f"{path.name} imports {name}"
 
 
 def test_store_does_not_import_the_engine() -> None:
     for path in _modules("store"):
         for name in _imports(path):
-            assert not name.startswith(("swell.engine", "swell.cli", "swell.runtime")), f"{path.name}: {name}"
+            assert not name.startswith(("swell.engine", "swell.cli", "swell.runtime")), (
+                f"{path.name}: {name}"
+            )
 
 
 def test_nothing_imports_the_cli() -> None:

@@ -21,14 +21,15 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"), "<hex>"),
     # temp paths
-    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s:'\"]*"), "<tmp>"),
+    # (only at the start of a path: a project's own `app/tmp/` is not a temp dir)
+    (re.compile(r"(?<![\w.~/-])(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s:'\"]*"), "<tmp>"),
     (re.compile(r"[A-Za-z]:\\[^\s:'\"]*\\Temp\\[^\s:'\"]*"), "<tmp>"),
     # file:line:col and "line N"
     (re.compile(r":\d+(?::\d+)?\b"), ":<n>"),
     (re.compile(r"\b(line|col|column)\s+\d+", re.IGNORECASE), r"\1 <n>"),
-    # durations and any other number
+    # durations and any other number, except digits that are part of a name (`test_case_2`)
     (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds|m|min)\b"), "<dur>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+    (re.compile(r"(?<![A-Za-z_\d])\d+(?:\.\d+)?"), "<n>"),
 ]
 
 

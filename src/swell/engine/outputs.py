@@ -57,7 +57,9 @@ def evaluate_context(spec: dict[str, Any], ns: dict[str, Any]) -> tuple[dict[str
             for (_, node), literal in zip(tpl.placeholders, tpl.literals[1:], strict=True):
                 parts.append(to_text(evaluate(node, ns)))
                 parts.append(literal)
-            values[key] = "".join(parts).strip() if len(tpl.placeholders) == 1 else "".join(parts)
+            text = "".join(parts)
+            # "{{ x }}" on its own is the value; literal text around placeholders is kept
+            values[key] = text.strip() if not "".join(tpl.literals).strip() else text
         except MissingVariable as exc:
             problems.append(f"output.context.{key}: '{exc.path}' is not in the step's output")
         except ExpressionError as exc:

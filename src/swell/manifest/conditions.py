@@ -6,7 +6,7 @@ Grammar (whitespace around tokens is ignored; `&&` binds tighter than `||`):
     conj      := clause ( "&&" clause )*
     clause    := subject ( "=" | "==" | "!=" ) value
     subject   := "outcome" | "context." KEY
-    value     := text up to the next && / || (quotes optional)
+    value     := text up to the next && / || (quote it to include them)
 
 `outcome` values are `success` and `failure` (`fail` is accepted for Wave).
 An empty or missing condition always holds.
@@ -64,15 +64,39 @@ def _clause_holds(clause: Clause, outcome: str, context: Mapping[str, str]) -> b
 _CLAUSE = re.compile(r"^\s*(outcome|context\.[A-Za-z0-9_.-]+)\s*(!=|==|=)\s*(.*?)\s*$", re.DOTALL)
 
 
+def _split(text: str, sep: str) -> list[str]:
+    """`text` cut at each `sep` that is not inside a quoted value (`context.k='a||b'`)."""
+    parts: list[str] = []
+    start, quote, i = 0, "", 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"" and text[:i].rstrip().endswith("="):
+            quote = ch
+        elif text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
 @lru_cache(maxsize=1024)
 def parse_condition(text: str | None) -> Condition:
     """Parse an edge condition; raises ConditionError with a readable reason."""
     if text is None or not text.strip():
         return Condition(())
     disjuncts: list[tuple[Clause, ...]] = []
-    for part in text.split("||"):
+    for part in _split(text, "||"):
         clauses: list[Clause] = []
-        for raw in part.split("&&"):
+        for raw in _split(part, "&&"):
+            if not raw.strip():
+                raise ConditionError(
+                    f"condition {text.strip()!r} has an empty part around && or ||"
+                )
             match = _CLAUSE.match(raw)
             if not match:
                 raise ConditionError(

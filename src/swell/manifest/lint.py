@@ -23,7 +23,7 @@ from swell.manifest.templates import parse_template
 
 TERMINALS = ("_complete", "_fail")
 SIMPLE_VARS = {"input", "pipeline_id", "pipeline_name", "step_id", "workspace", "project_root"}
-STEP_FIELDS = {"outcome", "exit_code", "artifacts", "visit", "output"}
+STEP_FIELDS = {"outcome", "exit_code", "artifacts", "visit"}
 
 
 @dataclass
@@ -125,17 +125,17 @@ def _successors(step: Step, dependents: dict[str, list[str]]) -> list[str]:
 
 
 def entry_steps(steps: list[Step]) -> list[str]:
-    """Steps that start a run: the first step, and every other step without
-    dependencies that no edge leads to. rework_only steps never start on their own."""
+    """Steps that start a run: the first step (if it has no dependencies), and every
+    other step without dependencies that no edge leads to. rework_only steps never
+    start on their own."""
     targets = {e.target for s in steps for e in s.edges}
     targets |= {c.target for s in steps if s.gate for c in s.gate.choices if c.target}
-    entries = []
-    for index, step in enumerate(steps):
-        if step.rework_only or step.dependencies:
-            continue
-        if index == 0 or step.id not in targets:
-            entries.append(step.id)
-    return entries
+    first = next((s.id for s in steps if not s.rework_only), None)
+    return [
+        s.id
+        for s in steps
+        if not s.rework_only and not s.dependencies and (s.id == first or s.id not in targets)
+    ]
 
 
 def _sccs(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:

@@ -111,23 +111,45 @@ def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
 def _validate(model: type[M], data: Any, source: SourceMap) -> M:
     if not isinstance(data, dict):
         raise ManifestError([source.problem((), "expected a mapping at the top of the file")])
+    problems: list[Problem] = []
+    obj: M | None = None
     try:
         obj = model.model_validate(data)
     except ValidationError as exc:
-        problems = []
+        # a value that fits no member of a union is one problem, not one per member
+        unions: dict[Loc, list[str]] = {}
         for err in exc.errors():
-            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS))
-            message, on_key = _readable(dict(err), model, loc)
-            problems.append(source.problem(loc, message, key=on_key))
-        raise ManifestError(_dedupe(problems)) from None
-    problems = list(_unsupported(obj, (), source))
-    if problems:
-        raise ManifestError(problems)
+            raw: Loc = tuple(err["loc"])
+            cut = next(
+                (i for i, p in enumerate(raw) if isinstance(p, str) and p in _UNION_TAGS), -1
+            )
+            if cut >= 0:
+                unions.setdefault(raw[:cut], []).append(_UNION_TAGS[str(raw[cut])])
+                continue
+            message, on_key = _readable(dict(err), model, raw)
+            problems.append(source.problem(raw, message, key=on_key))
+        for loc, kinds in unions.items():
+            kinds = list(dict.fromkeys(kinds))
+            either = " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+            field = str(loc[-1]) if loc else "value"
+            problems.append(source.problem(loc, f"'{field}' must be {either}"))
+    # unimplemented Wave fields are found in the raw data, so they are reported
+    # together with every other problem of the file
+    problems.extend(_unsupported(model, data, (), source))
+    if problems or obj is None:
+        raise ManifestError(sorted(_dedupe(problems), key=lambda p: (p.line, p.col)))
     return obj
 
 
 # pydantic adds these to `loc` for union members; they are not keys in the file
-_UNION_TAGS = {"str", "int", "float", "bool", "list[str]", "dict[str,any]"}
+_UNION_TAGS = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "list[str]": "a list of strings",
+    "dict[str,any]": "a mapping",
+}
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -140,28 +162,39 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _unsupported(obj: Any, loc: Loc, source: SourceMap) -> list[Problem]:
-    """Problems for Wave fields that are set but not implemented yet."""
-    problems: list[Problem] = []
-    if isinstance(obj, Strict):
-        for name, what in obj.UNSUPPORTED.items():
-            attr = name if name in type(obj).model_fields else f"{name}_"
-            if getattr(obj, attr, None) not in (None, [], {}, False):
+def _unsupported(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> list[Problem]:
+    """Problems for Wave fields that are set in `data` but not implemented yet."""
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, Strict):
+        if not isinstance(data, dict):
+            return []
+        fields = {info.alias or name: info for name, info in annotation.model_fields.items()}
+        fields.update(annotation.model_fields)
+        problems: list[Problem] = []
+        for key, value in data.items():
+            what = annotation.UNSUPPORTED.get(key)
+            if what and value not in (None, [], {}, False):
                 problems.append(
-                    source.problem(
-                        (*loc, name), f"`{name}` ({what}) is not supported yet", key=True
-                    )
+                    source.problem((*loc, key), f"`{key}` ({what}) is not supported yet", key=True)
                 )
-        for name in type(obj).model_fields:
-            key = type(obj).model_fields[name].alias or name
-            problems.extend(_unsupported(getattr(obj, name), (*loc, key), source))
-    elif isinstance(obj, list):
-        for i, item in enumerate(obj):
-            problems.extend(_unsupported(item, (*loc, i), source))
-    elif isinstance(obj, dict):
-        for key, item in obj.items():
-            problems.extend(_unsupported(item, (*loc, key), source))
-    return problems
+            elif key in fields:
+                problems.extend(_unsupported(fields[key].annotation, value, (*loc, key), source))
+        return problems
+    origin = typing.get_origin(annotation)
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if origin is list and args and isinstance(data, list):
+        return [
+            p for i, item in enumerate(data) for p in _unsupported(args[0], item, (*loc, i), source)
+        ]
+    if origin is dict and args and isinstance(data, dict):
+        return [
+            p
+            for key, item in data.items()
+            for p in _unsupported(args[-1], item, (*loc, key), source)
+        ]
+    # a union (`Contract | None`): look through each member
+    return _dedupe([p for arg in args for p in _unsupported(arg, data, loc, source)])
 
 
 def load_project(root: Path | None = None) -> Project:

@@ -91,9 +91,12 @@ def render_text(text: str, namespace: Mapping[str, Any]) -> Rendered:
 
 
 def _shell_contexts(literals: tuple[str, ...]) -> list[str]:
-    """The quoting context at each placeholder: normal, double, single, heredoc, heredoc_q."""
+    """The quoting context at each placeholder: normal, double, single, comment, heredoc,
+    heredoc_q."""
     state = "normal"
     heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, quoted, strip_tabs) pending
+    # open `$( ... )`: the state to return to and the parentheses opened inside
+    subst: list[tuple[str, int]] = []
     in_heredoc: tuple[str, bool, bool] | None = None
     line_buf = ""
     contexts: list[str] = []
@@ -112,6 +115,16 @@ def _shell_contexts(literals: tuple[str, ...]) -> list[str]:
                     line_buf += ch
                 i += 1
                 continue
+            if (
+                state in ("normal", "double")
+                and chunk.startswith("$(", i)
+                and not chunk.startswith("$((", i)
+            ):
+                # a command substitution starts a fresh quoting context
+                subst.append((state, 0))
+                state = "normal"
+                i += 2
+                continue
             if state == "normal":
                 if ch == "\\":
                     i += 2
@@ -120,10 +133,19 @@ def _shell_contexts(literals: tuple[str, ...]) -> list[str]:
                     state = "single"
                 elif ch == '"':
                     state = "double"
-                elif ch == "#" and (i == 0 or chunk[i - 1] in " \t\n;"):
-                    end = chunk.find("\n", i)
-                    i = len(chunk) if end < 0 else end
-                    continue
+                elif ch == "(" and subst:
+                    subst[-1] = (subst[-1][0], subst[-1][1] + 1)
+                elif ch == ")" and subst:
+                    outer, depth = subst.pop()
+                    if depth:
+                        subst.append((outer, depth - 1))
+                    else:
+                        state = outer
+                elif ch == "#" and (
+                    # a word right after a placeholder never starts a comment
+                    (i == 0 and index == 0) or (i > 0 and chunk[i - 1] in " \t\n;&|()<>")
+                ):
+                    state = "comment"
                 elif chunk.startswith("<<", i) and not chunk.startswith("<<<", i):
                     match = re.match(r"<<(-?)\s*(['\"]?)([A-Za-z0-9_]+)\2", chunk[i:])
                     if match:
@@ -135,6 +157,10 @@ def _shell_contexts(literals: tuple[str, ...]) -> list[str]:
                 elif ch == "\n" and heredocs:
                     in_heredoc = heredocs.pop(0)
                     line_buf = ""
+            elif state == "comment":
+                if ch == "\n":
+                    state = "normal"
+                    continue  # read the newline again: a heredoc body may start here
             elif state == "single":
                 if ch == "'":
                     state = "normal"
@@ -197,6 +223,7 @@ def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SW
             out.append(
                 {
                     "normal": f'"${{{name}}}"',
+                    "comment": f'"${{{name}}}"',
                     "double": f"${{{name}}}",
                     "single": f"'\"${{{name}}}\"'",
                     "heredoc": f"${{{name}}}",
