@@ -38,31 +38,12 @@ from swell.manifest.models import Step
 from swell.store.sqlite import RunRow, SqliteStore
 
 FINAL = ("succeeded", "failed", "cancelled")
-RESUMABLE = ("pending", "running", "waiting", "interrupted")
-
-
-@dataclass
-class Runtime:
-    project: Project
-    store: SqliteStore
-    adapters: AdapterRegistry
-    step_kinds: StepKinds
-    state_dir: Path
-
-    def lint_context(self) -> LintContext:
-        return LintContext(
-            self.step_kinds.names(), self.adapters.names(), self.adapters.options_model
-        )
-
-
-def state_dir_for(root: Path) -> Path:
-    """`.swell/` in the project, unless SWELL_STATE_DIR points elsewhere."""
-    override = os.environ.get("SWELL_STATE_DIR")
-    return Path(override).resolve() if override else root / ".swell"
 
 
 @dataclass
 class Registries:
+    """The step kinds and adapters this process knows."""
+
     adapters: AdapterRegistry
     step_kinds: StepKinds
 
@@ -76,20 +57,34 @@ def open_registries() -> Registries:
     return Registries(default_registry(), default_step_kinds())
 
 
+@dataclass
+class Runtime:
+    """A loaded project with its store and registries."""
+
+    project: Project
+    store: SqliteStore
+    registries: Registries
+    state_dir: Path
+
+
+def state_dir_for(root: Path) -> Path:
+    """`.swell/` in the project, unless SWELL_STATE_DIR points elsewhere."""
+    override = os.environ.get("SWELL_STATE_DIR")
+    return Path(override).resolve() if override else root / ".swell"
+
+
 def open_runtime(start: Path | None = None) -> Runtime:
     project = load_project(start)
     state_dir = state_dir_for(project.root)
-    reg = open_registries()
-    return Runtime(
-        project, SqliteStore(state_dir / "state.db"), reg.adapters, reg.step_kinds, state_dir
-    )
+    return Runtime(project, SqliteStore(state_dir / "state.db"), open_registries(), state_dir)
 
 
 def check_pipeline(rt: Runtime, name: str) -> tuple[LoadedPipeline, LintReport]:
     """Load and lint a pipeline; errors raise ManifestError, warnings are returned."""
-    report = lint_project(rt.project, rt.lint_context())
+    lint_ctx = rt.registries.lint_context()
+    report = lint_project(rt.project, lint_ctx)
     loaded = load_pipeline(rt.project.root, name)
-    report.problems += lint_pipeline(rt.project, loaded, rt.lint_context()).problems
+    report.problems += lint_pipeline(rt.project, loaded, lint_ctx).problems
     report.raise_errors()
     return loaded, report
 
@@ -265,8 +260,8 @@ async def execute(
 
     def services() -> Services:
         return Services(
-            step_kinds=rt.step_kinds,
-            adapters=rt.adapters,
+            step_kinds=rt.registries.step_kinds,
+            adapters=rt.registries.adapters,
             gates=StoreGates(rt.store),
             prompter=prompter,
             control=StoreControl(rt.store),

@@ -10,9 +10,10 @@ import typer
 from swell.cli.common import OUTPUT_HELP, Output, runtime
 
 if TYPE_CHECKING:
-    from swell.engine.context import GatePrompter
-    from swell.engine.runner import RunSummary
+    from swell.engine.context import GatePrompter, RunPlan
+    from swell.engine.state import RunState
     from swell.events.bus import EventSink
+    from swell.runtime import Runtime
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 1, "waiting": 3, "interrupted": 130}
 
@@ -31,7 +32,18 @@ def _prompter(output: Output, auto_approve: bool) -> GatePrompter | None:
     return TerminalPrompter()
 
 
-def _finish(summary: RunSummary, output: Output) -> None:
+def _execute(rt: Runtime, plan: RunPlan, output: Output, state: RunState | None = None) -> None:
+    """Run or continue `plan` with this terminal's printers, then exit with its status."""
+    import asyncio
+
+    from swell.runtime import execute
+
+    if output is Output.text:
+        print(f"run {plan.run_id}", flush=True)
+    prompter = _prompter(output, plan.options.auto_approve)
+    summary = asyncio.run(
+        execute(rt, plan, _sinks(output, plan.run_id), state=state, prompter=prompter)
+    )
     status, run_id = summary.status, summary.run_id
     if status == "waiting" and output is Output.text:
         print(
@@ -64,32 +76,15 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """Run a pipeline. Prints the run id first; exit code 0 only when the run succeeds."""
-        import asyncio
-
         from swell.engine.context import RunOptions
-        from swell.runtime import check_pipeline, create_run, execute
+        from swell.runtime import check_pipeline, create_run
 
         rt = runtime(ctx)
         loaded, report = check_pipeline(rt, pipeline)
         for problem in report.warnings:
             print(str(problem), file=sys.stderr)
-        plan = create_run(
-            rt,
-            loaded,
-            input_text,
-            RunOptions(auto_approve=auto_approve, adapter=adapter, model=model),
-        )
-        if output is Output.text:
-            print(f"run {plan.run_id}", flush=True)
-        summary = asyncio.run(
-            execute(
-                rt,
-                plan,
-                _sinks(output, plan.run_id),
-                prompter=_prompter(output, auto_approve),
-            )
-        )
-        _finish(summary, output)
+        options = RunOptions(auto_approve=auto_approve, adapter=adapter, model=model)
+        _execute(rt, create_run(rt, loaded, input_text, options), output)
 
     @app.command()
     def resume(
@@ -100,22 +95,8 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
     ) -> None:
         """Continue a run after a crash, Ctrl-C, or a gate decision."""
-        import asyncio
-
-        from swell.runtime import execute, plan_for_resume
+        from swell.runtime import plan_for_resume
 
         rt = runtime(ctx)
-        run_row = rt.store.get_run(run_id)
-        plan, state = plan_for_resume(rt, run_row)
-        if output is Output.text:
-            print(f"run {plan.run_id}", flush=True)
-        summary = asyncio.run(
-            execute(
-                rt,
-                plan,
-                _sinks(output, plan.run_id),
-                state=state,
-                prompter=_prompter(output, plan.options.auto_approve),
-            )
-        )
-        _finish(summary, output)
+        plan, state = plan_for_resume(rt, rt.store.get_run(run_id))
+        _execute(rt, plan, output, state)

@@ -232,10 +232,6 @@ class SqliteStore:
         with self._tx():
             self.db.execute("UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
 
-    def mark_cancelled(self, run_id: str, event: BaseEvent) -> None:
-        """Cancel a run no process is executing: the caller supplies the final event."""
-        self.emit([event])
-
     # ------------------------------------------------------------------ reading
 
     def get_run(self, run_id: str) -> RunRow:
