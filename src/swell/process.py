@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
@@ -277,3 +277,101 @@ async def _run_with_asyncio(
         duration=time.monotonic() - started,
         truncated=out.truncated or err.truncated,
     )
+
+
+class StreamedProcess:
+    """A child whose stdout is read line by line while it runs (agent CLIs).
+
+    `async for line in proc.lines()` yields each stdout line (without the newline)
+    as it arrives; afterwards `proc.result` holds the exit code, the capped stdout
+    and stderr, and whether the timeout ended it. `stdin_data` is written to the
+    child's stdin, which is then closed; without it stdin is /dev/null. Leaving the
+    loop early, a cancellation or the timeout ends the whole process group.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        grace: float = 3.0,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        stdin_data: bytes | None = None,
+        max_line: int = 64 * 1024 * 1024,
+    ) -> None:
+        self.argv, self.cwd, self.env = list(argv), cwd, env
+        self.timeout, self.grace, self.max_output = timeout, grace, max_output
+        self.stdin_data, self.max_line = stdin_data, max_line
+        self.result: ProcessResult | None = None
+        self.pid: int | None = None
+
+    async def lines(self) -> AsyncIterator[str]:
+        """Yield stdout lines; raises FileNotFoundError if the binary is missing."""
+        started = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            cwd=self.cwd,
+            env=dict(self.env) if self.env is not None else None,
+            stdin=asyncio.subprocess.PIPE
+            if self.stdin_data is not None
+            else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=self.max_line,
+        )
+        self.pid = proc.pid
+        out, err = _Capped(self.max_output), _Capped(self.max_output)
+        feeder = asyncio.create_task(self._feed(proc))
+        err_pump = asyncio.create_task(_pump(proc.stderr, err, None))
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        timed_out = eof = False
+        assert proc.stdout is not None
+        try:
+            while True:
+                remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                try:
+                    raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                except TimeoutError:
+                    timed_out = True
+                    break
+                if not raw:
+                    eof = True
+                    break
+                out.add(raw)
+                yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        finally:
+            feeder.cancel()
+            if not eof:  # the timeout, a consumer that stopped early, or a cancellation
+                await asyncio.shield(_end_group(proc, self.grace))
+        if not timed_out:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                await asyncio.wait_for(proc.wait(), remaining)
+            except TimeoutError:
+                timed_out = True
+                await _end_group(proc, self.grace)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(err_pump), DRAIN_SECONDS)
+        err_pump.cancel()
+        self.result = ProcessResult(
+            exit_code=None if timed_out else proc.returncode,
+            stdout=out.text(),
+            stderr=err.text(),
+            timed_out=timed_out,
+            duration=time.monotonic() - started,
+            truncated=out.truncated or err.truncated,
+        )
+
+    async def _feed(self, proc: asyncio.subprocess.Process) -> None:
+        if self.stdin_data is None or proc.stdin is None:
+            return
+        try:
+            proc.stdin.write(self.stdin_data)
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            proc.stdin.close()

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swell.errors import AgentError
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -41,6 +43,7 @@ class AgentRequest(BaseModel):
     timeout_s: float | None = None
     env: dict[str, str] = Field(default_factory=dict)
     json_schema: dict[str, Any] | None = None
+    temperature: float | None = None
     # who is asking; adapters may use these only for naming and logging
     run_id: str = ""
     step_id: str = ""
@@ -50,11 +53,17 @@ class AgentRequest(BaseModel):
 class AgentResult(BaseModel):
     success: bool
     text: str = ""
+    structured: Any = None  # the parsed answer when the request had a json_schema
     error: str | None = None
-    error_kind: str | None = None  # see swell.errors.AgentError.kind
+    error_kind: str | None = None  # an AgentError.kind: binary_missing, auth, rate_limit, ...
     usage: Usage = Field(default_factory=Usage)
     session_id: str | None = None
     files_changed: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def failed(cls, error: AgentError, **fields: Any) -> AgentResult:
+        """A failed result classified by one of swell.errors' AgentError classes."""
+        return cls(success=False, error=str(error), error_kind=error.kind, **fields)
 
 
 @dataclass(frozen=True)
@@ -87,10 +96,15 @@ AgentEvent = AgentText | AgentToolCall | AgentUsageUpdate | AgentSessionStarted 
 
 
 class AgentAdapter(Protocol):
-    """One agent implementation. `run` yields events and ends with AgentFinished."""
+    """One agent implementation. `run` yields events and ends with AgentFinished.
+
+    `env_passthrough` names the variables (or prefixes ending in `*`) of swell's own
+    environment the agent needs (API keys, base URLs); everything else is withheld.
+    """
 
     name: str
     capabilities: Capabilities
+    env_passthrough: tuple[str, ...]
 
     def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]: ...
 

@@ -68,6 +68,7 @@ class Script(BaseModel):
 class ScriptedAdapter:
     Options = ScriptedOptions
     name = "scripted"
+    env_passthrough: tuple[str, ...] = ()
     capabilities = Capabilities(
         resume=True, tools=True, enforces_permissions=False, json_schema=False
     )

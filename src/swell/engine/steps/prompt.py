@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from swell.adapters.base import (
@@ -23,6 +24,40 @@ from swell.manifest.models import Persona
 from swell.manifest.templates import render_text
 
 TIERS = ("cheapest", "balanced", "strongest")
+
+# what every agent process may see of swell's environment; adapters add their own
+# names (API keys, base URLs) through `env_passthrough`
+BASE_ENV = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_*",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "XDG_*",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+
+
+def agent_env(passthrough: tuple[str, ...]) -> dict[str, str]:
+    """The curated environment of an agent process: BASE_ENV plus the adapter's names."""
+    names = BASE_ENV + passthrough
+    exact = {n for n in names if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
+    return {k: v for k, v in os.environ.items() if k in exact or k.startswith(prefixes)}
 
 
 def choose_adapter(ctx: VisitContext, persona: Persona | None) -> str:
@@ -100,7 +135,7 @@ async def run(ctx: VisitContext) -> StepResult:
             allowed_tools=allowed,
             denied_tools=denied,
             timeout_s=timeout_seconds(ctx),
-            env=swell_env(ctx),
+            env={**agent_env(getattr(adapter, "env_passthrough", ())), **swell_env(ctx)},
             run_id=ctx.plan.run_id,
             step_id=ctx.step.id,
             visit=ctx.visit,
