@@ -49,7 +49,10 @@ class Registries:
 
     def lint_context(self) -> LintContext:
         return LintContext(
-            self.step_kinds.names(), self.adapters.names(), self.adapters.options_model
+            self.step_kinds.names(),
+            self.adapters.names(),
+            self.adapters.options_model,
+            self.adapters.enforces_permissions,
         )
 
 

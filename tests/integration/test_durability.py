@@ -95,12 +95,15 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(
     _check_event_log(after)
     finished = [(e["step_id"], e["outcome"]) for e in after if e["type"] == "step.finished"]
     assert finished.count(("run-tests", "success")) == 1
-    assert sum(1 for s, _ in finished if s == "implement") == 4
     final = swell_json("status", run_id, cwd=project)
     assert final["status"] == "succeeded" and final["context"] == {"passed": "true"}
-    work = isolated_state / "workspaces" / run_id / "work.txt"
-    # an interrupted implement visit may have appended before dying; never fewer than 4
-    assert len(work.read_text().splitlines()) >= 4
+    # the loop ends once work.txt has 4 lines; an implement visit killed after it
+    # appended its line leaves that line behind, so one fewer visit may be needed
+    implements = sum(1 for s, _ in finished if s == "implement")
+    interrupted = [e for e in after if e["type"] == "step.interrupted" and e["step_id"] == "implement"]
+    lines = (isolated_state / "workspaces" / run_id / "work.txt").read_text().splitlines()
+    assert len(lines) == 4
+    assert implements == 4 or (implements == 3 and interrupted)
 
 
 def test_ctrl_c_interrupts_and_resume_continues(project: Path, isolated_state: Path) -> None:

@@ -78,6 +78,11 @@ class AdapterRegistry:
         model = getattr(self.factory(type_name), "Options", None)
         return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
+    def enforces_permissions(self, type_name: str) -> bool:
+        """Whether the adapter enforces allowed/denied tools (from its `capabilities`)."""
+        caps = getattr(self.factory(type_name), "capabilities", None)
+        return bool(getattr(caps, "enforces_permissions", False))
+
     def create(self, type_name: str, setup: AdapterSetup) -> AgentAdapter:
         return self.factory(type_name)(setup)
 

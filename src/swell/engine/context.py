@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from swell.engine.graph import Activation
     from swell.engine.state import OpenVisit, RunState
     from swell.engine.steps import StepKinds
+    from swell.workspace.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class VisitContext:
     state: RunState
     namespace: dict[str, Any]
     emit: Callable[[Sequence[BaseEvent]], None]  # stamps and commits events now
+    workspace: Workspace  # where this visit works
     resumed: OpenVisit | None = None  # set when continuing a visit after resume
 
     def event(self, ev: BaseEvent) -> BaseEvent:

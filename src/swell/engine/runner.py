@@ -11,17 +11,20 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 from swell.engine.context import RunPlan, Services, StepResult, VisitContext
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import normalize_error
 from swell.engine.outputs import evaluate_context
 from swell.engine.state import OpenVisit, RunState
+from swell.engine.visit import base_namespace, inject_artifacts, namespace, render
+from swell.errors import SwellError
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.manifest.models import Step
 from swell.workspace import artifacts
+from swell.workspace.manager import Workspaces
 
 
 @dataclass
@@ -39,6 +42,7 @@ class _Visit:
     activation: Activation
     resumed: OpenVisit | None
     started: float = 0.0
+    workspace: Path | None = None
 
 
 class Runner:
@@ -53,6 +57,7 @@ class Runner:
         self._tasks: dict[asyncio.Task[StepResult], _Visit] = {}
         self._pending: list[ev.BaseEvent] = []
         self._details: dict[str, str | None] = {}
+        self.workspaces = Workspaces(plan.project.root, plan.workspace, self.graph.steps)
         self._stop: str | None = None  # interrupted | cancelled
         self._started = time.monotonic()
         runtime = plan.project.manifest.runtime
@@ -226,54 +231,38 @@ class Runner:
         return None
 
     def _launch(self, visit: _Visit) -> None:
+        visit.started = visit.started or time.monotonic()
+        self._tasks[asyncio.create_task(self._execute(visit))] = visit
+
+    async def _execute(self, visit: _Visit) -> StepResult:
+        """One visit: find its workspace, hand it its inputs, run its kind, check it."""
+        step = visit.step
+        try:
+            ws = self.workspaces.for_step(step, render(base_namespace(self.plan, self.state, step)))
+        except SwellError as exc:
+            return StepResult(outcome="failure", error=str(exc))
+        visit.workspace = ws.path
+        injected, problems = inject_artifacts(self.state, step, ws.path)
+        if problems:
+            return StepResult(outcome="failure", error="; ".join(problems))
         ctx = VisitContext(
             plan=self.plan,
             services=self.services,
-            step=visit.step,
+            step=step,
             visit=visit.visit,
             activation=visit.activation,
             state=self.state,
-            namespace=self._namespace(visit.step),
+            namespace=namespace(self.plan, self.state, step, ws.path, injected),
             emit=self.emit,
+            workspace=ws,
             resumed=visit.resumed,
         )
-        runner = self.services.step_kinds.get(visit.step.kind)
-        visit.started = visit.started or time.monotonic()
-        self._tasks[asyncio.create_task(runner(ctx))] = visit
-
-    def _namespace(self, step: Step) -> dict[str, Any]:
-        """Template variables for one visit (docs/manifest.md, "Templates")."""
-        state, plan = self.state, self.plan
-        steps = {
-            sid: {
-                "outcome": s.outcome,
-                "exit_code": s.exit_code,
-                "visit": s.visit,
-                "artifacts": dict(state.artifacts.get(sid, {})),
-            }
-            for sid, s in state.last.items()
-        }
-        arts: dict[str, str] = {}
-        for ref in step.memory.inject_artifacts:
-            path = state.artifacts.get(ref.step or "", {}).get(ref.artifact)
-            if path:
-                arts[ref.as_ or ref.artifact] = path
-        for art in step.output_artifacts:
-            if art.path:
-                arts.setdefault(art.name, str(plan.workspace / art.path))
-        return {
-            "input": plan.input,
-            "pipeline_id": plan.run_id,
-            "pipeline_name": plan.pipeline.name,
-            "run": {"id": plan.run_id},
-            "step_id": step.id,
-            "workspace": str(plan.workspace),
-            "project_root": str(plan.project.root),
-            "project": dict(plan.project.manifest.project),
-            "context": dict(state.context),
-            "artifacts": arts,
-            "steps": steps,
-        }
+        result = await self.services.step_kinds.get(step.kind)(ctx)
+        mount_problems = self.workspaces.after_visit(ws)
+        if mount_problems:
+            result.outcome = "failure"
+            result.error = "; ".join(filter(None, [result.error, *mount_problems]))
+        return result
 
     # --------------------------------------------------------------- a visit ends
 
@@ -290,7 +279,7 @@ class Runner:
             batch += [ev.Warning(message=p, **stamp) for p in problems]
         if step.output_artifacts:
             found, problems = artifacts.collect(
-                self.plan.workspace, step.output_artifacts, result.stdout
+                visit.workspace or self.plan.workspace, step.output_artifacts, result.stdout
             )
             for art in found:
                 art.step_id, art.visit = step.id, visit.visit

@@ -34,6 +34,8 @@ class LintContext:
     adapter_types: Collection[str]
     # adapter type -> the pydantic model of its `options:` (None: takes no options)
     adapter_options: Callable[[str], type[BaseModel] | None] | None = None
+    # adapter type -> whether it enforces allowed/denied tools
+    enforces_permissions: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -195,6 +197,8 @@ def _template_sources(step: Step, root: Path) -> list[tuple[tuple[str | int, ...
         out.append((("script",), step.script))
     if step.input:
         out.append((("input",), step.input))
+    if step.workspace and step.workspace.branch:
+        out.append((("workspace", "branch"), step.workspace.branch))
     if step.gate:
         for name in ("message", "prompt"):
             text = getattr(step.gate, name)
@@ -276,6 +280,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                 )
             )
         _lint_kind(project, loaded, step, loc, ids, ctx, report)
+        _lint_workspace(project, loaded, step, loc, ids, report)
         _lint_templates(project, loaded, step, loc, ids, context_keys, report)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
@@ -363,6 +368,25 @@ def _lint_kind(
             and step.adapter not in ctx.adapter_types
         ):
             add(src.problem((*loc, "adapter"), f"unknown adapter '{step.adapter}'"))
+        elif (
+            adapter
+            and adapter_type(project, adapter) in ctx.adapter_types
+            and ctx.enforces_permissions
+        ):
+            persona = m.personas.get(step.persona or "")
+            config = m.adapters.get(adapter)
+            denied = (persona.permissions.deny if persona else []) + (
+                config.default_permissions.deny if config else []
+            )
+            if denied and not ctx.enforces_permissions(adapter_type(project, adapter)):
+                add(
+                    src.problem(
+                        (*loc, "persona"),
+                        f"adapter '{adapter}' cannot enforce denied tools ({', '.join(denied)}); "
+                        "the run will record this",
+                        severity="warning",
+                    )
+                )
         elif adapter and adapter_type(project, adapter) not in ctx.adapter_types:
             add(
                 src.problem(
@@ -421,13 +445,47 @@ def _lint_kind(
             return
         if target.resolve() == loaded.path.resolve():
             add(src.problem((*loc, "pipeline"), "a pipeline cannot run itself as a sub-pipeline"))
-    if step.workspace and (
-        step.workspace.type == "worktree" or step.workspace.mount or step.workspace.ref
-    ):
+
+
+def _lint_workspace(
+    project: Project,
+    loaded: LoadedPipeline,
+    step: Step,
+    loc: tuple[str | int, ...],
+    ids: dict[str, int],
+    report: LintReport,
+) -> None:
+    config, src, add = step.workspace, loaded.source, report.problems.append
+    if config is None:
+        return
+    if config.ref and config.ref not in ids:
+        add(
+            src.problem(
+                (*loc, "workspace", "ref"), f"workspace.ref names unknown step '{config.ref}'"
+            )
+        )
+    for j, mount in enumerate(config.mount):
+        source = (project.root / mount.source).resolve()
+        if project.root.resolve() not in (source, *source.parents):
+            add(
+                src.problem(
+                    (*loc, "workspace", "mount", j, "source"),
+                    "mount sources must be inside the project",
+                )
+            )
+        elif not source.exists():
+            add(
+                src.problem(
+                    (*loc, "workspace", "mount", j, "source"),
+                    f"mount source {mount.source} does not exist",
+                )
+            )
+    if config.type == "worktree" and config.mount:
         add(
             src.problem(
                 (*loc, "workspace"),
-                "`workspace` worktrees and mounts are not supported yet (steps share the run workspace)",
+                "a worktree already holds the project; mounts apply to directory workspaces",
+                severity="warning",
             )
         )
 

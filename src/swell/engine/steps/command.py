@@ -31,7 +31,7 @@ def swell_env(ctx: VisitContext) -> dict[str, str]:
         "SWELL_RUN_ID": ctx.plan.run_id,
         "SWELL_STEP_ID": ctx.step.id,
         "SWELL_VISIT": str(ctx.visit),
-        "SWELL_WORKSPACE": str(ctx.plan.workspace),
+        "SWELL_WORKSPACE": str(ctx.workspace.path),
         "SWELL_PROJECT_ROOT": str(ctx.plan.project.root),
     }
 
@@ -57,7 +57,7 @@ async def run(ctx: VisitContext) -> StepResult:
     timeout = timeout_seconds(ctx)
     result = await run_process(
         ["sh", "-c", rendered.text],
-        cwd=ctx.plan.workspace,
+        cwd=ctx.workspace.path,
         env=env,
         timeout=timeout,
         grace=runtime.timeouts.process_grace_seconds or 3.0,

@@ -109,7 +109,35 @@ def task_prompt(ctx: VisitContext) -> tuple[str, list[str]]:
     if exec_.source_path:
         source = (ctx.plan.project.root / exec_.source_path).read_text(encoding="utf-8")
     rendered = render_text(source or "", ctx.namespace)
-    return rendered.text, rendered.missing
+    return rendered.text + artifact_sections(ctx), rendered.missing
+
+
+def artifact_sections(ctx: VisitContext) -> str:
+    """Tell the agent which files it was given and which it must write."""
+    step, root = ctx.step, ctx.workspace.path
+    lines: list[str] = []
+    injected = ctx.namespace.get("artifacts", {})
+    inputs = [(ref, injected.get(ref.as_ or ref.artifact)) for ref in step.memory.inject_artifacts]
+    if any(path for _, path in inputs):
+        lines += ["", "## Input artifacts"]
+        for ref, path in inputs:
+            if path:
+                rel = os.path.relpath(path, root)
+                lines.append(
+                    f"- {ref.as_ or ref.artifact}: `{rel}` (artifact '{ref.artifact}' of step '{ref.step}')"
+                )
+    files = [a for a in step.output_artifacts if a.source == "file" and a.path]
+    if files:
+        lines += [
+            "",
+            "## Output artifacts",
+            "Write these files (paths relative to your working directory):",
+        ]
+        for art in files:
+            need = "required" if art.required else "optional"
+            kind = f", {art.type}" if art.type else ""
+            lines.append(f"- `{art.path}` ({art.name}; {need}{kind})")
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 async def run(ctx: VisitContext) -> StepResult:
@@ -130,7 +158,7 @@ async def run(ctx: VisitContext) -> StepResult:
         request = AgentRequest(
             prompt=prompt,
             system_prompt=system_prompt(project.root, persona),
-            workspace=ctx.plan.workspace,
+            workspace=ctx.workspace.path,
             model=choose_model(ctx, persona, adapter_name),
             allowed_tools=allowed,
             denied_tools=denied,
@@ -147,6 +175,16 @@ async def run(ctx: VisitContext) -> StepResult:
         ctx.event(ev.Warning(message=f"template variable '{m}' is not set; rendered empty"))
         for m in missing
     ]
+    if denied and not adapter.capabilities.enforces_permissions:
+        ctx.emit(
+            [
+                ctx.event(
+                    ev.Warning(
+                        message=f"adapter '{adapter_name}' cannot enforce denied tools: {', '.join(denied)}"
+                    )
+                )
+            ]
+        )
     result: AgentResult | None = None
     async for item in adapter.run(request):
         if isinstance(item, AgentFinished):
