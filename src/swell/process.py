@@ -1,8 +1,9 @@
 """The one subprocess runner: command steps and CLI adapters both use it.
 
-New process group, stdin closed, stdout/stderr read concurrently with a size cap,
-and a timeout or cancellation ends the whole group (SIGTERM, grace, SIGKILL) so no
-orphan survives.
+New process group, stdin closed (or fed and closed), stdout/stderr read
+concurrently with a size cap, and a timeout or cancellation ends the whole group
+(SIGTERM, grace, SIGKILL) so no orphan survives. A pid file, when asked for, lets
+`swell resume` stop the group a killed swell process left behind.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
 DRAIN_SECONDS = 1.0
@@ -58,6 +60,53 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
+@contextlib.contextmanager
+def _pidfile(path: Path | None, pid: int) -> Iterator[None]:
+    """Record `pid` in `path` while the child runs."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(pid))
+    try:
+        yield
+    finally:
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def stop_leftover(pidfile: Path, marker: str, grace: float = 1.0) -> bool:
+    """Stop the process group recorded in `pidfile` if it still runs and its leader's
+    environment carries `marker` (so a reused pid is never hit). True if one was stopped."""
+    try:
+        pid = int(pidfile.read_text())
+    except (OSError, ValueError):
+        return False
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        environ = b""
+    alive = True
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        alive = False
+    stopped = False
+    if alive and marker.encode() in environ.split(b"\0"):
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        _signal_group(pid, signal.SIGKILL)
+        stopped = True
+    with contextlib.suppress(FileNotFoundError):
+        pidfile.unlink()
+    return stopped
+
+
 class _Child:
     """A started child read with the event loop's own readers (pidfd for the exit).
 
@@ -65,30 +114,23 @@ class _Child:
     loops of short command steps.
     """
 
-    def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        max_output: int,
-        on_stdout: Callable[[bytes], None] | None,
-    ) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], max_output: int) -> None:
         self.proc = proc
         self.loop = asyncio.get_running_loop()
         self.out, self.err = _Capped(max_output), _Capped(max_output)
         self.exited: asyncio.Future[int] = self.loop.create_future()
         self.closed: list[asyncio.Future[None]] = []
         assert proc.stdout is not None and proc.stderr is not None
-        for stream, sink, cb in ((proc.stdout, self.out, on_stdout), (proc.stderr, self.err, None)):
+        for stream, sink in ((proc.stdout, self.out), (proc.stderr, self.err)):
             fd = stream.fileno()
             os.set_blocking(fd, False)
             done: asyncio.Future[None] = self.loop.create_future()
             self.closed.append(done)
-            self.loop.add_reader(fd, self._read, fd, sink, cb, done)
+            self.loop.add_reader(fd, self._read, fd, sink, done)
         self.pidfd = os.pidfd_open(proc.pid)
         self.loop.add_reader(self.pidfd, self._reap)
 
-    def _read(
-        self, fd: int, sink: _Capped, cb: Callable[[bytes], None] | None, done: asyncio.Future[None]
-    ) -> None:
+    def _read(self, fd: int, sink: _Capped, done: asyncio.Future[None]) -> None:
         try:
             data = os.read(fd, 65536)
         except BlockingIOError:
@@ -97,8 +139,6 @@ class _Child:
             data = b""
         if data:
             sink.add(data)
-            if cb:
-                cb(data)
             return
         self.loop.remove_reader(fd)
         if not done.done():
@@ -160,19 +200,23 @@ async def run_process(
     timeout: float | None = None,
     grace: float = 3.0,
     max_output: int = DEFAULT_MAX_OUTPUT,
-    on_stdout: Callable[[bytes], None] | None = None,
+    pidfile: Path | None = None,
 ) -> ProcessResult:
     """Run `argv` to completion; raises FileNotFoundError if the binary is missing."""
     if not _PIDFD:
-        return await _run_with_asyncio(
+        streamed = StreamedProcess(
             argv,
             cwd=cwd,
             env=env,
             timeout=timeout,
             grace=grace,
             max_output=max_output,
-            on_stdout=on_stdout,
+            pidfile=pidfile,
         )
+        async for _ in streamed.lines():
+            pass
+        assert streamed.result is not None
+        return streamed.result
     started = time.monotonic()
     proc = subprocess.Popen(
         list(argv),
@@ -183,17 +227,18 @@ async def run_process(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    child = _Child(proc, max_output, on_stdout)
+    child = _Child(proc, max_output)
     timed_out = False
-    try:
-        if not await child.wait(timeout):
-            timed_out = True
-            await child.end_group(grace)
-        await child.drain(DRAIN_SECONDS)
-    except asyncio.CancelledError:
-        await asyncio.shield(child.end_group(grace))
-        child.close()
-        raise
+    with _pidfile(pidfile, proc.pid):
+        try:
+            if not await child.wait(timeout):
+                timed_out = True
+                await child.end_group(grace)
+            await child.drain(DRAIN_SECONDS)
+        except asyncio.CancelledError:
+            await asyncio.shield(child.end_group(grace))
+            child.close()
+            raise
     return ProcessResult(
         exit_code=None if timed_out else proc.returncode,
         stdout=child.out.text(),
@@ -204,18 +249,11 @@ async def run_process(
     )
 
 
-async def _pump(
-    stream: asyncio.StreamReader | None, sink: _Capped, on_chunk: Callable[[bytes], None] | None
-) -> None:
+async def _pump(stream: asyncio.StreamReader | None, sink: _Capped) -> None:
     if stream is None:
         return
-    while True:
-        data = await stream.read(65536)
-        if not data:
-            return
+    while data := await stream.read(65536):
         sink.add(data)
-        if on_chunk:
-            on_chunk(data)
 
 
 async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
@@ -224,59 +262,6 @@ async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
         await asyncio.wait_for(proc.wait(), grace)
     _signal_group(proc.pid, signal.SIGKILL)
     await proc.wait()
-
-
-async def _run_with_asyncio(
-    argv: Sequence[str],
-    *,
-    cwd: str | os.PathLike[str],
-    env: Mapping[str, str] | None,
-    timeout: float | None,
-    grace: float,
-    max_output: int,
-    on_stdout: Callable[[bytes], None] | None,
-) -> ProcessResult:
-    """The same contract through asyncio's subprocess transports (no pidfd: macOS)."""
-    started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
-    out, err = _Capped(max_output), _Capped(max_output)
-    pumps = asyncio.gather(_pump(proc.stdout, out, on_stdout), _pump(proc.stderr, err, None))
-    timed_out = False
-    try:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout)
-        except TimeoutError:
-            timed_out = True
-            await _end_group(proc, grace)
-        try:
-            # children that outlive the shell may hold the pipes open
-            await asyncio.wait_for(asyncio.shield(pumps), DRAIN_SECONDS)
-        except TimeoutError:
-            _signal_group(proc.pid, signal.SIGKILL)
-            pumps.cancel()
-    except asyncio.CancelledError:
-        await asyncio.shield(_end_group(proc, grace))
-        pumps.cancel()
-        raise
-    finally:
-        if proc.returncode is None:  # pragma: no cover - defensive
-            _signal_group(proc.pid, signal.SIGKILL)
-    return ProcessResult(
-        exit_code=None if timed_out else proc.returncode,
-        stdout=out.text(),
-        stderr=err.text(),
-        timed_out=timed_out,
-        duration=time.monotonic() - started,
-        truncated=out.truncated or err.truncated,
-    )
 
 
 class StreamedProcess:
@@ -300,10 +285,11 @@ class StreamedProcess:
         max_output: int = DEFAULT_MAX_OUTPUT,
         stdin_data: bytes | None = None,
         max_line: int = 64 * 1024 * 1024,
+        pidfile: Path | None = None,
     ) -> None:
         self.argv, self.cwd, self.env = list(argv), cwd, env
         self.timeout, self.grace, self.max_output = timeout, grace, max_output
-        self.stdin_data, self.max_line = stdin_data, max_line
+        self.stdin_data, self.max_line, self.pidfile = stdin_data, max_line, pidfile
         self.result: ProcessResult | None = None
         self.pid: int | None = None
 
@@ -324,38 +310,39 @@ class StreamedProcess:
         )
         self.pid = proc.pid
         out, err = _Capped(self.max_output), _Capped(self.max_output)
-        feeder = asyncio.create_task(self._feed(proc))
-        err_pump = asyncio.create_task(_pump(proc.stderr, err, None))
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        timed_out = eof = False
-        assert proc.stdout is not None
-        try:
-            while True:
+        with _pidfile(self.pidfile, proc.pid):
+            feeder = asyncio.create_task(self._feed(proc))
+            err_pump = asyncio.create_task(_pump(proc.stderr, err))
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            timed_out = eof = False
+            assert proc.stdout is not None
+            try:
+                while True:
+                    remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                    try:
+                        raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                    except TimeoutError:
+                        timed_out = True
+                        break
+                    if not raw:
+                        eof = True
+                        break
+                    out.add(raw)
+                    yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            finally:
+                feeder.cancel()
+                if not eof:  # the timeout, a consumer that stopped early, or a cancellation
+                    await asyncio.shield(_end_group(proc, self.grace))
+            if not timed_out:
                 remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
                 try:
-                    raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                    await asyncio.wait_for(proc.wait(), remaining)
                 except TimeoutError:
                     timed_out = True
-                    break
-                if not raw:
-                    eof = True
-                    break
-                out.add(raw)
-                yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        finally:
-            feeder.cancel()
-            if not eof:  # the timeout, a consumer that stopped early, or a cancellation
-                await asyncio.shield(_end_group(proc, self.grace))
-        if not timed_out:
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                await asyncio.wait_for(proc.wait(), remaining)
-            except TimeoutError:
-                timed_out = True
-                await _end_group(proc, self.grace)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(err_pump), DRAIN_SECONDS)
-        err_pump.cancel()
+                    await _end_group(proc, self.grace)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(err_pump), DRAIN_SECONDS)
+            err_pump.cancel()
         self.result = ProcessResult(
             exit_code=None if timed_out else proc.returncode,
             stdout=out.text(),

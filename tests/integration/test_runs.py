@@ -33,7 +33,7 @@ steps:
 
 
 def test_loop_fails_twice_then_passes(project: Path, isolated_state: Path) -> None:
-    result = swell("run", "hello", "--input", "add a greeting", cwd=project)
+    result = swell("run", "loop", "--input", "add a greeting", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     run_id = run_id_of(result.stdout)
     assert "FAIL test_greeting: expected 3 attempts, found 1" in result.stdout
@@ -151,7 +151,7 @@ steps:
 
 
 def test_json_output_is_ndjson_events(project: Path) -> None:
-    result = swell("run", "hello", "-o", "json", cwd=project)
+    result = swell("run", "loop", "-o", "json", cwd=project)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert lines[0]["type"] == "run.started"
@@ -166,12 +166,12 @@ def test_json_output_is_ndjson_events(project: Path) -> None:
 
 
 def test_list_newest_first(project: Path) -> None:
-    first = run_id_of(swell("run", "hello", cwd=project).stdout)
+    first = run_id_of(swell("run", "loop", cwd=project).stdout)
     second = run_id_of(swell("run", "review", "--auto-approve", cwd=project).stdout)
     runs = swell_json("list", cwd=project)
     assert [r["id"] for r in runs][:2] == [second, first]
     assert runs[0]["pipeline"] == "review" and runs[0]["status"] == "succeeded"
-    assert runs[1]["pipeline"] == "hello"
+    assert runs[1]["pipeline"] == "loop"
 
 
 def test_failed_run_exit_code_and_status(project: Path) -> None:
@@ -235,7 +235,7 @@ steps:
 
 
 def test_logs_show_events_and_step_output(project: Path) -> None:
-    run_id = run_id_of(swell("run", "hello", cwd=project).stdout)
+    run_id = run_id_of(swell("run", "loop", cwd=project).stdout)
     logs = swell("logs", run_id, cwd=project)
     assert logs.returncode == 0
     assert "▶ implement" in logs.stdout and "run succeeded" in logs.stdout
@@ -298,7 +298,7 @@ steps:
 
 def test_yaml_syntax_error_is_one_clear_line(project: Path) -> None:
     (project / "wave.yaml").write_text("kind: WaveManifest\nproject: [unclosed\n")
-    result = swell("run", "hello", cwd=project)
+    result = swell("run", "loop", cwd=project)
     assert result.returncode == 1
     assert result.stderr.startswith("wave.yaml:")
     assert "YAML syntax error" in result.stderr and "Traceback" not in result.stderr
@@ -322,14 +322,14 @@ def test_init_then_run(tmp_path: Path) -> None:
     assert swell("init", cwd=target).returncode == 0
     assert (target / "wave.yaml").is_file()
     assert swell("validate", cwd=target).returncode == 0
-    result = swell("run", "hello", "--input", "hi", cwd=target)
+    result = swell("run", "loop", "--input", "hi", cwd=target)
     assert result.returncode == 0, result.stdout + result.stderr
     again = swell("init", cwd=target)
     assert again.returncode == 1 and "already exists" in again.stderr
 
 
 def test_two_runs_write_one_store_at_once(project: Path) -> None:
-    procs = [start_swell("run", "hello", cwd=project) for _ in range(3)]
+    procs = [start_swell("run", "loop", cwd=project) for _ in range(3)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     runs = swell_json("list", cwd=project)

@@ -15,7 +15,7 @@ def test_sub_pipeline_is_a_linked_child_run(project: Path, isolated_state: Path)
     assert [s["step_id"] for s in status["steps"]] == ["build", "tag"]
     assert len(status["children"]) == 1
     child = swell_json("status", status["children"][0], cwd=project)
-    assert child["pipeline"] == "hello" and child["status"] == "succeeded"
+    assert child["pipeline"] == "loop" and child["status"] == "succeeded"
     assert child["parent_run_id"] == parent and child["parent_step_id"] == "build"
     assert child["input"] == "release build of v1"
     assert child["visits"] == 9

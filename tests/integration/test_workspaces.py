@@ -12,9 +12,20 @@ from swell.workspace.workspace import open_directory
 
 
 def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                               "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}).stdout
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "PATH": "/usr/bin:/bin",
+        },
+    ).stdout
 
 
 @pytest.fixture
@@ -28,7 +39,10 @@ def repo(project: Path) -> Path:
 
 
 def test_worktree_steps_share_a_branch_and_leave_the_checkout_alone(repo: Path) -> None:
-    write_pipeline(repo, "feature", """
+    write_pipeline(
+        repo,
+        "feature",
+        """
 kind: WavePipeline
 metadata: {name: feature}
 steps:
@@ -43,20 +57,26 @@ steps:
     dependencies: [implement]
     workspace: {ref: implement}
     script: grep -q v2 src/app.py && test -f src/new.py && git rev-parse --abbrev-ref HEAD
-""")
+""",
+    )
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "pipeline")
     result = swell("run", "feature", cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
     run_id = run_id_of(result.stdout)
-    assert (repo / "src" / "app.py").read_text() == "print('v1')\n"  # the user's checkout is untouched
+    assert (
+        repo / "src" / "app.py"
+    ).read_text() == "print('v1')\n"  # the user's checkout is untouched
     assert f"feature/{run_id}" in _git(repo, "branch", "--list", "feature/*")
     logs = swell("logs", run_id, "--step", "check", cwd=repo).stdout
     assert f"feature/{run_id}" in logs
 
 
 def test_worktree_needs_a_git_repository(project: Path) -> None:
-    write_pipeline(project, "wt", """
+    write_pipeline(
+        project,
+        "wt",
+        """
 kind: WavePipeline
 metadata: {name: wt}
 steps:
@@ -64,7 +84,8 @@ steps:
     type: command
     workspace: {type: worktree, branch: x}
     script: "true"
-""")
+""",
+    )
     result = swell("run", "wt", cwd=project)
     assert result.returncode == 1
     assert "needs" in result.stdout and "git repository" in result.stdout
@@ -73,7 +94,10 @@ steps:
 def test_read_only_mount_cannot_be_changed(project: Path, isolated_state: Path) -> None:
     (project / "specs").mkdir()
     (project / "specs" / "spec.md").write_text("the spec\n")
-    write_pipeline(project, "ro", """
+    write_pipeline(
+        project,
+        "ro",
+        """
 kind: WavePipeline
 metadata: {name: ro}
 steps:
@@ -84,7 +108,8 @@ steps:
     script: |
       cat specs/spec.md
       chmod -R u+w specs; echo "changed" > specs/spec.md
-""")
+""",
+    )
     result = swell("run", "ro", cwd=project)
     assert result.returncode == 1
     assert "wrote to the read-only mount specs/" in result.stdout
@@ -93,8 +118,13 @@ steps:
     assert (project / "specs" / "spec.md").read_text() == "the spec\n"
 
 
-def test_injected_artifacts_land_in_the_consumer_workspace(project: Path, isolated_state: Path) -> None:
-    write_pipeline(project, "inject", """
+def test_injected_artifacts_land_in_the_consumer_workspace(
+    project: Path, isolated_state: Path
+) -> None:
+    write_pipeline(
+        project,
+        "inject",
+        """
 kind: WavePipeline
 metadata: {name: inject}
 steps:
@@ -108,7 +138,8 @@ steps:
     memory:
       inject_artifacts: [{step: plan, artifact: plan, as: the_plan}]
     script: cat .wave/artifacts/the_plan {{ artifacts.the_plan }}
-""")
+""",
+    )
     result = swell("run", "inject", cwd=project)
     assert result.returncode == 0, result.stdout
     run_id = run_id_of(result.stdout)
@@ -118,10 +149,21 @@ steps:
 
 
 def test_prompt_lists_input_and_output_artifacts(project: Path) -> None:
-    (project / "scripts" / "one.yaml").write_text("replies:\n  - {step: write, text: ok, files: {report.md: done}}\n")
-    (project / "wave.yaml").write_text((project / "wave.yaml").read_text().replace(
-        "script: scripts/agent-replies.yaml", "script: scripts/one.yaml\n      calls: calls.jsonl"))
-    write_pipeline(project, "lists", """
+    (project / "scripts" / "one.yaml").write_text(
+        "replies:\n  - {step: write, text: ok, files: {report.md: done}}\n"
+    )
+    (project / "wave.yaml").write_text(
+        (project / "wave.yaml")
+        .read_text()
+        .replace(
+            "script: scripts/agent-replies.yaml",
+            "script: scripts/one.yaml\n      calls: calls.jsonl",
+        )
+    )
+    write_pipeline(
+        project,
+        "lists",
+        """
 kind: WavePipeline
 metadata: {name: lists}
 steps:
@@ -136,13 +178,17 @@ steps:
       inject_artifacts: [{step: plan, artifact: plan, as: plan}]
     exec: {type: prompt, source: "Write the report."}
     output_artifacts: [{name: report, path: report.md, required: true, type: markdown}]
-""")
+""",
+    )
     result = swell("run", "lists", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     import json
 
     call = json.loads((project / "calls.jsonl").read_text().splitlines()[0])
-    assert "## Input artifacts\n- plan: `.wave/artifacts/plan` (artifact 'plan' of step 'plan')" in call["prompt"]
+    assert (
+        "## Input artifacts\n- plan: `.wave/artifacts/plan` (artifact 'plan' of step 'plan')"
+        in call["prompt"]
+    )
     assert "- `report.md` (report; required, markdown)" in call["prompt"]
     arts = {a["name"] for a in swell_json("artifacts", run_id_of(result.stdout), cwd=project)}
     assert {"plan", "report"} <= arts

@@ -23,6 +23,7 @@ from swell.errors import SwellError
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.manifest.models import Step
+from swell.process import stop_leftover
 from swell.workspace import artifacts
 from swell.workspace.manager import Workspaces
 
@@ -364,11 +365,15 @@ class Runner:
             if open_visit.gate is not None or open_visit.child_run_id is not None:
                 continuing.append(open_visit)
                 continue
+            reason = "the process running this visit ended"
+            if stop_leftover(
+                self.plan.pidfile(open_visit.step_id, open_visit.visit),
+                f"SWELL_RUN_ID={self.plan.run_id}",
+            ):
+                reason += "; the processes it left behind were stopped"
             batch.append(
                 ev.StepInterrupted(
-                    step_id=open_visit.step_id,
-                    visit=open_visit.visit,
-                    reason="the process running this visit ended",
+                    step_id=open_visit.step_id, visit=open_visit.visit, reason=reason
                 )
             )
             if open_visit.step_id not in queued:
