@@ -25,6 +25,7 @@ Factory = Callable[["AdapterSetup"], "AgentAdapter"]
 # name -> "module:attribute" of a factory, imported when first used
 BUILTIN = {
     "scripted": "swell.adapters.scripted:ScriptedAdapter",
+    "codex": "swell.adapters.codex:CodexAdapter",
 }
 
 

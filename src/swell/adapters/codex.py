@@ -1,0 +1,334 @@
+"""The `codex` adapter: OpenAI's Codex CLI run as `codex exec --json`.
+
+One visit is one `codex exec` process (or `codex exec resume THREAD` to continue a
+thread); its JSONL events become AgentEvents. Codex enforces a sandbox mode, not
+per-tool lists: read-only unless a write/exec tool is allowed. The persona goes in as
+`developer_instructions`, the prompt on stdin. Codex's usage after a resume counts the
+whole thread, so the thread's total before the visit is read from its session file and
+subtracted. docs/adapters/codex.md has the details.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentEvent,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentUsageUpdate,
+    Capabilities,
+    Usage,
+)
+from swell.errors import (
+    AgentCrashed,
+    AgentError,
+    AgentTimeout,
+    AuthFailed,
+    BinaryMissing,
+    ContextExhausted,
+    RateLimited,
+    UnparseableOutput,
+)
+from swell.process import ProcessResult, StreamedProcess
+
+Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
+ConfigValue = str | int | float | bool | list[str]
+
+# swell (Claude-style) and Codex tool names that need a writable sandbox
+WRITE_TOOLS = {"write", "edit", "multiedit", "notebookedit", "bash", "shell"}
+WRITE_TOOLS |= {"exec_command", "apply_patch"}
+USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens")
+# phrases of Codex's and the API's failure messages (paths may hold any digits, so no bare codes)
+RATE = ("too many requests", "rate limit", "rate_limit", "usage limit", "quota")
+AUTH = ("unauthorized", "forbidden", "invalid_api_key", "api key", "not logged in", "login")
+CONTEXT = ("context window", "context_length_exceeded", "maximum context length")
+
+
+class CodexOptions(BaseModel):
+    """`adapters.NAME.options` of a codex adapter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str | None = None  # a model_provider defined in the user's Codex config
+    base_url: str | None = None  # an OpenAI Responses endpoint; defines provider "swell"
+    api_key_env: str | None = None  # the variable holding base_url's key (passed through)
+    sandbox: Sandbox | None = None  # instead of the mode derived from the permissions
+    config: dict[str, ConfigValue] = Field(default_factory=dict)  # more `-c key=value`
+
+
+def sandbox_mode(allowed_tools: list[str]) -> Sandbox:
+    """workspace-write when a write/exec tool (or nothing in particular) is allowed."""
+    if not allowed_tools:
+        return "workspace-write"
+    names = {tool.split("(", 1)[0].strip().lower() for tool in allowed_tools}
+    return "workspace-write" if names & WRITE_TOOLS else "read-only"
+
+
+def toml_value(value: ConfigValue) -> str:
+    """A `-c` value as TOML (JSON strings are TOML basic strings, bar DEL)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    return str(value)
+
+
+def classify(message: str) -> AgentError:
+    low = message.lower()
+    for words, cls in ((RATE, RateLimited), (AUTH, AuthFailed), (CONTEXT, ContextExhausted)):
+        if any(w in low for w in words):
+            return cls(message)
+    return AgentCrashed(message)
+
+
+def codex_home(env: dict[str, str]) -> Path:
+    if env.get("CODEX_HOME"):
+        return Path(env["CODEX_HOME"])
+    return Path(env.get("HOME") or Path.home()) / ".codex"
+
+
+def thread_total(home: Path, thread_id: str) -> dict[str, int]:
+    """The thread's cumulative usage so far, from the last token_count in its session file."""
+    total: dict[str, int] = {}
+    pattern = str(home / "sessions" / "**" / f"rollout-*{glob.escape(thread_id)}.jsonl")
+    for path in sorted(glob.glob(pattern, recursive=True)):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if '"token_count"' not in line:
+                    continue
+                try:
+                    info = json.loads(line)["payload"]["info"]["total_token_usage"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+                total = {k: int(info.get(k) or 0) for k in USAGE_KEYS}
+    return total
+
+
+def to_usage(raw: dict[str, int]) -> Usage:
+    """Codex counts cached input inside input_tokens (OpenAI's convention); swell does not."""
+    cached, written = raw.get("cached_input_tokens", 0), raw.get("cache_write_input_tokens", 0)
+    return Usage(
+        input_tokens=max(raw.get("input_tokens", 0) - cached - written, 0),
+        output_tokens=raw.get("output_tokens", 0),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+    )
+
+
+@dataclass
+class _Visit:
+    """What one `codex exec` said: fed its stdout line by line."""
+
+    workspace: Path
+    baseline: dict[str, int] = field(default_factory=dict)
+    session: str | None = None
+    text: str = ""
+    usage: Usage | None = None
+    failure: str | None = None
+    last_error: str | None = None
+    events: int = 0
+    garbage: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+    def feed(self, line: str) -> list[AgentEvent]:
+        if not line.strip():
+            return []
+        try:
+            event = json.loads(line)
+        except ValueError:
+            event = None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            self.garbage.append(line[:200])
+            return []
+        self.events += 1
+        kind = event["type"]
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            self.session = event["thread_id"]
+            return [AgentSessionStarted(self.session)]
+        if kind.startswith("item.") and isinstance(event.get("item"), dict):
+            return self._item(event["item"], done=kind == "item.completed")
+        if kind == "turn.completed" and isinstance(event.get("usage"), dict):
+            raw = {k: int(event["usage"].get(k) or 0) for k in USAGE_KEYS}
+            self.usage = to_usage({k: raw[k] - self.baseline.get(k, 0) for k in USAGE_KEYS})
+            return [AgentUsageUpdate(self.usage)]
+        if kind == "turn.failed":
+            error = event.get("error")
+            self.failure = str(error.get("message") if isinstance(error, dict) else error)
+        elif kind == "error":
+            self.last_error = str(event.get("message"))
+        return []
+
+    def _item(self, item: dict[str, Any], done: bool) -> list[AgentEvent]:
+        kind, item_id = item.get("type"), str(item.get("id"))
+        if kind == "agent_message" and done and isinstance(item.get("text"), str):
+            self.text = item["text"]
+            return [AgentText(self.text)]
+        if item_id in self.seen:
+            return []
+        if kind == "command_execution":
+            self.seen.add(item_id)
+            return [AgentToolCall("Bash", str(item.get("command", "")))]
+        if kind == "file_change" and item.get("status") != "failed":
+            self.seen.add(item_id)
+            calls: list[AgentEvent] = []
+            for change in item.get("changes") or []:
+                path = str(change.get("path", ""))
+                if (full := Path(path).resolve()).is_relative_to(self.workspace):
+                    path = str(full.relative_to(self.workspace))
+                tool = {"add": "Write", "delete": "Delete"}.get(change.get("kind"), "Edit")
+                calls.append(AgentToolCall(tool, path))
+                if path not in self.files:
+                    self.files.append(path)
+            return calls
+        if kind == "mcp_tool_call":
+            self.seen.add(item_id)
+            return [AgentToolCall(f"mcp__{item.get('server')}__{item.get('tool')}")]
+        if kind == "web_search":
+            self.seen.add(item_id)
+            return [AgentToolCall("WebSearch", item.get("query"))]
+        return []
+
+
+class CodexAdapter:
+    Options = CodexOptions
+    name = "codex"
+    capabilities = Capabilities(
+        resume=True, tools=True, enforces_permissions=False, json_schema=True
+    )
+    env_passthrough: tuple[str, ...] = (
+        "CODEX_HOME",
+        "CODEX_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_ORGANIZATION",
+        "OPENAI_PROJECT",
+    )
+
+    def __init__(self, setup: AdapterSetup) -> None:
+        self.options = CodexOptions.model_validate(setup.options)
+        self.setup_name = setup.name
+        self.binary = setup.binary or "codex"
+        if self.options.api_key_env:
+            self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
+
+    def _config(self, request: AgentRequest) -> dict[str, ConfigValue]:
+        config: dict[str, ConfigValue] = {}
+        if self.options.base_url:
+            provider = "model_providers.swell"
+            config |= {"model_provider": "swell", f"{provider}.name": "swell"}
+            config |= {f"{provider}.base_url": self.options.base_url}
+            config[f"{provider}.wire_api"] = "responses"
+            if self.options.api_key_env:
+                config[f"{provider}.env_key"] = self.options.api_key_env
+        elif self.options.provider:
+            config["model_provider"] = self.options.provider
+        if request.system_prompt:
+            config["developer_instructions"] = request.system_prompt
+        return config | self.options.config
+
+    def argv(self, request: AgentRequest, schema: Path | None) -> list[str]:
+        sandbox = self.options.sandbox or sandbox_mode(request.allowed_tools)
+        argv = [self.binary, "exec", "--json", "--skip-git-repo-check", "-s", sandbox]
+        argv += ["-C", str(request.workspace)]
+        if request.model:
+            argv += ["-m", request.model]
+        for key, value in self._config(request).items():
+            argv += ["-c", f"{key}={toml_value(value)}"]
+        if schema is not None:
+            argv += ["--output-schema", str(schema)]
+        if request.resume_session:
+            argv += ["resume", request.resume_session]
+        return [*argv, "-"]  # the prompt comes on stdin
+
+    def _missing(self) -> BinaryMissing:
+        return BinaryMissing(
+            f"the Codex CLI '{self.binary}' was not found: install it with "
+            f"`npm install -g @openai/codex` or set adapters.{self.setup_name}.binary"
+        )
+
+    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+        visit = _Visit(request.workspace.resolve())
+        if request.resume_session:
+            visit.baseline = thread_total(codex_home(request.env), request.resume_session)
+        with tempfile.TemporaryDirectory(prefix="swell-codex-") as tmp:
+            schema = None
+            if request.json_schema is not None:
+                schema = Path(tmp) / "schema.json"
+                schema.write_text(json.dumps(request.json_schema), encoding="utf-8")
+            proc = StreamedProcess(
+                self.argv(request, schema),
+                cwd=request.workspace,
+                env=request.env,
+                timeout=request.timeout_s,
+                stdin_data=request.prompt.encode(),
+                pidfile=request.pidfile,
+            )
+            try:
+                async for line in proc.lines():
+                    for event in visit.feed(line):
+                        yield event
+            except OSError as exc:  # not there, or not executable
+                missing = isinstance(exc, FileNotFoundError)
+                failed = self._missing() if missing else AgentCrashed(f"cannot run codex: {exc}")
+                yield AgentFinished(AgentResult.failed(failed))
+                return
+        assert proc.result is not None
+        error = self._error(request, visit, proc.result)
+        structured = None
+        if error is None and request.json_schema is not None:
+            try:
+                structured = json.loads(visit.text)
+            except ValueError:
+                error = UnparseableOutput(f"codex's answer is not JSON: {visit.text[:200]!r}")
+        result = AgentResult(
+            success=error is None,
+            text=visit.text,
+            structured=structured,
+            usage=visit.usage or Usage(),
+            session_id=visit.session,
+            files_changed=visit.files,
+        )
+        if error is not None:
+            result.error, result.error_kind = str(error), error.kind
+        yield AgentFinished(result)
+
+    def _error(
+        self, request: AgentRequest, visit: _Visit, done: ProcessResult
+    ) -> AgentError | None:
+        """Why the visit failed, or None: timeout, turn.failed, garbage, exit code."""
+        code = done.exit_code
+        if done.timed_out:
+            return AgentTimeout(f"codex did not finish within {request.timeout_s}s")
+        if visit.failure is not None:
+            return classify(visit.failure)
+        if code == 0 and visit.usage is not None:
+            return None
+        if visit.garbage and (visit.events == 0 or code == 0):
+            return UnparseableOutput(f"codex printed non-JSON output: {visit.garbage[0]!r}")
+        # codex's own warnings (e.g. about helper binaries under /tmp) explain nothing
+        lines = [
+            ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING:")
+        ]
+        detail = visit.last_error or "\n".join(lines[-5:])[-1000:] or "no output"
+        if code != 0:
+            return classify(f"codex exited with code {code}: {detail}")
+        return AgentCrashed(f"codex ended without completing the turn: {detail}")
+
+
+__all__ = ["CodexAdapter", "CodexOptions"]
