@@ -26,6 +26,7 @@ Factory = Callable[["AdapterSetup"], "AgentAdapter"]
 BUILTIN = {
     "scripted": "swell.adapters.scripted:ScriptedAdapter",
     "codex": "swell.adapters.codex:CodexAdapter",
+    "claude": "swell.adapters.claude:ClaudeAdapter",
 }
 
 

@@ -1,0 +1,340 @@
+"""The `claude` adapter: Claude Code run headless (`claude -p --output-format stream-json`).
+
+The prompt goes in on stdin; the persona's system prompt is appended to Claude Code's
+own (or replaces it). Permissions are enforced by the CLI itself: `dontAsk` mode plus
+`--allowedTools`/`--disallowedTools`, so anything not allowed is refused, never asked.
+See docs/adapters/claude.md for the flags, the environment and the known limits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentEvent,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentUsageUpdate,
+    Capabilities,
+    Usage,
+)
+from swell.errors import (
+    AgentCrashed,
+    AgentError,
+    AgentTimeout,
+    AuthFailed,
+    BinaryMissing,
+    ContextExhausted,
+    RateLimited,
+    UnparseableOutput,
+)
+from swell.process import ProcessResult, StreamedProcess
+
+# the working set a persona gets when it names no allowed tools
+DEFAULT_TOOLS = ("Read", "Edit", "Write", "NotebookEdit", "Glob", "Grep", "Bash", "TodoWrite")
+# headless runs never update themselves nor phone home (any value of these disables)
+QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+# tools that write a file, and the input naming it (files_changed comes from these)
+FILE_TOOLS = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+# the first of these a tool call has is its target (description: what a subagent is to do)
+TARGET_KEYS: tuple[str, ...] = ("file_path", "notebook_path", "path", "command", "pattern")
+TARGET_KEYS += ("url", "query", "skill", "description")
+
+
+class ClaudeOptions(BaseModel):
+    """`adapters.NAME.options` of a claude adapter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system_prompt_mode: Literal["append", "replace"] = "append"
+    permission_mode: Literal["dontAsk", "acceptEdits", "plan", "bypassPermissions"] = "dontAsk"
+    default_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
+    # settings files Claude Code may read; none by default, so that no allow rule in
+    # ~/.claude or the workspace's .claude/ widens what the persona is allowed
+    setting_sources: list[Literal["user", "project", "local"]] = Field(default_factory=list)
+    max_turns: int | None = Field(default=None, ge=1)
+    max_retries: int | None = Field(default=None, ge=0)  # CLAUDE_CODE_MAX_RETRIES
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class ClaudeAdapter:
+    Options = ClaudeOptions
+    name = "claude"
+    capabilities = Capabilities(
+        resume=True, tools=True, enforces_permissions=True, json_schema=True
+    )
+    env_passthrough: tuple[str, ...] = (
+        "ANTHROPIC_*",
+        "CLAUDE_*",
+        "DISABLE_*",
+        "API_TIMEOUT_MS",
+        "MAX_THINKING_TOKENS",
+        "BASH_DEFAULT_TIMEOUT_MS",
+        "BASH_MAX_TIMEOUT_MS",
+        "MCP_TIMEOUT",
+        "MCP_TOOL_TIMEOUT",
+    )
+
+    def __init__(self, setup: AdapterSetup) -> None:
+        self.options = ClaudeOptions.model_validate(setup.options)
+        self.setup_name = setup.name
+        self.binary = setup.binary or "claude"
+        self.root = setup.project_root
+
+    def command(self, binary: str, request: AgentRequest) -> list[str]:
+        """The argv of one headless run (the prompt itself goes to stdin)."""
+        opts = self.options
+        argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
+        argv += ["--permission-mode", opts.permission_mode]
+        argv += ["--setting-sources", ",".join(opts.setting_sources)]
+        if request.model:
+            argv += ["--model", request.model]
+        if request.system_prompt:
+            flag = (
+                "--system-prompt"
+                if opts.system_prompt_mode == "replace"
+                else "--append-system-prompt"
+            )
+            argv += [flag, request.system_prompt]
+        allowed = request.allowed_tools or opts.default_tools
+        if allowed:
+            argv += ["--allowedTools", *allowed]
+        if request.denied_tools:
+            argv += ["--disallowedTools", *request.denied_tools]
+        if request.resume_session:
+            argv += ["--resume", request.resume_session]
+        if request.json_schema is not None:
+            argv += ["--json-schema", json.dumps(request.json_schema)]
+        if opts.max_turns:
+            argv += ["--max-turns", str(opts.max_turns)]
+        return argv + opts.extra_args
+
+    def environment(self, request: AgentRequest) -> dict[str, str]:
+        env = {**QUIET_ENV, **request.env}
+        if self.options.max_retries is not None:
+            env["CLAUDE_CODE_MAX_RETRIES"] = str(self.options.max_retries)
+        return env
+
+    def _resolve(self, request: AgentRequest) -> str | None:
+        binary = os.path.expanduser(self.binary)
+        if os.sep in binary and not os.path.isabs(binary):
+            binary = str(self.root / binary)
+        return shutil.which(binary, path=request.env.get("PATH", os.environ.get("PATH")))
+
+    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+        binary = self._resolve(request)
+        if binary is None:
+            missing = BinaryMissing(
+                f"claude: binary '{self.binary}' not found; install it with "
+                f"`npm install -g @anthropic-ai/claude-code` or set adapters.{self.setup_name}.binary"
+            )
+            yield AgentFinished(AgentResult.failed(missing))
+            return
+        proc = StreamedProcess(
+            self.command(binary, request),
+            cwd=request.workspace,
+            env=self.environment(request),
+            timeout=request.timeout_s,
+            stdin_data=request.prompt.encode(),
+            pidfile=request.pidfile,
+        )
+        stream = _Stream(request.workspace)
+        try:
+            async for line in proc.lines():
+                for event in stream.feed(line):
+                    yield event
+        except FileNotFoundError:
+            yield AgentFinished(AgentResult.failed(BinaryMissing(f"claude: cannot run {binary}")))
+            return
+        assert proc.result is not None
+        yield AgentFinished(stream.finish(proc.result, request))
+
+
+class _Stream:
+    """Turns stream-json lines into events and, at the end, one AgentResult."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace.resolve()
+        self.session_id: str | None = None
+        self.result: dict[str, Any] | None = None
+        self.texts: list[str] = []
+        self.bad_lines: list[str] = []
+        self.turns: dict[str, Usage] = {}  # message id -> usage, main thread only
+        self.pending: dict[str, str] = {}  # tool_use id -> file it writes
+        self.files: list[str] = []
+
+    def feed(self, line: str) -> Iterator[AgentEvent]:
+        if not line.strip():
+            return
+        try:
+            data = json.loads(line)
+        except ValueError:
+            self.bad_lines.append(line)
+            return
+        if not isinstance(data, dict):
+            self.bad_lines.append(line)
+            return
+        kind = data.get("type")
+        session = data.get("session_id")
+        # a `result` may name a session that never started (an unknown --resume id)
+        if kind != "result" and isinstance(session, str) and session != self.session_id:
+            self.session_id = session
+            yield AgentSessionStarted(session)
+        if kind == "assistant":
+            yield from self._assistant(data)
+        elif kind == "user":
+            self._tool_results(data)
+        elif kind == "result":
+            self.result = data
+
+    def _assistant(self, data: dict[str, Any]) -> Iterator[AgentEvent]:
+        message = _dict(data.get("message"))
+        for block in _dicts(message.get("content")):
+            if block.get("type") == "text" and block.get("text"):
+                if data.get("parent_tool_use_id") is None:
+                    self.texts.append(block["text"])
+                yield AgentText(block["text"])
+            elif block.get("type") == "tool_use":
+                name, args = str(block.get("name")), _dict(block.get("input"))
+                if name in FILE_TOOLS and isinstance(args.get(FILE_TOOLS[name]), str):
+                    self.pending[str(block.get("id"))] = self._relative(args[FILE_TOOLS[name]])
+                yield AgentToolCall(name, self._target(args))
+        msg_id, usage = str(message.get("id")), message.get("usage")
+        if data.get("parent_tool_use_id") is None and msg_id not in self.turns and usage:
+            self.turns[msg_id] = _usage(_dict(usage))
+            yield AgentUsageUpdate(self.turns[msg_id])
+
+    def _tool_results(self, data: dict[str, Any]) -> None:
+        for block in _dicts(_dict(data.get("message")).get("content")):
+            path = self.pending.pop(str(block.get("tool_use_id")), None)
+            ok = block.get("type") == "tool_result" and not block.get("is_error")
+            if ok and path and path not in self.files:
+                self.files.append(path)
+
+    def _relative(self, path: str) -> str:
+        full = (self.workspace / path).resolve()
+        return (
+            str(full.relative_to(self.workspace)) if full.is_relative_to(self.workspace) else path
+        )
+
+    def _target(self, args: dict[str, Any]) -> str | None:
+        for key in TARGET_KEYS:
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return self._relative(value) if key.endswith("path") else value[:200]
+        return None
+
+    def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
+        res = self.result
+        usage = _usage(_dict(res.get("usage")), res.get("total_cost_usd")) if res else self._sum()
+        fields: dict[str, Any] = {
+            "usage": usage,
+            "session_id": self.session_id,
+            "files_changed": self.files,
+            "text": "\n".join(self.texts),
+        }
+        if proc.timed_out:
+            return AgentResult.failed(
+                AgentTimeout(f"claude: no result within {request.timeout_s or 0:g}s"), **fields
+            )
+        if res is None:
+            return AgentResult.failed(self._no_result(proc), **fields)
+        if isinstance(res.get("result"), str):
+            fields["text"] = res["result"]
+        error = _result_error(res, proc)
+        if error is not None:
+            return AgentResult.failed(error, **fields)
+        if request.json_schema is not None:
+            structured = res.get("structured_output")
+            if structured is None:
+                try:
+                    structured = json.loads(fields["text"])
+                except ValueError:
+                    problem = UnparseableOutput("claude: the answer gave no structured output")
+                    return AgentResult.failed(problem, **fields)
+            fields["structured"] = structured
+        return AgentResult(success=True, **fields)
+
+    def _sum(self) -> Usage:
+        total = Usage()
+        for turn in self.turns.values():
+            total.input_tokens += turn.input_tokens
+            total.output_tokens += turn.output_tokens
+            total.cache_read_tokens += turn.cache_read_tokens
+            total.cache_write_tokens += turn.cache_write_tokens
+        return total
+
+    def _no_result(self, proc: ProcessResult) -> AgentError:
+        if proc.exit_code == 0 and self.bad_lines:
+            sample = self.bad_lines[0][:200]
+            return UnparseableOutput(f"claude: stdout is not stream-json: {sample!r}")
+        tail = _tail(proc.stderr) or _tail(proc.stdout)
+        return AgentCrashed(
+            f"claude exited with code {proc.exit_code} without a result"
+            + (f": {tail}" if tail else "")
+        )
+
+
+def _result_error(res: dict[str, Any], proc: ProcessResult) -> AgentError | None:
+    """The error a `result` line reports, classified; None when it succeeded."""
+    subtype = str(res.get("subtype") or "")
+    if not res.get("is_error") and subtype == "success":
+        return None
+    status, kind = res.get("api_error_status"), str(res.get("api_error_type") or "")
+    errors = res.get("errors")
+    errors = errors if isinstance(errors, list) else []
+    detail = str(res.get("result") or "; ".join(map(str, errors)) or _tail(proc.stderr) or subtype)
+    message = f"claude: {detail}"
+    if subtype == "error_max_turns" or res.get("terminal_reason") == "prompt_too_long":
+        return ContextExhausted(message)
+    if "prompt is too long" in detail.lower():
+        return ContextExhausted(message)
+    if status in (401, 403) or kind in ("authentication_error", "permission_error"):
+        return AuthFailed(message)
+    if status in (429, 529) or kind in ("rate_limit_error", "overloaded_error"):
+        return RateLimited(message)
+    if subtype == "error_max_structured_output_retries":
+        return UnparseableOutput(message)
+    return AgentCrashed(message)
+
+
+def _usage(raw: dict[str, Any], cost: Any = None) -> Usage:
+    return Usage(
+        input_tokens=int(raw.get("input_tokens") or 0),
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
+        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+    )
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _tail(text: str, limit: int = 2000) -> str:
+    return text.strip()[-limit:]
+
+
+__all__ = ["ClaudeAdapter", "ClaudeOptions"]

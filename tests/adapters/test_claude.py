@@ -1,0 +1,403 @@
+"""The claude adapter against the real Claude Code CLI talking to an Anthropic twin.
+
+Each test gets its own HOME (so ~/.claude and ~/.claude.json are never the user's)
+and points the CLI at the twin with ANTHROPIC_BASE_URL and a dummy API key. Tests
+that need no real CLI (fake binaries, argv building) are not marked `agent_cli`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_clis import cli_path
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentEvent,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentUsageUpdate,
+)
+from swell.adapters.claude import ClaudeAdapter
+from twins.server import Reply, ToolCall, Twin
+
+real_cli = pytest.mark.agent_cli
+
+
+def adapter(tmp_path: Path, binary: str | Path | None, **options: Any) -> ClaudeAdapter:
+    setup = AdapterSetup("claude", str(binary) if binary else None, options, tmp_path)
+    return ClaudeAdapter(setup)
+
+
+def request(
+    tmp_path: Path, twin: Twin | None = None, prompt: str = "do the task", **fields: Any
+) -> AgentRequest:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(exist_ok=True)
+    workspace.mkdir(exist_ok=True)
+    # XDG_RUNTIME_DIR: where the CLI puts its messaging socket (else /tmp/cc-socks)
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "XDG_RUNTIME_DIR": str(tmp_path)}
+    if twin is not None:
+        env |= {"ANTHROPIC_BASE_URL": twin.url, "ANTHROPIC_API_KEY": "dummy"}
+    fields = {"timeout_s": 60, "env": env, **fields}
+    return AgentRequest(prompt=prompt, workspace=workspace, **fields)
+
+
+def drive(adapter: ClaudeAdapter, req: AgentRequest) -> tuple[list[AgentEvent], AgentResult]:
+    async def collect() -> list[AgentEvent]:
+        return [event async for event in adapter.run(req)]
+
+    events = asyncio.run(collect())
+    assert isinstance(events[-1], AgentFinished)
+    assert not any(isinstance(e, AgentFinished) for e in events[:-1])
+    return events, events[-1].result
+
+
+def texts(body: Any) -> list[str]:
+    """Every text the request carries in its messages (either role)."""
+    found = []
+    for message in body["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            found.append(content)
+        else:
+            found += [part.get("text", "") for part in content if isinstance(part, dict)]
+    return found
+
+
+def procs_under(path: Path) -> list[str]:
+    """Processes whose working directory is inside `path` (the agent and its tools)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if cwd == str(path) or cwd.startswith(f"{path}/"):
+            found.append(f"{entry.name}: {cmd[:120]}")
+    return found
+
+
+def settled(check: Any, timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while (value := check()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return value
+
+
+def fake_binary(tmp_path: Path, script: str) -> Path:
+    path = tmp_path / "fake-claude"
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return path
+
+
+@real_cli
+def test_write_tool_writes_the_file_and_usage_and_session_are_read(tmp_path: Path) -> None:
+    write = ToolCall("Write", {"file_path": "notes/hello.txt", "content": "hello from the twin\n"})
+    replies = [
+        Reply(
+            tool_calls=[write],
+            usage={
+                "input_tokens": 120,
+                "output_tokens": 30,
+                "cache_read_input_tokens": 1000,
+                "cache_creation_input_tokens": 400,
+            },
+        ),
+        Reply(
+            text="Wrote notes/hello.txt.",
+            usage={
+                "input_tokens": 50,
+                "output_tokens": 8,
+                "cache_read_input_tokens": 1400,
+                "cache_creation_input_tokens": 60,
+            },
+        ),
+    ]
+    with Twin(replies, protocols=("anthropic",)) as twin:
+        req = request(
+            tmp_path,
+            twin,
+            prompt="Create notes/hello.txt",
+            system_prompt="You are the PERSONA-MARKER writer.",
+            model="claude-sonnet-4-5",
+        )
+        events, result = drive(adapter(tmp_path, cli_path("claude")), req)
+
+    assert result.success, result.error
+    assert (req.workspace / "notes" / "hello.txt").read_text() == "hello from the twin\n"
+    assert result.files_changed == ["notes/hello.txt"]
+    assert AgentToolCall("Write", "notes/hello.txt") in events
+    assert AgentText("Wrote notes/hello.txt.") in events
+    assert result.text == "Wrote notes/hello.txt."
+
+    sessions = [e.session_id for e in events if isinstance(e, AgentSessionStarted)]
+    assert sessions and sessions[0] == result.session_id
+    assert (tmp_path / "home" / ".claude" / "projects").is_dir()  # sessions live in our HOME
+
+    u = result.usage
+    assert (u.input_tokens, u.output_tokens) == (170, 38)
+    assert (u.cache_read_tokens, u.cache_write_tokens) == (2400, 460)
+    assert u.cost_usd is not None and u.cost_usd > 0
+    turns = [e.usage for e in events if isinstance(e, AgentUsageUpdate)]
+    assert [(t.input_tokens, t.cache_read_tokens, t.cache_write_tokens) for t in turns] == [
+        (120, 1000, 400),
+        (50, 1400, 60),
+    ]
+
+    calls = twin.model_calls
+    assert len(calls) == 2
+    first = calls[0].body
+    assert first["model"] == "claude-sonnet-4-5" and first["stream"] is True
+    assert "Create notes/hello.txt" in texts(first)
+    assert "PERSONA-MARKER" in str(first["system"])
+    assert "You are an agent working with the user" in str(first["system"])  # appended to it
+    assert calls[0].headers["x-api-key"] == "dummy"
+
+
+@real_cli
+def test_resume_continues_the_same_session(tmp_path: Path) -> None:
+    replies = [Reply(text="Noted: PELICAN."), Reply(text="The word was PELICAN.")]
+    binary = cli_path("claude")
+    with Twin(replies, protocols=("anthropic",)) as twin:
+        _, first = drive(adapter(tmp_path, binary), request(tmp_path, twin, "Remember PELICAN"))
+        assert first.success and first.session_id
+        req = request(tmp_path, twin, "Which word?", resume_session=first.session_id)
+        events, second = drive(adapter(tmp_path, binary), req)
+
+    assert second.success, second.error
+    assert second.session_id == first.session_id
+    assert AgentSessionStarted(first.session_id) in events
+    resumed = twin.model_calls[1].body
+    said = texts(resumed)
+    assert "Remember PELICAN" in said and "Noted: PELICAN." in said and "Which word?" in said
+    roles = [m["role"] for m in resumed["messages"] if m["role"] != "system"]
+    assert roles[:3] == ["user", "assistant", "user"]
+
+
+@real_cli
+@pytest.mark.parametrize(
+    ("allowed", "denied", "runs"),
+    [([], ["Bash"], False), (["Write"], [], False), (["Bash"], [], True)],
+    ids=["denied", "not-allowed", "allowed"],
+)
+def test_permissions_are_enforced_by_the_cli(
+    tmp_path: Path, allowed: list[str], denied: list[str], runs: bool
+) -> None:
+    settings = tmp_path / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"permissions": {"allow": ["Bash"]}}')  # must not widen the persona's
+    bash = ToolCall("Bash", {"command": "echo ran > bash.txt", "description": "write a file"})
+    with Twin([Reply(tool_calls=[bash]), Reply(text="finished")], protocols=("anthropic",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=allowed, denied_tools=denied)
+        events, result = drive(adapter(tmp_path, cli_path("claude")), req)
+
+    assert result.success, result.error
+    assert AgentToolCall("Bash", "echo ran > bash.txt") in events
+    assert (req.workspace / "bash.txt").exists() is runs
+    assert len(twin.model_calls) == 2  # the refusal went back to the model as a tool result
+
+
+@real_cli
+def test_json_schema_answer_is_parsed(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"verdict": {"type": "string"}, "score": {"type": "integer"}},
+        "required": ["verdict", "score"],
+    }
+    answer = ToolCall("StructuredOutput", {"verdict": "pass", "score": 7})
+    with Twin([Reply(tool_calls=[answer])], protocols=("anthropic",)) as twin:
+        req = request(tmp_path, twin, "Judge it", json_schema=schema, allowed_tools=["Read"])
+        _, result = drive(adapter(tmp_path, cli_path("claude")), req)
+
+    assert result.success, result.error
+    assert result.structured == {"verdict": "pass", "score": 7}
+    tools = {t["name"]: t for t in twin.model_calls[0].body["tools"]}
+    assert tools["StructuredOutput"]["input_schema"] == schema
+
+
+@real_cli
+def test_broken_stream_falls_back_to_a_non_streaming_call(tmp_path: Path) -> None:
+    replies = [Reply(garbage=b"data: {broken\n\n"), Reply(text="recovered")]
+    with Twin(replies, protocols=("anthropic",)) as twin:
+        _, result = drive(adapter(tmp_path, cli_path("claude")), request(tmp_path, twin))
+
+    assert result.success and result.text == "recovered", result.error
+    assert [call.body["stream"] for call in twin.model_calls] == [True, False]
+
+
+@real_cli
+def test_rate_limit_is_reported_after_the_cli_gives_up(tmp_path: Path) -> None:
+    limited = Reply(
+        error=(
+            429,
+            {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+        ),
+        headers={"retry-after": "0"},
+    )
+    with Twin([limited, limited], protocols=("anthropic",)) as twin:
+        claude = adapter(tmp_path, cli_path("claude"), max_retries=1)
+        _, result = drive(claude, request(tmp_path, twin))
+
+    assert not result.success
+    assert result.error_kind == "rate_limit", result.error
+    assert "slow down" in (result.error or "")
+    assert len(twin.model_calls) == 2  # the first try and the one retry max_retries allows
+
+
+@real_cli
+@pytest.mark.parametrize(
+    ("status", "kind", "message", "expected"),
+    [
+        (401, "authentication_error", "invalid x-api-key", "auth"),
+        (
+            400,
+            "invalid_request_error",
+            "prompt is too long: 250000 tokens > 200000",
+            "context_exhausted",
+        ),
+        (500, "api_error", "internal", "crash"),
+    ],
+)
+def test_api_errors_are_classified(
+    tmp_path: Path, status: int, kind: str, message: str, expected: str
+) -> None:
+    error = Reply(error=(status, {"type": "error", "error": {"type": kind, "message": message}}))
+    with Twin([error] * 3, protocols=("anthropic",)) as twin:
+        claude = adapter(tmp_path, cli_path("claude"), max_retries=0)
+        _, result = drive(claude, request(tmp_path, twin))
+
+    assert not result.success
+    assert result.error_kind == expected, result.error
+
+
+@real_cli
+def test_turn_limit_is_context_exhausted(tmp_path: Path) -> None:
+    write = ToolCall("Write", {"file_path": "a.txt", "content": "a"})
+    with Twin([Reply(tool_calls=[write]), Reply(text="more")], protocols=("anthropic",)) as twin:
+        claude = adapter(tmp_path, cli_path("claude"), max_turns=1)
+        _, result = drive(claude, request(tmp_path, twin))
+
+    assert not result.success
+    assert result.error_kind == "context_exhausted", result.error
+    assert result.files_changed == ["a.txt"]
+
+
+@real_cli
+def test_hanging_model_times_out_and_leaves_no_process(tmp_path: Path) -> None:
+    with Twin([Reply(hang=True)], protocols=("anthropic",)) as twin:
+        req = request(tmp_path, twin, timeout_s=4)
+        started = time.monotonic()
+        events, result = drive(adapter(tmp_path, cli_path("claude")), req)
+        elapsed = time.monotonic() - started
+
+    assert result.error_kind == "timeout", result.error
+    assert elapsed < 12
+    assert result.session_id and AgentSessionStarted(result.session_id) in events
+    assert settled(lambda: procs_under(req.workspace)) == []
+
+
+@real_cli
+def test_timeout_ends_the_tools_the_agent_started(tmp_path: Path) -> None:
+    marker = f"swell-orphan-{os.getpid()}-{time.monotonic_ns()}"
+    long_job = f'python3 -c \'open("started", "w"); import time; time.sleep(120)\' {marker}'
+    bash = ToolCall("Bash", {"command": long_job, "description": "a long job"})
+    with Twin([Reply(tool_calls=[bash])], protocols=("anthropic",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=["Bash"], timeout_s=5)
+        _, result = drive(adapter(tmp_path, cli_path("claude")), req)
+
+    assert result.error_kind == "timeout", result.error
+    assert (req.workspace / "started").exists()  # the job really ran when time was up
+    assert settled(lambda: procs_under(req.workspace)) == []
+    leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert leftover.stdout == ""
+
+
+def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
+    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n')
+    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.error_kind == "crash"
+    assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
+
+
+def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
+    binary = fake_binary(tmp_path, "cat > /dev/null\necho 'Welcome to Claude! <html>'\n")
+    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.error_kind == "unparseable_output"
+    assert "Welcome to Claude" in (result.error or "")
+
+
+def test_odd_lines_among_stream_json_are_tolerated(tmp_path: Path) -> None:
+    lines = [
+        "[1, 2]",
+        "a warning the CLI printed",
+        '{"type":"system","subtype":"init","session_id":"s-9"}',
+        '{"type":"assistant","message":"oops"}',
+        '{"type":"assistant","message":{"id":"m1","content":["x",{"type":"text","text":"hi"}]}}',
+        '{"type":"user","message":null}',
+        '{"type":"result","subtype":"success","is_error":false,"result":"hi","usage":null}',
+    ]
+    binary = fake_binary(tmp_path, "".join(f"echo '{line}'\n" for line in lines))
+    events, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.success and result.text == "hi" and result.session_id == "s-9", result.error
+    assert AgentText("hi") in events
+
+
+def test_prompt_goes_to_stdin_and_argv_carries_the_flags(tmp_path: Path) -> None:
+    script = 'printf "%s\\n" "$@" > "$0.argv"\ncat > "$0.stdin"\n'
+    script += 'echo \'{"type":"system","subtype":"init","session_id":"s-1"}\'\n'
+    script += 'echo \'{"type":"result","subtype":"success","is_error":false,"result":"ok",'
+    script += '"structured_output":{"a":1},"session_id":"s-1","usage":{"input_tokens":3}}\'\n'
+    binary = fake_binary(tmp_path, script)
+    req = request(
+        tmp_path,
+        prompt="the task\nwith two lines",
+        system_prompt="be terse",
+        model="opus",
+        allowed_tools=["Read", "Bash(git *)"],
+        denied_tools=["WebFetch"],
+        resume_session="s-0",
+        json_schema={"type": "object"},
+    )
+    _, result = drive(adapter(tmp_path, binary, system_prompt_mode="replace"), req)
+
+    assert result.success and result.session_id == "s-1" and result.text == "ok"
+    assert result.structured == {"a": 1}
+    argv = Path(f"{binary}.argv").read_text().splitlines()
+    assert Path(f"{binary}.stdin").read_text() == "the task\nwith two lines"
+    assert argv[:4] == ["-p", "--output-format", "stream-json", "--verbose"]
+    pairs = {
+        "--permission-mode": "dontAsk",
+        "--setting-sources": "",
+        "--model": "opus",
+        "--system-prompt": "be terse",
+        "--resume": "s-0",
+        "--json-schema": '{"type": "object"}',
+    }
+    for flag, value in pairs.items():
+        assert argv[argv.index(flag) + 1] == value
+    allowed = argv.index("--allowedTools")
+    assert argv[allowed + 1 : allowed + 3] == ["Read", "Bash(git *)"]
+    assert argv[argv.index("--disallowedTools") + 1] == "WebFetch"
+    assert "--append-system-prompt" not in argv
+
+
+@pytest.mark.parametrize("binary", ["/nonexistent/claude", "no-such-claude-binary"])
+def test_missing_binary(tmp_path: Path, binary: str) -> None:
+    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.error_kind == "binary_missing"
+    assert "npm install -g @anthropic-ai/claude-code" in (result.error or "")
