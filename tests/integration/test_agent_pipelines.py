@@ -1,0 +1,104 @@
+"""Prompt steps with real agent CLIs, driven through `swell run` as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_clis import cli_path
+from conftest import run_id_of, swell, swell_json, write_pipeline
+from twins.server import Reply, ToolCall, Twin
+
+PIPELINE = """
+kind: WavePipeline
+metadata: {name: fix}
+steps:
+  - id: implement
+    persona: coder
+    exec: {type: prompt, source: "Create greeting.txt saying hello to {{ input }}."}
+    output_artifacts: [{name: answer, path: answer.md, source: stdout}]
+  - id: run-tests
+    type: command
+    dependencies: [implement]
+    script: grep -q "hello {{ input }}" greeting.txt
+"""
+
+
+def _manifest(binary: Path, adapter: str) -> str:
+    return f"""
+kind: WaveManifest
+metadata: {{name: agents}}
+adapters:
+  {adapter}:
+    binary: {binary}
+personas:
+  coder:
+    adapter: {adapter}
+    model: claude-sonnet-4-5
+    system_prompt: "You are a careful engineer."
+    permissions: {{allowed_tools: [Read, Write, Bash]}}
+"""
+
+
+@pytest.mark.agent_cli
+def test_claude_step_writes_a_file_the_tests_then_check(tmp_path: Path) -> None:
+    binary = cli_path("claude")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "wave.yaml").write_text(_manifest(binary, "claude"))
+    write_pipeline(project, "fix", PIPELINE)
+    replies = [
+        Reply(
+            tool_calls=[
+                ToolCall("Write", {"file_path": "greeting.txt", "content": "hello world\n"})
+            ],
+            usage={"input_tokens": 900, "output_tokens": 40, "cache_read_input_tokens": 300},
+        ),
+        Reply(text="Wrote greeting.txt.", usage={"input_tokens": 950, "output_tokens": 12}),
+    ]
+    home = tmp_path / "home"
+    home.mkdir()
+    with Twin(replies, protocols=("anthropic",)) as twin:
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": twin.url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(tmp_path),
+        }
+        result = swell("run", "fix", "--input", "world", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "· Write greeting.txt" in result.stdout
+    run_id = run_id_of(result.stdout)
+    status = swell_json("status", run_id, cwd=project)
+    implement = next(s for s in status["steps"] if s["step_id"] == "implement")
+    assert implement["tokens_in"] > 0 and implement["tokens_out"] > 0
+    events = [
+        json.loads(line)
+        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
+    ]
+    session = [e for e in events if e["type"] == "agent.session"]
+    assert session and session[0]["session_id"]
+    arts = {a["name"]: a for a in swell_json("artifacts", run_id, cwd=project)}
+    assert Path(arts["answer"]["path"]).read_text() == "Wrote greeting.txt."
+    # the persona prompt and the task reached the model; no other model was contacted
+    first = twin.model_calls[0].body
+    assert "careful engineer" in json.dumps(first["system"])
+    assert "Create greeting.txt saying hello to world." in json.dumps(first["messages"])
+
+
+def test_missing_agent_binary_is_one_clear_failure(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "wave.yaml").write_text(_manifest(tmp_path / "no-such-claude", "claude"))
+    write_pipeline(project, "fix", PIPELINE)
+    result = swell("run", "fix", "--input", "x", cwd=project)
+    assert result.returncode == 1
+    assert (
+        "binary_missing" in result.stdout
+        and "npm install -g @anthropic-ai/claude-code" in result.stdout
+    )
+    assert "Traceback" not in result.stderr
