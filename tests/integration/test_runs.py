@@ -322,7 +322,7 @@ def test_init_then_run(tmp_path: Path) -> None:
     assert swell("init", cwd=target).returncode == 0
     assert (target / "wave.yaml").is_file()
     assert swell("validate", cwd=target).returncode == 0
-    result = swell("run", "loop", "--input", "hi", cwd=target)
+    result = swell("run", "hello", "--input", "hi", cwd=target)
     assert result.returncode == 0, result.stdout + result.stderr
     again = swell("init", cwd=target)
     assert again.returncode == 1 and "already exists" in again.stderr

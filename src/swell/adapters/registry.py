@@ -27,6 +27,8 @@ BUILTIN = {
     "scripted": "swell.adapters.scripted:ScriptedAdapter",
     "codex": "swell.adapters.codex:CodexAdapter",
     "claude": "swell.adapters.claude:ClaudeAdapter",
+    "openai": "swell.adapters.openai_api:OpenAIAdapter",
+    "local": "swell.adapters.local:LocalAdapter",
 }
 
 

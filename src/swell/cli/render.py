@@ -9,6 +9,7 @@ from typing import TextIO
 from swell.events import models as ev
 
 SYMBOLS = {"success": "✓", "failure": "✗"}
+ANSWER_LINES = 6  # of an agent's final answer shown under its step
 
 
 def fmt_ms(ms: int | None) -> str:
@@ -83,6 +84,16 @@ class ProgressPrinter:
             extra = "" if e.exit_code in (None, 0) else f"  exit {e.exit_code}"
             tokens = f"  {e.tokens_in}→{e.tokens_out} tok" if e.tokens_in or e.tokens_out else ""
             text = f"{mark} {name}  {fmt_ms(e.duration_ms)}{extra}{tokens}"
+            if ok and self._kinds.get(e.step_id) == "prompt" and e.output_tail:
+                answer = [ln for ln in e.output_tail.strip().splitlines() if ln.strip()]
+                more = (
+                    [f"… ({len(answer) - ANSWER_LINES} more lines)"]
+                    if len(answer) > ANSWER_LINES
+                    else []
+                )
+                text += "".join(
+                    f"\n    {self._c(ln[:160], '2')}" for ln in answer[:ANSWER_LINES] + more
+                )
             if not ok and e.error:
                 lines = [ln for ln in e.error.strip().splitlines() if ln.strip()]
                 if lines and lines[0].startswith("exit code"):

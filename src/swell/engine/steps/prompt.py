@@ -101,7 +101,7 @@ def system_prompt(root: Path, persona: Persona | None) -> str:
     return persona.system_prompt or ""
 
 
-def task_prompt(ctx: VisitContext) -> tuple[str, list[str]]:
+def task_prompt(ctx: VisitContext, has_tools: bool = True) -> tuple[str, list[str]]:
     exec_ = ctx.step.exec
     if exec_ is None:
         return "", []
@@ -109,11 +109,16 @@ def task_prompt(ctx: VisitContext) -> tuple[str, list[str]]:
     if exec_.source_path:
         source = (ctx.plan.project.root / exec_.source_path).read_text(encoding="utf-8")
     rendered = render_text(source or "", ctx.namespace)
-    return rendered.text + artifact_sections(ctx), rendered.missing
+    return rendered.text + artifact_sections(ctx, has_tools), rendered.missing
 
 
-def artifact_sections(ctx: VisitContext) -> str:
-    """Tell the agent which files it was given and which it must write."""
+INLINE_LIMIT = 20_000  # characters of an input artifact put into a tool-less agent's prompt
+
+
+def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
+    """Tell the agent which files it was given and which it must write. An agent
+    without tools cannot open or write files: it gets the inputs' contents instead,
+    and its answer becomes its `source: stdout` artifacts."""
     step, root = ctx.step, ctx.workspace.path
     lines: list[str] = []
     injected = ctx.namespace.get("artifacts", {})
@@ -126,8 +131,12 @@ def artifact_sections(ctx: VisitContext) -> str:
                 lines.append(
                     f"- {ref.as_ or ref.artifact}: `{rel}` (artifact '{ref.artifact}' of step '{ref.step}')"
                 )
+                if not has_tools:
+                    text = Path(path).read_text(encoding="utf-8", errors="replace")
+                    cut = "\n[… truncated]" if len(text) > INLINE_LIMIT else ""
+                    lines += ["```", text[:INLINE_LIMIT] + cut, "```"]
     files = [a for a in step.output_artifacts if a.source == "file" and a.path]
-    if files:
+    if files and has_tools:
         lines += [
             "",
             "## Output artifacts",
@@ -153,7 +162,7 @@ async def run(ctx: VisitContext) -> StepResult:
             project.root,
         )
         adapter = ctx.services.adapters.create(adapter_type(project, adapter_name), setup)
-        prompt, missing = task_prompt(ctx)
+        prompt, missing = task_prompt(ctx, has_tools=adapter.capabilities.tools)
         allowed, denied = permissions(ctx, persona, adapter_name)
         request = AgentRequest(
             prompt=prompt,
@@ -163,6 +172,7 @@ async def run(ctx: VisitContext) -> StepResult:
             allowed_tools=allowed,
             denied_tools=denied,
             timeout_s=timeout_seconds(ctx),
+            temperature=persona.temperature if persona else None,
             env={**agent_env(getattr(adapter, "env_passthrough", ())), **swell_env(ctx)},
             run_id=ctx.plan.run_id,
             step_id=ctx.step.id,
