@@ -102,3 +102,56 @@ def test_missing_agent_binary_is_one_clear_failure(tmp_path: Path) -> None:
         and "npm install -g @anthropic-ai/claude-code" in result.stdout
     )
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.agent_cli
+def test_codex_step_through_swell_run(tmp_path: Path) -> None:
+    binary = cli_path("codex")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+adapters:
+  codex:
+    binary: {binary}
+    options:
+      base_url: PLACEHOLDER/v1
+      api_key_env: TWIN_API_KEY
+      config:
+        model_providers.swell.request_max_retries: 0
+        model_providers.swell.stream_max_retries: 0
+personas:
+  coder:
+    adapter: codex
+    model: gpt-5.1-codex
+    system_prompt: "You are a careful engineer."
+    permissions: {{allowed_tools: [Bash]}}
+""")
+    write_pipeline(project, "fix", PIPELINE)
+    codex_home, home = tmp_path / "codex-home", tmp_path / "home"
+    codex_home.mkdir()
+    home.mkdir()
+    (codex_home / "config.toml").write_text(
+        "[analytics]\nenabled = false\n\n[features]\nplugins = false\n"
+    )
+    replies = [
+        Reply(
+            tool_calls=[ToolCall("exec_command", {"cmd": "printf 'hello world\\n' > greeting.txt"})]
+        ),
+        Reply(text="Wrote greeting.txt."),
+    ]
+    with Twin(replies, protocols=("openai_responses",)) as twin:
+        manifest = (project / "wave.yaml").read_text().replace("PLACEHOLDER", twin.url)
+        (project / "wave.yaml").write_text(manifest)
+        env = {
+            **os.environ,
+            "CODEX_HOME": str(codex_home),
+            "HOME": str(home),
+            "TWIN_API_KEY": "sk-twin",
+        }
+        result = swell("run", "fix", "--input", "world", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "· Bash /bin/bash -lc \"printf 'hello world" in result.stdout
+    run_id = run_id_of(result.stdout)
+    arts = {a["name"]: a for a in swell_json("artifacts", run_id, cwd=project)}
+    assert Path(arts["answer"]["path"]).read_text() == "Wrote greeting.txt."
