@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,51 +60,40 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-@contextlib.contextmanager
-def _pidfile(path: Path | None, pid: int) -> Iterator[None]:
-    """Record `pid` in `path` while the child runs."""
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(pid))
-    try:
-        yield
-    finally:
-        if path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+def marked_groups(markers: Sequence[str]) -> set[int]:
+    """Process groups of the processes whose environment holds every one of `markers`
+    (`NAME=value`). Linux only (reads /proc); elsewhere nothing is found."""
+    needles = [m.encode() for m in markers]
+    groups: set[int] = set()
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return groups
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            if all(n in environ for n in needles):
+                groups.add(os.getpgid(int(entry.name)))
+        except OSError:  # gone, or not ours to read
+            continue
+    groups.discard(os.getpgrp())
+    return groups
 
 
-def stop_leftover(pidfile: Path, marker: str, grace: float = 1.0) -> bool:
-    """Stop the process group recorded in `pidfile` if it still runs and its leader's
-    environment carries `marker` (so a reused pid is never hit). True if one was stopped."""
-    try:
-        pid = int(pidfile.read_text())
-    except (OSError, ValueError):
-        return False
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        environ = b""
-    alive = True
-    try:
-        os.killpg(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        alive = False
-    stopped = False
-    if alive and marker.encode() in environ.split(b"\0"):
-        _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
-        _signal_group(pid, signal.SIGKILL)
-        stopped = True
-    with contextlib.suppress(FileNotFoundError):
-        pidfile.unlink()
-    return stopped
+async def stop_marked(markers: Sequence[str], grace: float = 1.0) -> int:
+    """SIGTERM, then after `grace` SIGKILL, every group `marked_groups` finds.
+
+    Steps run in process groups of their own (and agents start more), so a swell that
+    was killed leaves them running; resume uses this to stop what a visit left behind.
+    Returns how many groups were signalled."""
+    groups = marked_groups(markers)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for group in groups:
+            _signal_group(group, sig)
+        if groups and sig == signal.SIGTERM:
+            await asyncio.sleep(grace)
+    return len(groups)
 
 
 class _Child:
@@ -200,18 +189,11 @@ async def run_process(
     timeout: float | None = None,
     grace: float = 3.0,
     max_output: int = DEFAULT_MAX_OUTPUT,
-    pidfile: Path | None = None,
 ) -> ProcessResult:
     """Run `argv` to completion; raises FileNotFoundError if the binary is missing."""
     if not _PIDFD:
         streamed = StreamedProcess(
-            argv,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            grace=grace,
-            max_output=max_output,
-            pidfile=pidfile,
+            argv, cwd=cwd, env=env, timeout=timeout, grace=grace, max_output=max_output
         )
         async for _ in streamed.lines():
             pass
@@ -229,16 +211,15 @@ async def run_process(
     )
     child = _Child(proc, max_output)
     timed_out = False
-    with _pidfile(pidfile, proc.pid):
-        try:
-            if not await child.wait(timeout):
-                timed_out = True
-                await child.end_group(grace)
-            await child.drain(DRAIN_SECONDS)
-        except asyncio.CancelledError:
-            await asyncio.shield(child.end_group(grace))
-            child.close()
-            raise
+    try:
+        if not await child.wait(timeout):
+            timed_out = True
+            await child.end_group(grace)
+        await child.drain(DRAIN_SECONDS)
+    except asyncio.CancelledError:
+        await asyncio.shield(child.end_group(grace))
+        child.close()
+        raise
     return ProcessResult(
         exit_code=None if timed_out else proc.returncode,
         stdout=child.out.text(),
@@ -285,11 +266,10 @@ class StreamedProcess:
         max_output: int = DEFAULT_MAX_OUTPUT,
         stdin_data: bytes | None = None,
         max_line: int = 64 * 1024 * 1024,
-        pidfile: Path | None = None,
     ) -> None:
         self.argv, self.cwd, self.env = list(argv), cwd, env
         self.timeout, self.grace, self.max_output = timeout, grace, max_output
-        self.stdin_data, self.max_line, self.pidfile = stdin_data, max_line, pidfile
+        self.stdin_data, self.max_line = stdin_data, max_line
         self.result: ProcessResult | None = None
         self.pid: int | None = None
 
@@ -310,39 +290,38 @@ class StreamedProcess:
         )
         self.pid = proc.pid
         out, err = _Capped(self.max_output), _Capped(self.max_output)
-        with _pidfile(self.pidfile, proc.pid):
-            feeder = asyncio.create_task(self._feed(proc))
-            err_pump = asyncio.create_task(_pump(proc.stderr, err))
-            deadline = None if self.timeout is None else time.monotonic() + self.timeout
-            timed_out = eof = False
-            assert proc.stdout is not None
-            try:
-                while True:
-                    remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-                    try:
-                        raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
-                    except TimeoutError:
-                        timed_out = True
-                        break
-                    if not raw:
-                        eof = True
-                        break
-                    out.add(raw)
-                    yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            finally:
-                feeder.cancel()
-                if not eof:  # the timeout, a consumer that stopped early, or a cancellation
-                    await asyncio.shield(_end_group(proc, self.grace))
-            if not timed_out:
+        feeder = asyncio.create_task(self._feed(proc))
+        err_pump = asyncio.create_task(_pump(proc.stderr, err))
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        timed_out = eof = False
+        assert proc.stdout is not None
+        try:
+            while True:
                 remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
                 try:
-                    await asyncio.wait_for(proc.wait(), remaining)
+                    raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
                 except TimeoutError:
                     timed_out = True
-                    await _end_group(proc, self.grace)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(err_pump), DRAIN_SECONDS)
-            err_pump.cancel()
+                    break
+                if not raw:
+                    eof = True
+                    break
+                out.add(raw)
+                yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        finally:
+            feeder.cancel()
+            if not eof:  # the timeout, a consumer that stopped early, or a cancellation
+                await asyncio.shield(_end_group(proc, self.grace))
+        if not timed_out:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                await asyncio.wait_for(proc.wait(), remaining)
+            except TimeoutError:
+                timed_out = True
+                await _end_group(proc, self.grace)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(err_pump), DRAIN_SECONDS)
+        err_pump.cancel()
         self.result = ProcessResult(
             exit_code=None if timed_out else proc.returncode,
             stdout=out.text(),

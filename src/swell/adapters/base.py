@@ -44,7 +44,6 @@ class AgentRequest(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     json_schema: dict[str, Any] | None = None
     temperature: float | None = None
-    pidfile: Path | None = None  # pass to StreamedProcess: lets resume stop leftovers
     # who is asking; adapters may use these only for naming and logging
     run_id: str = ""
     step_id: str = ""

@@ -153,7 +153,6 @@ class ClaudeAdapter:
             env=self.environment(request),
             timeout=request.timeout_s,
             stdin_data=request.prompt.encode(),
-            pidfile=request.pidfile,
         )
         stream = _Stream(request.workspace)
         try:

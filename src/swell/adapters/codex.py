@@ -277,7 +277,6 @@ class CodexAdapter:
                 env=request.env,
                 timeout=request.timeout_s,
                 stdin_data=request.prompt.encode(),
-                pidfile=request.pidfile,
             )
             try:
                 async for line in proc.lines():

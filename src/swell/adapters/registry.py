@@ -29,6 +29,7 @@ BUILTIN = {
     "claude": "swell.adapters.claude:ClaudeAdapter",
     "openai": "swell.adapters.openai_api:OpenAIAdapter",
     "local": "swell.adapters.local:LocalAdapter",
+    "gemini": "swell.adapters.gemini:GeminiAdapter",
 }
 
 

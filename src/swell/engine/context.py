@@ -87,10 +87,6 @@ class RunPlan:
     parent_step_id: str | None = None
     options: RunOptions = field(default_factory=RunOptions)
 
-    def pidfile(self, step_id: str, visit: int) -> Path:
-        """Where a visit's process group is recorded while it runs (see swell.process)."""
-        return self.run_dir / "pids" / f"{step_id}.{visit}.pid"
-
 
 @dataclass
 class Services:

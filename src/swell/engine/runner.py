@@ -23,7 +23,7 @@ from swell.errors import SwellError
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.manifest.models import Step
-from swell.process import stop_leftover
+from swell.process import stop_marked
 from swell.workspace import artifacts
 from swell.workspace.manager import Workspaces
 
@@ -104,7 +104,7 @@ class Runner:
     async def run(self) -> RunSummary:
         self.plan.workspace.mkdir(parents=True, exist_ok=True)
         if self.state.started_once:
-            self._resume()
+            await self._resume()
         else:
             self.emit(
                 [
@@ -356,7 +356,7 @@ class Runner:
 
     # ------------------------------------------------------------ start and stop
 
-    def _resume(self) -> None:
+    async def _resume(self) -> None:
         """Continue after a crash, Ctrl-C or a process that left a gate waiting."""
         batch: list[ev.BaseEvent] = []
         continuing: list[OpenVisit] = []
@@ -366,10 +366,13 @@ class Runner:
                 continuing.append(open_visit)
                 continue
             reason = "the process running this visit ended"
-            if stop_leftover(
-                self.plan.pidfile(open_visit.step_id, open_visit.visit),
+            # a killed swell cannot take its steps' process groups with it
+            markers = [
                 f"SWELL_RUN_ID={self.plan.run_id}",
-            ):
+                f"SWELL_STEP_ID={open_visit.step_id}",
+                f"SWELL_VISIT={open_visit.visit}",
+            ]
+            if await stop_marked(markers):
                 reason += "; the processes it left behind were stopped"
             batch.append(
                 ev.StepInterrupted(

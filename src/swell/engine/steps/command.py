@@ -62,7 +62,6 @@ async def run(ctx: VisitContext) -> StepResult:
         timeout=timeout,
         grace=runtime.timeouts.process_grace_seconds or 3.0,
         max_output=runtime.artifacts.max_stdout_size or DEFAULT_MAX_OUTPUT,
-        pidfile=ctx.plan.pidfile(step.id, ctx.visit),
     )
     combined = result.stdout
     if result.stderr:

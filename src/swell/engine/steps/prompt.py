@@ -177,7 +177,6 @@ async def run(ctx: VisitContext) -> StepResult:
             run_id=ctx.plan.run_id,
             step_id=ctx.step.id,
             visit=ctx.visit,
-            pidfile=ctx.plan.pidfile(ctx.step.id, ctx.visit),
         )
     except (OSError, ValueError) as exc:
         return StepResult(outcome="failure", error=str(exc))

@@ -1,0 +1,530 @@
+"""The gemini adapter against the real Gemini CLI talking to a Gemini API twin.
+
+Each test gets its own HOME (so ~/.gemini is never the user's) whose settings.json
+turns off what would reach the internet (usage statistics, telemetry, auto-update, IDE
+integration) and selects API-key auth, which GOOGLE_GEMINI_BASE_URL needs in headless
+mode (0.61 would otherwise pick the "gateway" auth type and refuse to start). The main
+test routes the CLI through a dead HTTP(S) proxy that fails it if anything tries to
+leave 127.0.0.1. Tests that need no real CLI (fake binaries, argv building) are not
+marked `agent_cli`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_clis import cli_path
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentEvent,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentUsageUpdate,
+)
+from swell.adapters.gemini import GeminiAdapter, policy
+from twins.gemini import api_error
+from twins.server import Reply, ToolCall, Twin
+
+real_cli = pytest.mark.agent_cli
+MODEL = "gemini-2.5-pro"
+
+
+class DeadProxy:
+    """A proxy that answers nothing and records what tried to go through it."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.seen.append(conn.recv(4096).split(b"\r\n")[0].decode(errors="replace"))
+
+
+@pytest.fixture
+def proxy() -> Iterator[DeadProxy]:
+    dead = DeadProxy()
+    yield dead
+    dead.sock.close()
+    assert dead.seen == [], f"the CLI tried to reach the internet: {dead.seen}"
+
+
+def adapter(tmp_path: Path, binary: str | Path | None, **options: Any) -> GeminiAdapter:
+    setup = AdapterSetup("gemini", str(binary) if binary else None, options, tmp_path)
+    return GeminiAdapter(setup)
+
+
+def request(
+    tmp_path: Path,
+    twin: Twin | None = None,
+    prompt: str = "do the task",
+    proxy: DeadProxy | None = None,
+    max_attempts: int = 1,
+    settings: dict[str, Any] | None = None,
+    **fields: Any,
+) -> AgentRequest:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    workspace.mkdir(exist_ok=True)
+    settings = {
+        **(settings or {}),
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "ide": {"enabled": False},
+        "general": {
+            "enableAutoUpdate": False,
+            "enableAutoUpdateNotification": False,
+            "maxAttempts": max_attempts,
+        },
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    # TMPDIR: the CLI writes error reports to os.tmpdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp_path)}
+    if twin is not None:
+        env |= {"GEMINI_API_KEY": "dummy-key", "GOOGLE_GEMINI_BASE_URL": twin.url}
+    if proxy is not None:
+        env |= {"HTTPS_PROXY": proxy.url, "HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1"}
+    fields = {"model": MODEL, "timeout_s": 60, "env": env, **fields}
+    return AgentRequest(prompt=prompt, workspace=workspace, **fields)
+
+
+def drive(adapter: GeminiAdapter, req: AgentRequest) -> tuple[list[AgentEvent], AgentResult]:
+    async def collect() -> list[AgentEvent]:
+        return [event async for event in adapter.run(req)]
+
+    events = asyncio.run(collect())
+    assert isinstance(events[-1], AgentFinished)
+    assert not any(isinstance(e, AgentFinished) for e in events[:-1])
+    return events, events[-1].result
+
+
+def texts(body: Any) -> list[str]:
+    """Every text part the request's contents carry (either role)."""
+    return [part["text"] for c in body["contents"] for part in c["parts"] if "text" in part]
+
+
+def declared(body: Any) -> set[str]:
+    return {f["name"] for tool in body.get("tools", []) for f in tool["functionDeclarations"]}
+
+
+def tool_outputs(body: Any) -> list[dict[str, Any]]:
+    parts = [part for c in body["contents"] for part in c["parts"]]
+    return [part["functionResponse"]["response"] for part in parts if "functionResponse" in part]
+
+
+def procs_under(path: Path) -> list[str]:
+    """Processes whose working directory is inside `path` (the agent and its tools)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if cwd == str(path) or cwd.startswith(f"{path}/"):
+            found.append(f"{entry.name}: {cmd[:120]}")
+    return found
+
+
+def settled(check: Any, timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while (value := check()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return value
+
+
+def fake_binary(tmp_path: Path, script: str) -> Path:
+    path = tmp_path / "fake-gemini"
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return path
+
+
+@real_cli
+def test_write_tool_writes_the_file_and_usage_and_session_are_read(
+    tmp_path: Path, proxy: DeadProxy
+) -> None:
+    write = ToolCall("write_file", {"file_path": "notes/hello.txt", "content": "hello twin\n"})
+    replies = [
+        Reply(
+            text="I will write it.",
+            tool_calls=[write],
+            usage={"input_tokens": 120, "output_tokens": 30, "cache_read_input_tokens": 1000},
+        ),
+        Reply(
+            text="Wrote notes/hello.txt.",
+            usage={"input_tokens": 50, "output_tokens": 8, "cache_read_input_tokens": 1400},
+        ),
+    ]
+    with Twin(replies, protocols=("gemini",)) as twin:
+        req = request(
+            tmp_path,
+            twin,
+            "Create notes/hello.txt",
+            proxy,
+            system_prompt="You are the PERSONA-MARKER writer.",
+        )
+        events, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.success, result.error
+    assert (req.workspace / "notes" / "hello.txt").read_text() == "hello twin\n"
+    assert result.files_changed == ["notes/hello.txt"]
+    assert AgentToolCall("Write", "notes/hello.txt") in events
+    assert AgentText("I will write it.") in events and AgentText("Wrote notes/hello.txt.") in events
+    assert result.text == "Wrote notes/hello.txt."
+
+    sessions = [e.session_id for e in events if isinstance(e, AgentSessionStarted)]
+    assert sessions and sessions[0] == result.session_id
+    chats = list((tmp_path / "home" / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+    assert chats and result.session_id[:8] in chats[0].name  # sessions live in our HOME
+
+    u = result.usage  # summed over both model calls, cached input counted apart
+    assert (u.input_tokens, u.output_tokens, u.cache_read_tokens) == (170, 38, 2400)
+    assert [e.usage for e in events if isinstance(e, AgentUsageUpdate)] == [u]
+
+    calls = twin.model_calls
+    assert len(calls) == 2 and all(c.path.startswith(f"/v1beta/models/{MODEL}:") for c in calls)
+    first = calls[0].body
+    assert "Create notes/hello.txt" in texts(first)
+    system = json.dumps(first["systemInstruction"])
+    assert "PERSONA-MARKER" in system and "non-interactive CLI agent" not in system  # replaced
+    assert {"read_file", "write_file", "replace", "run_shell_command"} <= declared(first)
+    assert "google_web_search" not in declared(first)  # not among the default tools
+    assert calls[0].headers["x-goog-api-key"] == "dummy-key"
+    assert tool_outputs(calls[1].body)[0].get("output", "").startswith("Successfully created")
+    assert sorted(p.name for p in req.workspace.iterdir()) == ["notes"]  # nothing else left
+
+
+@real_cli
+def test_resume_continues_the_same_session(tmp_path: Path) -> None:
+    replies = [
+        Reply(text="Noted: PELICAN."),
+        Reply(text="The word was PELICAN.", usage={"input_tokens": 300, "output_tokens": 30}),
+    ]
+    binary = cli_path("gemini")
+    with Twin(replies, protocols=("gemini",)) as twin:
+        _, first = drive(adapter(tmp_path, binary), request(tmp_path, twin, "Remember PELICAN"))
+        assert first.success and first.session_id, first.error
+        req = request(tmp_path, twin, "Which word?", resume_session=first.session_id)
+        events, second = drive(adapter(tmp_path, binary), req)
+
+    assert second.success, second.error
+    assert second.session_id == first.session_id
+    assert AgentSessionStarted(first.session_id) in events
+    resumed = twin.model_calls[1].body
+    said = texts(resumed)
+    assert "Remember PELICAN" in said and "Noted: PELICAN." in said and "Which word?" in said
+    assert [c["role"] for c in resumed["contents"]] == ["user", "model", "user"]
+    # usage is the visit's own, not the session's running total
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (300, 30)
+
+
+@real_cli
+@pytest.mark.parametrize(
+    ("allowed", "denied", "runs"),
+    [
+        ([], ["Bash"], False),
+        (["Write"], [], False),
+        (["Bash(git *)"], [], False),
+        (["Bash(echo *)"], [], False),  # a pattern does not allow redirection
+        (["Bash"], [], True),
+    ],
+    ids=["denied", "not-allowed", "other-prefix", "prefix-no-redirect", "allowed"],
+)
+def test_permissions_are_enforced_by_the_cli(
+    tmp_path: Path, allowed: list[str], denied: list[str], runs: bool
+) -> None:
+    # the user's own allow-everything policy and settings must not widen the persona's
+    policies = tmp_path / "home" / ".gemini" / "policies"
+    policies.mkdir(parents=True)
+    (policies / "mine.toml").write_text(
+        '[[rule]]\ntoolName = "*"\ndecision = "allow"\npriority = 999\nallowRedirection = true\n'
+    )
+    shell = ToolCall("run_shell_command", {"command": "echo ran > shell.txt"})
+    with Twin([Reply(tool_calls=[shell]), Reply(text="finished")], ("gemini",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=allowed, denied_tools=denied)
+        settings = tmp_path / "home" / ".gemini" / "settings.json"
+        widened = json.loads(settings.read_text()) | {"tools": {"allowed": ["run_shell_command"]}}
+        settings.write_text(json.dumps(widened))
+        events, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.success, result.error
+    assert AgentToolCall("Bash", "echo ran > shell.txt") in events
+    assert (req.workspace / "shell.txt").exists() is runs
+    assert len(twin.model_calls) == 2  # the refusal went back to the model as a tool result
+    output = tool_outputs(twin.model_calls[1].body)[0]
+    assert ("error" not in output) is runs, output
+    if denied or allowed == ["Write"]:  # denied outright: not even declared to the model
+        assert "run_shell_command" not in declared(twin.model_calls[0].body)
+
+
+@real_cli
+def test_shell_prefix_rule_allows_matching_commands(tmp_path: Path) -> None:
+    calls = [
+        ToolCall("run_shell_command", {"command": "mkdir made-by-mkdir"}),
+        ToolCall("run_shell_command", {"command": "touch touched.txt"}),
+    ]
+    with Twin([Reply(tool_calls=calls), Reply(text="done")], ("gemini",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=["Bash(mkdir *)"], denied_tools=["Bash(rm *)"])
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.success, result.error
+    assert sorted(p.name for p in req.workspace.iterdir()) == ["made-by-mkdir"]
+
+
+@real_cli
+def test_persona_can_go_before_the_prompt_instead(tmp_path: Path) -> None:
+    with Twin([Reply(text="ok")], protocols=("gemini",)) as twin:
+        req = request(tmp_path, twin, "the task", system_prompt="PERSONA-FIRST")
+        _, result = drive(adapter(tmp_path, cli_path("gemini"), system_prompt_mode="prepend"), req)
+
+    assert result.success, result.error
+    body = twin.model_calls[0].body
+    assert "PERSONA-FIRST\n\nthe task" in texts(body)
+    assert "non-interactive CLI agent" in json.dumps(body["systemInstruction"])  # kept
+
+
+@real_cli
+def test_rate_limit_is_reported_after_the_cli_gives_up(tmp_path: Path) -> None:
+    error = api_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted")
+    limited = Reply(error=error, headers={"retry-after": "0"})
+    with Twin([limited] * 3, protocols=("gemini",)) as twin:
+        req = request(tmp_path, twin, max_attempts=2)
+        started = time.monotonic()
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert not result.success
+    assert result.error_kind == "rate_limit", result.error
+    assert "exhausted" in (result.error or "")
+    assert result.session_id  # the session had started
+    assert len(twin.model_calls) == 2  # the first try and the one retry maxAttempts allows
+    assert time.monotonic() - started < 30
+
+
+@real_cli
+@pytest.mark.parametrize(
+    ("status", "code", "message", "expected"),
+    [
+        (400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", "auth"),
+        (401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", "auth"),
+        (403, "PERMISSION_DENIED", "Permission denied on resource project.", "auth"),
+        (
+            400,
+            "INVALID_ARGUMENT",
+            "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+            "context_exhausted",
+        ),
+        (500, "INTERNAL", "An internal error has occurred.", "crash"),
+    ],
+)
+def test_api_errors_are_classified(
+    tmp_path: Path, status: int, code: str, message: str, expected: str
+) -> None:
+    with Twin([Reply(error=api_error(status, code, message))] * 3, ("gemini",)) as twin:
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), request(tmp_path, twin))
+
+    assert not result.success
+    assert result.error_kind == expected, result.error
+    assert message in (result.error or "")
+
+
+@real_cli
+def test_missing_credentials_are_auth_failures(tmp_path: Path) -> None:
+    req = request(tmp_path)  # no GEMINI_API_KEY, no login
+    _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+    assert result.error_kind == "auth", result.error
+    assert "GEMINI_API_KEY" in (result.error or "")
+
+
+@real_cli
+def test_garbage_from_the_model_fails_the_visit(tmp_path: Path) -> None:
+    with Twin([Reply(garbage=b"data: {broken\n\n")] * 2, protocols=("gemini",)) as twin:
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), request(tmp_path, twin))
+    assert not result.success and result.error_kind == "crash", result.error
+
+
+@real_cli
+def test_hanging_model_times_out_and_leaves_no_process(tmp_path: Path) -> None:
+    with Twin([Reply(hang=True)], protocols=("gemini",)) as twin:
+        req = request(tmp_path, twin, timeout_s=6)
+        started = time.monotonic()
+        events, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+        elapsed = time.monotonic() - started
+
+    assert result.error_kind == "timeout", result.error
+    assert elapsed < 14
+    assert result.session_id and AgentSessionStarted(result.session_id) in events
+    assert settled(lambda: procs_under(req.workspace)) == []
+
+
+@real_cli
+def test_timeout_ends_the_commands_the_agent_started(tmp_path: Path) -> None:
+    marker = f"swell-orphan-{os.getpid()}-{time.monotonic_ns()}"
+    job = f'python3 -c \'open("started", "w"); import time; time.sleep(120)\' {marker}'
+    shell = ToolCall("run_shell_command", {"command": job})
+    with Twin([Reply(tool_calls=[shell])], protocols=("gemini",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=["Bash"], timeout_s=8)
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.error_kind == "timeout", result.error
+    assert (req.workspace / "started").exists()  # the job really ran when time was up
+    assert settled(lambda: procs_under(req.workspace)) == []
+    leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert leftover.stdout == ""
+
+
+@real_cli
+def test_background_commands_do_not_outlive_the_visit(tmp_path: Path) -> None:
+    marker = f"swell-bg-{os.getpid()}-{time.monotonic_ns()}"
+    job = f"python3 -c 'import time; time.sleep(120)' {marker}"
+    shell = ToolCall("run_shell_command", {"command": job, "is_background": True})
+    with Twin([Reply(tool_calls=[shell]), Reply(text="started")], ("gemini",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=["Bash"])
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.success and result.text == "started", result.error
+    assert "moved to background" in str(tool_outputs(twin.model_calls[1].body))
+    leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert leftover.stdout == ""  # the CLI leaves it running; the adapter stops it
+
+
+def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
+    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n')
+    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.error_kind == "crash"
+    assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
+
+
+def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
+    binary = fake_binary(tmp_path, "cat > /dev/null\necho 'Welcome to Gemini! <html>'\n")
+    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.error_kind == "unparseable_output"
+    assert "Welcome to Gemini" in (result.error or "")
+
+
+def test_odd_lines_among_stream_json_are_tolerated(tmp_path: Path) -> None:
+    lines = [
+        "[1, 2]",
+        "a warning the CLI printed",
+        '{"type":"init","session_id":"s-9","model":"m"}',
+        '{"type":"message","role":"user","content":"x"}',
+        '{"type":"message","role":"assistant","content":"h","delta":true}',
+        '{"type":"message","role":"assistant","content":"i","delta":true}',
+        '{"type":"tool_use","tool_name":"replace","tool_id":"t1","parameters":null}',
+        '{"type":"tool_result","tool_id":"t1","status":"success"}',
+        '{"type":"error","severity":"warning","message":"Loop detected"}',
+        '{"type":"result","status":"success","stats":null}',
+    ]
+    binary = fake_binary(tmp_path, "".join(f"echo '{line}'\n" for line in lines))
+    events, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.success and result.text == "hi" and result.session_id == "s-9", result.error
+    assert AgentText("hi") in events and AgentToolCall("Edit", None) in events
+    assert result.files_changed == []
+
+
+@real_cli
+def test_turn_limit_is_context_exhausted(tmp_path: Path) -> None:
+    write = ToolCall("write_file", {"file_path": "a.txt", "content": "a"})
+    with Twin([Reply(tool_calls=[write]), Reply(text="more")], ("gemini",)) as twin:
+        req = request(tmp_path, twin, settings={"model": {"maxSessionTurns": 1}})
+        events, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.error_kind == "context_exhausted", result.error
+    assert "max session turns" in (result.error or "")
+    assert result.files_changed == ["a.txt"]
+    assert result.usage.input_tokens == 100 and AgentUsageUpdate(result.usage) in events
+
+
+def test_prompt_goes_to_stdin_and_argv_env_policy_carry_the_rest(tmp_path: Path) -> None:
+    script = 'printf "%s\\n" "$@" > "$0.argv"\ncat > "$0.stdin"\n'
+    script += 'cat "$GEMINI_SYSTEM_MD" > "$0.system"\nenv > "$0.env"\n'
+    script += 'while [ "$1" != "--policy" ]; do shift; done; cp "$2" "$0.policy"; echo "$2" > "$0.where"\n'
+    script += 'echo \'{"type":"init","session_id":"s-1","model":"m"}\'\n'
+    script += 'echo \'{"type":"result","status":"success","stats":{"input_tokens":3}}\'\n'
+    binary = fake_binary(tmp_path, script)
+    req = request(
+        tmp_path,
+        prompt="the task\nwith two lines",
+        system_prompt="be terse",
+        model="gemini-2.5-flash",
+        allowed_tools=["Read", "Bash(git *)"],
+        denied_tools=["WebFetch"],
+        resume_session="s-0",
+    )
+    _, result = drive(adapter(tmp_path, binary, extra_args=["--debug"]), req)
+
+    assert result.success and result.session_id == "s-1", result.error
+    assert result.usage.input_tokens == 3
+    argv = Path(f"{binary}.argv").read_text().splitlines()
+    assert argv[:4] == ["-p", "", "-o", "stream-json"]
+    pairs = {"-m": "gemini-2.5-flash", "--approval-mode": "default", "--resume": "s-0"}
+    for flag, value in pairs.items():
+        assert argv[argv.index(flag) + 1] == value
+    assert "--skip-trust" in argv and argv[-1] == "--debug"
+    assert Path(f"{binary}.stdin").read_text() == "the task\nwith two lines"
+    assert Path(f"{binary}.system").read_text() == "be terse"
+    env = Path(f"{binary}.env").read_text().splitlines()
+    assert "GEMINI_CLI_NO_RELAUNCH=true" in env
+    assert Path(f"{binary}.policy").read_text() == policy(["Read", "Bash(git *)"], ["WebFetch"])
+    assert not Path(Path(f"{binary}.where").read_text().strip()).exists()  # removed after
+
+
+def test_default_model_when_none_is_named(tmp_path: Path) -> None:
+    req = request(tmp_path, model=None)
+    argv = adapter(tmp_path, "gemini").command("gemini", req, tmp_path / "p.toml")
+    assert argv[argv.index("-m") + 1] == "gemini-2.5-pro"
+
+
+def test_policy_maps_swell_tools_onto_the_cli_policy_engine() -> None:
+    allowed = ["Read", "Edit", "Bash(npm run test:*)", "Write(src/**)", "mcp__jira__search"]
+    text = policy(allowed, ["Bash(rm *)"])
+    rules = text.split("[[rule]]\n")[1:]
+    assert rules[0] == (
+        'toolName = "*"\ndenyMessage = "not allowed for this persona"\n'
+        'decision = "deny"\npriority = 950\n\n'
+    )
+    assert 'toolName = "run_shell_command"\ncommandPrefix = "npm run test"\n' in text
+    assert 'toolName = ["read_file", "read_many_files", "replace", "mcp_jira_search"]\n' in text
+    assert '"run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\npriority = 999' in text
+    assert "write_file" not in text  # an argument pattern the CLI cannot enforce: not allowed
+    assert "allowRedirection" not in text
+    whole_shell = policy(["Bash(*)"], [])
+    assert 'toolName = "run_shell_command"\nallowRedirection = true\n' in whole_shell
+    assert 'toolName = ["list_background_processes", "read_background_output"]' in whole_shell
+    assert 'toolName = "write_file"\ndecision = "deny"' in policy([], ["Write(secrets/*)"])
+
+
+@pytest.mark.parametrize("binary", ["/nonexistent/gemini", "no-such-gemini-binary"])
+def test_missing_binary(tmp_path: Path, binary: str) -> None:
+    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
+    assert result.error_kind == "binary_missing"
+    assert "npm install -g @google/gemini-cli" in (result.error or "")
+    assert "adapters.gemini.binary" in (result.error or "")
