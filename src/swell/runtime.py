@@ -33,8 +33,14 @@ from swell.errors import RunStateError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
 from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
-from swell.manifest.loader import LoadedPipeline, Project, load_pipeline, load_project
+from swell.manifest.loader import (
+    LoadedPipeline,
+    Project,
+    load_pipeline,
+    load_project,
+)
 from swell.manifest.models import Step
+from swell.store.location import state_dir_for
 from swell.store.sqlite import RunRow, SqliteStore
 
 FINAL = ("succeeded", "failed", "cancelled")
@@ -68,12 +74,6 @@ class Runtime:
     store: SqliteStore
     registries: Registries
     state_dir: Path
-
-
-def state_dir_for(root: Path) -> Path:
-    """`.swell/` in the project, unless SWELL_STATE_DIR points elsewhere."""
-    override = os.environ.get("SWELL_STATE_DIR")
-    return Path(override).resolve() if override else root / ".swell"
 
 
 def open_runtime(start: Path | None = None) -> Runtime:

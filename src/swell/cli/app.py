@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from swell import __version__
@@ -46,12 +47,13 @@ def main_options(
 
 
 def _register() -> None:
-    from swell.cli import gates, inspect, project, runs
+    from swell.cli import gates, inspect, project, runs, thread
 
     project.register(app)
     runs.register(app)
     inspect.register(app)
     gates.register(app)
+    thread.register(app)
 
 
 def main() -> None:
@@ -79,10 +81,6 @@ def main() -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
-    except typer.exceptions.TyperException as exc:  # usage errors in non-standalone mode
-        show = getattr(exc, "show", None)
-        if show:
-            show()
-        else:
-            print(f"error: {exc}", file=sys.stderr)
-        sys.exit(getattr(exc, "exit_code", 2))
+    except click.ClickException as exc:  # usage errors, in non-standalone mode
+        exc.show()
+        sys.exit(exc.exit_code)

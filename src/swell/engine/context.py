@@ -118,6 +118,9 @@ class StepResult:
     tokens_out: int = 0
     cost_usd: float = 0.0
     error_key_override: str | None = None
+    # how the visit reads in the run's history (`swell thread`)
+    round_content: str | None = None
+    round_meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from swell.engine.context import RunPlan, Services, StepResult, VisitContext
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
@@ -306,6 +307,8 @@ class Runner:
                 **stamp,
             )
         )
+        if step.kind != "conditional":  # a router did no work worth remembering
+            batch.append(self._round(visit, result, failed))
         if error_key is not None:
             previous = state.breaker.get(step.id)
             count = previous[1] + 1 if previous and previous[0] == error_key else 1
@@ -353,6 +356,31 @@ class Runner:
                 )
         self.record(batch)
         return routing
+
+    def _round(self, visit: _Visit, result: StepResult, failed: bool) -> ev.RoundRecorded:
+        step, thread = visit.step, visit.step.thread
+        metadata: dict[str, Any] = {
+            "outcome": "failure" if failed else "success",
+            "exit_code": result.exit_code,
+            "tokens_in": result.tokens_in or None,
+            "tokens_out": result.tokens_out or None,
+            "duration_ms": int((time.monotonic() - visit.started) * 1000),
+            **result.round_meta,
+        }
+        content = result.round_content if result.round_content is not None else result.output_tail
+        if failed and not content:
+            content = result.error
+        return ev.RoundRecorded(
+            step_id=step.id,
+            visit=visit.visit,
+            round=self.state.rounds + 1,
+            thread=thread,
+            thread_round=self.state.thread_rounds[thread] + 1 if thread else None,
+            role=step.id,
+            persona=step.persona,
+            content=content or "",
+            metadata={k: v for k, v in metadata.items() if v is not None},
+        )
 
     # ------------------------------------------------------------ start and stop
 

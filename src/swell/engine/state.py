@@ -52,6 +52,10 @@ class RunState:
     last: dict[str, StepSummary] = field(default_factory=dict)
     artifacts: dict[str, dict[str, str]] = field(default_factory=dict)
     breaker: dict[str, tuple[str, int]] = field(default_factory=dict)
+    rounds: int = 0
+    thread_rounds: Counter[str] = field(default_factory=Counter)
+    # the latest round of each thread: its step, adapter and agent session (for resume)
+    thread_last: dict[str, dict[str, Any]] = field(default_factory=dict)
     started_once: bool = False
 
     @classmethod
@@ -117,6 +121,13 @@ def _finished(s: RunState, ev: Any) -> None:
         s.breaker.pop(ev.step_id, None)
 
 
+def _round(s: RunState, ev: Any) -> None:
+    s.rounds = max(s.rounds, ev.round)
+    if ev.thread:
+        s.thread_rounds[ev.thread] = max(s.thread_rounds[ev.thread], ev.thread_round or 0)
+        s.thread_last[ev.thread] = {"step_id": ev.step_id, "round": ev.thread_round, **ev.metadata}
+
+
 def _interrupted(s: RunState, ev: Any) -> None:
     s.open.pop((ev.step_id, ev.visit), None)
 
@@ -158,6 +169,7 @@ _HANDLERS = {
     "step.started": _started,
     "step.finished": _finished,
     "step.interrupted": _interrupted,
+    "round.recorded": _round,
     "context.set": _context,
     "artifact.written": _artifact,
     "gate.waiting": _gate_waiting,

@@ -98,6 +98,19 @@ class StepInterrupted(BaseEvent):
     reason: str
 
 
+class RoundRecorded(BaseEvent):
+    """One finished visit as it reads in the run's history (`swell thread`)."""
+
+    type: Literal["round.recorded"] = "round.recorded"
+    round: int  # 1-based, in the order rounds were recorded in the run
+    thread: str | None = None
+    thread_round: int | None = None  # 1-based within the thread
+    role: str  # the step id
+    persona: str | None = None
+    content: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
 class RouteTaken(BaseEvent):
     type: Literal["route.taken"] = "route.taken"
     target: str
@@ -211,6 +224,7 @@ Event = Annotated[
     | StepStarted
     | StepFinished
     | StepInterrupted
+    | RoundRecorded
     | RouteTaken
     | ContextSet
     | ArtifactWritten

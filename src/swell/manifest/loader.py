@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from swell.errors import ManifestError, PipelineNotFound, Problem, ProjectNotFound
+from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
 from swell.manifest.models import Manifest, Pipeline, Strict
 from swell.manifest.yamlsrc import Loc, SourceMap, load_yaml
 
-MANIFEST_NAMES = ("wave.yaml", "swell.yaml")
 PIPELINE_DIRS = (".agents/pipelines", ".wave/pipelines")
 
 M = TypeVar("M", bound=BaseModel)
@@ -43,18 +43,6 @@ def display_path(path: Path) -> str:
     except ValueError:  # pragma: no cover - other drive on Windows
         return str(path)
     return rel if not rel.startswith("..") else str(path)
-
-
-def find_project_root(start: Path | None = None) -> Path:
-    """The nearest directory at or above `start` holding wave.yaml or swell.yaml."""
-    here = (start or Path.cwd()).resolve()
-    for directory in (here, *here.parents):
-        if any((directory / name).is_file() for name in MANIFEST_NAMES):
-            return directory
-    raise ProjectNotFound(
-        f"no wave.yaml or swell.yaml in {here} or any parent directory "
-        "(run `swell init` to create a project)"
-    )
 
 
 def _readable(err: dict[str, Any], model: type[BaseModel], loc: Loc) -> tuple[str, bool]:

@@ -120,7 +120,30 @@ def _m1_initial(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_initial]
+def _m2_rounds(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE rounds (
+            run_id TEXT NOT NULL,
+            round INTEGER NOT NULL,
+            thread TEXT,
+            thread_round INTEGER,
+            step_id TEXT,
+            visit INTEGER,
+            role TEXT,
+            persona TEXT,
+            ts TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            content TEXT NOT NULL,
+            PRIMARY KEY (run_id, round)
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX rounds_thread ON rounds (run_id, thread, thread_round)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_initial, _m2_rounds]
 
 
 def migrate(db: sqlite3.Connection) -> None:

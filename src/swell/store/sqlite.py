@@ -13,11 +13,14 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swell.errors import RunNotFound, RunStateError, StoreError
-from swell.events.models import BaseEvent, Event, event_json, now_iso, parse_event
+
+if TYPE_CHECKING:
+    from swell.events.models import BaseEvent, Event
 from swell.store.migrations import migrate
 
 
@@ -41,6 +44,10 @@ class RunRow:
     project_root: str | None
     owner_pid: int | None
     options: dict[str, Any]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 _RUN_FIELDS = [f.name for f in fields(RunRow)]
@@ -72,6 +79,16 @@ class ArtifactRow:
     sha256: str
     size: int
     type: str | None
+
+
+@dataclass
+class RoundRow:
+    id: int  # the run-wide round number, or the thread's own when a thread is asked for
+    role: str | None
+    ts: str
+    metadata: dict[str, Any]
+    content: str
+    thread: str | None
 
 
 @dataclass
@@ -176,6 +193,8 @@ class SqliteStore:
         """Commit a batch of events and their projections atomically."""
         if not events:
             return
+        from swell.events.models import event_json  # loaded only by writers: readers stay quick
+
         with self._tx():
             for event in events:
                 data = event_json(event)
@@ -263,6 +282,8 @@ class SqliteStore:
         return [_run(r) for r in rows]
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        from swell.events.models import parse_event
+
         rows = self.db.execute(
             "SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
         ).fetchall()
@@ -318,6 +339,38 @@ class SqliteStore:
             ):
                 return gate
         return None
+
+    # ------------------------------------------------------------------ rounds
+
+    def round_count(self, run_id: str, thread: str | None) -> int:
+        if thread is None:
+            row = self.db.execute(
+                "SELECT MAX(round) FROM rounds WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        else:
+            row = self.db.execute(
+                "SELECT MAX(thread_round) FROM rounds WHERE run_id = ? AND thread = ?",
+                (run_id, thread),
+            ).fetchone()
+        return int(row[0] or 0)
+
+    def rounds_between(
+        self, run_id: str, thread: str | None, first: int, last: int
+    ) -> list[RoundRow]:
+        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
+        if thread is None:
+            rows = self.db.execute(
+                "SELECT round, role, ts, metadata, content, thread FROM rounds "
+                "WHERE run_id = ? AND round BETWEEN ? AND ? ORDER BY round",
+                (run_id, first, last),
+            ).fetchall()
+        else:
+            rows = self.db.execute(
+                "SELECT thread_round, role, ts, metadata, content, thread FROM rounds "
+                "WHERE run_id = ? AND thread = ? AND thread_round BETWEEN ? AND ? ORDER BY thread_round",
+                (run_id, thread, first, last),
+            ).fetchall()
+        return [RoundRow(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5]) for r in rows]
 
     def cancel_requested(self, run_id: str) -> bool:
         row = self.db.execute(
@@ -479,6 +532,26 @@ def _p_gate_resolved(db: sqlite3.Connection, e: Any) -> None:
     )
 
 
+def _p_round(db: sqlite3.Connection, e: Any) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO rounds (run_id, round, thread, thread_round, step_id, visit, role, persona, "
+        "ts, metadata, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            e.run_id,
+            e.round,
+            e.thread,
+            e.thread_round,
+            e.step_id,
+            e.visit,
+            e.role,
+            e.persona,
+            e.ts,
+            json.dumps(e.metadata, default=str),
+            e.content,
+        ),
+    )
+
+
 _PROJECTIONS = {
     "run.started": _p_run_status("running"),
     "run.resumed": _p_run_resumed,
@@ -491,4 +564,5 @@ _PROJECTIONS = {
     "artifact.written": _p_artifact,
     "gate.waiting": _p_gate_waiting,
     "gate.resolved": _p_gate_resolved,
+    "round.recorded": _p_round,
 }

@@ -1,0 +1,425 @@
+"""The `opencode` adapter: sst's opencode run headless (`opencode run --format json`).
+
+One visit is one `opencode run` process (`-s SESSION` continues a session); its JSON
+events become AgentEvents. Everything swell decides is one generated config handed
+over in OPENCODE_CONFIG_CONTENT: an agent named `swell` that carries the persona's
+permission rules (applied after every other config's, so nothing widens them) and,
+with `base_url`, an OpenAI-compatible provider named `swell`. The persona's prompt is
+added to opencode's own through `instructions` (or replaces it); the task prompt goes
+in on stdin. docs/adapters/opencode.md has the details.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentEvent,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentUsageUpdate,
+    Capabilities,
+    Usage,
+)
+from swell.errors import (
+    AgentCrashed,
+    AgentError,
+    AgentTimeout,
+    AuthFailed,
+    BinaryMissing,
+    ContextExhausted,
+    RateLimited,
+    UnparseableOutput,
+)
+from swell.process import ProcessResult, StreamedProcess, stop_marked
+
+AGENT = "swell"  # the agent the generated config defines and `--agent` selects
+PROVIDER = "swell"  # the provider `base_url` defines
+MARKER = "OPENCODE_SWELL_VISIT"  # in the environment of everything a visit starts
+# headless runs never update themselves, refresh models.dev or share sessions
+QUIET_ENV = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+}
+# opencode's tools under the (Claude Code) names swell's events use
+TOOL_NAMES = {
+    "bash": "Bash",
+    "read": "Read",
+    "write": "Write",
+    "edit": "Edit",
+    "multiedit": "MultiEdit",
+    "apply_patch": "Edit",
+    "glob": "Glob",
+    "grep": "Grep",
+    "list": "LS",
+    "webfetch": "WebFetch",
+    "websearch": "WebSearch",
+    "todowrite": "TodoWrite",
+    "task": "Task",
+    "skill": "Skill",
+}
+# swell tool names whose opencode permission key is not their lowercase name
+PERMISSION_KEYS = {"write": "edit", "multiedit": "edit", "notebookedit": "edit", "ls": "list"}
+PERMISSION_KEYS |= {"apply_patch": "edit", "patch": "edit"}
+FILE_TOOLS = ("write", "edit", "multiedit")
+TARGET_KEYS = ("filePath", "path", "command", "pattern", "url", "query", "description", "name")
+RATE = ("rate limit", "rate_limit", "too many requests", "quota")
+AUTH = ("unauthorized", "invalid api key", "invalid_api_key", "api key")
+CONTEXT = ("context length", "context window", "context_length_exceeded", "too many tokens")
+
+Rules = dict[str, dict[str, str]]
+
+
+class OpencodeOptions(BaseModel):
+    """`adapters.NAME.options` of an opencode adapter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None  # an OpenAI Chat Completions endpoint; defines provider "swell"
+    api_key_env: str | None = None  # the variable holding base_url's key (passed through)
+    provider: str | None = None  # else: the provider of models named without "provider/"
+    system_prompt_mode: Literal["append", "replace"] = "append"
+    # read the workspace's opencode.json, .opencode/ and AGENTS.md (off: they could widen
+    # the persona's permissions or load plugins)
+    project_config: bool = False
+    config: dict[str, Any] = Field(default_factory=dict)  # deep-merged into the generated config
+
+
+def permission_rules(allowed: list[str], denied: list[str]) -> Rules:
+    """opencode `permission` rules: with an allow list everything else is denied.
+
+    opencode applies the last matching rule, so the catch-all comes first and denials last.
+    """
+    rules: Rules = {"*": {"*": "deny"}} if allowed else {}
+    for action, tools in (("allow", allowed), ("deny", denied)):
+        for tool in tools:
+            name, _, rest = tool.strip().partition("(")
+            pattern = rest[:-1].strip() if rest.endswith(")") else "*"
+            if pattern.endswith(":*"):  # Claude Code's legacy prefix form, `Bash(git:*)`
+                pattern = pattern[:-2] + " *"
+            key = name.strip().lower()
+            if key.startswith("mcp__"):  # mcp__server__tool -> server_tool
+                key = "_".join(part for part in key[5:].split("__") if part) + (
+                    "" if key.count("__") > 1 else "_*"
+                )
+            key = PERMISSION_KEYS.get(key, key)
+            rules.setdefault(key, {})[pattern or "*"] = action
+    return rules
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def classify(error: dict[str, Any]) -> AgentError:
+    """An opencode `error` event's error ({name, data: {message, statusCode}}) as AgentError."""
+    data = _dict(error.get("data"))
+    name, status = str(error.get("name") or ""), data.get("statusCode")
+    detail = data.get("message") or error.get("message") or json.dumps(error)[:500]
+    message = f"opencode: {detail}" + (f" (HTTP {status})" if status else "")
+    if name == "ContextOverflowError":
+        return ContextExhausted(message)
+    if status in (401, 403) or name == "ProviderAuthError":
+        return AuthFailed(message)
+    if status == 429:
+        return RateLimited(message)
+    low = f"{detail} {data.get('responseBody') or ''}".lower()
+    for words, cls in ((CONTEXT, ContextExhausted), (RATE, RateLimited), (AUTH, AuthFailed)):
+        if any(w in low for w in words):
+            return cls(message)
+    return AgentCrashed(message)
+
+
+class OpencodeAdapter:
+    Options = OpencodeOptions
+    name = "opencode"
+    capabilities = Capabilities(
+        resume=True, tools=True, enforces_permissions=True, json_schema=False
+    )
+    env_passthrough: tuple[str, ...] = (
+        "OPENCODE_*",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_GENERATIVE_AI_API_KEY",
+        "GROQ_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "MISTRAL_API_KEY",
+        "XAI_API_KEY",
+    )
+
+    def __init__(self, setup: AdapterSetup) -> None:
+        self.options = OpencodeOptions.model_validate(setup.options)
+        self.setup_name = setup.name
+        self.binary = setup.binary or "opencode"
+        self.root = setup.project_root
+        if self.options.api_key_env:
+            self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
+
+    def model(self, request: AgentRequest) -> str | None:
+        """`provider/model` as opencode wants it (base_url's ids may contain "/" themselves)."""
+        model, opts = request.model, self.options
+        if not model:
+            return None
+        if opts.base_url:
+            return model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
+        if opts.provider and not model.startswith(f"{opts.provider}/"):
+            return f"{opts.provider}/{model}"
+        return model
+
+    def config(self, request: AgentRequest, persona: Path | None) -> dict[str, Any]:
+        """The config handed over in OPENCODE_CONFIG_CONTENT; `persona` holds the system prompt."""
+        opts = self.options
+        agent: dict[str, Any] = {
+            "mode": "primary",
+            "description": "a swell persona",
+            "permission": permission_rules(request.allowed_tools, request.denied_tools),
+        }
+        config: dict[str, Any] = {
+            "autoupdate": False,
+            "share": "disabled",
+            "snapshot": False,  # swell keeps its own workspace history
+            "agent": {AGENT: agent},
+        }
+        if persona is not None and opts.system_prompt_mode == "replace":
+            agent["prompt"] = f"{{file:{persona}}}"  # read as is, never parsed as config
+        elif persona is not None:
+            config["instructions"] = [str(persona)]
+        if request.temperature is not None:
+            agent["temperature"] = request.temperature
+        if opts.base_url:
+            options: dict[str, Any] = {"baseURL": opts.base_url}
+            if opts.api_key_env:
+                options["apiKey"] = f"{{env:{opts.api_key_env}}}"
+            model = (self.model(request) or "").removeprefix(f"{PROVIDER}/")
+            provider = {"npm": "@ai-sdk/openai-compatible", "name": "swell", "options": options}
+            provider["models"] = {model: {"name": model}} if model else {}
+            config["provider"] = {PROVIDER: provider}
+        return deep_merge(config, opts.config)
+
+    def command(self, binary: str, request: AgentRequest) -> list[str]:
+        """The argv of one run (the prompt itself goes to stdin)."""
+        title = f"swell {request.run_id}/{request.step_id} #{request.visit}"
+        argv = [binary, "run", "--format", "json", "--agent", AGENT]
+        argv += ["--dir", str(request.workspace), "--title", title if request.run_id else "swell"]
+        if model := self.model(request):
+            argv += ["-m", model]
+        if request.resume_session:
+            argv += ["-s", request.resume_session]
+        return argv
+
+    def environment(
+        self, request: AgentRequest, config: dict[str, Any], token: str = ""
+    ) -> dict[str, str]:
+        env = {**QUIET_ENV, **request.env, "OPENCODE_CONFIG_CONTENT": json.dumps(config)}
+        if not self.options.project_config:
+            env["OPENCODE_DISABLE_PROJECT_CONFIG"] = "1"
+        env["PWD"] = str(request.workspace)  # opencode prefers $PWD to its cwd
+        env[MARKER] = token
+        return env
+
+    def _resolve(self, request: AgentRequest) -> str | None:
+        binary = os.path.expanduser(self.binary)
+        if os.sep in binary and not os.path.isabs(binary):
+            binary = str(self.root / binary)
+        return shutil.which(binary, path=request.env.get("PATH", os.environ.get("PATH")))
+
+    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+        binary = self._resolve(request)
+        if binary is None:
+            missing = BinaryMissing(
+                f"opencode: binary '{self.binary}' not found; install it with "
+                f"`npm install -g opencode-ai` or set adapters.{self.setup_name}.binary"
+            )
+            yield AgentFinished(AgentResult.failed(missing))
+            return
+        stream = _Stream(request.workspace)
+        with tempfile.TemporaryDirectory(prefix="swell-opencode-") as tmp:
+            persona = None
+            if request.system_prompt:
+                persona = Path(tmp) / "persona.md"
+                persona.write_text(request.system_prompt, encoding="utf-8")
+            token = uuid.uuid4().hex
+            proc = StreamedProcess(
+                self.command(binary, request),
+                cwd=request.workspace,
+                env=self.environment(request, self.config(request, persona), token),
+                timeout=request.timeout_s,
+                stdin_data=request.prompt.encode(),
+            )
+            lines = proc.lines()
+            try:
+                async for line in lines:
+                    for event in stream.feed(line):
+                        yield event
+            except OSError as exc:  # vanished or not executable since _resolve
+                failed = AgentCrashed(f"opencode: cannot run {binary}: {exc}")
+                yield AgentFinished(AgentResult.failed(failed))
+                return
+            finally:
+                if isinstance(lines, AsyncGenerator):  # ends opencode's group if we stop early
+                    await lines.aclose()
+                # commands the agent left running (`cmd &`, or their own process group)
+                await stop_marked([f"{MARKER}={token}"])
+        assert proc.result is not None
+        yield AgentFinished(stream.finish(proc.result, request))
+
+
+class _Stream:
+    """Turns `--format json` lines into events and, at the end, one AgentResult."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace.resolve()
+        self.session_id: str | None = None
+        self.texts: dict[str, list[str]] = {}  # message id -> its text parts
+        self.last_message: str | None = None
+        self.usage = Usage()
+        self.steps = 0
+        self.errors: list[dict[str, Any]] = []
+        self.bad_lines: list[str] = []
+        self.files: list[str] = []
+
+    def feed(self, line: str) -> Iterator[AgentEvent]:
+        if not line.strip():
+            return
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            self.bad_lines.append(line[:200])
+            return
+        session = data.get("sessionID")
+        if isinstance(session, str) and session != self.session_id:
+            self.session_id = session
+            yield AgentSessionStarted(session)
+        kind, part = data["type"], _dict(data.get("part"))
+        if kind == "text" and isinstance(part.get("text"), str):
+            message = str(part.get("messageID"))
+            self.texts.setdefault(message, []).append(part["text"])
+            self.last_message = message
+            yield AgentText(part["text"])
+        elif kind == "tool_use":
+            yield from self._tool(part)
+        elif kind == "step_finish":
+            yield AgentUsageUpdate(self._step_usage(part))
+        elif kind == "error":
+            self.errors.append(_dict(data.get("error")))
+
+    def _tool(self, part: dict[str, Any]) -> Iterator[AgentEvent]:
+        tool, state = str(part.get("tool")), _dict(part.get("state"))
+        args = _dict(state.get("input"))
+        if tool == "invalid":  # a tool the model may not use: it was never run
+            tool = str(args.get("tool"))
+            yield AgentToolCall(TOOL_NAMES.get(tool, tool))
+            return
+        target = None
+        for key in TARGET_KEYS:
+            if isinstance(value := args.get(key), str) and value:
+                target = self._relative(value) if key.endswith(("Path", "path")) else value[:200]
+                break
+        yield AgentToolCall(TOOL_NAMES.get(tool, tool), target)
+        done = state.get("status") == "completed"
+        if tool in FILE_TOOLS and done and target and target not in self.files:
+            self.files.append(target)
+
+    def _step_usage(self, part: dict[str, Any]) -> Usage:
+        tokens = _dict(part.get("tokens"))
+        cache = _dict(tokens.get("cache"))
+        step = Usage(
+            input_tokens=_int(tokens.get("input")),
+            output_tokens=_int(tokens.get("output")) + _int(tokens.get("reasoning")),
+            cache_read_tokens=_int(cache.get("read")),
+            cache_write_tokens=_int(cache.get("write")),
+            cost_usd=float(cost) if isinstance(cost := part.get("cost"), int | float) else None,
+        )
+        self.steps += 1
+        self.usage.input_tokens += step.input_tokens
+        self.usage.output_tokens += step.output_tokens
+        self.usage.cache_read_tokens += step.cache_read_tokens
+        self.usage.cache_write_tokens += step.cache_write_tokens
+        self.usage.cost_usd = (self.usage.cost_usd or 0.0) + (step.cost_usd or 0.0)
+        return step
+
+    def _relative(self, path: str) -> str:
+        full = (self.workspace / path).resolve()
+        return (
+            str(full.relative_to(self.workspace)) if full.is_relative_to(self.workspace) else path
+        )
+
+    def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
+        usage = self.usage.model_copy()
+        if not usage.cost_usd:  # opencode says 0 when it knows no price: unknown, not free
+            usage.cost_usd = None
+        text = "\n".join(self.texts.get(self.last_message or "", []))
+        fields: dict[str, Any] = {
+            "usage": usage,
+            "session_id": self.session_id,
+            "files_changed": self.files,
+            "text": text,
+        }
+        error = self._error(proc, request)
+        if error is None and request.json_schema is not None:
+            try:
+                fields["structured"] = json.loads(_unfence(text))
+            except ValueError:
+                error = UnparseableOutput(f"opencode: the answer is not JSON: {text[:200]!r}")
+        if error is not None:
+            return AgentResult.failed(error, **fields)
+        return AgentResult(success=True, **fields)
+
+    def _error(self, proc: ProcessResult, request: AgentRequest) -> AgentError | None:
+        """Why the visit failed, or None: timeout, error events, garbage, exit code."""
+        if proc.timed_out:
+            return AgentTimeout(f"opencode: no result within {request.timeout_s or 0:g}s")
+        if self.errors:
+            return classify(self.errors[-1])
+        if proc.exit_code == 0 and self.steps:
+            return None
+        if self.bad_lines and (self.session_id is None or proc.exit_code == 0):
+            return UnparseableOutput(f"opencode: stdout is not JSON events: {self.bad_lines[0]!r}")
+        tail = proc.stderr.strip()[-1000:] or "no output"
+        if proc.exit_code == 0:
+            return AgentCrashed(f"opencode ended without finishing a step: {tail}")
+        return AgentCrashed(f"opencode exited with code {proc.exit_code}: {tail}")
+
+
+def _unfence(text: str) -> str:
+    """The JSON inside a ```json fence, or the text itself."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```"):
+        body = body.split("\n", 1)[-1].rsplit("```", 1)[0]
+    return body
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) else 0
+
+
+__all__ = ["OpencodeAdapter", "OpencodeOptions", "classify", "permission_rules"]
