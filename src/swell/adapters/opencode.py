@@ -56,26 +56,14 @@ QUIET_ENV = {
     "OPENCODE_DISABLE_MODELS_FETCH": "1",
     "OPENCODE_DISABLE_SHARE": "1",
 }
-# opencode's tools under the (Claude Code) names swell's events use
+# opencode's tools under the (Claude Code) names swell's events and permissions use
 TOOL_NAMES = {
-    "bash": "Bash",
-    "read": "Read",
-    "write": "Write",
-    "edit": "Edit",
-    "multiedit": "MultiEdit",
-    "apply_patch": "Edit",
-    "glob": "Glob",
-    "grep": "Grep",
-    "list": "LS",
-    "webfetch": "WebFetch",
-    "websearch": "WebSearch",
-    "todowrite": "TodoWrite",
-    "task": "Task",
-    "skill": "Skill",
-}
-# swell tool names whose opencode permission key is not their lowercase name
-PERMISSION_KEYS = {"write": "edit", "multiedit": "edit", "notebookedit": "edit", "ls": "list"}
-PERMISSION_KEYS |= {"apply_patch": "edit", "patch": "edit"}
+    "bash": "Bash", "read": "Read", "write": "Write", "edit": "Edit", "multiedit": "MultiEdit",
+    "apply_patch": "Edit", "glob": "Glob", "grep": "Grep", "list": "LS", "task": "Task",
+    "skill": "Skill", "webfetch": "WebFetch", "websearch": "WebSearch", "todowrite": "TodoWrite",
+}  # fmt: skip
+# swell tool names whose opencode permission key is another: `edit` covers every file change
+PERMISSION_KEYS = {"ls": "list"} | dict.fromkeys(("write", "multiedit", "notebookedit"), "edit")
 FILE_TOOLS = ("write", "edit", "multiedit")
 TARGET_KEYS = ("filePath", "path", "command", "pattern", "url", "query", "description", "name")
 RATE = ("rate limit", "rate_limit", "too many requests", "quota")
@@ -112,12 +100,12 @@ def permission_rules(allowed: list[str], denied: list[str]) -> Rules:
             pattern = rest[:-1].strip() if rest.endswith(")") else "*"
             if pattern.endswith(":*"):  # Claude Code's legacy prefix form, `Bash(git:*)`
                 pattern = pattern[:-2] + " *"
-            key = name.strip().lower()
-            if key.startswith("mcp__"):  # mcp__server__tool -> server_tool
-                key = "_".join(part for part in key[5:].split("__") if part) + (
-                    "" if key.count("__") > 1 else "_*"
-                )
-            key = PERMISSION_KEYS.get(key, key)
+            key = name.strip()
+            if key.lower() in TOOL_NAMES or key.lower() in PERMISSION_KEYS:
+                key = PERMISSION_KEYS.get(key.lower(), key.lower())
+            elif key.startswith("mcp__"):  # Claude Code's mcp__server[__tool]: server_tool
+                server, _, mcp_tool = key[5:].partition("__")
+                key = f"{server}_{mcp_tool or '*'}"
             rules.setdefault(key, {})[pattern or "*"] = action
     return rules
 
@@ -157,18 +145,12 @@ class OpencodeAdapter:
     capabilities = Capabilities(
         resume=True, tools=True, enforces_permissions=True, json_schema=False
     )
+    # opencode's own settings and the keys of the providers it knows best
     env_passthrough: tuple[str, ...] = (
-        "OPENCODE_*",
-        "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY",
-        "OPENROUTER_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_GENERATIVE_AI_API_KEY",
-        "GROQ_API_KEY",
-        "DEEPSEEK_API_KEY",
-        "MISTRAL_API_KEY",
+        "OPENCODE_*", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY",
+        "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "DEEPSEEK_API_KEY", "MISTRAL_API_KEY",
         "XAI_API_KEY",
-    )
+    )  # fmt: skip
 
     def __init__(self, setup: AdapterSetup) -> None:
         self.options = OpencodeOptions.model_validate(setup.options)

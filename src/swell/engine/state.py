@@ -13,6 +13,7 @@ from typing import Any
 
 from swell.engine.graph import Activation
 from swell.events.models import BaseEvent, GateResolved, GateWaiting
+from swell.threads.fidelity import Entry
 
 
 @dataclass
@@ -54,8 +55,8 @@ class RunState:
     breaker: dict[str, tuple[str, int]] = field(default_factory=dict)
     rounds: int = 0
     thread_rounds: Counter[str] = field(default_factory=Counter)
-    # the latest round of each thread: its step, adapter and agent session (for resume)
-    thread_last: dict[str, dict[str, Any]] = field(default_factory=dict)
+    threads: dict[str, list[Entry]] = field(default_factory=dict)  # each thread's rounds
+    summaries: dict[tuple[str, int], str] = field(default_factory=dict)  # (thread, upto) -> text
     started_once: bool = False
 
     @classmethod
@@ -125,7 +126,12 @@ def _round(s: RunState, ev: Any) -> None:
     s.rounds = max(s.rounds, ev.round)
     if ev.thread:
         s.thread_rounds[ev.thread] = max(s.thread_rounds[ev.thread], ev.thread_round or 0)
-        s.thread_last[ev.thread] = {"step_id": ev.step_id, "round": ev.thread_round, **ev.metadata}
+        entry = Entry(ev.thread_round or 0, ev.role, ev.persona, ev.content, dict(ev.metadata))
+        s.threads.setdefault(ev.thread, []).append(entry)
+
+
+def _summary(s: RunState, ev: Any) -> None:
+    s.summaries[(ev.thread, ev.upto_round)] = ev.text
 
 
 def _interrupted(s: RunState, ev: Any) -> None:
@@ -170,6 +176,7 @@ _HANDLERS = {
     "step.finished": _finished,
     "step.interrupted": _interrupted,
     "round.recorded": _round,
+    "thread.summarized": _summary,
     "context.set": _context,
     "artifact.written": _artifact,
     "gate.waiting": _gate_waiting,

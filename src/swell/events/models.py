@@ -111,6 +111,29 @@ class RoundRecorded(BaseEvent):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class ThreadContext(BaseEvent):
+    """What a threaded visit was given of its thread."""
+
+    type: Literal["thread.context"] = "thread.context"
+    thread: str
+    fidelity: Literal["full", "compact", "summary", "fresh"]
+    requested: str
+    native_resume: bool = False
+    session_id: str | None = None
+    rounds: int = 0
+    chars: int = 0
+
+
+class ThreadSummarized(BaseEvent):
+    """A summary of a thread up to a round (reused while the thread has not moved on)."""
+
+    type: Literal["thread.summarized"] = "thread.summarized"
+    thread: str
+    upto_round: int
+    text: str
+    persona: str | None = None
+
+
 class RouteTaken(BaseEvent):
     type: Literal["route.taken"] = "route.taken"
     target: str
@@ -225,6 +248,8 @@ Event = Annotated[
     | StepFinished
     | StepInterrupted
     | RoundRecorded
+    | ThreadContext
+    | ThreadSummarized
     | RouteTaken
     | ContextSet
     | ArtifactWritten

@@ -1,0 +1,144 @@
+"""What a threaded prompt visit is given of its thread (docs/threads.md).
+
+`full`: resume the agent's own session when the thread's last agent round ran on the
+same adapter (sending only what happened since), else the whole transcript; `compact`:
+a template, no model call; `summary`: a summarizer persona's summary, cached per thread
+position, falling back to compact; `fresh`: nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from swell.adapters.base import AgentAdapter, AgentRequest
+from swell.engine.agents import drive, make_adapter, swell_bin, system_prompt, visit_env
+from swell.engine.context import VisitContext
+from swell.events import models as ev
+from swell.threads.fidelity import (
+    SUMMARIZER_SYSTEM,
+    Entry,
+    compact,
+    fetch_hint,
+    summary_prompt,
+    transcript,
+)
+
+DEFAULT_SUMMARIZER_ADAPTER = "local"  # the embedded model: runs anywhere, offline
+SUMMARIZER_TIMEOUT = 300.0
+
+
+@dataclass
+class ThreadContext:
+    preamble: str = ""
+    resume_session: str | None = None
+    fidelity: str = "fresh"
+    native_resume: bool = False
+    events: list[ev.BaseEvent] = field(default_factory=list)
+
+
+async def prepare(ctx: VisitContext, adapter_name: str, adapter: AgentAdapter) -> ThreadContext:
+    step, thread = ctx.step, ctx.step.thread
+    requested = step.fidelity or ("full" if thread else "fresh")
+    if not thread:
+        return ThreadContext()
+    entries = ctx.state.threads.get(thread, [])
+    hint = fetch_hint(swell_bin(), ctx.plan.run_id, thread)
+    out = ThreadContext(fidelity=requested if entries else "fresh")
+    if not entries or requested == "fresh":
+        pass
+    elif requested == "full":
+        last = next((e for e in reversed(entries) if e.metadata.get("adapter")), None)
+        session = last.metadata.get("session_id") if last else None
+        if (
+            last
+            and session
+            and last.metadata.get("adapter") == adapter_name
+            and adapter.capabilities.resume
+        ):
+            later = [e for e in entries if e.round > last.round]
+            out.resume_session, out.native_resume = str(session), True
+            out.preamble = (
+                transcript(thread, later, "Since your last turn in this thread") if later else ""
+            )
+        else:
+            out.preamble = transcript(thread, entries)
+    elif requested == "compact":
+        out.preamble = compact(thread, ctx.plan.input, entries, ctx.state.context, hint)
+    else:
+        upto = entries[-1].round
+        text = ctx.state.summaries.get((thread, upto))
+        if text is None:
+            text, problem = await _summarize(ctx, thread, entries)
+            if text is not None:
+                out.events.append(
+                    ev.ThreadSummarized(
+                        thread=thread, upto_round=upto, text=text, persona=_summarizer_persona(ctx)
+                    )
+                )
+            else:
+                out.events.append(
+                    ev.Warning(
+                        message=f"thread '{thread}': summarizer unavailable "
+                        f"({problem}); using compact fidelity"
+                    )
+                )
+        if text is None:
+            out.fidelity = "compact"
+            out.preamble = compact(thread, ctx.plan.input, entries, ctx.state.context, hint)
+        else:
+            out.preamble = (
+                f"## Summary of this thread so far ({thread})\n{text.strip()}\n\n{hint}\n"
+            )
+    out.events.append(
+        ev.ThreadContext(
+            thread=thread,
+            fidelity=out.fidelity,
+            requested=requested,
+            native_resume=out.native_resume,
+            session_id=out.resume_session,
+            rounds=len(entries),
+            chars=len(out.preamble),
+        )
+    )
+    return out
+
+
+def _summarizer_persona(ctx: VisitContext) -> str | None:
+    return ctx.plan.project.manifest.runtime.relay.summarizer_persona
+
+
+async def _summarize(
+    ctx: VisitContext, thread: str, entries: list[Entry]
+) -> tuple[str | None, str]:
+    """A summary from the summarizer persona (or the built-in local model); None and why
+    when it cannot be had."""
+    manifest = ctx.plan.project.manifest
+    name = _summarizer_persona(ctx)
+    persona = manifest.personas.get(name) if name else None
+    if name and persona is None:
+        return None, f"summarizer persona '{name}' is not defined"
+    adapter_name = (persona.adapter if persona else None) or DEFAULT_SUMMARIZER_ADAPTER
+    try:
+        adapter = make_adapter(ctx, adapter_name)
+        config = manifest.adapters.get(adapter_name)
+        model = (persona.model if persona else None) or (config.default_model if config else None)
+        request = AgentRequest(
+            prompt=summary_prompt(thread, ctx.plan.input, entries),
+            system_prompt="\n\n".join(
+                filter(None, [SUMMARIZER_SYSTEM, system_prompt(ctx.plan.project.root, persona)])
+            ),
+            workspace=ctx.workspace.path,
+            model=model,
+            timeout_s=SUMMARIZER_TIMEOUT,
+            temperature=0.0,
+            env=visit_env(ctx, adapter, {}),
+            run_id=ctx.plan.run_id,
+            step_id=f"{ctx.step.id}.summary",
+            visit=1 + sum(1 for key in ctx.state.summaries if key[0] == thread),  # the n-th summary
+        )
+        result = await drive(adapter, request, None)
+    except Exception as exc:
+        return None, str(exc) or type(exc).__name__
+    if result is None or not result.success or not result.text.strip():
+        return None, (result.error if result else None) or "no summary returned"
+    return result.text, ""
