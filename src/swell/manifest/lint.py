@@ -320,6 +320,14 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                         parse_template(expr)
                     except ExpressionError as exc:
                         add(src.problem((*loc, "output", "context", key), str(exc)))
+        if step.fidelity and step.fidelity != "fresh" and not step.thread:
+            add(
+                src.problem(
+                    (*loc, "fidelity"),
+                    "`fidelity` has no effect without `thread`",
+                    severity="warning",
+                )
+            )
         _later_issue_warnings(step, loc, loaded, report)
 
     if report.errors:
@@ -572,8 +580,6 @@ def _later_issue_warnings(
         pending.append(("handover", "handover contracts are not checked yet"))
     if step.handover and step.handover.compaction:
         pending.append(("handover", "handover.compaction (relay) is not active yet"))
-    if step.thread or (step.fidelity and step.fidelity != "fresh"):
-        pending.append(("thread", "threads are not shared yet; every visit starts fresh"))
     if step.retry:
         pending.append(("retry", "step retry policies are not applied yet"))
     for key, message in pending:
