@@ -155,3 +155,129 @@ personas:
     run_id = run_id_of(result.stdout)
     arts = {a["name"]: a for a in swell_json("artifacts", run_id, cwd=project)}
     assert Path(arts["answer"]["path"]).read_text() == "Wrote greeting.txt."
+
+
+THREADED = """
+kind: WavePipeline
+metadata: {name: loop}
+steps:
+  - id: implement
+    persona: coder
+    thread: impl
+    exec: {type: prompt, source: "Make greeting.txt say hello {{ input }}."}
+  - id: run-tests
+    type: command
+    thread: impl
+    dependencies: [implement]
+    script: |
+      grep -q "hello {{ input }}" greeting.txt || { echo "FAILED: greeting.txt lacks hello" >&2; exit 1; }
+  - id: check
+    type: conditional
+    dependencies: [run-tests]
+    edges: [{target: _complete, condition: outcome=success}, {target: implement}]
+"""
+
+
+@pytest.mark.agent_cli
+def test_claude_thread_resumes_its_session_natively(tmp_path: Path) -> None:
+    binary = cli_path("claude")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "wave.yaml").write_text(_manifest(binary, "claude"))
+    write_pipeline(project, "loop", THREADED)
+    replies = [
+        Reply(
+            tool_calls=[ToolCall("Write", {"file_path": "greeting.txt", "content": "hi there\n"})]
+        ),
+        Reply(text="FIRST-ANSWER: wrote hi there."),
+        Reply(
+            tool_calls=[
+                ToolCall("Write", {"file_path": "greeting.txt", "content": "hello world\n"})
+            ]
+        ),
+        Reply(text="Fixed it."),
+    ]
+    home = tmp_path / "home"
+    home.mkdir()
+    with Twin(replies, protocols=("anthropic",)) as twin:
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": twin.url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(tmp_path),
+        }
+        result = swell("run", "loop", "--input", "world", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    contexts = [
+        json.loads(line)
+        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
+    ]
+    context = [e for e in contexts if e["type"] == "thread.context"]
+    assert context[-1]["native_resume"] is True and context[-1]["fidelity"] == "full"
+    # the second visit's first model call carries the first visit's conversation
+    # (the resumed session) and, as the new turn, the failing test output
+    second_visit = twin.model_calls[2].body
+    dump = json.dumps(second_visit["messages"])
+    assert "FIRST-ANSWER: wrote hi there." in dump
+    assert "FAILED: greeting.txt lacks hello" in dump
+
+
+@pytest.mark.agent_cli
+def test_codex_thread_resumes_its_session_natively(tmp_path: Path) -> None:
+    binary = cli_path("codex")
+    project = tmp_path / "proj"
+    project.mkdir()
+    codex_home, home = tmp_path / "codex-home", tmp_path / "home"
+    codex_home.mkdir()
+    home.mkdir()
+    (codex_home / "config.toml").write_text(
+        "[analytics]\nenabled = false\n\n[features]\nplugins = false\n"
+    )
+    write_pipeline(project, "loop", THREADED)
+    replies = [
+        Reply(
+            tool_calls=[ToolCall("exec_command", {"cmd": "printf 'hi there\\n' > greeting.txt"})]
+        ),
+        Reply(text="FIRST-ANSWER: wrote hi there."),
+        Reply(
+            tool_calls=[ToolCall("exec_command", {"cmd": "printf 'hello world\\n' > greeting.txt"})]
+        ),
+        Reply(text="Fixed it."),
+    ]
+    with Twin(replies, protocols=("openai_responses",)) as twin:
+        (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+adapters:
+  codex:
+    binary: {binary}
+    options:
+      base_url: {twin.url}/v1
+      api_key_env: TWIN_API_KEY
+      config:
+        model_providers.swell.request_max_retries: 0
+        model_providers.swell.stream_max_retries: 0
+personas:
+  coder:
+    adapter: codex
+    model: gpt-5.1-codex
+    permissions: {{allowed_tools: [Bash]}}
+""")
+        env = {
+            **os.environ,
+            "CODEX_HOME": str(codex_home),
+            "HOME": str(home),
+            "TWIN_API_KEY": "sk-twin",
+        }
+        result = swell("run", "loop", "--input", "world", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    logs = [
+        json.loads(line)
+        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
+    ]
+    context = [e for e in logs if e["type"] == "thread.context"]
+    assert context[-1]["native_resume"] is True
+    dump = json.dumps(twin.model_calls[2].body)
+    assert "FIRST-ANSWER: wrote hi there." in dump and "FAILED: greeting.txt lacks hello" in dump

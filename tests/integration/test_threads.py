@@ -264,3 +264,35 @@ def test_swell_thread_pages_through_a_run(tmp_path: Path) -> None:
         "run-tests",
     ]
     assert swell("thread", "no-such-run", cwd=project).returncode == 1
+
+
+def test_threads_survive_kill_9_and_resume(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    from conftest import start_swell
+
+    project = tmp_path / "p"
+    project.mkdir()
+    setup(project)
+    pipeline = (project / ".agents/pipelines/impl.yaml").read_text()
+    (project / ".agents/pipelines/impl.yaml").write_text(
+        pipeline.replace("      n=$(grep", "      sleep 1\n      n=$(grep")
+    )
+    proc = start_swell("run", "impl", "--input", "feature X", "-o", "json", cwd=project)
+    assert proc.stdout is not None
+    run_id = ""
+    for line in proc.stdout:
+        event = json.loads(line)
+        run_id = event["run_id"]
+        if event["type"] == "step.started" and event["step_id"] == "run-tests":
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    resumed = swell("resume", run_id, cwd=project)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    second = [c for c in calls(project) if c["step_id"] == "implement"][1]
+    assert second["resume_session"] == "sess-1"
+    assert "FAILED test_feature: found 1 lines" in second["prompt"]
+    rounds = swell_json("thread", run_id, "--thread", "impl", cwd=project)["rounds"]
+    assert [r["role"] for r in rounds] == ["implement", "run-tests", "implement", "run-tests"]
