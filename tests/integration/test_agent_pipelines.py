@@ -281,3 +281,32 @@ personas:
     assert context[-1]["native_resume"] is True
     dump = json.dumps(twin.model_calls[2].body)
     assert "FIRST-ANSWER: wrote hi there." in dump and "FAILED: greeting.txt lacks hello" in dump
+
+
+def test_adapter_without_resume_gets_the_transcript_injected(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    write_pipeline(
+        project,
+        "loop",
+        THREADED.replace(
+            '    exec: {type: prompt, source: "Make greeting.txt say hello {{ input }}."}',
+            '    exec: {type: prompt, source: "Write a greeting for {{ input }}."}\n'
+            "    output_artifacts: [{name: greeting, path: greeting.txt, source: stdout}]",
+        ),
+    )
+    replies = [Reply(text="hi there"), Reply(text="hello world")]
+    with Twin(replies, protocols=("openai_chat",)) as twin:
+        (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+adapters:
+  openai:
+    options: {{base_url: {twin.url}/v1}}
+personas:
+  coder: {{adapter: openai, model: gpt-test}}
+""")
+        result = swell("run", "loop", "--input", "world", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    second = json.dumps(twin.model_calls[1].body["messages"])
+    assert "Earlier in this thread (impl)" in second
+    assert "hi there" in second and "FAILED: greeting.txt lacks hello" in second
