@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from twins.proxy import proxy  # noqa: F401 - a fixture for every test module
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 

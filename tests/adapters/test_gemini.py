@@ -14,11 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,40 +35,11 @@ from swell.adapters.base import (
 )
 from swell.adapters.gemini import GeminiAdapter, policy
 from twins.gemini import api_error
+from twins.proxy import DeadProxy
 from twins.server import Reply, ToolCall, Twin
 
 real_cli = pytest.mark.agent_cli
 MODEL = "gemini-2.5-pro"
-
-
-class DeadProxy:
-    """A proxy that answers nothing and records what tried to go through it."""
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                self.seen.append(conn.recv(4096).split(b"\r\n")[0].decode(errors="replace"))
-
-
-@pytest.fixture
-def proxy() -> Iterator[DeadProxy]:
-    dead = DeadProxy()
-    yield dead
-    dead.sock.close()
-    assert dead.seen == [], f"the CLI tried to reach the internet: {dead.seen}"
 
 
 def adapter(tmp_path: Path, binary: str | Path | None, **options: Any) -> GeminiAdapter:

@@ -277,8 +277,7 @@ class _Stream:
         self.session_id: str | None = None
         self.texts: dict[str, list[str]] = {}  # message id -> its text parts
         self.last_message: str | None = None
-        self.usage = Usage()
-        self.steps = 0
+        self.steps: list[Usage] = []  # per model call, from step_finish
         self.errors: list[dict[str, Any]] = []
         self.bad_lines: list[str] = []
         self.files: list[str] = []
@@ -337,13 +336,15 @@ class _Stream:
             cache_write_tokens=_int(cache.get("write")),
             cost_usd=float(cost) if isinstance(cost := part.get("cost"), int | float) else None,
         )
-        self.steps += 1
-        self.usage.input_tokens += step.input_tokens
-        self.usage.output_tokens += step.output_tokens
-        self.usage.cache_read_tokens += step.cache_read_tokens
-        self.usage.cache_write_tokens += step.cache_write_tokens
-        self.usage.cost_usd = (self.usage.cost_usd or 0.0) + (step.cost_usd or 0.0)
+        self.steps.append(step)
         return step
+
+    def total(self) -> Usage:
+        """The visit's usage: the sum over its steps; a cost of 0 means opencode knew no price."""
+        keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+        total = Usage(**{key: sum(getattr(step, key) for step in self.steps) for key in keys})
+        total.cost_usd = sum(step.cost_usd or 0.0 for step in self.steps) or None
+        return total
 
     def _relative(self, path: str) -> str:
         full = (self.workspace / path).resolve()
@@ -352,12 +353,9 @@ class _Stream:
         )
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
-        usage = self.usage.model_copy()
-        if not usage.cost_usd:  # opencode says 0 when it knows no price: unknown, not free
-            usage.cost_usd = None
         text = "\n".join(self.texts.get(self.last_message or "", []))
         fields: dict[str, Any] = {
-            "usage": usage,
+            "usage": self.total(),
             "session_id": self.session_id,
             "files_changed": self.files,
             "text": text,

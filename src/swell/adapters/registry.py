@@ -30,6 +30,7 @@ BUILTIN = {
     "openai": "swell.adapters.openai_api:OpenAIAdapter",
     "local": "swell.adapters.local:LocalAdapter",
     "gemini": "swell.adapters.gemini:GeminiAdapter",
+    "opencode": "swell.adapters.opencode:OpencodeAdapter",
 }
 
 
