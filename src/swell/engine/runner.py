@@ -240,7 +240,9 @@ class Runner:
         """One visit: find its workspace, hand it its inputs, run its kind, check it."""
         step = visit.step
         try:
-            ws = self.workspaces.for_step(step, render(base_namespace(self.plan, self.state, step)))
+            ws = self.workspaces.for_step(
+                step, lambda text: render(base_namespace(self.plan, self.state, step))(text)
+            )
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc))
         visit.workspace = ws.path
