@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from swell.adapters.registry import AdapterRegistry, default_registry
+from swell.contracts.registry import ContractTypes, default_contract_types
 from swell.engine.context import (
     ChildOutcome,
     GateDecision,
@@ -48,10 +49,11 @@ FINAL = ("succeeded", "failed", "cancelled")
 
 @dataclass
 class Registries:
-    """The step kinds and adapters this process knows."""
+    """The step kinds, adapters and contract types this process knows."""
 
     adapters: AdapterRegistry
     step_kinds: StepKinds
+    contract_types: ContractTypes
 
     def lint_context(self) -> LintContext:
         return LintContext(
@@ -59,11 +61,12 @@ class Registries:
             self.adapters.names(),
             self.adapters.options_model,
             self.adapters.enforces_permissions,
+            self.contract_types.names(),
         )
 
 
 def open_registries() -> Registries:
-    return Registries(default_registry(), default_step_kinds())
+    return Registries(default_registry(), default_step_kinds(), default_contract_types())
 
 
 @dataclass
@@ -265,6 +268,7 @@ async def execute(
         return Services(
             step_kinds=rt.registries.step_kinds,
             adapters=rt.registries.adapters,
+            contract_types=rt.registries.contract_types,
             gates=StoreGates(rt.store),
             prompter=prompter,
             control=StoreControl(rt.store),

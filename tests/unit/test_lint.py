@@ -29,7 +29,7 @@ def test_example_project_lints_clean(tmp_path: Path, monkeypatch: pytest.MonkeyP
     project = load_project(root)
     problems = lint_project(project, ctx).problems
     names = sorted(pipeline_paths(root))
-    assert names == ["agent-loop", "hello", "loop", "release", "review"]
+    assert names == ["agent-loop", "hello", "impl-issue", "loop", "release", "review"]
     for name in names:
         problems += lint_pipeline(project, load_pipeline(root, name), ctx).errors
     assert problems == []

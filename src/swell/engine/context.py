@@ -13,6 +13,7 @@ from swell.manifest.models import Step
 
 if TYPE_CHECKING:
     from swell.adapters.registry import AdapterRegistry
+    from swell.contracts.registry import ContractTypes
     from swell.engine.graph import Activation
     from swell.engine.state import OpenVisit, RunState
     from swell.engine.steps import StepKinds
@@ -94,6 +95,7 @@ class Services:
 
     step_kinds: StepKinds
     adapters: AdapterRegistry
+    contract_types: ContractTypes
     gates: GateDecisions | None = None
     prompter: GatePrompter | None = None
     control: RunControl | None = None
@@ -118,6 +120,8 @@ class StepResult:
     tokens_out: int = 0
     cost_usd: float = 0.0
     error_key_override: str | None = None
+    # a contract failure that decides what happens next (see engine/handover.py)
+    failure: Any = None
     # how the visit reads in the run's history (`swell thread`)
     round_content: str | None = None
     round_meta: dict[str, Any] = field(default_factory=dict)

@@ -8,16 +8,19 @@ those events, so a resumed run continues from the same place.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swell.engine import handover
 from swell.engine.context import RunPlan, Services, StepResult, VisitContext
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import normalize_error
 from swell.engine.outputs import evaluate_context
+from swell.engine.retry import max_attempts
 from swell.engine.state import OpenVisit, RunState
 from swell.engine.visit import base_namespace, inject_artifacts, namespace, render
 from swell.errors import SwellError
@@ -239,9 +242,12 @@ class Runner:
     async def _execute(self, visit: _Visit) -> StepResult:
         """One visit: find its workspace, hand it its inputs, run its kind, check it."""
         step = visit.step
+        # a rework visit works in the workspace of the step it reworks, on its contracts
+        rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
+        owner = self.graph.steps[rework.for_step] if rework else step
         try:
             ws = self.workspaces.for_step(
-                step, lambda text: render(base_namespace(self.plan, self.state, step))(text)
+                owner, lambda text: render(base_namespace(self.plan, self.state, owner))(text)
             )
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc))
@@ -262,10 +268,25 @@ class Runner:
             resumed=visit.resumed,
         )
         result = await self.services.step_kinds.get(step.kind)(ctx)
-        mount_problems = self.workspaces.after_visit(ws)
-        if mount_problems:
+        problems = self.workspaces.after_visit(ws)
+        if step.output_artifacts:
+            found, missing = artifacts.collect(ws.path, step.output_artifacts, result.stdout)
+            for art in found:
+                art.step_id, art.visit = step.id, visit.visit
+            result.events += found
+            problems += missing
+        if problems and result.outcome == "success":
             result.outcome = "failure"
-            result.error = "; ".join(filter(None, [result.error, *mount_problems]))
+            result.error = "; ".join(filter(None, [result.error, *problems]))
+        if result.outcome == "success" and owner.handover and owner.handover.all_contracts:
+            result.failure = await handover.check(ctx, result, owner)
+            if result.failure is not None:
+                failed = result.failure
+                result.outcome = "failure"
+                result.error = (
+                    f"contract {failed.index + 1} ({failed.contract.type}) of step "
+                    f"'{owner.id}' failed: {failed.result.error or 'failed'}"
+                )
         return result
 
     # --------------------------------------------------------------- a visit ends
@@ -281,15 +302,6 @@ class Runner:
                 batch.append(ev.ContextSet(key=key, value=value, **stamp))
                 context_after[key] = value
             batch += [ev.Warning(message=p, **stamp) for p in problems]
-        if step.output_artifacts:
-            found, problems = artifacts.collect(
-                visit.workspace or self.plan.workspace, step.output_artifacts, result.stdout
-            )
-            for art in found:
-                art.step_id, art.visit = step.id, visit.visit
-            batch += found
-            if problems and result.outcome == "success":
-                result.outcome, result.error = "failure", "; ".join(problems)
         failed = result.outcome == "failure"
         error_key = None
         if failed and step.kind != "conditional" and not step.optional:
@@ -322,19 +334,7 @@ class Runner:
                     fail=f"circuit breaker: step '{step.id}' failed {count} times in a row "
                     f"with the same error: {first}"
                 )
-        routing = self.graph.next_steps(
-            VisitOutcome(
-                step.id,
-                visit.visit,
-                "failure" if failed else "success",
-                result.error,
-                failed and step.optional,
-                result.choice_target,
-                result.choice_key,
-            ),
-            context_after,
-            state.finished | {step.id},
-        )
+        routing = self._route(visit, result, failed, context_after, batch)
         if routing.route:
             batch.append(
                 ev.RouteTaken(
@@ -358,6 +358,105 @@ class Runner:
                 )
         self.record(batch)
         return routing
+
+    def _route(
+        self,
+        visit: _Visit,
+        result: StepResult,
+        failed: bool,
+        context: dict[str, str],
+        batch: list[ev.BaseEvent],
+    ) -> Routing:
+        """Where the run goes after this visit: a contract's retry or rework, or the graph."""
+        step, failure = visit.step, result.failure
+        if failure is not None and failure.policy == "rework":
+            return self._rework(visit, failure, batch)
+        if failure is not None and failure.policy == "retry":
+            return self._retry(visit, failure, batch)
+        rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
+        if rework is not None and not failed:
+            # the reworked step's contracts now pass: go on as that step would have
+            source, source_visit, optional = rework.for_step, rework.for_visit, False
+        else:
+            source, source_visit, optional = step.id, visit.visit, failed and step.optional
+        return self.graph.next_steps(
+            VisitOutcome(
+                source,
+                source_visit,
+                "failure" if failed else "success",
+                result.error,
+                optional,
+                result.choice_target,
+                result.choice_key,
+            ),
+            context,
+            self.state.finished | {step.id, source},
+        )
+
+    def _rework(
+        self, visit: _Visit, failure: handover.Failure, batch: list[ev.BaseEvent]
+    ) -> Routing:
+        owner = failure.owner
+        target = failure.contract.rework_step or (owner.retry.rework_step if owner.retry else None)
+        if not target or target not in self.graph.steps:
+            return Routing(fail=f"step '{owner.id}' needs rework but no rework_step is set")
+        rework = (
+            self.state.reworks.get(visit.step.id) if visit.activation.reason == "rework" else None
+        )
+        for_visit = rework.for_visit if rework else visit.visit
+        path, data = handover.write_feedback(self.plan.run_dir, failure, visit.step.id, visit.visit)
+        stamp = {"step_id": visit.step.id, "visit": visit.visit}
+        raw = path.read_bytes()
+        batch += [
+            ev.ArtifactWritten(
+                name="review-feedback",
+                path=str(path),
+                sha256=hashlib.sha256(raw).hexdigest(),
+                size=len(raw),
+                artifact_type="json",
+                **stamp,
+            ),
+            ev.ReworkRequested(
+                step_id=target,
+                for_step=owner.id,
+                for_visit=for_visit,
+                contract_type=failure.contract.type,
+                reason=failure.result.error or "failed",
+                reviewer=failure.contract.reviewer or failure.contract.persona,
+                feedback_path=str(path),
+                feedback=data,
+            ),
+            ev.StepQueued(
+                step_id=target, reason="rework", source_step=visit.step.id, source_visit=visit.visit
+            ),
+        ]
+        return Routing()
+
+    def _retry(
+        self, visit: _Visit, failure: handover.Failure, batch: list[ev.BaseEvent]
+    ) -> Routing:
+        step = visit.step
+        previous = self.state.retries.get(step.id)
+        attempt = (previous.attempt if previous else 1) + 1
+        limit = max_attempts(step.retry, default=2)  # `on_failure: retry` means at least one more
+        if attempt > limit:
+            return Routing(
+                fail=f"step '{step.id}' still fails its contracts after {limit} attempts: "
+                f"{failure.result.error or 'failed'}"
+            )
+        batch += [
+            ev.RetryRequested(
+                step_id=step.id,
+                visit=visit.visit,
+                attempt=attempt,
+                max_attempts=limit,
+                reason=failure.result.error or "failed",
+            ),
+            ev.StepQueued(
+                step_id=step.id, reason="retry", source_step=step.id, source_visit=visit.visit
+            ),
+        ]
+        return Routing()
 
     def _round(self, visit: _Visit, result: StepResult, failed: bool) -> ev.RoundRecorded:
         step, thread = visit.step, visit.step.thread

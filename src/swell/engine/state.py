@@ -57,6 +57,9 @@ class RunState:
     thread_rounds: Counter[str] = field(default_factory=Counter)
     threads: dict[str, list[Entry]] = field(default_factory=dict)  # each thread's rounds
     summaries: dict[tuple[str, int], str] = field(default_factory=dict)  # (thread, upto) -> text
+    # contract failures waiting to be handled: rework step -> the request, step -> retry
+    reworks: dict[str, Any] = field(default_factory=dict)
+    retries: dict[str, Any] = field(default_factory=dict)
     started_once: bool = False
 
     @classmethod
@@ -130,6 +133,14 @@ def _round(s: RunState, ev: Any) -> None:
         s.threads.setdefault(ev.thread, []).append(entry)
 
 
+def _rework(s: RunState, ev: Any) -> None:
+    s.reworks[ev.step_id] = ev
+
+
+def _retry(s: RunState, ev: Any) -> None:
+    s.retries[ev.step_id] = ev
+
+
 def _summary(s: RunState, ev: Any) -> None:
     s.summaries[(ev.thread, ev.upto_round)] = ev.text
 
@@ -177,6 +188,8 @@ _HANDLERS = {
     "step.interrupted": _interrupted,
     "round.recorded": _round,
     "thread.summarized": _summary,
+    "rework.requested": _rework,
+    "retry.requested": _retry,
     "context.set": _context,
     "artifact.written": _artifact,
     "gate.waiting": _gate_waiting,

@@ -61,7 +61,7 @@ class StepQueued(BaseEvent):
     """A step was activated and will run when a slot and its dependencies allow."""
 
     type: Literal["step.queued"] = "step.queued"
-    reason: Literal["entry", "edge", "dependency", "choice", "resume"]
+    reason: Literal["entry", "edge", "dependency", "choice", "resume", "retry", "rework"]
     source_step: str | None = None
     source_visit: int | None = None
 
@@ -132,6 +132,74 @@ class ThreadSummarized(BaseEvent):
     upto_round: int
     text: str
     persona: str | None = None
+
+
+class ContractPassed(BaseEvent):
+    type: Literal["contract.passed"] = "contract.passed"
+    index: int
+    contract_type: str
+    note: str | None = None  # e.g. passed only because fail_open
+    for_step: str | None = None  # set when a rework visit re-checks another step's contracts
+
+
+class ContractFailed(BaseEvent):
+    type: Literal["contract.failed"] = "contract.failed"
+    index: int
+    contract_type: str
+    policy: Literal["fail", "retry", "rework", "continue", "warn", "skip"]
+    error: str
+    verdict: str | None = None
+    for_step: str | None = None
+
+
+class ReviewStarted(BaseEvent):
+    type: Literal["review.started"] = "review.started"
+    index: int
+    reviewer: str
+
+
+class ReviewCompleted(BaseEvent):
+    """An agent review and what it cost; the store keeps these in its reviews table."""
+
+    type: Literal["review.completed"] = "review.completed"
+    index: int
+    reviewer: str
+    adapter: str | None = None
+    model: str | None = None
+    verdict: str | None = None  # None when the reviewer could not give one
+    issues: list[dict[str, Any]] = Field(default_factory=list)
+    suggestions: list[str] = Field(default_factory=list)
+    confidence: float | None = None
+    summary: str | None = None
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    duration_ms: int = 0
+    for_step: str | None = None
+
+
+class ReworkRequested(BaseEvent):
+    """A contract of `for_step` failed with `on_failure: rework`: `step_id` runs next,
+    in that step's workspace, with the failure (and a review's feedback) in its prompt."""
+
+    type: Literal["rework.requested"] = "rework.requested"
+    for_step: str
+    for_visit: int
+    contract_type: str
+    reason: str
+    reviewer: str | None = None
+    feedback_path: str | None = None
+    feedback: dict[str, Any] | None = None
+
+
+class RetryRequested(BaseEvent):
+    """A contract failed with `on_failure: retry`: the step runs again with the error."""
+
+    type: Literal["retry.requested"] = "retry.requested"
+    attempt: int  # the attempt about to start (2 = first retry)
+    max_attempts: int
+    reason: str
 
 
 class RouteTaken(BaseEvent):
@@ -250,6 +318,12 @@ Event = Annotated[
     | RoundRecorded
     | ThreadContext
     | ThreadSummarized
+    | ContractPassed
+    | ContractFailed
+    | ReviewStarted
+    | ReviewCompleted
+    | ReworkRequested
+    | RetryRequested
     | RouteTaken
     | ContextSet
     | ArtifactWritten

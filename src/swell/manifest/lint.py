@@ -36,6 +36,7 @@ class LintContext:
     adapter_options: Callable[[str], type[BaseModel] | None] | None = None
     # adapter type -> whether it enforces allowed/denied tools
     enforces_permissions: Callable[[str], bool] | None = None
+    contract_types: Collection[str] = ()
 
 
 @dataclass
@@ -281,6 +282,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
             )
         _lint_kind(project, loaded, step, loc, ids, ctx, report)
         _lint_workspace(project, loaded, step, loc, ids, report)
+        _lint_contracts(project, loaded, step, loc, ids, ctx, report)
         _lint_templates(project, loaded, step, loc, ids, context_keys, report)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
@@ -498,6 +500,104 @@ def _lint_workspace(
         )
 
 
+MECHANICAL = ("test_suite", "json_schema", "non_empty_file")
+
+
+def _lint_contracts(
+    project: Project,
+    loaded: LoadedPipeline,
+    step: Step,
+    loc: tuple[str | int, ...],
+    ids: dict[str, int],
+    ctx: LintContext,
+    report: LintReport,
+) -> None:
+    """Contract types and their required fields, reviewers, rework targets, order."""
+    if not step.handover:
+        return
+    src, add, m = loaded.source, report.problems.append, project.manifest
+    single = step.handover.contract is not None
+    seen_review = False
+    for i, contract in enumerate(step.handover.all_contracts):
+        if single and i == 0:
+            cloc: tuple[str | int, ...] = (*loc, "handover", "contract")
+        else:
+            cloc = (*loc, "handover", "contracts", i - (1 if single else 0))
+        kind = contract.type
+        if ctx.contract_types and kind not in ctx.contract_types:
+            add(
+                src.problem(
+                    (*cloc, "type"),
+                    f"unknown contract type '{kind}' "
+                    f"(known: {', '.join(sorted(ctx.contract_types))})",
+                )
+            )
+            continue
+        needs = {
+            "test_suite": contract.command,
+            "non_empty_file": contract.source,
+            "json_schema": contract.schema_ or contract.schema_path,
+        }
+        if kind in needs and not needs[kind]:
+            field_name = {
+                "test_suite": "command",
+                "non_empty_file": "source",
+                "json_schema": "schema or schema_path",
+            }[kind]
+            add(src.problem(cloc, f"a {kind} contract needs `{field_name}`"))
+        for attr in ("schema_path", "criteria_path"):
+            rel = getattr(contract, attr)
+            if rel and "{{" not in rel and not (project.root / rel).is_file():
+                add(src.problem((*cloc, attr), f"{attr} {rel} does not exist"))
+        if kind == "agent_review":
+            reviewer = contract.reviewer or contract.persona
+            if not reviewer:
+                add(src.problem(cloc, "an agent_review contract needs a `reviewer` persona"))
+            elif reviewer not in m.personas:
+                add(
+                    src.problem(
+                        (*cloc, "reviewer" if contract.reviewer else "persona"),
+                        f"unknown reviewer persona '{reviewer}'",
+                    )
+                )
+            elif reviewer == step.persona:
+                add(
+                    src.problem(
+                        (*cloc, "reviewer" if contract.reviewer else "persona"),
+                        f"self-review: the reviewer must not be the step's own persona '{reviewer}'",
+                    )
+                )
+            seen_review = True
+        elif seen_review and kind in MECHANICAL:
+            add(
+                src.problem(
+                    cloc,
+                    f"the {kind} contract runs after an agent_review; put mechanical "
+                    "checks first so a failing test never costs a review",
+                    severity="warning",
+                )
+            )
+        if contract.on_failure == "rework":
+            target = contract.rework_step or (step.retry.rework_step if step.retry else None)
+            if not target:
+                add(src.problem((*cloc, "on_failure"), "on_failure: rework needs a `rework_step`"))
+            elif target not in ids:
+                add(
+                    src.problem(
+                        (*cloc, "rework_step"), f"rework_step names unknown step '{target}'"
+                    )
+                )
+            elif not loaded.pipeline.steps[ids[target]].rework_only:
+                add(
+                    src.problem(
+                        (*cloc, "rework_step"),
+                        f"rework_step '{target}' should be `rework_only: true` "
+                        "(it would also run in the normal flow)",
+                        severity="warning",
+                    )
+                )
+
+
 def _lint_templates(
     project: Project,
     loaded: LoadedPipeline,
@@ -576,12 +676,8 @@ def _later_issue_warnings(
     """Fields that parse now but whose behaviour arrives with later work."""
     src = loaded.source
     pending: list[tuple[str, str]] = []
-    if step.handover and step.handover.all_contracts:
-        pending.append(("handover", "handover contracts are not checked yet"))
     if step.handover and step.handover.compaction:
         pending.append(("handover", "handover.compaction (relay) is not active yet"))
-    if step.retry:
-        pending.append(("retry", "step retry policies are not applied yet"))
     for key, message in pending:
         report.problems.append(src.problem((*loc, key), message, key=True, severity="warning"))
 

@@ -143,7 +143,38 @@ def _m2_rounds(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_initial, _m2_rounds]
+def _m3_reviews(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE reviews (
+            run_id TEXT NOT NULL,
+            step_id TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            contract INTEGER NOT NULL,
+            for_step TEXT,
+            reviewer TEXT NOT NULL,
+            adapter TEXT,
+            model TEXT,
+            verdict TEXT,
+            issues TEXT NOT NULL,
+            suggestions TEXT NOT NULL,
+            confidence REAL,
+            summary TEXT,
+            error TEXT,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            duration_ms INTEGER NOT NULL DEFAULT 0,
+            ts TEXT NOT NULL,
+            PRIMARY KEY (run_id, step_id, visit, contract)
+        ) WITHOUT ROWID;
+        CREATE INDEX reviews_verdict ON reviews (verdict)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_initial, _m2_rounds, _m3_reviews]
 
 
 def migrate(db: sqlite3.Connection) -> None:

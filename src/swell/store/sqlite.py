@@ -340,6 +340,22 @@ class SqliteStore:
                 return gate
         return None
 
+    def reviews(self, run_id: str) -> list[dict[str, Any]]:
+        cur = self.db.execute(
+            "SELECT step_id, visit, contract, for_step, reviewer, adapter, model, verdict, issues, suggestions, "
+            "confidence, summary, error, tokens_in, tokens_out, cost_usd, duration_ms, ts FROM reviews "
+            "WHERE run_id = ? ORDER BY ts",
+            (run_id,),
+        )
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        for row in rows:
+            row["issues"], row["suggestions"] = (
+                json.loads(row["issues"]),
+                json.loads(row["suggestions"]),
+            )
+        return rows
+
     # ------------------------------------------------------------------ rounds
 
     def round_count(self, run_id: str, thread: str | None) -> int:
@@ -552,6 +568,35 @@ def _p_round(db: sqlite3.Connection, e: Any) -> None:
     )
 
 
+def _p_review(db: sqlite3.Connection, e: Any) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO reviews (run_id, step_id, visit, contract, for_step, reviewer, adapter, model, "
+        "verdict, issues, suggestions, confidence, summary, error, tokens_in, tokens_out, cost_usd, "
+        "duration_ms, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            e.run_id,
+            e.step_id,
+            e.visit,
+            e.index,
+            e.for_step,
+            e.reviewer,
+            e.adapter,
+            e.model,
+            e.verdict,
+            json.dumps(e.issues),
+            json.dumps(e.suggestions),
+            e.confidence,
+            e.summary,
+            e.error,
+            e.tokens_in,
+            e.tokens_out,
+            e.cost_usd,
+            e.duration_ms,
+            e.ts,
+        ),
+    )
+
+
 _PROJECTIONS = {
     "run.started": _p_run_status("running"),
     "run.resumed": _p_run_resumed,
@@ -565,4 +610,5 @@ _PROJECTIONS = {
     "gate.waiting": _p_gate_waiting,
     "gate.resolved": _p_gate_resolved,
     "round.recorded": _p_round,
+    "review.completed": _p_review,
 }

@@ -27,13 +27,17 @@ def _base_env() -> dict[str, str]:
 
 def swell_env(ctx: VisitContext) -> dict[str, str]:
     """Variables every process started for a visit can read."""
-    return {
+    env = {
         "SWELL_RUN_ID": ctx.plan.run_id,
         "SWELL_STEP_ID": ctx.step.id,
         "SWELL_VISIT": str(ctx.visit),
         "SWELL_WORKSPACE": str(ctx.workspace.path),
         "SWELL_PROJECT_ROOT": str(ctx.plan.project.root),
     }
+    rework = ctx.state.reworks.get(ctx.step.id) if ctx.activation.reason == "rework" else None
+    if rework is not None and rework.feedback_path:
+        env["SWELL_REVIEW_FEEDBACK"] = rework.feedback_path
+    return env
 
 
 def timeout_seconds(ctx: VisitContext) -> float:

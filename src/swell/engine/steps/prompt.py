@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 from pathlib import Path
 
 from swell.adapters.base import AgentRequest
@@ -18,11 +20,17 @@ from swell.engine.agents import (
     visit_env,
 )
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.handover import retry_block, rework_header
 from swell.engine.outputs import output_namespace
+from swell.engine.retry import retry_delay
 from swell.engine.steps.command import swell_env, timeout_seconds
+from swell.engine.visit import INJECTED_DIR
 from swell.events import models as ev
 from swell.manifest.templates import render_text
 from swell.threads.fidelity import with_context
+
+TRANSIENT = ("rate_limit", "timeout")  # worth another try; other agent errors are not
+
 
 INLINE_LIMIT = 20_000  # characters of an input artifact put into a tool-less agent's prompt
 
@@ -35,7 +43,24 @@ def task_prompt(ctx: VisitContext, has_tools: bool = True) -> tuple[str, list[st
     if exec_.source_path:
         source = (ctx.plan.project.root / exec_.source_path).read_text(encoding="utf-8")
     rendered = render_text(source or "", ctx.namespace)
-    return rendered.text + artifact_sections(ctx, has_tools), rendered.missing
+    return follow_up(ctx) + rendered.text + artifact_sections(ctx, has_tools), rendered.missing
+
+
+def follow_up(ctx: VisitContext) -> str:
+    """What a rework or retry visit is told first: the failure it must address."""
+    reason = ctx.activation.reason
+    if reason == "rework" and ctx.step.id in ctx.state.reworks:
+        request = ctx.state.reworks[ctx.step.id]
+        copy = None
+        if request.feedback_path and Path(request.feedback_path).is_file():
+            target = ctx.workspace.path / INJECTED_DIR / "review-feedback.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(request.feedback_path, target)
+            copy = os.path.relpath(target, ctx.workspace.path)
+        return rework_header(request, copy)
+    if reason == "retry" and ctx.step.id in ctx.state.retries:
+        return retry_block(ctx.state.retries[ctx.step.id])
+    return ""
 
 
 def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
@@ -113,6 +138,24 @@ async def run(ctx: VisitContext) -> StepResult:
         visit=ctx.visit,
     )
     result = await drive(adapter, request, lambda e: ctx.emit([ctx.event(e)]))
+    attempt = 1
+    while result is not None and not result.success and result.error_kind in TRANSIENT:
+        delay = retry_delay(ctx.step.retry, attempt)
+        if delay is None:
+            break
+        attempt += 1
+        ctx.emit(
+            [
+                ctx.event(
+                    ev.Warning(
+                        message=f"{result.error_kind}: retrying in {delay:g}s "
+                        f"(attempt {attempt}): {result.error}"
+                    )
+                )
+            ]
+        )
+        await asyncio.sleep(delay)
+        result = await drive(adapter, request, lambda e: ctx.emit([ctx.event(e)]))
     if result is None:
         return StepResult(
             outcome="failure", error=f"adapter '{adapter_name}' ended without a result"

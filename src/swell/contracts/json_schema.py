@@ -1,0 +1,269 @@
+"""`type: json_schema`: a JSON document validated against a JSON Schema.
+
+The schema: `schema_path` (a file relative to the project root), or `schema`, which
+is an inline mapping, inline JSON text (Wave writes `schema: '{"type": ...}'`) or,
+as any other string, a path like `schema_path`. Validation uses the draft the schema
+declares in `$schema` (2020-12 when it declares none or one jsonschema does not
+know, with a warning), checks `format` where jsonschema can, and resolves relative
+`$ref`s to files next to the schema, inside the project.
+
+The document: the file at `source` (a template, in the step's workspace), else the
+first of the step's own `output_artifacts` that is JSON (`type: json`, a `.json` path,
+or content that parses), else the visit's stdout when it is JSON (a whole-answer
+```json fence is accepted). Only the step's declared artifacts are candidates:
+`ctx.artifacts` also holds upstream steps' artifacts, which are not this step's output.
+
+Every error names the JSON path that failed (`$.issues[2].severity: 'urgent' is not
+one of [...]`); all of them, sorted by path, at most MAX_ERRORS.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.jsonschema import DRAFT202012, specification_with
+
+from swell.contracts.base import ContractContext, ContractResult
+from swell.contracts.non_empty_file import shown, workspace_path
+from swell.workspace.paths import PathEscape
+
+MAX_ERRORS = 20
+MAX_MESSAGE = 300
+MAX_SNIFF = 10 * 1024 * 1024  # a non-.json artifact larger than this is not parsed to sniff
+
+
+class Problem(Exception):
+    """A user-caused reason the check cannot pass (missing file, bad schema, no document)."""
+
+
+# ---------------------------------------------------------------------------- the schema
+
+
+def _parse(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Problem(
+            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "
+            f"(char {exc.pos})"
+        ) from None
+
+
+def _project_file(ctx: ContractContext, raw: str, what: str) -> Path:
+    text = ctx.render(raw).strip()
+    root = ctx.project_root.resolve()
+    target = (root / text).resolve()
+    if not text or Path(text).is_absolute() or (target != root and root not in target.parents):
+        raise Problem(f"{what} {text!r} must be a path inside the project (relative to {root})")
+    return target
+
+
+def _schema_file(path: Path, label: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise Problem(
+            f"schema file {label} not found (paths are relative to the project root)"
+        ) from None
+    except IsADirectoryError:
+        raise Problem(f"schema file {label} is a directory") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Problem(f"cannot read schema file {label}: {exc}") from None
+    return _parse(text, f"schema file {label}")
+
+
+def load_schema(ctx: ContractContext) -> tuple[Any, str, Path]:
+    """The schema, where it came from (for messages), and the directory `$ref`s start in."""
+    inline, path = ctx.contract.schema_, ctx.contract.schema_path
+    if inline is not None and path:
+        raise Problem("set either `schema` or `schema_path`, not both")
+    if isinstance(inline, str) and inline.strip().startswith("{"):
+        return _parse(inline, "inline schema"), "inline schema", ctx.project_root
+    if isinstance(inline, str):
+        path = inline
+    elif inline is not None:
+        if not isinstance(inline, dict | bool):
+            raise Problem(
+                f"`schema` must be a mapping, JSON text or a path, not {type(inline).__name__}"
+            )
+        return inline, "inline schema", ctx.project_root
+    if not path:
+        raise Problem("json_schema contract needs `schema_path` or `schema`")
+    target = _project_file(ctx, path, "schema_path")
+    schema = _schema_file(target, path)
+    if not isinstance(schema, dict | bool):
+        raise Problem(f"schema file {path} must hold a JSON object")
+    return schema, path, target.parent
+
+
+def _no_such(uri: str) -> NoSuchResource:
+    # referencing's attrs classes take keywords; mypy does not see their fields
+    return NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+def dialect(cls: type[Validator]) -> str:
+    """The metaschema URI of a validator class (drafts 3 and 4 call it `id`)."""
+    meta = cls.META_SCHEMA
+    return str(meta.get("$id") or meta.get("id") or "")
+
+
+def _registry(base: Path, root: Path, cls: type[Validator]) -> Registry[Any]:
+    """Resolves relative `$ref`s to JSON files under `base`, never outside `root`."""
+    spec = specification_with(dialect(cls), default=DRAFT202012)
+    root = root.resolve()
+
+    def retrieve(uri: str) -> Resource[Any]:
+        parts = urlsplit(uri)
+        target = (base / parts.path).resolve()
+        if parts.scheme or parts.netloc or (target != root and root not in target.parents):
+            raise _no_such(uri)
+        try:
+            contents = json.loads(target.read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError):
+            raise _no_such(uri) from None
+        return Resource.from_contents(contents, default_specification=spec)
+
+    return Registry(retrieve=retrieve)  # type: ignore[call-arg]
+
+
+def validator(ctx: ContractContext, schema: Any, origin: str, base: Path) -> Validator:
+    """A validator for the schema's declared draft; Problem if the schema is invalid."""
+    cls: type[Validator] = validator_for(schema, default=Draft202012Validator)
+    declared = schema.get("$schema") if isinstance(schema, dict) else None
+    if isinstance(declared, str) and declared.rstrip("#") != dialect(cls).rstrip("#"):
+        ctx.notes.append(f"{origin}: unknown $schema {declared!r}; validating as draft 2020-12")
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        where = exc.json_path if exc.absolute_path else "the top level"
+        raise Problem(
+            f"{origin} is not a valid JSON Schema: {_short(exc.message)} at {where}"
+        ) from None
+    return cls(
+        schema,
+        registry=_registry(base, ctx.project_root, cls),
+        format_checker=cls.FORMAT_CHECKER,
+    )
+
+
+# -------------------------------------------------------------------------- the document
+
+
+def _unfence(text: str) -> str:
+    """The body of a ```json fence that makes up the whole text, else the text."""
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```") and "\n" in stripped:
+        return stripped[stripped.index("\n") + 1 : -3]
+    return stripped
+
+
+def _read(path: Path, label: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise Problem(f"{label} does not exist (the step did not write it)") from None
+    except IsADirectoryError:
+        raise Problem(f"{label} is a directory, not a JSON file") from None
+    except UnicodeDecodeError:
+        raise Problem(f"{label} is not UTF-8 text") from None
+    except OSError as exc:
+        raise Problem(f"cannot read {label}: {exc.strerror or exc}") from None
+
+
+def _document_text(text: str, label: str) -> Any:
+    if not text.strip():
+        raise Problem(f"{label} is empty")
+    return _parse(text, label)
+
+
+def load_document(ctx: ContractContext) -> tuple[Any, str]:
+    """The JSON document to validate and a label for it."""
+    if ctx.contract.source:
+        try:
+            path = workspace_path(ctx, ctx.contract.source)
+        except PathEscape as exc:
+            raise Problem(str(exc)) from None
+        label = shown(path, ctx)
+        return _document_text(_read(path, label), label), label
+    for art in ctx.step.output_artifacts:
+        raw = ctx.artifacts.get(art.name) or art.path
+        if not raw:
+            continue
+        try:
+            path = workspace_path(ctx, raw, f"artifact '{art.name}'")
+        except PathEscape as exc:
+            raise Problem(str(exc)) from None
+        label = f"artifact '{art.name}' ({shown(path, ctx)})"
+        if (art.type or "").lower() == "json" or path.suffix.lower() == ".json":
+            return _document_text(_read(path, label), label), label
+        try:
+            if not path.is_file() or path.stat().st_size > MAX_SNIFF:
+                continue
+            return json.loads(path.read_text(encoding="utf-8-sig")), label
+        except (OSError, ValueError):
+            continue  # not JSON: not the document
+    if ctx.stdout and ctx.stdout.strip():
+        try:
+            return json.loads(_unfence(ctx.stdout)), "the step's output"
+        except ValueError:
+            pass
+    raise Problem(
+        "no JSON document to validate: set `source`, or have the step write a .json "
+        "output artifact or answer with JSON"
+    )
+
+
+# ---------------------------------------------------------------------------- the check
+
+
+def _short(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+
+
+def _path_key(error: ValidationError) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in error.absolute_path)
+
+
+def describe(errors: Iterable[ValidationError]) -> list[str]:
+    """`$.path: message` for each error, sorted by path (array indexes numerically)."""
+    ordered = sorted(errors, key=lambda e: (_path_key(e), e.message))
+    return [f"{e.json_path}: {_short(e.message)}" for e in ordered]
+
+
+async def check(ctx: ContractContext) -> ContractResult:
+    try:
+        schema, origin, base = load_schema(ctx)
+        checker = validator(ctx, schema, origin, base)
+        document, label = load_document(ctx)
+        try:
+            errors = describe(checker.iter_errors(document))
+        except Unresolvable as exc:
+            raise Problem(f"{origin}: cannot resolve $ref {exc}") from None
+    except Problem as exc:
+        return ContractResult(passed=False, error=str(exc))
+    details: dict[str, Any] = {
+        "schema": origin,
+        "document": label,
+        "draft": dialect(type(checker)),
+        "error_count": len(errors),
+    }
+    if not errors:
+        return ContractResult(passed=True, details=details)
+    shown_errors = errors[:MAX_ERRORS]
+    more = len(errors) - len(shown_errors)
+    details["errors"] = shown_errors
+    lines = [f"{label} does not match {origin} ({len(errors)} error(s)):"]
+    lines += [f"- {e}" for e in shown_errors]
+    if more:
+        lines.append(f"- … and {more} more")
+    return ContractResult(passed=False, error="\n".join(lines), details=details)

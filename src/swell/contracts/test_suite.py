@@ -1,0 +1,146 @@
+"""`type: test_suite`: a shell command whose exit code 0 means the contract holds.
+
+The command is rendered like a command step's script (`render_script`): every
+placeholder becomes a quoted environment-variable reference, except `{{ project.X }}`,
+which is owner-written shell code and is inserted as it is. `ctx.render` alone would
+not do: it splices values as text, and `context.KEY` (set from command and agent
+output), `input` and artifact paths can all appear in a command, so model output
+could become shell code. The context offers only `ctx.render`, so each placeholder is
+evaluated on its own through it and the values are then handed to `render_script`
+under synthetic names — the same quoting a command step gets.
+
+`dir`: the step's workspace by default, `project_root` for the project root, or a
+path inside the workspace. `timeout`: seconds or a duration (`120s`, `5m`), default
+the step's timeout. The process runs in its own group via `run_process`; a timeout
+ends the whole group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from swell.contracts.base import ContractContext, ContractResult
+from swell.contracts.non_empty_file import workspace_path
+from swell.manifest.durations import parse_duration
+from swell.manifest.expressions import ExpressionError
+from swell.manifest.templates import TRUSTED_ROOTS, Rendered, parse_template, render_script
+from swell.process import run_process
+from swell.workspace.paths import PathEscape
+
+TAIL_LINES = 60
+TAIL_CHARS = 4000
+MAX_OUTPUT = 1024 * 1024  # the runner keeps the end of the output; the tail is all we show
+GRACE_SECONDS = 3.0
+ENV_PREFIX = "SWELL_C"
+
+
+def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    """The end of `text`: at most `lines` lines and `chars` characters, marked when cut."""
+    kept = text.rstrip("\n").split("\n")
+    cut = len(kept) > lines
+    result = "\n".join(kept[-lines:])
+    if len(result) > chars:
+        result, cut = result[-chars:], True
+    return "…" + result if cut else result
+
+
+def render_command(command: str, render: Callable[[str], str]) -> Rendered:
+    """`command` rendered for the shell, each value taken from `render("{{ expr }}")`.
+
+    Raises ExpressionError for a malformed placeholder."""
+    tpl = parse_template(command)
+    values: dict[str, str] = {}
+    trusted: dict[str, str] = {}
+    parts = [tpl.literals[0]]
+    for n, ((expr, node), literal) in enumerate(
+        zip(tpl.placeholders, tpl.literals[1:], strict=True), start=1
+    ):
+        value = render("{{ " + expr + " }}")
+        if node[0] == "path" and str(node[1][0]) in TRUSTED_ROOTS:
+            trusted[f"v{n}"] = value
+            parts.append(f"{{{{ project.v{n} }}}}")
+        else:
+            values[f"v{n}"] = value
+            parts.append(f"{{{{ v{n} }}}}")
+        parts.append(literal)
+    namespace: dict[str, Any] = {**values, "project": trusted}
+    return render_script("".join(parts), namespace, env_prefix=ENV_PREFIX)
+
+
+def _directory(ctx: ContractContext) -> Path:
+    raw = (ctx.contract.dir or "").strip()
+    if raw in ("", "."):
+        return ctx.workspace
+    if raw == "project_root":
+        return ctx.project_root
+    return workspace_path(ctx, raw, "dir")
+
+
+def _timeout(ctx: ContractContext) -> float:
+    if ctx.contract.timeout is None:
+        return ctx.default_timeout
+    seconds = parse_duration(ctx.contract.timeout)
+    if seconds <= 0:
+        raise ValueError(f"timeout must be positive, not {ctx.contract.timeout!r}")
+    return seconds
+
+
+def _failed(error: str, **details: Any) -> ContractResult:
+    return ContractResult(passed=False, error=error, details=details)
+
+
+async def check(ctx: ContractContext) -> ContractResult:
+    command = ctx.contract.command
+    if not command or not command.strip():
+        return _failed("test_suite contract needs `command`: the command to run")
+    try:
+        rendered = render_command(command, ctx.render)
+    except ExpressionError as exc:
+        return _failed(f"invalid template in command: {exc}")
+    if not rendered.text.strip():
+        return _failed(f"command {command!r} renders to nothing (is the project variable set?)")
+    try:
+        cwd = _directory(ctx)
+        timeout = _timeout(ctx)
+    except (PathEscape, ValueError) as exc:
+        return _failed(str(exc))
+    if not cwd.is_dir():
+        return _failed(f"dir {ctx.contract.dir!r} is not a directory ({cwd})", dir=str(cwd))
+    try:
+        result = await run_process(
+            ["sh", "-c", rendered.text],
+            cwd=cwd,
+            env={**ctx.command_env, **rendered.env},
+            timeout=timeout,
+            grace=GRACE_SECONDS,
+            max_output=MAX_OUTPUT,
+        )
+    except OSError as exc:
+        return _failed(f"could not start the command in {cwd}: {exc}", dir=str(cwd))
+    output = result.stdout
+    if result.stderr:
+        output += ("\n" if output and not output.endswith("\n") else "") + result.stderr
+    output_tail = tail(output)
+    details: dict[str, Any] = {
+        "command": rendered.preview,
+        "dir": str(cwd),
+        "exit_code": result.exit_code,
+        "duration": round(result.duration, 3),
+        "timed_out": result.timed_out,
+        "output_tail": output_tail,
+    }
+    if result.timed_out:
+        error = f"timed out after {timeout:g}s (the command and its children were stopped)"
+    elif result.exit_code is not None and result.exit_code < 0:
+        error = f"killed by signal {-result.exit_code}"
+    elif result.exit_code != 0:
+        error = f"exit code {result.exit_code}"
+    else:
+        return ContractResult(passed=True, details=details)
+    return ContractResult(
+        passed=False,
+        error=f"{error}\n{output_tail}".rstrip() if output_tail else error,
+        details=details,
+    )
