@@ -85,6 +85,7 @@ def register(app: typer.Typer) -> None:
                     "waiting_gates": [asdict(g) for g in gates],
                     "context": context,
                     "children": [c.id for c in children],
+                    "reviews": rt.store.reviews(run.id),
                 }
             )
             return
@@ -118,6 +119,14 @@ def register(app: typer.Typer) -> None:
             print(
                 f"  swell approve {run.id} {g.step_id}   |   swell reject {run.id} {g.step_id} --reason TEXT"
             )
+        reviews = rt.store.reviews(run.id)
+        if reviews:
+            print("\nreviews")
+            for r in reviews:
+                print(
+                    f"  {r['step_id']} #{r['visit']}: {r['reviewer']} → {r['verdict'] or 'no verdict'}"
+                    f"  ({len(r['issues'])} issues, {r['tokens_in']}→{r['tokens_out']} tok)"
+                )
         if context:
             print("\ncontext")
             for key, value in context.items():

@@ -123,6 +123,23 @@ class ProgressPrinter:
             who = f" by {e.by}" if e.by else ""
             choice = f" ({e.choice})" if e.choice else ""
             return self._c(f"  gate {e.step_id} {e.decision}{choice}{who}", "33")
+        if isinstance(e, ev.ContractPassed):
+            note = f" ({e.note})" if e.note else ""
+            return self._c(f"  ✓ contract {e.index + 1} {e.contract_type}{note}", "32")
+        if isinstance(e, ev.ContractFailed):
+            return self._c(f"  ✗ contract {e.index + 1} {e.contract_type} → {e.policy}", "31")
+        if isinstance(e, ev.ReviewCompleted):
+            verdict = e.verdict or f"no verdict ({e.error})"
+            issues = f", {len(e.issues)} issue(s)" if e.issues else ""
+            return self._c(
+                f"  review by {e.reviewer}: {verdict}{issues}  {e.tokens_in}→{e.tokens_out} tok"
+                + (f"  ${e.cost_usd:.4f}" if e.cost_usd else ""),
+                "2",
+            )
+        if isinstance(e, ev.ReworkRequested):
+            return self._c(f"  → rework by {e.step_id} (for {e.for_step})", "33")
+        if isinstance(e, ev.RetryRequested):
+            return self._c(f"  → retry {e.step_id} (attempt {e.attempt} of {e.max_attempts})", "33")
         if isinstance(e, ev.LimitExceeded):
             return self._c(f"! {e.limit} reached at {e.step_id}: {e.count} of {e.maximum}", "31")
         if isinstance(e, ev.BreakerTripped):

@@ -25,6 +25,7 @@ from swell.engine.agents import (
 )
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.steps.command import _base_env, swell_env, timeout_seconds
+from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import Contract, Step
 from swell.manifest.templates import render_text
@@ -79,7 +80,12 @@ async def _run_agent(
             success=False, error=f"unknown persona '{persona_name}'", error_kind="agent"
         )
     adapter_name = persona.adapter or ""
-    adapter = make_adapter(ctx, adapter_name)
+    try:
+        adapter = make_adapter(ctx, adapter_name)
+    except (
+        SwellError
+    ) as exc:  # a configuration problem: not "unavailable", so fail_open won't hide it
+        return AgentAnswer(success=False, error=str(exc), error_kind="agent")
     config = manifest.adapters.get(adapter_name)
     chosen = model or persona.model or (config.default_model if config else None)
     allowed, denied = permissions(ctx, persona, adapter_name)

@@ -1,0 +1,211 @@
+"""Contracts at the step boundary: order, policies, and a review-driven rework loop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import events, run_id_of, swell, swell_json, write_pipeline
+
+REWORK_HEADER = """The implementation was reviewed by reviewer and needs rework.
+Review verdict: rework
+Issues:
+- [critical] debugging print left in library code (greeting.py:2)
+- [major] greet has no docstring (greeting.py:1)
+Suggestions:
+- remove the print
+- say in a docstring what greet returns
+Full review: .wave/artifacts/review-feedback.json
+
+"""
+
+
+def _record_calls(project: Path) -> None:
+    manifest = (project / "wave.yaml").read_text()
+    (project / "wave.yaml").write_text(
+        manifest.replace(
+            "      script: scripts/impl-issue.yaml\n",
+            "      script: scripts/impl-issue.yaml\n      calls: calls.jsonl\n",
+        )
+    )
+
+
+def _calls(project: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (project / "calls.jsonl").read_text().splitlines()]
+
+
+def test_review_finds_a_critical_issue_and_rework_gets_exactly_the_feedback(
+    project: Path, isolated_state: Path
+) -> None:
+    _record_calls(project)
+    result = swell("run", "impl-issue", "--input", "add a greet(name) function", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    calls = _calls(project)
+    assert [c["step_id"] for c in calls] == [
+        "plan",
+        "implement",
+        "implement.review",
+        "address-review",
+        "address-review.review",
+    ]
+    rework = calls[3]
+    assert rework["prompt"].startswith(REWORK_HEADER)
+    ws = isolated_state / "workspaces" / run_id
+    feedback = json.loads((ws / ".wave" / "artifacts" / "review-feedback.json").read_text())
+    assert feedback["verdict"] == "rework" and len(feedback["issues"]) == 2
+    # the reviewer saw the diff and the plan, never its own verdict's target persona
+    review = calls[2]
+    assert (
+        "greeting.py" in review["prompt"] and "Add greeting.py with greet(name)" in review["prompt"]
+    )
+    assert (
+        review["system_prompt"].count("verdict") >= 1
+        and review["json_schema"]["title"] == "ReviewFeedback"
+    )
+    assert (ws / "greeting.py").read_text().splitlines()[
+        1
+    ] == '    """Return a greeting for `name`."""'
+
+    status = swell_json("status", run_id, cwd=project)
+    assert [s["step_id"] for s in status["steps"]] == [
+        "plan",
+        "implement",
+        "address-review",
+        "finish",
+    ]
+    reviews = status["reviews"]
+    assert [(r["step_id"], r["verdict"], r["for_step"]) for r in reviews] == [
+        ("implement", "rework", None),
+        ("address-review", "pass", "implement"),
+    ]
+    assert reviews[0]["tokens_in"] == 1300 and reviews[0]["tokens_out"] == 140
+    assert reviews[0]["issues"][0]["severity"] == "critical"
+    kinds = [e["type"] for e in events(project, run_id)]
+    assert kinds.count("review.started") == 2 and kinds.count("review.completed") == 2
+    assert kinds.count("contract.failed") == 1 and kinds.count("contract.passed") == 3
+    assert kinds.count("rework.requested") == 1
+
+
+PIPE = """
+kind: WavePipeline
+metadata: {{name: gates}}
+steps:
+  - id: produce
+    type: command
+    script: |
+      n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count
+      echo '{{"items": ['"$n"']}}' > out.json
+    output_artifacts: [{{name: result, path: out.json}}]
+    {retry}
+    handover:
+      contracts:
+{contracts}
+  - id: after
+    type: command
+    dependencies: [produce]
+    script: echo after
+"""
+
+
+def _pipeline(project: Path, contracts: str, retry: str = "") -> None:
+    write_pipeline(project, "gates", PIPE.format(contracts=contracts, retry=retry))
+
+
+def test_contracts_run_in_order_and_stop_at_the_first_failure(project: Path) -> None:
+    _pipeline(
+        project,
+        """
+        - {type: test_suite, command: "echo 'FAILED test_x' >&2; exit 1"}
+        - {type: agent_review, reviewer: reviewer}""",
+    )
+    result = swell("run", "gates", cwd=project)
+    assert result.returncode == 1
+    assert "contract 1 (test_suite) of step 'produce' failed" in result.stdout
+    kinds = [e["type"] for e in events(project, run_id_of(result.stdout))]
+    assert "review.started" not in kinds and "after" not in result.stdout.replace("--", "")
+
+
+def test_continue_and_warn_record_and_go_on_skip_stops_checking(project: Path) -> None:
+    _pipeline(
+        project,
+        """
+        - {type: test_suite, command: "exit 1", on_failure: continue}
+        - {type: test_suite, command: "exit 2", on_failure: warn}
+        - {type: test_suite, command: "exit 3", on_failure: skip}
+        - {type: test_suite, command: "exit 4"}""",
+    )
+    result = swell("run", "gates", cwd=project)
+    assert result.returncode == 0, result.stdout
+    evs = events(project, run_id_of(result.stdout))
+    failed = [(e["index"], e["policy"]) for e in evs if e["type"] == "contract.failed"]
+    assert failed == [(0, "continue"), (1, "warn"), (2, "skip")]  # the 4th never ran
+    assert [e["step_id"] for e in evs if e["type"] == "step.finished"] == ["produce", "after"]
+
+
+def test_retry_runs_the_step_again_until_the_contract_passes(project: Path) -> None:
+    _pipeline(
+        project,
+        """
+        - type: json_schema
+          schema: {type: object, required: [items], properties: {items: {type: array, items: {minimum: 2}}}}
+          on_failure: retry""",
+        retry="retry: {max_attempts: 3}",
+    )
+    result = swell("run", "gates", cwd=project)
+    assert result.returncode == 0, result.stdout
+    evs = events(project, run_id_of(result.stdout))
+    assert [(e["attempt"], e["max_attempts"]) for e in evs if e["type"] == "retry.requested"] == [
+        (2, 3)
+    ]
+    failed = [e for e in evs if e["type"] == "contract.failed"]
+    assert "$.items[0]" in failed[0]["error"]
+    produced = [
+        e["visit"] for e in evs if e["type"] == "step.finished" and e["step_id"] == "produce"
+    ]
+    assert produced == [1, 2]
+
+
+def test_retry_gives_up_after_its_attempts(project: Path) -> None:
+    _pipeline(
+        project,
+        """
+        - {type: non_empty_file, source: missing.txt, on_failure: retry}""",
+        retry="retry: {max_attempts: 2}",
+    )
+    result = swell("run", "gates", cwd=project)
+    assert result.returncode == 1
+    assert "still fails its contracts after 2 attempts" in result.stdout
+
+
+def test_self_review_and_bad_contracts_are_rejected_by_validate(project: Path) -> None:
+    write_pipeline(
+        project,
+        "selfie",
+        """kind: WavePipeline
+metadata: {name: selfie}
+steps:
+  - id: write
+    persona: developer
+    exec: {type: prompt, source: "write"}
+    handover:
+      contracts:
+        - {type: agent_review, reviewer: developer}
+        - {type: test_suite, command: "true"}
+        - {type: non_empty_file}
+        - {type: agent_review, reviewer: reviewer, on_failure: rework}
+        - {type: llm_judge}
+""",
+    )
+    result = swell("validate", "selfie", cwd=project)
+    assert result.returncode == 1
+    err = result.stderr
+    assert (
+        "selfie.yaml:9:42: self-review: the reviewer must not be the step's own persona 'developer'"
+        in err
+    )
+    assert "warning: the test_suite contract runs after an agent_review" in err
+    assert "a non_empty_file contract needs `source`" in err
+    assert "on_failure: rework needs a `rework_step`" in err
+    assert "unknown contract type 'llm_judge'" in err
