@@ -12,23 +12,20 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from swell.engine import handover
-from swell.engine.context import RunPlan, Services, StepResult, VisitContext
+from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import normalize_error
 from swell.engine.outputs import evaluate_context
 from swell.engine.retry import max_attempts
 from swell.engine.state import OpenVisit, RunState
-from swell.engine.visit import base_namespace, inject_artifacts, namespace, render
-from swell.errors import SwellError
+from swell.engine.visit import Visit, VisitExecutor
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.manifest.models import Step
 from swell.process import stop_marked
-from swell.workspace import artifacts
 from swell.workspace.manager import Workspaces
 
 
@@ -40,16 +37,6 @@ class RunSummary:
     visits: int = 0
 
 
-@dataclass
-class _Visit:
-    step: Step
-    visit: int
-    activation: Activation
-    resumed: OpenVisit | None
-    started: float = 0.0
-    workspace: Path | None = None
-
-
 class Runner:
     def __init__(
         self, plan: RunPlan, services: Services, sink: EventSink, state: RunState | None = None
@@ -59,10 +46,17 @@ class Runner:
         self.sink = sink
         self.graph = Graph(plan.pipeline.pipeline)
         self.state = state or RunState(plan.run_id)
-        self._tasks: dict[asyncio.Task[StepResult], _Visit] = {}
+        self._tasks: dict[asyncio.Task[StepResult], Visit] = {}
         self._pending: list[ev.BaseEvent] = []
         self._details: dict[str, str | None] = {}
-        self.workspaces = Workspaces(plan.project.root, plan.workspace, self.graph.steps)
+        self.executor = VisitExecutor(
+            plan,
+            services,
+            self.state,
+            self.graph.steps,
+            Workspaces(plan.project.root, plan.workspace, self.graph.steps),
+            self.emit,
+        )
         self._stop: str | None = None  # interrupted | cancelled
         self._started = time.monotonic()
         runtime = plan.project.manifest.runtime
@@ -201,7 +195,7 @@ class Runner:
                     )
                 ]
             )
-            self._launch(_Visit(step, visit, act, None, time.monotonic()))
+            self._launch(Visit(step, visit, act, None, time.monotonic()))
             running.add(step.id)
         return None
 
@@ -235,63 +229,13 @@ class Runner:
             )
         return None
 
-    def _launch(self, visit: _Visit) -> None:
+    def _launch(self, visit: Visit) -> None:
         visit.started = visit.started or time.monotonic()
-        self._tasks[asyncio.create_task(self._execute(visit))] = visit
-
-    async def _execute(self, visit: _Visit) -> StepResult:
-        """One visit: find its workspace, hand it its inputs, run its kind, check it."""
-        step = visit.step
-        # a rework visit works in the workspace of the step it reworks, on its contracts
-        rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
-        owner = self.graph.steps[rework.for_step] if rework else step
-        try:
-            ws = self.workspaces.for_step(
-                owner, lambda text: render(base_namespace(self.plan, self.state, owner))(text)
-            )
-        except SwellError as exc:
-            return StepResult(outcome="failure", error=str(exc))
-        visit.workspace = ws.path
-        injected, problems = inject_artifacts(self.state, step, ws.path)
-        if problems:
-            return StepResult(outcome="failure", error="; ".join(problems))
-        ctx = VisitContext(
-            plan=self.plan,
-            services=self.services,
-            step=step,
-            visit=visit.visit,
-            activation=visit.activation,
-            state=self.state,
-            namespace=namespace(self.plan, self.state, step, ws.path, injected),
-            emit=self.emit,
-            workspace=ws,
-            resumed=visit.resumed,
-        )
-        result = await self.services.step_kinds.get(step.kind)(ctx)
-        problems = self.workspaces.after_visit(ws)
-        if step.output_artifacts:
-            found, missing = artifacts.collect(ws.path, step.output_artifacts, result.stdout)
-            for art in found:
-                art.step_id, art.visit = step.id, visit.visit
-            result.events += found
-            problems += missing
-        if problems and result.outcome == "success":
-            result.outcome = "failure"
-            result.error = "; ".join(filter(None, [result.error, *problems]))
-        if result.outcome == "success" and owner.handover and owner.handover.all_contracts:
-            result.failure = await handover.check(ctx, result, owner)
-            if result.failure is not None:
-                failed = result.failure
-                result.outcome = "failure"
-                result.error = (
-                    f"contract {failed.index + 1} ({failed.contract.type}) of step "
-                    f"'{owner.id}' failed: {failed.result.error or 'failed'}"
-                )
-        return result
+        self._tasks[asyncio.create_task(self.executor.run(visit))] = visit
 
     # --------------------------------------------------------------- a visit ends
 
-    def _complete(self, visit: _Visit, result: StepResult) -> Routing:
+    def _complete(self, visit: Visit, result: StepResult) -> Routing:
         step, state = visit.step, self.state
         batch: list[ev.BaseEvent] = list(result.events)
         stamp = {"step_id": step.id, "visit": visit.visit}
@@ -361,7 +305,7 @@ class Runner:
 
     def _route(
         self,
-        visit: _Visit,
+        visit: Visit,
         result: StepResult,
         failed: bool,
         context: dict[str, str],
@@ -394,7 +338,7 @@ class Runner:
         )
 
     def _rework(
-        self, visit: _Visit, failure: handover.Failure, batch: list[ev.BaseEvent]
+        self, visit: Visit, failure: handover.Failure, batch: list[ev.BaseEvent]
     ) -> Routing:
         owner = failure.owner
         target = failure.contract.rework_step or (owner.retry.rework_step if owner.retry else None)
@@ -432,9 +376,7 @@ class Runner:
         ]
         return Routing()
 
-    def _retry(
-        self, visit: _Visit, failure: handover.Failure, batch: list[ev.BaseEvent]
-    ) -> Routing:
+    def _retry(self, visit: Visit, failure: handover.Failure, batch: list[ev.BaseEvent]) -> Routing:
         step = visit.step
         previous = self.state.retries.get(step.id)
         attempt = (previous.attempt if previous else 1) + 1
@@ -458,7 +400,7 @@ class Runner:
         ]
         return Routing()
 
-    def _round(self, visit: _Visit, result: StepResult, failed: bool) -> ev.RoundRecorded:
+    def _round(self, visit: Visit, result: StepResult, failed: bool) -> ev.RoundRecorded:
         step, thread = visit.step, visit.step.thread
         metadata: dict[str, Any] = {
             "outcome": "failure" if failed else "success",
@@ -523,7 +465,7 @@ class Runner:
         for open_visit in continuing:
             step = self.graph.steps[open_visit.step_id]
             act = Activation(step.id, "resume", open_visit.source_step, open_visit.source_visit)
-            self._launch(_Visit(step, open_visit.visit, act, open_visit))
+            self._launch(Visit(step, open_visit.visit, act, open_visit))
 
     async def _cancel_tasks(self) -> None:
         """Cancel in-flight visits and wait until their processes are gone."""

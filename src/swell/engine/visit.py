@@ -3,16 +3,99 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swell.engine.context import RunPlan
-from swell.engine.state import RunState
+from swell.engine import handover
+from swell.engine.context import RunPlan, Services, StepResult, VisitContext
+from swell.engine.graph import Activation
+from swell.engine.state import OpenVisit, RunState
+from swell.errors import SwellError
+from swell.events.models import BaseEvent
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
+from swell.workspace import artifacts
+from swell.workspace.manager import Workspaces
 from swell.workspace.paths import PathEscape, inside
 
 INJECTED_DIR = ".wave/artifacts"  # where Wave puts injected artifacts; kept for compatibility
+
+
+@dataclass
+class Visit:
+    """One visit being run: which step, its number, what led to it."""
+
+    step: Step
+    visit: int
+    activation: Activation
+    resumed: OpenVisit | None
+    started: float = 0.0
+    workspace: Path | None = None
+
+
+@dataclass
+class VisitExecutor:
+    """Runs one visit: its workspace and inputs, its step kind, its artifacts, its
+    contracts. The runner decides what runs when; this decides nothing about routing."""
+
+    plan: RunPlan
+    services: Services
+    state: RunState
+    steps: dict[str, Step]
+    workspaces: Workspaces
+    emit: Callable[[Sequence[BaseEvent]], None]
+
+    async def run(self, visit: Visit) -> StepResult:
+        """One visit: find its workspace, hand it its inputs, run its kind, check it."""
+        step = visit.step
+        # a rework visit works in the workspace of the step it reworks, on its contracts
+        rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
+        owner = self.steps[rework.for_step] if rework else step
+        try:
+            ws = self.workspaces.for_step(
+                owner, lambda text: render(base_namespace(self.plan, self.state, owner))(text)
+            )
+        except SwellError as exc:
+            return StepResult(outcome="failure", error=str(exc))
+        visit.workspace = ws.path
+        injected, problems = inject_artifacts(self.state, step, ws.path)
+        if problems:
+            return StepResult(outcome="failure", error="; ".join(problems))
+        ctx = VisitContext(
+            plan=self.plan,
+            services=self.services,
+            step=step,
+            visit=visit.visit,
+            activation=visit.activation,
+            state=self.state,
+            namespace=namespace(self.plan, self.state, step, ws.path, injected),
+            emit=self.emit,
+            workspace=ws,
+            resumed=visit.resumed,
+        )
+        result = await self.services.step_kinds.get(step.kind)(ctx)
+        problems = self.workspaces.after_visit(ws)
+        if step.output_artifacts:
+            found, missing = artifacts.collect(ws.path, step.output_artifacts, result.stdout)
+            for art in found:
+                art.step_id, art.visit = step.id, visit.visit
+            result.events += found
+            problems += missing
+        if problems and result.outcome == "success":
+            result.outcome = "failure"
+            result.error = "; ".join(filter(None, [result.error, *problems]))
+        if result.outcome == "success" and owner.handover and owner.handover.all_contracts:
+            result.failure = await handover.check(ctx, result, owner)
+            if result.failure is not None:
+                failed = result.failure
+                result.outcome = "failure"
+                result.error = (
+                    f"contract {failed.index + 1} ({failed.contract.type}) of step "
+                    f"'{owner.id}' failed: {failed.result.error or 'failed'}"
+                )
+        return result
 
 
 def namespace(
