@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -310,3 +311,106 @@ personas:
     second = json.dumps(twin.model_calls[1].body["messages"])
     assert "Earlier in this thread (impl)" in second
     assert "hi there" in second and "FAILED: greeting.txt lacks hello" in second
+
+
+@pytest.mark.agent_cli
+def test_claude_relays_mid_step_to_a_fresh_session(tmp_path: Path) -> None:
+    binary = cli_path("claude")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "replies.yaml").write_text("""replies:
+  - step: implement.checkpoint
+    text: |
+      ## Completed Work
+      Ran the first two commands (CHECKPOINT-MARK).
+      ## Current State
+      Nothing written yet.
+      ## Remaining Work
+      Write greeting.txt.
+      ## Resume Instructions
+      Write greeting.txt saying hello world.
+""")
+    (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+adapters:
+  claude: {{binary: {binary}}}
+  scripted: {{options: {{script: replies.yaml}}}}
+personas:
+  coder:
+    adapter: claude
+    model: claude-sonnet-4-5
+    permissions: {{allowed_tools: [Read, Write, Bash]}}
+  summarizer: {{adapter: scripted}}
+runtime:
+  relay: {{strategy: summarize_to_checkpoint, token_threshold_percent: 80, summarizer_persona: summarizer}}
+""")
+    write_pipeline(project, "fix", PIPELINE)
+    replies = [
+        Reply(
+            tool_calls=[ToolCall("Bash", {"command": "echo step one"})],
+            usage={"input_tokens": 20_000, "cache_read_input_tokens": 40_000, "output_tokens": 30},
+        ),
+        Reply(
+            tool_calls=[ToolCall("Bash", {"command": "echo step two"})],
+            usage={"input_tokens": 30_000, "cache_read_input_tokens": 140_000, "output_tokens": 30},
+        ),
+        Reply(tool_calls=[ToolCall("Bash", {"command": "echo never"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("Write", {"file_path": "greeting.txt", "content": "hello world\n"})
+            ],
+            usage={"input_tokens": 3_000, "output_tokens": 20},
+        ),
+        Reply(text="Wrote greeting.txt after the relay."),
+    ]
+    home = tmp_path / "home"
+    home.mkdir()
+
+    first, fresh = replies[:3], replies[3:]
+
+    def choose(request: Any) -> Reply:
+        """The first session's calls get `first` in turn; calls that carry the checkpoint
+        (the fresh instance's session) get `fresh` in turn."""
+        relayed = "CHECKPOINT-MARK" in json.dumps(request.body)
+        earlier = [
+            c
+            for c in request.twin.model_calls[:-1]
+            if ("CHECKPOINT-MARK" in json.dumps(c.body)) == relayed
+        ]
+        pool = fresh if relayed else first
+        return pool[min(len(earlier), len(pool) - 1)]
+
+    with Twin(choose, protocols=("anthropic",)) as twin:
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": twin.url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(tmp_path),
+        }
+        result = swell("run", "fix", "--input", "world", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    logs = [
+        json.loads(line)
+        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
+    ]
+    triggered = [e for e in logs if e["type"] == "relay.triggered"]
+    assert (
+        len(triggered) == 1
+        and triggered[0]["tokens"] >= 160_000
+        and triggered[0]["window"] == 200_000
+    )
+    sessions = [
+        e["session_id"]
+        for e in logs
+        if e["type"] == "agent.session" and e["step_id"] == "implement"
+    ]
+    assert len(sessions) == 2 and sessions[0] != sessions[1]
+    first_fresh = next(r for r in twin.model_calls if "CHECKPOINT-MARK" in json.dumps(r.body))
+    dump = json.dumps(first_fresh.body["messages"])
+    assert "Create greeting.txt saying hello to world." in dump and "step one" not in dump
+    assert not any("echo never" in json.dumps(r.body) for r in twin.model_calls)
+    assert (
+        Path(swell_json("status", run_id, cwd=project)["workspace"]) / "greeting.txt"
+    ).read_text() == "hello world\n"

@@ -45,10 +45,22 @@ class ToolCall(BaseModel):
     target: str | None = None
 
 
+class Turn(BaseModel):
+    """One model turn before the final answer: what it said and its context usage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = ""
+    tool_call: ToolCall | None = None
+    usage: Usage = Field(default_factory=Usage)
+    delay: float = 0.0
+
+
 class Reply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     step: str | None = None
+    turns: list[Turn] = Field(default_factory=list)  # streamed first, one usage update each
     text: str = ""
     files: dict[str, str] = Field(default_factory=dict)
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -76,6 +88,7 @@ class ScriptedAdapter:
     def __init__(self, setup: AdapterSetup) -> None:
         self.options = ScriptedOptions.model_validate(setup.options)
         self.root = setup.project_root
+        self._calls: dict[tuple[str, str, int], int] = {}
 
     def _script(self) -> Script:
         path = self.root / self.options.script
@@ -98,9 +111,16 @@ class ScriptedAdapter:
         mine = [r for r in replies if r.step == request.step_id] or [
             r for r in replies if r.step is None
         ]
-        if request.visit > len(mine):
-            return f"scripted adapter: no reply for visit {request.visit} of step '{request.step_id}' (script has {len(mine)})"
-        return mine[request.visit - 1]
+        # a visit that calls again (a relay's fresh instance) gets the next reply
+        key = (request.run_id, request.step_id, request.visit)
+        index = request.visit - 1 + self._calls.get(key, 0)
+        self._calls[key] = self._calls.get(key, 0) + 1
+        if index >= len(mine):
+            return (
+                f"scripted adapter: no reply #{index + 1} for step '{request.step_id}' "
+                f"(visit {request.visit}; script has {len(mine)})"
+            )
+        return mine[index]
 
     async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
         self._record(request)
@@ -115,9 +135,17 @@ class ScriptedAdapter:
         session = (
             reply.session_id
             or request.resume_session
-            or f"scripted-{request.run_id}-{request.step_id}"
+            or f"scripted-{request.run_id}-{request.step_id}-{self._calls[(request.run_id, request.step_id, request.visit)]}"
         )
         yield AgentSessionStarted(session)
+        for turn in reply.turns:
+            if turn.text:
+                yield AgentText(turn.text)
+            if turn.tool_call:
+                yield AgentToolCall(turn.tool_call.name, turn.tool_call.target)
+            yield AgentUsageUpdate(turn.usage)
+            if turn.delay:
+                await asyncio.sleep(turn.delay)
         if reply.delay:
             await asyncio.sleep(reply.delay)
         changed: list[str] = []

@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from swell.adapters.base import (
@@ -20,6 +21,7 @@ from swell.adapters.base import (
     AgentText,
     AgentToolCall,
     AgentUsageUpdate,
+    Usage,
 )
 from swell.engine.context import VisitContext
 from swell.events import models as ev
@@ -114,30 +116,61 @@ def visit_env(ctx: VisitContext, adapter: AgentAdapter, extra: dict[str, str]) -
     return {**agent_env(getattr(adapter, "env_passthrough", ())), **extra}
 
 
+@dataclass
+class Drive:
+    """How one agent instance ended: its result, or stopped by the watcher."""
+
+    result: AgentResult | None
+    stopped: bool = False
+    transcript: list[tuple[str, str]] = field(default_factory=list)  # (kind, text) in order
+    last_usage: Usage | None = None
+    session_id: str | None = None
+
+
 async def drive(
-    adapter: AgentAdapter, request: AgentRequest, emit: Callable[[ev.BaseEvent], None] | None
-) -> AgentResult | None:
-    """Run the adapter, turning its stream into run events; the final result or None."""
-    result: AgentResult | None = None
-    async for item in adapter.run(request):
-        event: ev.BaseEvent | None = None
-        if isinstance(item, AgentFinished):
-            result = item.result
-        elif isinstance(item, AgentText):
-            event = ev.AgentText(text=item.text)
-        elif isinstance(item, AgentToolCall):
-            event = ev.AgentToolCall(name=item.name, target=item.target)
-        elif isinstance(item, AgentUsageUpdate):
-            u = item.usage
-            event = ev.AgentUsage(
-                input_tokens=u.input_tokens,
-                output_tokens=u.output_tokens,
-                cache_read_tokens=u.cache_read_tokens,
-                cache_write_tokens=u.cache_write_tokens,
-                cost_usd=u.cost_usd,
-            )
-        elif isinstance(item, AgentSessionStarted):
-            event = ev.AgentSession(session_id=item.session_id)
-        if event is not None and emit is not None:
-            emit(event)
-    return result
+    adapter: AgentAdapter,
+    request: AgentRequest,
+    emit: Callable[[ev.BaseEvent], None] | None,
+    stop_when: Callable[[Usage], bool] | None = None,
+) -> Drive:
+    """Run the adapter, turning its stream into run events. `stop_when` sees each usage
+    update; when it says so the agent is stopped (its process group ended) mid-step."""
+    out = Drive(None)
+    stream = adapter.run(request)
+    try:
+        async for item in stream:
+            event: ev.BaseEvent | None = None
+            if isinstance(item, AgentFinished):
+                out.result = item.result
+            elif isinstance(item, AgentText):
+                out.transcript.append(("said", item.text))
+                event = ev.AgentText(text=item.text)
+            elif isinstance(item, AgentToolCall):
+                out.transcript.append(("tool", f"{item.name} {item.target or ''}".strip()))
+                event = ev.AgentToolCall(name=item.name, target=item.target)
+            elif isinstance(item, AgentUsageUpdate):
+                u = out.last_usage = item.usage
+                event = ev.AgentUsage(
+                    input_tokens=u.input_tokens,
+                    output_tokens=u.output_tokens,
+                    cache_read_tokens=u.cache_read_tokens,
+                    cache_write_tokens=u.cache_write_tokens,
+                    cost_usd=u.cost_usd,
+                )
+            elif isinstance(item, AgentSessionStarted):
+                out.session_id = item.session_id
+                event = ev.AgentSession(session_id=item.session_id)
+            if event is not None and emit is not None:
+                emit(event)
+            if (
+                stop_when is not None
+                and isinstance(item, AgentUsageUpdate)
+                and stop_when(item.usage)
+            ):
+                out.stopped = True
+                break
+    finally:
+        close = getattr(stream, "aclose", None)  # ends the agent's process group if it still runs
+        if close is not None:
+            await close()
+    return out

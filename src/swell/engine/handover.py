@@ -108,7 +108,7 @@ async def _run_agent(
         step_id=f"{ctx.step.id}.review",
         visit=ctx.visit,
     )
-    result = await drive(adapter, request, None)
+    result = (await drive(adapter, request, None)).result
     if result is None:
         return AgentAnswer(
             success=False, error="the reviewer ended without a result", error_kind="crash"

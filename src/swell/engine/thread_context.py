@@ -136,7 +136,7 @@ async def _summarize(
             step_id=f"{ctx.step.id}.summary",
             visit=1 + sum(1 for key in ctx.state.summaries if key[0] == thread),  # the n-th summary
         )
-        result = await drive(adapter, request, None)
+        result = (await drive(adapter, request, None)).result
     except Exception as exc:
         return None, str(exc) or type(exc).__name__
     if result is None or not result.success or not result.text.strip():

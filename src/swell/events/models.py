@@ -202,6 +202,34 @@ class RetryRequested(BaseEvent):
     reason: str
 
 
+class RelayTriggered(BaseEvent):
+    """The agent's context passed the relay threshold; it is being stopped."""
+
+    type: Literal["relay.triggered"] = "relay.triggered"
+    relay: int  # 1 for the first relay of this visit
+    tokens: int
+    threshold: int
+    window: int
+    session_id: str | None = None
+
+
+class RelayCheckpoint(BaseEvent):
+    type: Literal["relay.checkpoint"] = "relay.checkpoint"
+    relay: int
+    path: str
+    size: int
+    history_chars: int
+    summarizer: str
+
+
+class RelayResumed(BaseEvent):
+    """A fresh instance started from the latest checkpoint."""
+
+    type: Literal["relay.resumed"] = "relay.resumed"
+    relay: int
+    prompt_chars: int
+
+
 class RouteTaken(BaseEvent):
     type: Literal["route.taken"] = "route.taken"
     target: str
@@ -324,6 +352,9 @@ Event = Annotated[
     | ReviewCompleted
     | ReworkRequested
     | RetryRequested
+    | RelayTriggered
+    | RelayCheckpoint
+    | RelayResumed
     | RouteTaken
     | ContextSet
     | ArtifactWritten

@@ -7,6 +7,7 @@ that can never be left, steps that can never run, templates that can never resol
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,21 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 loc = ("adapters", name, "options", *err["loc"])
                 field_name = ".".join(str(p) for p in err["loc"]) or "options"
                 report.problems.append(src.problem(loc, f"options.{field_name}: {err['msg']}"))
+    relay = m.runtime.relay
+    if relay.summarizer_persona and relay.summarizer_persona not in m.personas:
+        report.problems.append(
+            src.problem(
+                ("runtime", "relay", "summarizer_persona"),
+                f"unknown summarizer persona '{relay.summarizer_persona}'",
+            )
+        )
+    if relay.strategy and relay.strategy != "summarize_to_checkpoint":
+        report.problems.append(
+            src.problem(
+                ("runtime", "relay", "strategy"),
+                f"relay strategy '{relay.strategy}' is not known (summarize_to_checkpoint)",
+            )
+        )
     for name, persona in m.personas.items():
         loc = ("personas", name)
         if persona.adapter is None:
@@ -283,6 +299,29 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
         _lint_kind(project, loaded, step, loc, ids, ctx, report)
         _lint_workspace(project, loaded, step, loc, ids, report)
         _lint_contracts(project, loaded, step, loc, ids, ctx, report)
+        compaction = step.handover.compaction if step.handover else None
+        if (
+            compaction
+            and compaction.persona
+            and compaction.persona not in project.manifest.personas
+        ):
+            add(
+                src.problem(
+                    (*loc, "handover", "compaction", "persona"),
+                    f"unknown summarizer persona '{compaction.persona}'",
+                )
+            )
+        if (
+            compaction
+            and compaction.trigger
+            and not re.fullmatch(r"\s*token_limit_\d+(\.\d+)?%?\s*", compaction.trigger)
+        ):
+            add(
+                src.problem(
+                    (*loc, "handover", "compaction", "trigger"),
+                    f"trigger must look like token_limit_80%, not {compaction.trigger!r}",
+                )
+            )
         _lint_templates(project, loaded, step, loc, ids, context_keys, report)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
@@ -676,8 +715,6 @@ def _later_issue_warnings(
     """Fields that parse now but whose behaviour arrives with later work."""
     src = loaded.source
     pending: list[tuple[str, str]] = []
-    if step.handover and step.handover.compaction:
-        pending.append(("handover", "handover.compaction (relay) is not active yet"))
     for key, message in pending:
         report.problems.append(src.problem((*loc, key), message, key=True, severity="warning"))
 

@@ -103,7 +103,10 @@ class RelayConfig(Strict):
     token_threshold_percent: float | None = None
     context_window: int | None = None
     summarizer_persona: str | None = None
-    max_relays: int | None = None
+    max_relays: int | None = Field(default=None, ge=1)
+    summarizer_max_tokens: int | None = Field(
+        default=None, gt=0
+    )  # history beyond this halts the run
 
 
 class CircuitBreakerConfig(Strict):

@@ -8,11 +8,10 @@ import shutil
 from pathlib import Path
 
 from swell.adapters.base import AgentRequest
-from swell.engine import thread_context
+from swell.engine import relay, thread_context
 from swell.engine.agents import (
     choose_adapter,
     choose_model,
-    drive,
     make_adapter,
     permissions,
     swell_bin,
@@ -27,6 +26,7 @@ from swell.engine.steps.command import swell_env, timeout_seconds
 from swell.engine.visit import INJECTED_DIR
 from swell.events import models as ev
 from swell.manifest.templates import render_text
+from swell.relay.settings import relay_settings
 from swell.threads.fidelity import with_context
 
 TRANSIENT = ("rate_limit", "timeout")  # worth another try; other agent errors are not
@@ -137,28 +137,27 @@ async def run(ctx: VisitContext) -> StepResult:
         step_id=ctx.step.id,
         visit=ctx.visit,
     )
-    result = await drive(adapter, request, lambda e: ctx.emit([ctx.event(e)]))
+    settings, problem = relay_settings(project.manifest, ctx.step, model)
+    if problem:
+        ctx.emit([ctx.event(ev.Warning(message=problem))])
+    run = await relay.run(ctx, adapter, request, settings)
     attempt = 1
-    while result is not None and not result.success and result.error_kind in TRANSIENT:
+    while run.result is not None and not run.result.success and run.result.error_kind in TRANSIENT:
         delay = retry_delay(ctx.step.retry, attempt)
         if delay is None:
             break
         attempt += 1
-        ctx.emit(
-            [
-                ctx.event(
-                    ev.Warning(
-                        message=f"{result.error_kind}: retrying in {delay:g}s "
-                        f"(attempt {attempt}): {result.error}"
-                    )
-                )
-            ]
-        )
+        message = f"{run.result.error_kind}: retrying in {delay:g}s (attempt {attempt}): {run.result.error}"
+        ctx.emit([ctx.event(ev.Warning(message=message))])
         await asyncio.sleep(delay)
-        result = await drive(adapter, request, lambda e: ctx.emit([ctx.event(e)]))
-    if result is None:
+        run = await relay.run(ctx, adapter, request, settings)
+    result = run.result
+    if run.error or result is None:
         return StepResult(
-            outcome="failure", error=f"adapter '{adapter_name}' ended without a result"
+            outcome="failure",
+            tokens_in=run.tokens_in,
+            tokens_out=run.tokens_out,
+            error=run.error or f"adapter '{adapter_name}' ended without a result",
         )
     ok = result.success
     outcome = "success" if ok else "failure"
@@ -169,8 +168,8 @@ async def run(ctx: VisitContext) -> StepResult:
         output_tail=result.text[-4000:] if result.text else None,
         outputs=output_namespace(result.text, "", 0 if ok else 1, outcome),
         stdout=result.text,
-        tokens_in=result.usage.input_tokens + result.usage.cache_read_tokens,
-        tokens_out=result.usage.output_tokens,
+        tokens_in=result.usage.input_tokens + result.usage.cache_read_tokens + run.tokens_in,
+        tokens_out=result.usage.output_tokens + run.tokens_out,
         cost_usd=result.usage.cost_usd or 0.0,
         round_content=result.text if ok else (result.text or result.error or ""),
         round_meta={
@@ -180,5 +179,6 @@ async def run(ctx: VisitContext) -> StepResult:
             "files_changed": result.files_changed or None,
             "fidelity": thread.fidelity if ctx.step.thread else None,
             "native_resume": thread.native_resume if ctx.step.thread else None,
+            "relays": run.relays or None,
         },
     )
