@@ -17,7 +17,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from swell.manifest.conditions import parse_condition
-from swell.manifest.lint import entry_steps
+from swell.manifest.graph_checks import entry_steps
 from swell.manifest.models import Pipeline, Step
 
 COMPLETE = "_complete"

@@ -8,7 +8,7 @@ that can never be left, steps that can never run, templates that can never resol
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,13 +18,13 @@ from swell.errors import ManifestError, PipelineNotFound, Problem
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import ExpressionError
+from swell.manifest.graph_checks import check_graph, entry_steps
 from swell.manifest.loader import LoadedPipeline, Project, resolve_pipeline
 from swell.manifest.models import Step
+from swell.manifest.template_checks import check_templates
 from swell.manifest.templates import parse_template
 
 TERMINALS = ("_complete", "_fail")
-SIMPLE_VARS = {"input", "pipeline_id", "pipeline_name", "step_id", "workspace", "project_root"}
-STEP_FIELDS = {"outcome", "exit_code", "artifacts", "visit"}
 
 
 @dataclass
@@ -134,100 +134,6 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
     return report
 
 
-def _successors(step: Step, dependents: dict[str, list[str]]) -> list[str]:
-    targets = [e.target for e in step.edges]
-    if step.gate:
-        targets += [c.target for c in step.gate.choices if c.target]
-    if not step.routes:
-        targets += dependents.get(step.id, [])
-    return targets
-
-
-def entry_steps(steps: list[Step]) -> list[str]:
-    """Steps that start a run: the first step (if it has no dependencies), and every
-    other step without dependencies that no edge leads to. rework_only steps never
-    start on their own."""
-    targets = {e.target for s in steps for e in s.edges}
-    targets |= {c.target for s in steps if s.gate for c in s.gate.choices if c.target}
-    first = next((s.id for s in steps if not s.rework_only), None)
-    return [
-        s.id
-        for s in steps
-        if not s.rework_only and not s.dependencies and (s.id == first or s.id not in targets)
-    ]
-
-
-def _sccs(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
-    """Tarjan's strongly connected components (iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, i = work.pop()
-            if i == 0:
-                index[node] = low[node] = counter
-                counter += 1
-                stack.append(node)
-                on_stack.add(node)
-            nexts = [n for n in succ.get(node, []) if n in succ]
-            if i < len(nexts):
-                work.append((node, i + 1))
-                nxt = nexts[i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                out.append(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-    return out
-
-
-def _template_sources(step: Step, root: Path) -> list[tuple[tuple[str | int, ...], str]]:
-    out: list[tuple[tuple[str | int, ...], str]] = []
-    if step.exec and step.exec.source:
-        out.append((("exec", "source"), step.exec.source))
-    if step.exec and step.exec.source_path:
-        path = root / step.exec.source_path
-        if path.is_file():
-            out.append(
-                (("exec", "source_path"), path.read_text(encoding="utf-8", errors="replace"))
-            )
-    if step.script:
-        out.append((("script",), step.script))
-    if step.input:
-        out.append((("input",), step.input))
-    if step.workspace and step.workspace.branch:
-        out.append((("workspace", "branch"), step.workspace.branch))
-    if step.gate:
-        for name in ("message", "prompt"):
-            text = getattr(step.gate, name)
-            if text:
-                out.append((("gate", name), text))
-    if step.handover:
-        for i, contract in enumerate(step.handover.all_contracts):
-            if contract.command:
-                out.append((("handover", "contracts", i, "command"), contract.command))
-    return out
-
-
 def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) -> LintReport:
     """Every graph, reference and template check on one pipeline."""
     report = LintReport()
@@ -322,7 +228,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                     f"trigger must look like token_limit_80%, not {compaction.trigger!r}",
                 )
             )
-        _lint_templates(project, loaded, step, loc, ids, context_keys, report)
+        report.problems += check_templates(project, loaded, step, loc, ids, context_keys)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
                 add(
@@ -369,11 +275,10 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                     severity="warning",
                 )
             )
-        _later_issue_warnings(step, loc, loaded, report)
 
     if report.errors:
         return report  # graph checks need valid references
-    _lint_graph(loaded, dependents, report)
+    report.problems += check_graph(loaded, dependents)
     return report
 
 
@@ -637,152 +542,11 @@ def _lint_contracts(
                 )
 
 
-def _lint_templates(
-    project: Project,
-    loaded: LoadedPipeline,
-    step: Step,
-    loc: tuple[str | int, ...],
-    ids: dict[str, int],
-    context_keys: set[str],
-    report: LintReport,
-) -> None:
-    src, add = loaded.source, report.problems.append
-    pipeline = loaded.pipeline
-    own_artifacts = {a.name for a in step.output_artifacts}
-    injected = {ref.as_ or ref.artifact for ref in step.memory.inject_artifacts}
-    for where, text in _template_sources(step, project.root):
-        try:
-            tpl = parse_template(text)
-        except ExpressionError as exc:
-            add(src.problem((*loc, *where), str(exc)))
-            continue
-        for path in tpl.variables():
-            reason = _unresolvable(
-                path, project, pipeline.steps, ids, context_keys, own_artifacts | injected
-            )
-            if reason:
-                add(src.problem((*loc, *where), reason))
-
-
-def _unresolvable(
-    path: tuple[str | int, ...],
-    project: Project,
-    steps: list[Step],
-    ids: dict[str, int],
-    context_keys: set[str],
-    artifacts: set[str],
-) -> str | None:
-    name = ".".join(str(p) for p in path)
-    root, rest = str(path[0]), path[1:]
-    if root in SIMPLE_VARS:
-        return None if not rest else f"template variable '{name}' has no fields"
-    if root == "run":
-        return (
-            None
-            if [str(r) for r in rest] == ["id"]
-            else f"unknown template variable '{name}' (use run.id)"
-        )
-    if root == "project":
-        if rest and str(rest[0]) in project.manifest.project:
-            return None
-        return f"template variable '{name}' is not set in wave.yaml `project:`"
-    if root == "context":
-        if rest and str(rest[0]) in context_keys:
-            return None
-        return f"template variable '{name}' is never set by any step's output.context"
-    if root == "artifacts":
-        if rest and str(rest[0]) in artifacts:
-            return None
-        return f"template variable '{name}' names no artifact of this step"
-    if root == "steps":
-        if not rest or str(rest[0]) not in ids:
-            return f"template variable '{name}' names an unknown step"
-        if len(rest) < 2 or str(rest[1]) not in STEP_FIELDS:
-            return (
-                f"template variable '{name}': use steps.ID.artifacts.NAME, .outcome or .exit_code"
-            )
-        if str(rest[1]) == "artifacts":
-            declared = {a.name for a in steps[ids[str(rest[0])]].output_artifacts}
-            if len(rest) < 3 or str(rest[2]) not in declared:
-                return f"template variable '{name}': step '{rest[0]}' declares no such artifact"
-        return None
-    return f"unknown template variable '{name}'"
-
-
-def _later_issue_warnings(
-    step: Step, loc: tuple[str | int, ...], loaded: LoadedPipeline, report: LintReport
-) -> None:
-    """Fields that parse now but whose behaviour arrives with later work."""
-    src = loaded.source
-    pending: list[tuple[str, str]] = []
-    for key, message in pending:
-        report.problems.append(src.problem((*loc, key), message, key=True, severity="warning"))
-
-
-def _lint_graph(
-    loaded: LoadedPipeline, dependents: dict[str, list[str]], report: LintReport
-) -> None:
-    src, add = loaded.source, report.problems.append
-    steps = loaded.pipeline.steps
-    index = {s.id: i for i, s in enumerate(steps)}
-    by_id = {s.id: s for s in steps}
-
-    # dependencies alone must be acyclic, or a step waits for itself forever
-    dep_succ = {s.id: list(dependents.get(s.id, [])) for s in steps}
-    for comp in _sccs([s.id for s in steps], dep_succ):
-        if len(comp) > 1:
-            cycle = " -> ".join(sorted(comp, key=index.__getitem__))
-            add(
-                src.problem(("steps", index[comp[0]], "dependencies"), f"dependency cycle: {cycle}")
-            )
-    if report.errors:
-        return
-
-    entries = entry_steps(steps)
-    if not entries:
-        add(
-            src.problem(
-                ("steps",), "no step can start: every step has dependencies or is rework_only"
-            )
-        )
-        return
-    succ = {s.id: [t for t in _successors(s, dependents) if t in by_id] for s in steps}
-    seen, todo = set(entries), list(entries)
-    while todo:
-        for nxt in succ[todo.pop()]:
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    for step in steps:
-        if step.id not in seen and not step.rework_only:
-            add(
-                src.problem(
-                    ("steps", index[step.id], "id"), f"step '{step.id}' can never be reached"
-                )
-            )
-
-    for comp in _sccs([s.id for s in steps], succ):
-        members = set(comp)
-        if len(comp) == 1 and comp[0] not in succ[comp[0]]:
-            continue
-        if not any(_can_leave(by_id[m], members, dependents) for m in comp):
-            order = sorted(comp, key=index.__getitem__)
-            add(
-                src.problem(
-                    ("steps", index[order[0]]),
-                    "loop "
-                    + " -> ".join([*order, order[0]])
-                    + " can never be left: add a conditional edge out of it or to _complete",
-                )
-            )
-
-
-def _can_leave(step: Step, members: set[str], dependents: dict[str, list[str]]) -> bool:
-    targets: Iterable[str] = _successors(step, dependents)
-    if any(t not in members for t in targets):
-        return True
-    if step.routes and all(e.condition for e in step.edges):
-        return True  # when no condition holds the branch ends
-    if step.gate and step.gate.choices and any(not c.target for c in step.gate.choices):
-        return True
-    return bool(not step.routes and not dependents.get(step.id))
+__all__ = [
+    "LintContext",
+    "LintReport",
+    "adapter_type",
+    "entry_steps",
+    "lint_pipeline",
+    "lint_project",
+]
