@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swell.adapters.base import AgentRequest
 from swell.contracts.base import AgentAnswer, ContractContext, ContractResult
 from swell.engine.agents import (
     drive,
@@ -89,8 +90,6 @@ async def _run_agent(
     config = manifest.adapters.get(adapter_name)
     chosen = model or persona.model or (config.default_model if config else None)
     allowed, denied = permissions(ctx, persona, adapter_name)
-    from swell.adapters.base import AgentRequest
-
     request = AgentRequest(
         prompt=prompt,
         system_prompt="\n\n".join(

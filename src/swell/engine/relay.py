@@ -3,6 +3,7 @@ stop it, have the summarizer write a checkpoint, and start a fresh instance from
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Usage
@@ -103,8 +104,6 @@ async def _checkpoint(
     path = ctx.plan.run_dir / ctx.step.id / str(ctx.visit) / f"checkpoint-{out.relays}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    import hashlib
-
     raw = text.encode()
     state = ctx.state
     thread = ctx.step.thread

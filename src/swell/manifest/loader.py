@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -68,8 +69,6 @@ def _readable(err: dict[str, Any], model: type[BaseModel], loc: Loc) -> tuple[st
 
 def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     """The model class reached by following `loc` through field annotations."""
-    import typing
-
     current: Any = model
     for part in loc:
         if isinstance(part, int):
@@ -152,8 +151,6 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
 
 def _unsupported(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> list[Problem]:
     """Problems for Wave fields that are set in `data` but not implemented yet."""
-    import typing
-
     if isinstance(annotation, type) and issubclass(annotation, Strict):
         if not isinstance(data, dict):
             return []

@@ -8,6 +8,7 @@ message (docs/manifest.md keeps both lists).
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -394,8 +395,6 @@ class Step(Strict):
     @field_validator("id")
     @classmethod
     def _id_shape(cls, value: str) -> str:
-        import re
-
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
             raise ValueError(
                 "step id must start with a letter or digit and use only letters, digits, '-', '_', '.'"
