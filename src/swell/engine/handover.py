@@ -88,7 +88,9 @@ async def _run_agent(
     ) as exc:  # a configuration problem: not "unavailable", so fail_open won't hide it
         return AgentAnswer(success=False, error=str(exc), error_kind="agent")
     config = manifest.adapters.get(adapter_name)
-    chosen = model or persona.model or (config.default_model if config else None)
+    # reviews are cheap by default: the adapter's cheapest tier unless a model is named
+    cheapest = config.tier_models.get("cheapest") if config else None
+    chosen = model or persona.model or cheapest or (config.default_model if config else None)
     allowed, denied = permissions(ctx, persona, adapter_name)
     request = AgentRequest(
         prompt=prompt,
