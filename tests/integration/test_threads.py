@@ -296,3 +296,51 @@ def test_threads_survive_kill_9_and_resume(tmp_path: Path) -> None:
     assert "FAILED test_feature: found 1 lines" in second["prompt"]
     rounds = swell_json("thread", run_id, "--thread", "impl", cwd=project)["rounds"]
     assert [r["role"] for r in rounds] == ["implement", "run-tests", "implement", "run-tests"]
+
+
+def test_two_threads_and_a_sub_pipeline_keep_their_histories_apart(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "wave.yaml").write_text(MANIFEST)
+    (project / "replies.yaml").write_text("""
+replies:
+  - {step: a1, text: "ALPHA-ONE"}
+  - {step: b1, text: "BETA-ONE"}
+  - {step: a2, text: "alpha two"}
+  - {step: b2, text: "beta two"}
+  - {step: child, text: "child answer"}
+""")
+    write_pipeline(
+        project,
+        "kid",
+        """
+kind: WavePipeline
+metadata: {name: kid}
+steps:
+  - id: child
+    persona: coder
+    thread: a
+    exec: {type: prompt, source: "child task"}
+""",
+    )
+    write_pipeline(
+        project,
+        "two",
+        """
+kind: WavePipeline
+metadata: {name: two}
+steps:
+  - {id: a1, persona: coder, thread: a, exec: {type: prompt, source: "a one"}}
+  - {id: b1, persona: coder, thread: b, dependencies: [a1], exec: {type: prompt, source: "b one"}}
+  - {id: a2, persona: fixer, thread: a, dependencies: [b1], exec: {type: prompt, source: "a two"}}
+  - {id: b2, persona: fixer, thread: b, dependencies: [a2], exec: {type: prompt, source: "b two"}}
+  - {id: sub, pipeline: kid, dependencies: [b2]}
+""",
+    )
+    result = swell("run", "two", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    by_step = {c["step_id"]: c["prompt"] for c in calls(project)}
+    assert "ALPHA-ONE" in by_step["a2"] and "BETA-ONE" not in by_step["a2"]
+    assert "BETA-ONE" in by_step["b2"] and "ALPHA-ONE" not in by_step["b2"]
+    # the child run's thread `a` is its own: nothing of the parent's thread `a`
+    assert by_step["child"] == "child task"
