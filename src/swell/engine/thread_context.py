@@ -42,53 +42,14 @@ async def prepare(ctx: VisitContext, adapter_name: str, adapter: AgentAdapter) -
     if not thread:
         return ThreadContext()
     entries = ctx.state.threads.get(thread, [])
-    hint = fetch_hint(swell_bin(), ctx.plan.run_id, thread)
     out = ThreadContext(fidelity=requested if entries else "fresh")
-    if not entries or requested == "fresh":
-        pass
-    elif requested == "full":
-        last = next((e for e in reversed(entries) if e.metadata.get("adapter")), None)
-        session = last.metadata.get("session_id") if last else None
-        if (
-            last
-            and session
-            and last.metadata.get("adapter") == adapter_name
-            and adapter.capabilities.resume
-        ):
-            later = [e for e in entries if e.round > last.round]
-            out.resume_session, out.native_resume = str(session), True
-            out.preamble = (
-                transcript(thread, later, "Since your last turn in this thread") if later else ""
-            )
-        else:
-            out.preamble = transcript(thread, entries)
-    elif requested == "compact":
+    if entries and requested == "full":
+        _full(out, thread, entries, adapter_name, adapter)
+    elif entries and requested == "compact":
+        hint = fetch_hint(swell_bin(), ctx.plan.run_id, thread)
         out.preamble = compact(thread, ctx.plan.input, entries, ctx.state.context, hint)
-    else:
-        upto = entries[-1].round
-        text = ctx.state.summaries.get((thread, upto))
-        if text is None:
-            text, problem = await _summarize(ctx, thread, entries)
-            if text is not None:
-                out.events.append(
-                    ev.ThreadSummarized(
-                        thread=thread, upto_round=upto, text=text, persona=_summarizer_persona(ctx)
-                    )
-                )
-            else:
-                out.events.append(
-                    ev.Warning(
-                        message=f"thread '{thread}': summarizer unavailable "
-                        f"({problem}); using compact fidelity"
-                    )
-                )
-        if text is None:
-            out.fidelity = "compact"
-            out.preamble = compact(thread, ctx.plan.input, entries, ctx.state.context, hint)
-        else:
-            out.preamble = (
-                f"## Summary of this thread so far ({thread})\n{text.strip()}\n\n{hint}\n"
-            )
+    elif entries and requested == "summary":
+        await _summary(ctx, out, thread, entries)
     out.events.append(
         ev.ThreadContext(
             thread=thread,
@@ -101,6 +62,54 @@ async def prepare(ctx: VisitContext, adapter_name: str, adapter: AgentAdapter) -
         )
     )
     return out
+
+
+def _full(
+    out: ThreadContext, thread: str, entries: list[Entry], adapter_name: str, adapter: AgentAdapter
+) -> None:
+    """Resume the agent's own session if it can, sending what happened since; else replay."""
+    last = next((e for e in reversed(entries) if e.metadata.get("adapter")), None)
+    session = last.metadata.get("session_id") if last else None
+    if not (
+        last
+        and session
+        and last.metadata.get("adapter") == adapter_name
+        and adapter.capabilities.resume
+    ):
+        out.preamble = transcript(thread, entries)
+        return
+    later = [e for e in entries if e.round > last.round]
+    out.resume_session, out.native_resume = str(session), True
+    out.preamble = transcript(thread, later, "Since your last turn in this thread") if later else ""
+
+
+async def _summary(
+    ctx: VisitContext, out: ThreadContext, thread: str, entries: list[Entry]
+) -> None:
+    """The cached or a new summary; compact (with a warning) when none can be had."""
+    upto = entries[-1].round
+    text = ctx.state.summaries.get((thread, upto))
+    if text is None:
+        text, problem = await _summarize(ctx, thread, entries)
+        if text is not None:
+            out.events.append(
+                ev.ThreadSummarized(
+                    thread=thread, upto_round=upto, text=text, persona=_summarizer_persona(ctx)
+                )
+            )
+        else:
+            out.events.append(
+                ev.Warning(
+                    message=f"thread '{thread}': summarizer unavailable "
+                    f"({problem}); using compact fidelity"
+                )
+            )
+    hint = fetch_hint(swell_bin(), ctx.plan.run_id, thread)
+    if text is None:
+        out.fidelity = "compact"
+        out.preamble = compact(thread, ctx.plan.input, entries, ctx.state.context, hint)
+    else:
+        out.preamble = f"## Summary of this thread so far ({thread})\n{text.strip()}\n\n{hint}\n"
 
 
 def _summarizer_persona(ctx: VisitContext) -> str | None:
