@@ -1,6 +1,6 @@
 """Running an agent for the engine: which adapter and model, what it may do and see,
 and turning its event stream into run events. Used by prompt steps and by the
-thread summarizer."""
+helper personas that work for a visit (summarizers, reviewers)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from swell.adapters.base import (
     AdapterSetup,
@@ -24,11 +25,14 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.engine.context import VisitContext
+from swell.engine.steps.command import swell_env
 from swell.events import models as ev
 from swell.manifest.lint import adapter_type
 from swell.manifest.models import Persona
 
 TIERS = ("cheapest", "balanced", "strongest")
+DEFAULT_SUMMARIZER_ADAPTER = "local"  # the embedded model: runs anywhere, offline
+SUMMARIZER_TIMEOUT = 300.0
 
 # what every agent process may see of swell's environment; adapters add their own
 # names (API keys, base URLs) through `env_passthrough`
@@ -114,6 +118,42 @@ def make_adapter(ctx: VisitContext, name: str) -> AgentAdapter:
 def visit_env(ctx: VisitContext, adapter: AgentAdapter, extra: dict[str, str]) -> dict[str, str]:
     """The agent's environment: curated, plus the adapter's passthrough, plus `extra`."""
     return {**agent_env(getattr(adapter, "env_passthrough", ())), **extra}
+
+
+def summarizer(ctx: VisitContext, name: str | None) -> tuple[Persona | None, str]:
+    """The summarizer persona called `name` (None: the built-in one) and its adapter."""
+    persona = ctx.plan.project.manifest.personas.get(name) if name else None
+    if name and persona is None:
+        raise ValueError(f"summarizer persona '{name}' is not defined")
+    return persona, (persona.adapter if persona else None) or DEFAULT_SUMMARIZER_ADAPTER
+
+
+def helper_request(
+    ctx: VisitContext,
+    adapter: AgentAdapter,
+    persona: Persona | None,
+    *,
+    role: str,
+    system: str,
+    prompt: str,
+    visit: int,
+    **fields: Any,
+) -> AgentRequest:
+    """A request for a persona working for the current visit (a summarizer, a reviewer):
+    its `system` text before the persona's own prompt, the visit's environment, and a
+    step id `STEP.role`."""
+    return AgentRequest(
+        prompt=prompt,
+        system_prompt="\n\n".join(
+            filter(None, [system, system_prompt(ctx.plan.project.root, persona)])
+        ),
+        workspace=ctx.workspace.path,
+        env=visit_env(ctx, adapter, {**swell_env(ctx), "SWELL_BIN": swell_bin()}),
+        run_id=ctx.plan.run_id,
+        step_id=f"{ctx.step.id}.{role}",
+        visit=visit,
+        **fields,
+    )
 
 
 @dataclass

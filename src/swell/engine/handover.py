@@ -14,18 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swell.adapters.base import AgentRequest
 from swell.contracts.base import AgentAnswer, ContractContext, ContractResult
-from swell.engine.agents import (
-    drive,
-    make_adapter,
-    permissions,
-    swell_bin,
-    system_prompt,
-    visit_env,
-)
+from swell.engine.agents import drive, helper_request, make_adapter, permissions
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.steps.command import _base_env, swell_env, timeout_seconds
+from swell.engine.steps.command import command_env, timeout_seconds
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import Contract, Step
@@ -92,22 +84,20 @@ async def _run_agent(
     cheapest = config.tier_models.get("cheapest") if config else None
     chosen = model or persona.model or cheapest or (config.default_model if config else None)
     allowed, denied = permissions(ctx, persona, adapter_name)
-    request = AgentRequest(
+    request = helper_request(
+        ctx,
+        adapter,
+        persona,
+        role="review",
+        system=system,
         prompt=prompt,
-        system_prompt="\n\n".join(
-            filter(None, [system, system_prompt(ctx.plan.project.root, persona)])
-        ),
-        workspace=ctx.workspace.path,
+        visit=ctx.visit,
         model=chosen,
         allowed_tools=allowed,
         denied_tools=denied,
         json_schema=schema,
         timeout_s=timeout,
         temperature=persona.temperature,
-        env=visit_env(ctx, adapter, {**swell_env(ctx), "SWELL_BIN": swell_bin()}),
-        run_id=ctx.plan.run_id,
-        step_id=f"{ctx.step.id}.review",
-        visit=ctx.visit,
     )
     result = (await drive(adapter, request, None)).result
     if result is None:
@@ -150,7 +140,7 @@ def _context(
         run_dir=ctx.plan.run_dir,
         visit=ctx.visit,
         render=lambda text: render_text(text, ctx.namespace).text,
-        command_env={**_base_env(), **swell_env(ctx)},
+        command_env=command_env(ctx),
         artifacts=_artifacts(ctx, result),
         stdout=result.stdout,
         diff=ctx.workspace.diff,

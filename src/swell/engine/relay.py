@@ -7,9 +7,16 @@ import hashlib
 from dataclasses import dataclass
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Usage
-from swell.engine.agents import Drive, drive, make_adapter, swell_bin, visit_env
+from swell.engine.agents import (
+    SUMMARIZER_TIMEOUT,
+    Drive,
+    choose_model,
+    drive,
+    helper_request,
+    make_adapter,
+    summarizer,
+)
 from swell.engine.context import VisitContext
-from swell.engine.steps.command import swell_env
 from swell.events import models as ev
 from swell.relay.checkpoint import (
     SUMMARIZER_SYSTEM,
@@ -20,7 +27,6 @@ from swell.relay.checkpoint import (
 )
 from swell.relay.settings import CHARS_PER_TOKEN, RelaySettings
 
-DEFAULT_SUMMARIZER_ADAPTER = "local"
 READ_ONLY = ["Read", "Grep", "Glob"]
 DENIED = ["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "WebFetch", "WebSearch"]
 
@@ -144,32 +150,27 @@ async def _checkpoint(
 
 
 async def _summarize(ctx: VisitContext, settings: RelaySettings, history: str, out: Relayed) -> str:
-    manifest = ctx.plan.project.manifest
-    persona = manifest.personas.get(settings.summarizer) if settings.summarizer else None
-    if settings.summarizer and persona is None:
-        raise RelayHalt(f"summarizer persona '{settings.summarizer}' is not defined")
-    adapter_name = (persona.adapter if persona else None) or DEFAULT_SUMMARIZER_ADAPTER
+    try:
+        persona, adapter_name = summarizer(ctx, settings.summarizer)
+    except ValueError as exc:
+        raise RelayHalt(str(exc)) from None
     try:
         adapter = make_adapter(ctx, adapter_name)
     except Exception as exc:
         raise RelayHalt(f"summarizer unavailable: {exc}") from None
-    config = manifest.adapters.get(adapter_name)
-    system = SUMMARIZER_SYSTEM + (
-        f"\n\n{persona.system_prompt}" if persona and persona.system_prompt else ""
-    )
-    request = AgentRequest(
+    request = helper_request(
+        ctx,
+        adapter,
+        persona,
+        role="checkpoint",
+        system=SUMMARIZER_SYSTEM,
         prompt=summarizer_prompt(history),
-        system_prompt=system,
-        workspace=ctx.workspace.path,
-        model=(persona.model if persona else None) or (config.default_model if config else None),
+        visit=out.relays,
+        model=choose_model(ctx, persona, adapter_name, step_level=False),
         allowed_tools=READ_ONLY,  # minimal permissions: read only, no writes, no shell
         denied_tools=DENIED,
         temperature=0.0,
-        timeout_s=300.0,
-        env=visit_env(ctx, adapter, {**swell_env(ctx), "SWELL_BIN": swell_bin()}),
-        run_id=ctx.plan.run_id,
-        step_id=f"{ctx.step.id}.checkpoint",
-        visit=out.relays,
+        timeout_s=SUMMARIZER_TIMEOUT,
     )
     result = (await drive(adapter, request, None)).result
     if result is None or not result.success or not result.text.strip():

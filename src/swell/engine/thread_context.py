@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from swell.adapters.base import AgentAdapter, AgentRequest
-from swell.engine.agents import drive, make_adapter, swell_bin, system_prompt, visit_env
+from swell.adapters.base import AgentAdapter
+from swell.engine.agents import (
+    SUMMARIZER_TIMEOUT,
+    choose_model,
+    drive,
+    helper_request,
+    make_adapter,
+    summarizer,
+    swell_bin,
+)
 from swell.engine.context import VisitContext
 from swell.events import models as ev
 from swell.threads.fidelity import (
@@ -22,9 +30,6 @@ from swell.threads.fidelity import (
     summary_prompt,
     transcript,
 )
-
-DEFAULT_SUMMARIZER_ADAPTER = "local"  # the embedded model: runs anywhere, offline
-SUMMARIZER_TIMEOUT = 300.0
 
 
 @dataclass
@@ -121,29 +126,20 @@ async def _summarize(
 ) -> tuple[str | None, str]:
     """A summary from the summarizer persona (or the built-in local model); None and why
     when it cannot be had."""
-    manifest = ctx.plan.project.manifest
-    name = _summarizer_persona(ctx)
-    persona = manifest.personas.get(name) if name else None
-    if name and persona is None:
-        return None, f"summarizer persona '{name}' is not defined"
-    adapter_name = (persona.adapter if persona else None) or DEFAULT_SUMMARIZER_ADAPTER
     try:
+        persona, adapter_name = summarizer(ctx, _summarizer_persona(ctx))
         adapter = make_adapter(ctx, adapter_name)
-        config = manifest.adapters.get(adapter_name)
-        model = (persona.model if persona else None) or (config.default_model if config else None)
-        request = AgentRequest(
+        request = helper_request(
+            ctx,
+            adapter,
+            persona,
+            role="summary",
+            system=SUMMARIZER_SYSTEM,
             prompt=summary_prompt(thread, ctx.plan.input, entries),
-            system_prompt="\n\n".join(
-                filter(None, [SUMMARIZER_SYSTEM, system_prompt(ctx.plan.project.root, persona)])
-            ),
-            workspace=ctx.workspace.path,
-            model=model,
+            visit=1 + sum(1 for key in ctx.state.summaries if key[0] == thread),  # n-th summary
+            model=choose_model(ctx, persona, adapter_name, step_level=False),
             timeout_s=SUMMARIZER_TIMEOUT,
             temperature=0.0,
-            env=visit_env(ctx, adapter, {}),
-            run_id=ctx.plan.run_id,
-            step_id=f"{ctx.step.id}.summary",
-            visit=1 + sum(1 for key in ctx.state.summaries if key[0] == thread),  # the n-th summary
         )
         result = (await drive(adapter, request, None)).result
     except Exception as exc:

@@ -40,6 +40,11 @@ def swell_env(ctx: VisitContext) -> dict[str, str]:
     return env
 
 
+def command_env(ctx: VisitContext) -> dict[str, str]:
+    """The environment of a command run for a visit: swell's own, plus the visit's."""
+    return {**_base_env(), **swell_env(ctx)}
+
+
 def timeout_seconds(ctx: VisitContext) -> float:
     if ctx.step.timeout_minutes:
         return ctx.step.timeout_minutes * 60
@@ -56,7 +61,7 @@ async def run(ctx: VisitContext) -> StepResult:
         ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
         for m in rendered.missing
     ]
-    env = {**_base_env(), **swell_env(ctx), **rendered.env}
+    env = {**command_env(ctx), **rendered.env}
     runtime = ctx.plan.project.manifest.runtime
     timeout = timeout_seconds(ctx)
     result = await run_process(
