@@ -28,7 +28,6 @@ from swell.contracts.agent_review import SCHEMA, check
 from swell.contracts.base import AgentAnswer, ContractContext, ContractResult, RunAgent
 from swell.errors import BinaryMissing
 from swell.manifest.models import Contract, Step
-from swell.manifest.templates import render_text
 from swell.workspace.workspace import open_directory
 from twins.proxy import DeadProxy
 from twins.server import Reply, ToolCall, Twin
@@ -93,7 +92,7 @@ def context(tmp_path: Path, run_agent: RunAgent, **contract: Any) -> ContractCon
         project_root=tmp_path,
         run_dir=tmp_path / "run",
         visit=1,
-        render=lambda text: render_text(text, {"input": "add divide()"}).text,
+        namespace={"input": "add divide()"},
         command_env={},
         artifacts={},
         stdout=None,

@@ -18,7 +18,6 @@ from swell.contracts import agent_review
 from swell.contracts.agent_review import check, config_problems, extract_json
 from swell.contracts.base import AgentAnswer, ContractContext, ContractResult, ReviewFeedback
 from swell.manifest.models import Contract, Step
-from swell.manifest.templates import render_text
 from swell.workspace.workspace import open_directory
 
 PASS = {"verdict": "pass", "issues": [], "suggestions": [], "confidence": 0.9, "summary": "Fine."}
@@ -113,7 +112,7 @@ def make(tmp_path: Path) -> Any:
             project_root=project,
             run_dir=tmp_path / "run",
             visit=1,
-            render=lambda text: render_text(text, namespace).text,
+            namespace=namespace,
             command_env={},
             artifacts=artifacts or {},
             stdout=None,

@@ -16,7 +16,6 @@ from swell.contracts import json_schema, non_empty_file, test_suite
 from swell.contracts.base import ContractContext, ContractResult
 from swell.contracts.registry import default_contract_types
 from swell.manifest.models import Contract, Step
-from swell.manifest.templates import render_text
 
 EVIL = "$(touch PWNED) `touch PWNED`; touch PWNED && echo '\"x"
 
@@ -57,7 +56,7 @@ class Env:
             project_root=self.project,
             run_dir=self.run_dir,
             visit=1,
-            render=lambda text: render_text(text, namespace).text,
+            namespace=namespace,
             command_env=dict(os.environ),
             artifacts=artifacts or {},
             stdout=stdout,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from swell.manifest.models import Contract, Step
+from swell.manifest.templates import render_text
 
 
 class ReviewIssue(BaseModel):
@@ -77,7 +78,7 @@ class ContractContext:
     project_root: Path
     run_dir: Path  # swell's own files for this visit's run (logs, review files)
     visit: int
-    render: Callable[[str], str]  # templates, for paths and prompts
+    namespace: Mapping[str, Any]  # template variables (input, context, artifacts, ...)
     command_env: dict[str, str]  # environment for test commands
     artifacts: dict[str, str]  # artifact name -> path (this visit's and upstream steps')
     stdout: str | None  # the visit's stdout (a command's output, an agent's answer)
@@ -85,6 +86,10 @@ class ContractContext:
     default_timeout: float
     run_agent: RunAgent | None = None
     notes: list[str] = field(default_factory=list)  # warnings to record as events
+
+    def render(self, text: str) -> str:
+        """`text` with its placeholders filled, for paths and prompts (not shell)."""
+        return render_text(text, self.namespace).text
 
 
 ContractCheck = Callable[[ContractContext], Awaitable[ContractResult]]

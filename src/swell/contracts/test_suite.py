@@ -2,12 +2,10 @@
 
 The command is rendered like a command step's script (`render_script`): every
 placeholder becomes a quoted environment-variable reference, except `{{ project.X }}`,
-which is owner-written shell code and is inserted as it is. `ctx.render` alone would
-not do: it splices values as text, and `context.KEY` (set from command and agent
-output), `input` and artifact paths can all appear in a command, so model output
-could become shell code. The context offers only `ctx.render`, so each placeholder is
-evaluated on its own through it and the values are then handed to `render_script`
-under synthetic names — the same quoting a command step gets.
+which is owner-written shell code and is inserted as it is. `ctx.render` would not do:
+it splices values as text, and `context.KEY` (set from command and agent output),
+`input` and artifact paths can all appear in a command, so model output could become
+shell code.
 
 `dir`: the step's workspace by default, `project_root` for the project root, or a
 path inside the workspace. `timeout`: seconds or a duration (`120s`, `5m`), default
@@ -17,7 +15,6 @@ ends the whole group.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ from swell.contracts.base import ContractContext, ContractResult
 from swell.contracts.non_empty_file import workspace_path
 from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import ExpressionError
-from swell.manifest.templates import TRUSTED_ROOTS, Rendered, parse_template, render_script
+from swell.manifest.templates import render_script
 from swell.process import run_process
 from swell.workspace.paths import PathEscape
 
@@ -44,29 +41,6 @@ def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
     if len(result) > chars:
         result, cut = result[-chars:], True
     return "…" + result if cut else result
-
-
-def render_command(command: str, render: Callable[[str], str]) -> Rendered:
-    """`command` rendered for the shell, each value taken from `render("{{ expr }}")`.
-
-    Raises ExpressionError for a malformed placeholder."""
-    tpl = parse_template(command)
-    values: dict[str, str] = {}
-    trusted: dict[str, str] = {}
-    parts = [tpl.literals[0]]
-    for n, ((expr, node), literal) in enumerate(
-        zip(tpl.placeholders, tpl.literals[1:], strict=True), start=1
-    ):
-        value = render("{{ " + expr + " }}")
-        if node[0] == "path" and str(node[1][0]) in TRUSTED_ROOTS:
-            trusted[f"v{n}"] = value
-            parts.append(f"{{{{ project.v{n} }}}}")
-        else:
-            values[f"v{n}"] = value
-            parts.append(f"{{{{ v{n} }}}}")
-        parts.append(literal)
-    namespace: dict[str, Any] = {**values, "project": trusted}
-    return render_script("".join(parts), namespace, env_prefix=ENV_PREFIX)
 
 
 def _directory(ctx: ContractContext) -> Path:
@@ -96,7 +70,7 @@ async def check(ctx: ContractContext) -> ContractResult:
     if not command or not command.strip():
         return _failed("test_suite contract needs `command`: the command to run")
     try:
-        rendered = render_command(command, ctx.render)
+        rendered = render_script(command, ctx.namespace, env_prefix=ENV_PREFIX)
     except ExpressionError as exc:
         return _failed(f"invalid template in command: {exc}")
     if not rendered.text.strip():

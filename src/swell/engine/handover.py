@@ -21,7 +21,6 @@ from swell.engine.steps.command import command_env, timeout_seconds
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import Contract, Step
-from swell.manifest.templates import render_text
 
 POLICIES = ("fail", "retry", "rework", "continue", "warn", "skip")
 
@@ -139,7 +138,7 @@ def _context(
         project_root=ctx.plan.project.root,
         run_dir=ctx.plan.run_dir,
         visit=ctx.visit,
-        render=lambda text: render_text(text, ctx.namespace).text,
+        namespace=ctx.namespace,
         command_env=command_env(ctx),
         artifacts=_artifacts(ctx, result),
         stdout=result.stdout,
