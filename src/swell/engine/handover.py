@@ -8,6 +8,7 @@ Checking stops at the first failure whose policy is not continue/warn/skip.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -74,9 +75,8 @@ async def _run_agent(
     adapter_name = persona.adapter or ""
     try:
         adapter = make_adapter(ctx, adapter_name)
-    except (
-        SwellError
-    ) as exc:  # a configuration problem: not "unavailable", so fail_open won't hide it
+    except SwellError as exc:
+        # a configuration problem: not "unavailable", so fail_open won't hide it
         return AgentAnswer(success=False, error=str(exc), error_kind="agent")
     config = manifest.adapters.get(adapter_name)
     # reviews are cheap by default: the adapter's cheapest tier unless a model is named
@@ -120,16 +120,6 @@ async def _run_agent(
 def _context(
     ctx: VisitContext, result: StepResult, owner: Step, contract: Contract, index: int
 ) -> ContractContext:
-    async def run_agent(
-        persona: str,
-        system: str,
-        prompt: str,
-        schema: dict[str, Any] | None,
-        timeout: float,
-        model: str | None,
-    ) -> AgentAnswer:
-        return await _run_agent(ctx, persona, system, prompt, schema, timeout, model)
-
     return ContractContext(
         contract=contract,
         index=index,
@@ -144,7 +134,7 @@ def _context(
         stdout=result.stdout,
         diff=ctx.workspace.diff,
         default_timeout=timeout_seconds(ctx),
-        run_agent=run_agent,
+        run_agent=functools.partial(_run_agent, ctx),
     )
 
 
