@@ -7,7 +7,6 @@ that need no real CLI (fake binaries, argv building) are not marked `agent_cli`.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import time
@@ -16,13 +15,10 @@ from typing import Any
 
 import pytest
 
-from agent_clis import cli_path
+from agent_clis import cli_path, drive, fake_binary, procs_under, settled
 from swell.adapters.base import (
     AdapterSetup,
-    AgentEvent,
-    AgentFinished,
     AgentRequest,
-    AgentResult,
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
@@ -53,16 +49,6 @@ def request(
     return AgentRequest(prompt=prompt, workspace=workspace, **fields)
 
 
-def drive(adapter: ClaudeAdapter, req: AgentRequest) -> tuple[list[AgentEvent], AgentResult]:
-    async def collect() -> list[AgentEvent]:
-        return [event async for event in adapter.run(req)]
-
-    events = asyncio.run(collect())
-    assert isinstance(events[-1], AgentFinished)
-    assert not any(isinstance(e, AgentFinished) for e in events[:-1])
-    return events, events[-1].result
-
-
 def texts(body: Any) -> list[str]:
     """Every text the request carries in its messages (either role)."""
     found = []
@@ -73,36 +59,6 @@ def texts(body: Any) -> list[str]:
         else:
             found += [part.get("text", "") for part in content if isinstance(part, dict)]
     return found
-
-
-def procs_under(path: Path) -> list[str]:
-    """Processes whose working directory is inside `path` (the agent and its tools)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if cwd == str(path) or cwd.startswith(f"{path}/"):
-            found.append(f"{entry.name}: {cmd[:120]}")
-    return found
-
-
-def settled(check: Any, timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while (value := check()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return value
-
-
-def fake_binary(tmp_path: Path, script: str) -> Path:
-    path = tmp_path / "fake-claude"
-    path.write_text("#!/bin/sh\n" + script)
-    path.chmod(0o755)
-    return path
 
 
 @real_cli
@@ -328,14 +284,16 @@ def test_timeout_ends_the_tools_the_agent_started(tmp_path: Path) -> None:
 
 
 def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n')
+    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n', name="fake-claude")
     _, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.error_kind == "crash"
     assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
 
 
 def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, "cat > /dev/null\necho 'Welcome to Claude! <html>'\n")
+    binary = fake_binary(
+        tmp_path, "cat > /dev/null\necho 'Welcome to Claude! <html>'\n", name="fake-claude"
+    )
     _, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.error_kind == "unparseable_output"
     assert "Welcome to Claude" in (result.error or "")
@@ -351,7 +309,9 @@ def test_odd_lines_among_stream_json_are_tolerated(tmp_path: Path) -> None:
         '{"type":"user","message":null}',
         '{"type":"result","subtype":"success","is_error":false,"result":"hi","usage":null}',
     ]
-    binary = fake_binary(tmp_path, "".join(f"echo '{line}'\n" for line in lines))
+    binary = fake_binary(
+        tmp_path, "".join(f"echo '{line}'\n" for line in lines), name="fake-claude"
+    )
     events, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.success and result.text == "hi" and result.session_id == "s-9", result.error
     assert AgentText("hi") in events
@@ -362,7 +322,7 @@ def test_prompt_goes_to_stdin_and_argv_carries_the_flags(tmp_path: Path) -> None
     script += 'echo \'{"type":"system","subtype":"init","session_id":"s-1"}\'\n'
     script += 'echo \'{"type":"result","subtype":"success","is_error":false,"result":"ok",'
     script += '"structured_output":{"a":1},"session_id":"s-1","usage":{"input_tokens":3}}\'\n'
-    binary = fake_binary(tmp_path, script)
+    binary = fake_binary(tmp_path, script, name="fake-claude")
     req = request(
         tmp_path,
         prompt="the task\nwith two lines",

@@ -7,7 +7,6 @@ adapter's `base_url` option points the CLI at the twin on 127.0.0.1.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -18,13 +17,10 @@ from typing import Any
 
 import pytest
 
-from agent_clis import cli_path
+from agent_clis import cli_path, drive, fake_binary
 from swell.adapters.base import (
     AdapterSetup,
-    AgentEvent,
-    AgentFinished,
     AgentRequest,
-    AgentResult,
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
@@ -74,15 +70,6 @@ def request(tmp_path: Path, prompt: str = "do the task", **fields: Any) -> Agent
     }
     fields = {"model": MODEL, "timeout_s": 60, "env": env, **fields}
     return AgentRequest(prompt=prompt, workspace=workspace, **fields)
-
-
-def drive(adapter: CodexAdapter, req: AgentRequest) -> tuple[list[AgentEvent], AgentResult]:
-    async def collect() -> list[AgentEvent]:
-        return [event async for event in adapter.run(req)]
-
-    events = asyncio.run(collect())
-    assert isinstance(events[-1], AgentFinished)
-    return events, events[-1].result
 
 
 def inputs(body: Any) -> list[dict[str, Any]]:
@@ -247,10 +234,7 @@ def test_hang_past_the_timeout_ends_codex_and_its_commands(tmp_path: Path) -> No
 
 
 def fake_codex(tmp_path: Path, body: str) -> Path:
-    path = tmp_path / "fake-codex"
-    path.write_text(f"#!/bin/sh\ncat >/dev/null\n{body}\n")
-    path.chmod(0o755)
-    return path
+    return fake_binary(tmp_path, f"cat >/dev/null\n{body}\n", name="fake-codex")
 
 
 def test_crash_is_reported_with_stderr(tmp_path: Path) -> None:

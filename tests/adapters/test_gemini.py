@@ -11,7 +11,6 @@ marked `agent_cli`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -21,13 +20,10 @@ from typing import Any
 
 import pytest
 
-from agent_clis import cli_path
+from agent_clis import cli_path, drive, fake_binary, procs_under, settled
 from swell.adapters.base import (
     AdapterSetup,
-    AgentEvent,
-    AgentFinished,
     AgentRequest,
-    AgentResult,
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
@@ -82,16 +78,6 @@ def request(
     return AgentRequest(prompt=prompt, workspace=workspace, **fields)
 
 
-def drive(adapter: GeminiAdapter, req: AgentRequest) -> tuple[list[AgentEvent], AgentResult]:
-    async def collect() -> list[AgentEvent]:
-        return [event async for event in adapter.run(req)]
-
-    events = asyncio.run(collect())
-    assert isinstance(events[-1], AgentFinished)
-    assert not any(isinstance(e, AgentFinished) for e in events[:-1])
-    return events, events[-1].result
-
-
 def texts(body: Any) -> list[str]:
     """Every text part the request's contents carry (either role)."""
     return [part["text"] for c in body["contents"] for part in c["parts"] if "text" in part]
@@ -104,36 +90,6 @@ def declared(body: Any) -> set[str]:
 def tool_outputs(body: Any) -> list[dict[str, Any]]:
     parts = [part for c in body["contents"] for part in c["parts"]]
     return [part["functionResponse"]["response"] for part in parts if "functionResponse" in part]
-
-
-def procs_under(path: Path) -> list[str]:
-    """Processes whose working directory is inside `path` (the agent and its tools)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if cwd == str(path) or cwd.startswith(f"{path}/"):
-            found.append(f"{entry.name}: {cmd[:120]}")
-    return found
-
-
-def settled(check: Any, timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while (value := check()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return value
-
-
-def fake_binary(tmp_path: Path, script: str) -> Path:
-    path = tmp_path / "fake-gemini"
-    path.write_text("#!/bin/sh\n" + script)
-    path.chmod(0o755)
-    return path
 
 
 @real_cli
@@ -385,14 +341,16 @@ def test_background_commands_do_not_outlive_the_visit(tmp_path: Path) -> None:
 
 
 def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n')
+    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n', name="fake-gemini")
     _, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.error_kind == "crash"
     assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
 
 
 def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, "cat > /dev/null\necho 'Welcome to Gemini! <html>'\n")
+    binary = fake_binary(
+        tmp_path, "cat > /dev/null\necho 'Welcome to Gemini! <html>'\n", name="fake-gemini"
+    )
     _, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.error_kind == "unparseable_output"
     assert "Welcome to Gemini" in (result.error or "")
@@ -411,7 +369,9 @@ def test_odd_lines_among_stream_json_are_tolerated(tmp_path: Path) -> None:
         '{"type":"error","severity":"warning","message":"Loop detected"}',
         '{"type":"result","status":"success","stats":null}',
     ]
-    binary = fake_binary(tmp_path, "".join(f"echo '{line}'\n" for line in lines))
+    binary = fake_binary(
+        tmp_path, "".join(f"echo '{line}'\n" for line in lines), name="fake-gemini"
+    )
     events, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.success and result.text == "hi" and result.session_id == "s-9", result.error
     assert AgentText("hi") in events and AgentToolCall("Edit", None) in events
@@ -437,7 +397,7 @@ def test_prompt_goes_to_stdin_and_argv_env_policy_carry_the_rest(tmp_path: Path)
     script += 'while [ "$1" != "--policy" ]; do shift; done; cp "$2" "$0.policy"; echo "$2" > "$0.where"\n'
     script += 'echo \'{"type":"init","session_id":"s-1","model":"m"}\'\n'
     script += 'echo \'{"type":"result","status":"success","stats":{"input_tokens":3}}\'\n'
-    binary = fake_binary(tmp_path, script)
+    binary = fake_binary(tmp_path, script, name="fake-gemini")
     req = request(
         tmp_path,
         prompt="the task\nwith two lines",

@@ -11,7 +11,6 @@ that fails it if anything still tries to leave 127.0.0.1. Tests that need no rea
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -21,13 +20,10 @@ from typing import Any
 
 import pytest
 
-from agent_clis import cli_path
+from agent_clis import cli_path, drive, fake_binary, procs_under, settled
 from swell.adapters.base import (
     AdapterSetup,
-    AgentEvent,
-    AgentFinished,
     AgentRequest,
-    AgentResult,
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
@@ -74,16 +70,6 @@ def request(
     return AgentRequest(prompt=prompt, workspace=workspace, **fields)
 
 
-def drive(adapter: OpencodeAdapter, req: AgentRequest) -> tuple[list[AgentEvent], AgentResult]:
-    async def collect() -> list[AgentEvent]:
-        return [event async for event in adapter.run(req)]
-
-    events = asyncio.run(collect())
-    assert isinstance(events[-1], AgentFinished)
-    assert not any(isinstance(e, AgentFinished) for e in events[:-1])
-    return events, events[-1].result
-
-
 def messages(body: Any, role: str | None = None) -> list[str]:
     """The text of every message (of `role`) in a Chat Completions request."""
     found = []
@@ -101,41 +87,11 @@ def tools(body: Any) -> set[str]:
     return {tool["function"]["name"] for tool in body.get("tools", [])}
 
 
-def procs_under(path: Path) -> list[str]:
-    """Processes whose working directory is inside `path` (the agent and its tools)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if cwd == str(path) or cwd.startswith(f"{path}/"):
-            found.append(f"{entry.name}: {cmd[:120]}")
-    return found
-
-
-def settled(check: Any, timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while (value := check()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return value
-
-
-def fake_binary(tmp_path: Path, script: str) -> Path:
-    path = tmp_path / "fake-opencode"
-    path.write_text("#!/bin/sh\n" + script)
-    path.chmod(0o755)
-    return path
-
-
 def printing(tmp_path: Path, lines: list[str], then: str = "") -> Path:
     """A fake opencode that prints `lines` as they are (then runs `then`)."""
     out = tmp_path / "fake-opencode.out"
     out.write_text("".join(f"{line}\n" for line in lines))
-    return fake_binary(tmp_path, f"cat > /dev/null\ncat '{out}'\n{then}")
+    return fake_binary(tmp_path, f"cat > /dev/null\ncat '{out}'\n{then}", name="fake-opencode")
 
 
 def bash(command: str) -> ToolCall:
@@ -346,14 +302,18 @@ def test_background_commands_do_not_outlive_the_visit(tmp_path: Path) -> None:
 
 
 def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n')
+    binary = fake_binary(
+        tmp_path, 'echo "boom: something broke" >&2\nexit 3\n', name="fake-opencode"
+    )
     _, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.error_kind == "crash"
     assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
 
 
 def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, "cat > /dev/null\necho 'Welcome to opencode! <html>'\n")
+    binary = fake_binary(
+        tmp_path, "cat > /dev/null\necho 'Welcome to opencode! <html>'\n", name="fake-opencode"
+    )
     _, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.error_kind == "unparseable_output"
     assert "Welcome to opencode" in (result.error or "")
@@ -400,7 +360,7 @@ def test_prompt_goes_to_stdin_and_argv_env_config_carry_the_rest(tmp_path: Path)
     script = 'printf "%s\\n" "$@" > "$0.argv"\ncat > "$0.stdin"\nenv > "$0.env"\n'
     script += 'printf "%s" "$OPENCODE_CONFIG_CONTENT" > "$0.config"\n'
     script += 'echo \'{"type":"step_finish","sessionID":"ses_1","part":{"tokens":{"input":1}}}\'\n'
-    binary = fake_binary(tmp_path, script)
+    binary = fake_binary(tmp_path, script, name="fake-opencode")
     req = request(
         tmp_path,
         "the task\nwith two lines",

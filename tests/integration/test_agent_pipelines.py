@@ -44,6 +44,41 @@ personas:
 """
 
 
+def _claude_env(tmp_path: Path, twin: Twin) -> dict[str, str]:
+    """Claude Code pointed at `twin`, with its own HOME (tmp_path/home)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": twin.url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "HOME": str(home),
+        "XDG_RUNTIME_DIR": str(tmp_path),
+    }
+
+
+def _codex_env(tmp_path: Path) -> dict[str, str]:
+    """Codex with its own HOME and CODEX_HOME, whose config keeps it offline."""
+    codex_home, home = tmp_path / "codex-home", tmp_path / "home"
+    codex_home.mkdir()
+    home.mkdir()
+    (codex_home / "config.toml").write_text(
+        "[analytics]\nenabled = false\n\n[features]\nplugins = false\n"
+    )
+    return {
+        **os.environ,
+        "CODEX_HOME": str(codex_home),
+        "HOME": str(home),
+        "TWIN_API_KEY": "sk-twin",
+    }
+
+
+def _logged_events(run_id: str, project: Path) -> list[dict[str, Any]]:
+    """The run's events as `swell logs -o json` prints them."""
+    logs = swell("logs", run_id, "-o", "json", cwd=project).stdout
+    return [json.loads(line) for line in logs.splitlines()]
+
+
 @pytest.mark.agent_cli
 def test_claude_step_writes_a_file_the_tests_then_check(tmp_path: Path) -> None:
     binary = cli_path("claude")
@@ -60,16 +95,8 @@ def test_claude_step_writes_a_file_the_tests_then_check(tmp_path: Path) -> None:
         ),
         Reply(text="Wrote greeting.txt.", usage={"input_tokens": 950, "output_tokens": 12}),
     ]
-    home = tmp_path / "home"
-    home.mkdir()
     with Twin(replies, protocols=("anthropic",)) as twin:
-        env = {
-            **os.environ,
-            "ANTHROPIC_BASE_URL": twin.url,
-            "ANTHROPIC_API_KEY": "dummy",
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(tmp_path),
-        }
+        env = _claude_env(tmp_path, twin)
         result = swell("run", "fix", "--input", "world", cwd=project, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "· Write greeting.txt" in result.stdout
@@ -77,10 +104,7 @@ def test_claude_step_writes_a_file_the_tests_then_check(tmp_path: Path) -> None:
     status = swell_json("status", run_id, cwd=project)
     implement = next(s for s in status["steps"] if s["step_id"] == "implement")
     assert implement["tokens_in"] > 0 and implement["tokens_out"] > 0
-    events = [
-        json.loads(line)
-        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
-    ]
+    events = _logged_events(run_id, project)
     session = [e for e in events if e["type"] == "agent.session"]
     assert session and session[0]["session_id"]
     arts = {a["name"]: a for a in swell_json("artifacts", run_id, cwd=project)}
@@ -129,12 +153,7 @@ personas:
     permissions: {{allowed_tools: [Bash]}}
 """)
     write_pipeline(project, "fix", PIPELINE)
-    codex_home, home = tmp_path / "codex-home", tmp_path / "home"
-    codex_home.mkdir()
-    home.mkdir()
-    (codex_home / "config.toml").write_text(
-        "[analytics]\nenabled = false\n\n[features]\nplugins = false\n"
-    )
+    env = _codex_env(tmp_path)
     replies = [
         Reply(
             tool_calls=[ToolCall("exec_command", {"cmd": "printf 'hello world\\n' > greeting.txt"})]
@@ -144,12 +163,6 @@ personas:
     with Twin(replies, protocols=("openai_responses",)) as twin:
         manifest = (project / "wave.yaml").read_text().replace("PLACEHOLDER", twin.url)
         (project / "wave.yaml").write_text(manifest)
-        env = {
-            **os.environ,
-            "CODEX_HOME": str(codex_home),
-            "HOME": str(home),
-            "TWIN_API_KEY": "sk-twin",
-        }
         result = swell("run", "fix", "--input", "world", cwd=project, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "· Bash /bin/bash -lc \"printf 'hello world" in result.stdout
@@ -198,23 +211,12 @@ def test_claude_thread_resumes_its_session_natively(tmp_path: Path) -> None:
         ),
         Reply(text="Fixed it."),
     ]
-    home = tmp_path / "home"
-    home.mkdir()
     with Twin(replies, protocols=("anthropic",)) as twin:
-        env = {
-            **os.environ,
-            "ANTHROPIC_BASE_URL": twin.url,
-            "ANTHROPIC_API_KEY": "dummy",
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(tmp_path),
-        }
+        env = _claude_env(tmp_path, twin)
         result = swell("run", "loop", "--input", "world", cwd=project, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     run_id = run_id_of(result.stdout)
-    contexts = [
-        json.loads(line)
-        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
-    ]
+    contexts = _logged_events(run_id, project)
     context = [e for e in contexts if e["type"] == "thread.context"]
     assert context[-1]["native_resume"] is True and context[-1]["fidelity"] == "full"
     # the second visit's first model call carries the first visit's conversation
@@ -230,12 +232,7 @@ def test_codex_thread_resumes_its_session_natively(tmp_path: Path) -> None:
     binary = cli_path("codex")
     project = tmp_path / "proj"
     project.mkdir()
-    codex_home, home = tmp_path / "codex-home", tmp_path / "home"
-    codex_home.mkdir()
-    home.mkdir()
-    (codex_home / "config.toml").write_text(
-        "[analytics]\nenabled = false\n\n[features]\nplugins = false\n"
-    )
+    env = _codex_env(tmp_path)
     write_pipeline(project, "loop", THREADED)
     replies = [
         Reply(
@@ -265,19 +262,10 @@ personas:
     model: gpt-5.1-codex
     permissions: {{allowed_tools: [Bash]}}
 """)
-        env = {
-            **os.environ,
-            "CODEX_HOME": str(codex_home),
-            "HOME": str(home),
-            "TWIN_API_KEY": "sk-twin",
-        }
         result = swell("run", "loop", "--input", "world", cwd=project, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     run_id = run_id_of(result.stdout)
-    logs = [
-        json.loads(line)
-        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
-    ]
+    logs = _logged_events(run_id, project)
     context = [e for e in logs if e["type"] == "thread.context"]
     assert context[-1]["native_resume"] is True
     dump = json.dumps(twin.model_calls[2].body)
@@ -363,9 +351,6 @@ runtime:
         ),
         Reply(text="Wrote greeting.txt after the relay."),
     ]
-    home = tmp_path / "home"
-    home.mkdir()
-
     first, fresh = replies[:3], replies[3:]
 
     def choose(request: Any) -> Reply:
@@ -381,20 +366,11 @@ runtime:
         return pool[min(len(earlier), len(pool) - 1)]
 
     with Twin(choose, protocols=("anthropic",)) as twin:
-        env = {
-            **os.environ,
-            "ANTHROPIC_BASE_URL": twin.url,
-            "ANTHROPIC_API_KEY": "dummy",
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(tmp_path),
-        }
+        env = _claude_env(tmp_path, twin)
         result = swell("run", "fix", "--input", "world", cwd=project, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     run_id = run_id_of(result.stdout)
-    logs = [
-        json.loads(line)
-        for line in swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
-    ]
+    logs = _logged_events(run_id, project)
     triggered = [e for e in logs if e["type"] == "relay.triggered"]
     assert (
         len(triggered) == 1
