@@ -61,10 +61,9 @@ class StoreError(SwellError):
 
 
 class AgentError(SwellError):
-    """An agent adapter failed; `retryable` marks transient failures."""
+    """An agent adapter failed; `kind` is what the engine and events call it."""
 
     kind = "agent"
-    retryable = False
 
 
 class BinaryMissing(AgentError):
@@ -77,7 +76,6 @@ class AuthFailed(AgentError):
 
 class RateLimited(AgentError):
     kind = "rate_limit"
-    retryable = True
 
 
 class ContextExhausted(AgentError):
@@ -86,7 +84,6 @@ class ContextExhausted(AgentError):
 
 class AgentTimeout(AgentError):
     kind = "timeout"
-    retryable = True
 
 
 class AgentCrashed(AgentError):
@@ -95,6 +92,10 @@ class AgentCrashed(AgentError):
 
 class UnparseableOutput(AgentError):
     kind = "unparseable_output"
+
+
+# agent error kinds worth another try (step `retry`); the others would fail the same way
+TRANSIENT_KINDS = (RateLimited.kind, AgentTimeout.kind)
 
 
 class AdapterUnknown(SwellError):

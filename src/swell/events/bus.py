@@ -26,13 +26,3 @@ class EventBus:
     def emit(self, events: Sequence[BaseEvent]) -> None:
         for sink in self._sinks:
             sink.emit(events)
-
-
-class MemorySink:
-    """Keeps every event in a list; for tests and embedding."""
-
-    def __init__(self) -> None:
-        self.events: list[BaseEvent] = []
-
-    def emit(self, events: Sequence[BaseEvent]) -> None:
-        self.events.extend(events)

@@ -13,7 +13,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-StepKind = Literal["prompt", "command", "conditional", "gate", "pipeline"]
 Fidelity = Literal["full", "compact", "summary", "fresh"]
 
 

@@ -24,13 +24,11 @@ from swell.engine.outputs import output_namespace
 from swell.engine.retry import retry_delay
 from swell.engine.steps.command import swell_env, timeout_seconds
 from swell.engine.visit import INJECTED_DIR
+from swell.errors import TRANSIENT_KINDS
 from swell.events import models as ev
 from swell.manifest.templates import render_text
 from swell.relay.settings import relay_settings
 from swell.threads.fidelity import with_context
-
-TRANSIENT = ("rate_limit", "timeout")  # worth another try; other agent errors are not
-
 
 INLINE_LIMIT = 20_000  # characters of an input artifact put into a tool-less agent's prompt
 
@@ -142,7 +140,11 @@ async def run(ctx: VisitContext) -> StepResult:
         ctx.emit([ctx.event(ev.Warning(message=problem))])
     run = await relay.run(ctx, adapter, request, settings)
     attempt = 1
-    while run.result is not None and not run.result.success and run.result.error_kind in TRANSIENT:
+    while (
+        run.result is not None
+        and not run.result.success
+        and run.result.error_kind in TRANSIENT_KINDS
+    ):
         delay = retry_delay(ctx.step.retry, attempt)
         if delay is None:
             break
