@@ -27,7 +27,6 @@ from swell.adapters.base import (
 from swell.engine.context import VisitContext
 from swell.engine.steps.command import swell_env
 from swell.events import models as ev
-from swell.manifest.lint import adapter_type
 from swell.manifest.models import Persona
 
 TIERS = ("cheapest", "balanced", "strongest")
@@ -112,7 +111,7 @@ def make_adapter(ctx: VisitContext, name: str) -> AgentAdapter:
         dict(config.options) if config else {},
         project.root,
     )
-    return ctx.services.adapters.create(adapter_type(project, name), setup)
+    return ctx.services.adapters.create(project.manifest.adapter_type(name), setup)
 
 
 def visit_env(ctx: VisitContext, adapter: AgentAdapter, extra: dict[str, str]) -> dict[str, str]:

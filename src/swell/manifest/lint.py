@@ -57,18 +57,12 @@ class LintReport:
             raise ManifestError(self.errors)
 
 
-def adapter_type(project: Project, name: str) -> str:
-    """The implementation behind adapter `name` (its `type`, else the name)."""
-    config = project.manifest.adapters.get(name)
-    return config.type if config and config.type else name
-
-
 def lint_project(project: Project, ctx: LintContext) -> LintReport:
     """Checks on wave.yaml alone: personas, adapters, prompt files."""
     report = LintReport()
     m, src = project.manifest, project.source
     for name, config in m.adapters.items():
-        kind = config.type or name
+        kind = m.adapter_type(name)
         if kind not in ctx.adapter_types:
             known = ", ".join(sorted(ctx.adapter_types))
             report.problems.append(
@@ -324,7 +318,7 @@ def _lint_kind(
             add(src.problem((*loc, "adapter"), f"unknown adapter '{step.adapter}'"))
         elif (
             adapter
-            and adapter_type(project, adapter) in ctx.adapter_types
+            and project.manifest.adapter_type(adapter) in ctx.adapter_types
             and ctx.enforces_permissions
         ):
             persona = m.personas.get(step.persona or "")
@@ -332,7 +326,7 @@ def _lint_kind(
             denied = (persona.permissions.deny if persona else []) + (
                 config.default_permissions.deny if config else []
             )
-            if denied and not ctx.enforces_permissions(adapter_type(project, adapter)):
+            if denied and not ctx.enforces_permissions(project.manifest.adapter_type(adapter)):
                 add(
                     src.problem(
                         (*loc, "persona"),
@@ -341,7 +335,7 @@ def _lint_kind(
                         severity="warning",
                     )
                 )
-        elif adapter and adapter_type(project, adapter) not in ctx.adapter_types:
+        elif adapter and project.manifest.adapter_type(adapter) not in ctx.adapter_types:
             add(
                 src.problem(
                     (*loc, "persona"),
@@ -545,7 +539,6 @@ def _lint_contracts(
 __all__ = [
     "LintContext",
     "LintReport",
-    "adapter_type",
     "entry_steps",
     "lint_pipeline",
     "lint_project",

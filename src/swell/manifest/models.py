@@ -173,6 +173,11 @@ class Manifest(Strict):
     UNSUPPORTED = {"server": "server mode", "skills": "skills", "hooks": "lifecycle hooks"}
     IGNORED = ("apiVersion", "metadata", "ontology")
 
+    def adapter_type(self, name: str) -> str:
+        """The implementation behind adapter `name` (its `type`, else the name)."""
+        config = self.adapters.get(name)
+        return config.type if config and config.type else name
+
 
 # --------------------------------------------------------------------------- pipeline
 
