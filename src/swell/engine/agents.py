@@ -25,7 +25,6 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.engine.context import VisitContext
-from swell.engine.steps.command import swell_env
 from swell.events import models as ev
 from swell.manifest.models import Persona
 
@@ -147,7 +146,7 @@ def helper_request(
             filter(None, [system, system_prompt(ctx.plan.project.root, persona)])
         ),
         workspace=ctx.workspace.path,
-        env=visit_env(ctx, adapter, {**swell_env(ctx), "SWELL_BIN": swell_bin()}),
+        env=visit_env(ctx, adapter, {**ctx.swell_env(), "SWELL_BIN": swell_bin()}),
         run_id=ctx.plan.run_id,
         step_id=f"{ctx.step.id}.{role}",
         visit=visit,

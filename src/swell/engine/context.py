@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,3 +148,35 @@ class VisitContext:
         ev.step_id = self.step.id
         ev.visit = self.visit
         return ev
+
+    def swell_env(self) -> dict[str, str]:
+        """Variables every process started for this visit can read."""
+        env = {
+            "SWELL_RUN_ID": self.plan.run_id,
+            "SWELL_STEP_ID": self.step.id,
+            "SWELL_VISIT": str(self.visit),
+            "SWELL_WORKSPACE": str(self.workspace.path),
+            "SWELL_PROJECT_ROOT": str(self.plan.project.root),
+        }
+        rework = (
+            self.state.reworks.get(self.step.id) if self.activation.reason == "rework" else None
+        )
+        if rework is not None and rework.feedback_path:
+            env["SWELL_REVIEW_FEEDBACK"] = rework.feedback_path
+        return env
+
+    def command_env(self) -> dict[str, str]:
+        """The environment of a command run for this visit: swell's own, plus the visit's."""
+        return {**_process_env(), **self.swell_env()}
+
+    def timeout_seconds(self) -> float:
+        """The step's timeout, else the manifest's default."""
+        if self.step.timeout_minutes:
+            return self.step.timeout_minutes * 60
+        return self.plan.project.manifest.runtime.step_timeout_seconds
+
+
+@functools.cache
+def _process_env() -> dict[str, str]:
+    # copying os.environ decodes every variable; do it once per process
+    return dict(os.environ)

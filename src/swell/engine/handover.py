@@ -18,7 +18,6 @@ from typing import Any
 from swell.contracts.base import AgentAnswer, ContractContext, ContractResult
 from swell.engine.agents import drive, helper_request, make_adapter, permissions
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.steps.command import command_env, timeout_seconds
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import Contract, Step
@@ -129,11 +128,11 @@ def _context(
         run_dir=ctx.plan.run_dir,
         visit=ctx.visit,
         namespace=ctx.namespace,
-        command_env=command_env(ctx),
+        command_env=ctx.command_env(),
         artifacts=_artifacts(ctx, result),
         stdout=result.stdout,
         diff=ctx.workspace.diff,
-        default_timeout=timeout_seconds(ctx),
+        default_timeout=ctx.timeout_seconds(),
         run_agent=functools.partial(_run_agent, ctx),
     )
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import os
-
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.outputs import output_namespace
 from swell.events.models import Warning
@@ -19,38 +16,6 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-@functools.cache
-def _base_env() -> dict[str, str]:
-    # copying os.environ decodes every variable; do it once per process
-    return dict(os.environ)
-
-
-def swell_env(ctx: VisitContext) -> dict[str, str]:
-    """Variables every process started for a visit can read."""
-    env = {
-        "SWELL_RUN_ID": ctx.plan.run_id,
-        "SWELL_STEP_ID": ctx.step.id,
-        "SWELL_VISIT": str(ctx.visit),
-        "SWELL_WORKSPACE": str(ctx.workspace.path),
-        "SWELL_PROJECT_ROOT": str(ctx.plan.project.root),
-    }
-    rework = ctx.state.reworks.get(ctx.step.id) if ctx.activation.reason == "rework" else None
-    if rework is not None and rework.feedback_path:
-        env["SWELL_REVIEW_FEEDBACK"] = rework.feedback_path
-    return env
-
-
-def command_env(ctx: VisitContext) -> dict[str, str]:
-    """The environment of a command run for a visit: swell's own, plus the visit's."""
-    return {**_base_env(), **swell_env(ctx)}
-
-
-def timeout_seconds(ctx: VisitContext) -> float:
-    if ctx.step.timeout_minutes:
-        return ctx.step.timeout_minutes * 60
-    return ctx.plan.project.manifest.runtime.step_timeout_seconds
-
-
 async def run(ctx: VisitContext) -> StepResult:
     step = ctx.step
     script = (
@@ -61,9 +26,9 @@ async def run(ctx: VisitContext) -> StepResult:
         ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
         for m in rendered.missing
     ]
-    env = {**command_env(ctx), **rendered.env}
+    env = {**ctx.command_env(), **rendered.env}
     runtime = ctx.plan.project.manifest.runtime
-    timeout = timeout_seconds(ctx)
+    timeout = ctx.timeout_seconds()
     result = await run_process(
         ["sh", "-c", rendered.text],
         cwd=ctx.workspace.path,

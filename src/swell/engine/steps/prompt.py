@@ -22,7 +22,6 @@ from swell.engine.context import StepResult, VisitContext
 from swell.engine.handover import retry_block, rework_header
 from swell.engine.outputs import output_namespace
 from swell.engine.retry import retry_delay
-from swell.engine.steps.command import swell_env, timeout_seconds
 from swell.engine.visit import INJECTED_DIR
 from swell.errors import TRANSIENT_KINDS
 from swell.events import models as ev
@@ -117,7 +116,7 @@ async def run(ctx: VisitContext) -> StepResult:
     thread = await thread_context.prepare(ctx, adapter_name, adapter)
     ctx.emit([ctx.event(e) for e in [*(ev.Warning(message=w) for w in warnings), *thread.events]])
 
-    env = {**swell_env(ctx), "SWELL_BIN": swell_bin()}
+    env = {**ctx.swell_env(), "SWELL_BIN": swell_bin()}
     if ctx.step.thread:
         env["SWELL_THREAD"] = ctx.step.thread
     request = AgentRequest(
@@ -128,7 +127,7 @@ async def run(ctx: VisitContext) -> StepResult:
         allowed_tools=allowed,
         denied_tools=denied,
         resume_session=thread.resume_session,
-        timeout_s=timeout_seconds(ctx),
+        timeout_s=ctx.timeout_seconds(),
         temperature=persona.temperature if persona else None,
         env=visit_env(ctx, adapter, env),
         run_id=ctx.plan.run_id,
