@@ -266,7 +266,7 @@ def test_missing_binary_says_how_to_install(tmp_path: Path) -> None:
 def test_command_line_maps_permissions_resume_and_persona(tmp_path: Path) -> None:
     codex = adapter(tmp_path, "codex")
     req = request(tmp_path, system_prompt='Say "hi"\n', allowed_tools=["Read"])
-    argv = codex.argv(req.model_copy(update={"resume_session": "abc-123"}), None)
+    argv = codex.command("codex", req.model_copy(update={"resume_session": "abc-123"}), None)
     assert argv[:2] == ["codex", "exec"] and "--json" in argv
     assert argv[argv.index("-s") + 1] == "read-only"
     assert argv[argv.index("-C") + 1] == str(req.workspace)

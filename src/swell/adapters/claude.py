@@ -9,18 +9,14 @@ See docs/adapters/claude.md for the flags, the environment and the known limits.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from swell.adapters.base import (
-    AdapterSetup,
     AgentEvent,
-    AgentFinished,
     AgentRequest,
     AgentResult,
     AgentSessionStarted,
@@ -30,17 +26,25 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
+from swell.adapters.cli_agent import (
+    CliAdapter,
+    CliStream,
+    Launch,
+    as_dict,
+    dicts,
+    tail,
+    timed_out,
+    total_usage,
+)
 from swell.errors import (
     AgentCrashed,
     AgentError,
-    AgentTimeout,
     AuthFailed,
-    BinaryMissing,
     ContextExhausted,
     RateLimited,
     UnparseableOutput,
 )
-from swell.process import ProcessResult, StreamedProcess
+from swell.process import ProcessResult
 
 # the working set a persona gets when it names no allowed tools
 DEFAULT_TOOLS = ("Read", "Edit", "Write", "NotebookEdit", "Glob", "Grep", "Bash", "TodoWrite")
@@ -74,9 +78,10 @@ class ClaudeOptions(BaseModel):
     extra_args: list[str] = Field(default_factory=list)
 
 
-class ClaudeAdapter:
+class ClaudeAdapter(CliAdapter[ClaudeOptions]):
     Options = ClaudeOptions
     name = "claude"
+    npm_package = "@anthropic-ai/claude-code"
     capabilities = Capabilities(
         resume=True, tools=True, enforces_permissions=True, json_schema=True
     )
@@ -92,11 +97,9 @@ class ClaudeAdapter:
         "MCP_TOOL_TIMEOUT",
     )
 
-    def __init__(self, setup: AdapterSetup) -> None:
-        self.options = ClaudeOptions.model_validate(setup.options)
-        self.setup_name = setup.name
-        self.binary = setup.binary or "claude"
-        self.root = setup.project_root
+    def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
+        argv, env = self.command(binary, request), self.environment(request)
+        return Launch(argv, env, _Stream(request.workspace), request.prompt)
 
     def command(self, binary: str, request: AgentRequest) -> list[str]:
         """The argv of one headless run (the prompt itself goes to stdin)."""
@@ -132,63 +135,19 @@ class ClaudeAdapter:
             env["CLAUDE_CODE_MAX_RETRIES"] = str(self.options.max_retries)
         return env
 
-    def _resolve(self, request: AgentRequest) -> str | None:
-        binary = os.path.expanduser(self.binary)
-        if os.sep in binary and not os.path.isabs(binary):
-            binary = str(self.root / binary)
-        return shutil.which(binary, path=request.env.get("PATH", os.environ.get("PATH")))
 
-    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
-        binary = self._resolve(request)
-        if binary is None:
-            missing = BinaryMissing(
-                f"claude: binary '{self.binary}' not found; install it with "
-                f"`npm install -g @anthropic-ai/claude-code` or set adapters.{self.setup_name}.binary"
-            )
-            yield AgentFinished(AgentResult.failed(missing))
-            return
-        proc = StreamedProcess(
-            self.command(binary, request),
-            cwd=request.workspace,
-            env=self.environment(request),
-            timeout=request.timeout_s,
-            stdin_data=request.prompt.encode(),
-        )
-        stream = _Stream(request.workspace)
-        try:
-            async for line in proc.lines():
-                for event in stream.feed(line):
-                    yield event
-        except FileNotFoundError:
-            yield AgentFinished(AgentResult.failed(BinaryMissing(f"claude: cannot run {binary}")))
-            return
-        assert proc.result is not None
-        yield AgentFinished(stream.finish(proc.result, request))
-
-
-class _Stream:
+class _Stream(CliStream):
     """Turns stream-json lines into events and, at the end, one AgentResult."""
 
     def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace.resolve()
-        self.session_id: str | None = None
+        super().__init__(workspace)
         self.result: dict[str, Any] | None = None
         self.texts: list[str] = []
-        self.bad_lines: list[str] = []
         self.turns: dict[str, Usage] = {}  # message id -> usage, main thread only
         self.pending: dict[str, str] = {}  # tool_use id -> file it writes
-        self.files: list[str] = []
 
     def feed(self, line: str) -> Iterator[AgentEvent]:
-        if not line.strip():
-            return
-        try:
-            data = json.loads(line)
-        except ValueError:
-            self.bad_lines.append(line)
-            return
-        if not isinstance(data, dict):
-            self.bad_lines.append(line)
+        if (data := self.decode(line, typed=False)) is None:
             return
         kind = data.get("type")
         session = data.get("session_id")
@@ -204,45 +163,36 @@ class _Stream:
             self.result = data
 
     def _assistant(self, data: dict[str, Any]) -> Iterator[AgentEvent]:
-        message = _dict(data.get("message"))
-        for block in _dicts(message.get("content")):
+        message = as_dict(data.get("message"))
+        for block in dicts(message.get("content")):
             if block.get("type") == "text" and block.get("text"):
                 if data.get("parent_tool_use_id") is None:
                     self.texts.append(block["text"])
                 yield AgentText(block["text"])
             elif block.get("type") == "tool_use":
-                name, args = str(block.get("name")), _dict(block.get("input"))
+                name, args = str(block.get("name")), as_dict(block.get("input"))
                 if name in FILE_TOOLS and isinstance(args.get(FILE_TOOLS[name]), str):
-                    self.pending[str(block.get("id"))] = self._relative(args[FILE_TOOLS[name]])
-                yield AgentToolCall(name, self._target(args))
+                    self.pending[str(block.get("id"))] = self.relative(args[FILE_TOOLS[name]])
+                yield AgentToolCall(name, self.target(args, TARGET_KEYS))
         msg_id, usage = str(message.get("id")), message.get("usage")
         if data.get("parent_tool_use_id") is None and msg_id not in self.turns and usage:
-            self.turns[msg_id] = _usage(_dict(usage))
+            self.turns[msg_id] = _usage(as_dict(usage))
             yield AgentUsageUpdate(self.turns[msg_id])
 
     def _tool_results(self, data: dict[str, Any]) -> None:
-        for block in _dicts(_dict(data.get("message")).get("content")):
+        for block in dicts(as_dict(data.get("message")).get("content")):
             path = self.pending.pop(str(block.get("tool_use_id")), None)
             ok = block.get("type") == "tool_result" and not block.get("is_error")
-            if ok and path and path not in self.files:
-                self.files.append(path)
-
-    def _relative(self, path: str) -> str:
-        full = (self.workspace / path).resolve()
-        return (
-            str(full.relative_to(self.workspace)) if full.is_relative_to(self.workspace) else path
-        )
-
-    def _target(self, args: dict[str, Any]) -> str | None:
-        for key in TARGET_KEYS:
-            value = args.get(key)
-            if isinstance(value, str) and value:
-                return self._relative(value) if key.endswith("path") else value[:200]
-        return None
+            if ok and path:
+                self.add_file(path)
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         res = self.result
-        usage = _usage(_dict(res.get("usage")), res.get("total_cost_usd")) if res else self._sum()
+        usage = (
+            _usage(as_dict(res.get("usage")), res.get("total_cost_usd"))
+            if res
+            else total_usage(self.turns.values())
+        )
         fields: dict[str, Any] = {
             "usage": usage,
             "session_id": self.session_id,
@@ -250,9 +200,7 @@ class _Stream:
             "text": "\n".join(self.texts),
         }
         if proc.timed_out:
-            return AgentResult.failed(
-                AgentTimeout(f"claude: no result within {request.timeout_s or 0:g}s"), **fields
-            )
+            return AgentResult.failed(timed_out("claude", request), **fields)
         if res is None:
             return AgentResult.failed(self._no_result(proc), **fields)
         if isinstance(res.get("result"), str):
@@ -271,23 +219,14 @@ class _Stream:
             fields["structured"] = structured
         return AgentResult(success=True, **fields)
 
-    def _sum(self) -> Usage:
-        total = Usage()
-        for turn in self.turns.values():
-            total.input_tokens += turn.input_tokens
-            total.output_tokens += turn.output_tokens
-            total.cache_read_tokens += turn.cache_read_tokens
-            total.cache_write_tokens += turn.cache_write_tokens
-        return total
-
     def _no_result(self, proc: ProcessResult) -> AgentError:
         if proc.exit_code == 0 and self.bad_lines:
-            sample = self.bad_lines[0][:200]
+            sample = self.bad_lines[0]
             return UnparseableOutput(f"claude: stdout is not stream-json: {sample!r}")
-        tail = _tail(proc.stderr) or _tail(proc.stdout)
+        end = tail(proc.stderr) or tail(proc.stdout)
         return AgentCrashed(
             f"claude exited with code {proc.exit_code} without a result"
-            + (f": {tail}" if tail else "")
+            + (f": {end}" if end else "")
         )
 
 
@@ -299,7 +238,7 @@ def _result_error(res: dict[str, Any], proc: ProcessResult) -> AgentError | None
     status, kind = res.get("api_error_status"), str(res.get("api_error_type") or "")
     errors = res.get("errors")
     errors = errors if isinstance(errors, list) else []
-    detail = str(res.get("result") or "; ".join(map(str, errors)) or _tail(proc.stderr) or subtype)
+    detail = str(res.get("result") or "; ".join(map(str, errors)) or tail(proc.stderr) or subtype)
     message = f"claude: {detail}"
     if subtype == "error_max_turns" or res.get("terminal_reason") == "prompt_too_long":
         return ContextExhausted(message)
@@ -322,18 +261,6 @@ def _usage(raw: dict[str, Any], cost: Any = None) -> Usage:
         cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
     )
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _tail(text: str, limit: int = 2000) -> str:
-    return text.strip()[-limit:]
 
 
 __all__ = ["ClaudeAdapter", "ClaudeOptions"]

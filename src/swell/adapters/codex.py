@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import glob
 import json
-import tempfile
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from swell.adapters.base import (
     AdapterSetup,
     AgentEvent,
-    AgentFinished,
     AgentRequest,
     AgentResult,
     AgentSessionStarted,
@@ -33,17 +29,17 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
+from swell.adapters.cli_agent import CliAdapter, CliStream, Launch
 from swell.errors import (
     AgentCrashed,
     AgentError,
     AgentTimeout,
     AuthFailed,
-    BinaryMissing,
     ContextExhausted,
     RateLimited,
     UnparseableOutput,
 )
-from swell.process import ProcessResult, StreamedProcess
+from swell.process import ProcessResult
 
 Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
 ConfigValue = str | int | float | bool | list[str]
@@ -131,37 +127,30 @@ def to_usage(raw: dict[str, int]) -> Usage:
     )
 
 
-@dataclass
-class _Visit:
-    """What one `codex exec` said: fed its stdout line by line."""
+class _Stream(CliStream):
+    """What one `codex exec` said: fed its stdout line by line.
 
-    workspace: Path
-    baseline: dict[str, int] = field(default_factory=dict)
-    session: str | None = None
-    text: str = ""
-    usage: Usage | None = None
-    failure: str | None = None
-    last_error: str | None = None
-    events: int = 0
-    garbage: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
+    `baseline` is the resumed thread's usage before this visit (Codex reports the
+    thread's running total, swell each visit's own)."""
+
+    def __init__(self, workspace: Path, baseline: dict[str, int]) -> None:
+        super().__init__(workspace)
+        self.baseline = baseline
+        self.text = ""
+        self.usage: Usage | None = None
+        self.failure: str | None = None
+        self.last_error: str | None = None
+        self.events = 0
+        self.seen: set[str] = set()
 
     def feed(self, line: str) -> list[AgentEvent]:
-        if not line.strip():
-            return []
-        try:
-            event = json.loads(line)
-        except ValueError:
-            event = None
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            self.garbage.append(line[:200])
+        if (event := self.decode(line)) is None:
             return []
         self.events += 1
         kind = event["type"]
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
-            self.session = event["thread_id"]
-            return [AgentSessionStarted(self.session)]
+            self.session_id = event["thread_id"]
+            return [AgentSessionStarted(event["thread_id"])]
         if kind.startswith("item.") and isinstance(event.get("item"), dict):
             return self._item(event["item"], done=kind == "item.completed")
         if kind == "turn.completed" and isinstance(event.get("usage"), dict):
@@ -189,13 +178,10 @@ class _Visit:
             self.seen.add(item_id)
             calls: list[AgentEvent] = []
             for change in item.get("changes") or []:
-                path = str(change.get("path", ""))
-                if (full := Path(path).resolve()).is_relative_to(self.workspace):
-                    path = str(full.relative_to(self.workspace))
+                path = self.relative(str(change.get("path", "")))
                 tool = {"add": "Write", "delete": "Delete"}.get(change.get("kind"), "Edit")
                 calls.append(AgentToolCall(tool, path))
-                if path not in self.files:
-                    self.files.append(path)
+                self.add_file(path)
             return calls
         if kind == "mcp_tool_call":
             self.seen.add(item_id)
@@ -205,10 +191,51 @@ class _Visit:
             return [AgentToolCall("WebSearch", item.get("query"))]
         return []
 
+    def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
+        error = self._error(proc, request)
+        structured = None
+        if error is None and request.json_schema is not None:
+            try:
+                structured = json.loads(self.text)
+            except ValueError:
+                error = UnparseableOutput(f"codex's answer is not JSON: {self.text[:200]!r}")
+        result = AgentResult(
+            success=error is None,
+            text=self.text,
+            structured=structured,
+            usage=self.usage or Usage(),
+            session_id=self.session_id,
+            files_changed=self.files,
+        )
+        if error is not None:
+            result.error, result.error_kind = str(error), error.kind
+        return result
 
-class CodexAdapter:
+    def _error(self, done: ProcessResult, request: AgentRequest) -> AgentError | None:
+        """Why the visit failed, or None: timeout, turn.failed, garbage, exit code."""
+        code = done.exit_code
+        if done.timed_out:
+            return AgentTimeout(f"codex did not finish within {request.timeout_s}s")
+        if self.failure is not None:
+            return classify(self.failure)
+        if code == 0 and self.usage is not None:
+            return None
+        if self.bad_lines and (self.events == 0 or code == 0):
+            return UnparseableOutput(f"codex printed non-JSON output: {self.bad_lines[0]!r}")
+        # codex's own warnings (e.g. about helper binaries under /tmp) explain nothing
+        lines = [
+            ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING:")
+        ]
+        detail = self.last_error or "\n".join(lines[-5:])[-1000:] or "no output"
+        if code != 0:
+            return classify(f"codex exited with code {code}: {detail}")
+        return AgentCrashed(f"codex ended without completing the turn: {detail}")
+
+
+class CodexAdapter(CliAdapter[CodexOptions]):
     Options = CodexOptions
     name = "codex"
+    npm_package = "@openai/codex"
     capabilities = Capabilities(
         resume=True, tools=True, enforces_permissions=False, json_schema=True
     )
@@ -221,9 +248,7 @@ class CodexAdapter:
     )
 
     def __init__(self, setup: AdapterSetup) -> None:
-        self.options = CodexOptions.model_validate(setup.options)
-        self.setup_name = setup.name
-        self.binary = setup.binary or "codex"
+        super().__init__(setup)
         if self.options.api_key_env:
             self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
 
@@ -242,9 +267,21 @@ class CodexAdapter:
             config["developer_instructions"] = request.system_prompt
         return config | self.options.config
 
-    def argv(self, request: AgentRequest, schema: Path | None) -> list[str]:
+    def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
+        baseline: dict[str, int] = {}
+        if request.resume_session:
+            baseline = thread_total(codex_home(request.env), request.resume_session)
+        schema = None
+        if request.json_schema is not None:
+            schema = scratch / "schema.json"
+            schema.write_text(json.dumps(request.json_schema), encoding="utf-8")
+        argv = self.command(binary, request, schema)
+        return Launch(argv, request.env, _Stream(request.workspace, baseline), request.prompt)
+
+    def command(self, binary: str, request: AgentRequest, schema: Path | None) -> list[str]:
+        """The argv of one `codex exec` (the prompt itself goes to stdin)."""
         sandbox = self.options.sandbox or sandbox_mode(request.allowed_tools)
-        argv = [self.binary, "exec", "--json", "--skip-git-repo-check", "-s", sandbox]
+        argv = [binary, "exec", "--json", "--skip-git-repo-check", "-s", sandbox]
         argv += ["-C", str(request.workspace)]
         if request.model:
             argv += ["-m", request.model]
@@ -255,79 +292,6 @@ class CodexAdapter:
         if request.resume_session:
             argv += ["resume", request.resume_session]
         return [*argv, "-"]  # the prompt comes on stdin
-
-    def _missing(self) -> BinaryMissing:
-        return BinaryMissing(
-            f"the Codex CLI '{self.binary}' was not found: install it with "
-            f"`npm install -g @openai/codex` or set adapters.{self.setup_name}.binary"
-        )
-
-    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
-        visit = _Visit(request.workspace.resolve())
-        if request.resume_session:
-            visit.baseline = thread_total(codex_home(request.env), request.resume_session)
-        with tempfile.TemporaryDirectory(prefix="swell-codex-") as tmp:
-            schema = None
-            if request.json_schema is not None:
-                schema = Path(tmp) / "schema.json"
-                schema.write_text(json.dumps(request.json_schema), encoding="utf-8")
-            proc = StreamedProcess(
-                self.argv(request, schema),
-                cwd=request.workspace,
-                env=request.env,
-                timeout=request.timeout_s,
-                stdin_data=request.prompt.encode(),
-            )
-            try:
-                async for line in proc.lines():
-                    for event in visit.feed(line):
-                        yield event
-            except OSError as exc:  # not there, or not executable
-                missing = isinstance(exc, FileNotFoundError)
-                failed = self._missing() if missing else AgentCrashed(f"cannot run codex: {exc}")
-                yield AgentFinished(AgentResult.failed(failed))
-                return
-        assert proc.result is not None
-        error = self._error(request, visit, proc.result)
-        structured = None
-        if error is None and request.json_schema is not None:
-            try:
-                structured = json.loads(visit.text)
-            except ValueError:
-                error = UnparseableOutput(f"codex's answer is not JSON: {visit.text[:200]!r}")
-        result = AgentResult(
-            success=error is None,
-            text=visit.text,
-            structured=structured,
-            usage=visit.usage or Usage(),
-            session_id=visit.session,
-            files_changed=visit.files,
-        )
-        if error is not None:
-            result.error, result.error_kind = str(error), error.kind
-        yield AgentFinished(result)
-
-    def _error(
-        self, request: AgentRequest, visit: _Visit, done: ProcessResult
-    ) -> AgentError | None:
-        """Why the visit failed, or None: timeout, turn.failed, garbage, exit code."""
-        code = done.exit_code
-        if done.timed_out:
-            return AgentTimeout(f"codex did not finish within {request.timeout_s}s")
-        if visit.failure is not None:
-            return classify(visit.failure)
-        if code == 0 and visit.usage is not None:
-            return None
-        if visit.garbage and (visit.events == 0 or code == 0):
-            return UnparseableOutput(f"codex printed non-JSON output: {visit.garbage[0]!r}")
-        # codex's own warnings (e.g. about helper binaries under /tmp) explain nothing
-        lines = [
-            ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING:")
-        ]
-        detail = visit.last_error or "\n".join(lines[-5:])[-1000:] or "no output"
-        if code != 0:
-            return classify(f"codex exited with code {code}: {detail}")
-        return AgentCrashed(f"codex ended without completing the turn: {detail}")
 
 
 __all__ = ["CodexAdapter", "CodexOptions"]

@@ -10,21 +10,15 @@ and never widen. See docs/adapters/gemini.md for the flags, environment and limi
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import tempfile
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from swell.adapters.base import (
-    AdapterSetup,
     AgentEvent,
-    AgentFinished,
     AgentRequest,
     AgentResult,
     AgentSessionStarted,
@@ -34,17 +28,16 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
+from swell.adapters.cli_agent import CliAdapter, CliStream, Launch, as_dict, tail, timed_out
 from swell.errors import (
     AgentCrashed,
     AgentError,
-    AgentTimeout,
     AuthFailed,
-    BinaryMissing,
     ContextExhausted,
     RateLimited,
     UnparseableOutput,
 )
-from swell.process import ProcessResult, StreamedProcess, stop_marked
+from swell.process import ProcessResult
 
 # the CLI's own default is `auto` (a classifier call picks Pro or Flash per turn);
 # swell pins the model the CLI names DEFAULT_GEMINI_MODEL so runs are reproducible
@@ -52,8 +45,8 @@ DEFAULT_MODEL = "gemini-2.5-pro"
 DEFAULT_TOOLS = ("Read", "Edit", "Write", "Glob", "Grep", "LS", "Bash", "TodoWrite")
 # one node process instead of a relauncher plus child (~1.3 s faster); plain stderr
 QUIET_ENV = {"GEMINI_CLI_NO_RELAUNCH": "true", "NO_COLOR": "1"}
-# set to a token per visit; the CLI hands it on to every command it runs (GEMINI_CLI_*
-# variables are never redacted), which is how commands that escaped the group are found
+# the visit marker: the CLI hands it on to every command it runs (GEMINI_CLI_* variables
+# are never redacted), which is how commands that escaped the group are found
 MARKER = "GEMINI_CLI_SWELL_VISIT"
 SHELL = "run_shell_command"
 # swell's (Claude Code's) tool names -> the Gemini CLI's; other names pass through
@@ -135,9 +128,11 @@ def policy(allowed: list[str], denied: list[str]) -> str:
     return "".join(rules)
 
 
-class GeminiAdapter:
+class GeminiAdapter(CliAdapter[GeminiOptions]):
     Options = GeminiOptions
     name = "gemini"
+    npm_package = "@google/gemini-cli"
+    visit_marker = MARKER
     capabilities = Capabilities(
         resume=True, tools=True, enforces_permissions=True, json_schema=False
     )
@@ -152,11 +147,14 @@ class GeminiAdapter:
         "GOOGLE_VERTEX_BASE_URL",
     )
 
-    def __init__(self, setup: AdapterSetup) -> None:
-        self.options = GeminiOptions.model_validate(setup.options)
-        self.setup_name = setup.name
-        self.binary = setup.binary or "gemini"
-        self.root = setup.project_root
+    def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
+        policy_file, system_md = scratch / "swell.toml", scratch / "system.md"
+        allowed = request.allowed_tools or self.options.default_tools
+        policy_file.write_text(policy(allowed, request.denied_tools), encoding="utf-8")
+        system_md.write_text(request.system_prompt, encoding="utf-8")
+        argv = self.command(binary, request, policy_file)
+        env = self.environment(request, system_md)
+        return Launch(argv, env, _Stream(request.workspace), self.stdin(request))
 
     def command(self, binary: str, request: AgentRequest, policy_file: Path) -> list[str]:
         """The argv of one headless run (the prompt itself goes to stdin)."""
@@ -171,88 +169,26 @@ class GeminiAdapter:
             return f"{request.system_prompt}\n\n{request.prompt}"
         return request.prompt
 
-    def environment(self, request: AgentRequest, system_md: Path, token: str) -> dict[str, str]:
-        env = {**QUIET_ENV, **request.env, MARKER: token}
+    def environment(self, request: AgentRequest, system_md: Path) -> dict[str, str]:
+        env = {**QUIET_ENV, **request.env}
         if request.system_prompt and self.options.system_prompt_mode == "replace":
             env["GEMINI_SYSTEM_MD"] = str(system_md)
         return env
 
-    def _resolve(self, request: AgentRequest) -> str | None:
-        binary = os.path.expanduser(self.binary)
-        if os.sep in binary and not os.path.isabs(binary):
-            binary = str(self.root / binary)
-        return shutil.which(binary, path=request.env.get("PATH", os.environ.get("PATH")))
 
-    def _missing(self, detail: str) -> AgentFinished:
-        missing = BinaryMissing(
-            f"gemini: {detail}; install it with `npm install -g @google/gemini-cli` "
-            f"or set adapters.{self.setup_name}.binary"
-        )
-        return AgentFinished(AgentResult.failed(missing))
-
-    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
-        binary = self._resolve(request)
-        if binary is None:
-            yield self._missing(f"binary '{self.binary}' not found")
-            return
-        stream = _Stream(request.workspace)
-        with tempfile.TemporaryDirectory(prefix="swell-gemini-") as tmp:
-            policy_file, system_md = Path(tmp) / "swell.toml", Path(tmp) / "system.md"
-            allowed = request.allowed_tools or self.options.default_tools
-            policy_file.write_text(policy(allowed, request.denied_tools), encoding="utf-8")
-            system_md.write_text(request.system_prompt, encoding="utf-8")
-            token = uuid.uuid4().hex
-            proc = StreamedProcess(
-                self.command(binary, request, policy_file),
-                cwd=request.workspace,
-                env=self.environment(request, system_md, token),
-                timeout=request.timeout_s,
-                stdin_data=self.stdin(request).encode(),
-            )
-            lines = proc.lines()
-            try:
-                async for line in lines:
-                    for event in stream.feed(line):
-                        yield event
-            except OSError as exc:  # gone since _resolve, or not executable
-                if isinstance(exc, FileNotFoundError):
-                    yield self._missing(f"cannot run {binary}")
-                else:
-                    yield AgentFinished(AgentResult.failed(AgentCrashed(f"gemini: {exc}")))
-                return
-            finally:
-                if isinstance(lines, AsyncGenerator):  # ends the CLI's group if we stop early
-                    await lines.aclose()
-                await stop_marked([f"{MARKER}={token}"])
-        for event in stream.flush():
-            yield event
-        assert proc.result is not None
-        yield AgentFinished(stream.finish(proc.result, request))
-
-
-class _Stream:
+class _Stream(CliStream):
     """Turns stream-json lines into events and, at the end, one AgentResult."""
 
     def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace.resolve()
-        self.session_id: str | None = None
+        super().__init__(workspace)
         self.result: dict[str, Any] | None = None
         self.chunks: list[str] = []  # assistant text since the last other event
         self.text = ""  # the last complete assistant message
         self.errors: list[str] = []  # `error` events (loop detected, invalid stream, ...)
-        self.bad_lines: list[str] = []
         self.pending: dict[str, str] = {}  # tool_id -> file it writes
-        self.files: list[str] = []
 
     def feed(self, line: str) -> Iterator[AgentEvent]:
-        if not line.strip():
-            return
-        try:
-            data = json.loads(line)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-            self.bad_lines.append(line)
+        if (data := self.decode(line)) is None:
             return
         kind = data["type"]
         if kind == "message" and data.get("role") == "assistant":
@@ -266,13 +202,13 @@ class _Stream:
             yield self._tool_use(data)
         elif kind == "tool_result":
             path = self.pending.pop(str(data.get("tool_id")), None)
-            if data.get("status") == "success" and path and path not in self.files:
-                self.files.append(path)
+            if data.get("status") == "success" and path:
+                self.add_file(path)
         elif kind == "error":
             self.errors.append(str(data.get("message") or ""))
         elif kind == "result":
             self.result = data
-            usage = _usage(_dict(data.get("stats")))
+            usage = _usage(as_dict(data.get("stats")))
             if usage != Usage():
                 yield AgentUsageUpdate(usage)
 
@@ -283,53 +219,39 @@ class _Stream:
             yield AgentText(text)
 
     def _tool_use(self, data: dict[str, Any]) -> AgentToolCall:
-        name, args = str(data.get("tool_name")), _dict(data.get("parameters"))
+        name, args = str(data.get("tool_name")), as_dict(data.get("parameters"))
         if name in FILE_TOOLS and isinstance(args.get("file_path"), str):
-            self.pending[str(data.get("tool_id"))] = self._relative(args["file_path"])
-        target = None
-        for key in TARGET_KEYS:
-            value = args.get(key)
-            if isinstance(value, str) and value:
-                target = self._relative(value) if key.endswith("path") else value[:200]
-                break
-        return AgentToolCall(EVENT_NAMES.get(name, name), target)
-
-    def _relative(self, path: str) -> str:
-        full = (self.workspace / path).resolve()
-        return (
-            str(full.relative_to(self.workspace)) if full.is_relative_to(self.workspace) else path
-        )
+            self.pending[str(data.get("tool_id"))] = self.relative(args["file_path"])
+        return AgentToolCall(EVENT_NAMES.get(name, name), self.target(args, TARGET_KEYS))
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         res = self.result or {}
         fields: dict[str, Any] = {
-            "usage": _usage(_dict(res.get("stats"))),
+            "usage": _usage(as_dict(res.get("stats"))),
             "session_id": self.session_id,
             "files_changed": self.files,
             "text": self.text,
         }
         if proc.timed_out:
-            error: AgentError = AgentTimeout(
-                f"gemini: no result within {request.timeout_s or 0:g}s"
-            )
+            error: AgentError = timed_out("gemini", request)
         elif self.result is None:
             error = self._no_result(proc)
         elif res.get("status") == "success":
             return AgentResult(success=True, **fields)
         else:
-            failure = _dict(res.get("error")).get("message") or "; ".join(self.errors)
-            error = classify(f"gemini: {failure or _tail(proc.stderr)}", proc.exit_code)
+            failure = as_dict(res.get("error")).get("message") or "; ".join(self.errors)
+            error = classify(f"gemini: {failure or tail(proc.stderr)}", proc.exit_code)
         return AgentResult.failed(error, **fields)
 
     def _no_result(self, proc: ProcessResult) -> AgentError:
-        tail = _tail(proc.stderr) or _tail(proc.stdout)
+        end = tail(proc.stderr) or tail(proc.stdout)
         message = f"gemini exited with code {proc.exit_code} without a result" + (
-            f": {tail}" if tail else ""
+            f": {end}" if end else ""
         )
         if proc.exit_code == FATAL_AUTH:
             return AuthFailed(message)
         if self.bad_lines and (proc.exit_code == 0 or self.session_id is None):
-            sample = self.bad_lines[0][:200]
+            sample = self.bad_lines[0]
             return UnparseableOutput(f"gemini: stdout is not stream-json: {sample!r}")
         return classify(message, proc.exit_code)
 
@@ -360,14 +282,6 @@ def _usage(stats: dict[str, Any]) -> Usage:
         output_tokens=int(stats.get("output_tokens") or 0),
         cache_read_tokens=cached,
     )
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _tail(text: str, limit: int = 2000) -> str:
-    return text.strip()[-limit:]
 
 
 __all__ = ["GeminiAdapter", "GeminiOptions", "policy"]

@@ -12,11 +12,7 @@ in on stdin. docs/adapters/opencode.md has the details.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from swell.adapters.base import (
     AdapterSetup,
     AgentEvent,
-    AgentFinished,
     AgentRequest,
     AgentResult,
     AgentSessionStarted,
@@ -35,21 +30,28 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
+from swell.adapters.cli_agent import (
+    CliAdapter,
+    CliStream,
+    Launch,
+    as_dict,
+    tail,
+    timed_out,
+    total_usage,
+)
 from swell.errors import (
     AgentCrashed,
     AgentError,
-    AgentTimeout,
     AuthFailed,
-    BinaryMissing,
     ContextExhausted,
     RateLimited,
     UnparseableOutput,
 )
-from swell.process import ProcessResult, StreamedProcess, stop_marked
+from swell.process import ProcessResult
 
 AGENT = "swell"  # the agent the generated config defines and `--agent` selects
 PROVIDER = "swell"  # the provider `base_url` defines
-MARKER = "OPENCODE_SWELL_VISIT"  # in the environment of everything a visit starts
+MARKER = "OPENCODE_SWELL_VISIT"  # the visit marker: opencode hands its environment on
 # headless runs never update themselves, refresh models.dev or share sessions
 QUIET_ENV = {
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
@@ -122,7 +124,7 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def classify(error: dict[str, Any]) -> AgentError:
     """An opencode `error` event's error ({name, data: {message, statusCode}}) as AgentError."""
-    data = _dict(error.get("data"))
+    data = as_dict(error.get("data"))
     name, status = str(error.get("name") or ""), data.get("statusCode")
     detail = data.get("message") or error.get("message") or json.dumps(error)[:500]
     message = f"opencode: {detail}" + (f" (HTTP {status})" if status else "")
@@ -139,9 +141,11 @@ def classify(error: dict[str, Any]) -> AgentError:
     return AgentCrashed(message)
 
 
-class OpencodeAdapter:
+class OpencodeAdapter(CliAdapter[OpencodeOptions]):
     Options = OpencodeOptions
     name = "opencode"
+    npm_package = "opencode-ai"
+    visit_marker = MARKER
     capabilities = Capabilities(
         resume=True, tools=True, enforces_permissions=True, json_schema=False
     )
@@ -153,12 +157,18 @@ class OpencodeAdapter:
     )  # fmt: skip
 
     def __init__(self, setup: AdapterSetup) -> None:
-        self.options = OpencodeOptions.model_validate(setup.options)
-        self.setup_name = setup.name
-        self.binary = setup.binary or "opencode"
-        self.root = setup.project_root
+        super().__init__(setup)
         if self.options.api_key_env:
             self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
+
+    def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
+        persona = None
+        if request.system_prompt:
+            persona = scratch / "persona.md"
+            persona.write_text(request.system_prompt, encoding="utf-8")
+        argv = self.command(binary, request)
+        env = self.environment(request, self.config(request, persona))
+        return Launch(argv, env, _Stream(request.workspace), request.prompt)
 
     def model(self, request: AgentRequest) -> str | None:
         """`provider/model` as opencode wants it (base_url's ids may contain "/" themselves)."""
@@ -212,91 +222,32 @@ class OpencodeAdapter:
             argv += ["-s", request.resume_session]
         return argv
 
-    def environment(
-        self, request: AgentRequest, config: dict[str, Any], token: str = ""
-    ) -> dict[str, str]:
+    def environment(self, request: AgentRequest, config: dict[str, Any]) -> dict[str, str]:
         env = {**QUIET_ENV, **request.env, "OPENCODE_CONFIG_CONTENT": json.dumps(config)}
         if not self.options.project_config:
             env["OPENCODE_DISABLE_PROJECT_CONFIG"] = "1"
         env["PWD"] = str(request.workspace)  # opencode prefers $PWD to its cwd
-        env[MARKER] = token
         return env
 
-    def _resolve(self, request: AgentRequest) -> str | None:
-        binary = os.path.expanduser(self.binary)
-        if os.sep in binary and not os.path.isabs(binary):
-            binary = str(self.root / binary)
-        return shutil.which(binary, path=request.env.get("PATH", os.environ.get("PATH")))
 
-    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
-        binary = self._resolve(request)
-        if binary is None:
-            missing = BinaryMissing(
-                f"opencode: binary '{self.binary}' not found; install it with "
-                f"`npm install -g opencode-ai` or set adapters.{self.setup_name}.binary"
-            )
-            yield AgentFinished(AgentResult.failed(missing))
-            return
-        stream = _Stream(request.workspace)
-        with tempfile.TemporaryDirectory(prefix="swell-opencode-") as tmp:
-            persona = None
-            if request.system_prompt:
-                persona = Path(tmp) / "persona.md"
-                persona.write_text(request.system_prompt, encoding="utf-8")
-            token = uuid.uuid4().hex
-            proc = StreamedProcess(
-                self.command(binary, request),
-                cwd=request.workspace,
-                env=self.environment(request, self.config(request, persona), token),
-                timeout=request.timeout_s,
-                stdin_data=request.prompt.encode(),
-            )
-            lines = proc.lines()
-            try:
-                async for line in lines:
-                    for event in stream.feed(line):
-                        yield event
-            except OSError as exc:  # vanished or not executable since _resolve
-                failed = AgentCrashed(f"opencode: cannot run {binary}: {exc}")
-                yield AgentFinished(AgentResult.failed(failed))
-                return
-            finally:
-                if isinstance(lines, AsyncGenerator):  # ends opencode's group if we stop early
-                    await lines.aclose()
-                # commands the agent left running (`cmd &`, or their own process group)
-                await stop_marked([f"{MARKER}={token}"])
-        assert proc.result is not None
-        yield AgentFinished(stream.finish(proc.result, request))
-
-
-class _Stream:
+class _Stream(CliStream):
     """Turns `--format json` lines into events and, at the end, one AgentResult."""
 
     def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace.resolve()
-        self.session_id: str | None = None
+        super().__init__(workspace)
         self.texts: dict[str, list[str]] = {}  # message id -> its text parts
         self.last_message: str | None = None
         self.steps: list[Usage] = []  # per model call, from step_finish
         self.errors: list[dict[str, Any]] = []
-        self.bad_lines: list[str] = []
-        self.files: list[str] = []
 
     def feed(self, line: str) -> Iterator[AgentEvent]:
-        if not line.strip():
-            return
-        try:
-            data = json.loads(line)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-            self.bad_lines.append(line[:200])
+        if (data := self.decode(line)) is None:
             return
         session = data.get("sessionID")
         if isinstance(session, str) and session != self.session_id:
             self.session_id = session
             yield AgentSessionStarted(session)
-        kind, part = data["type"], _dict(data.get("part"))
+        kind, part = data["type"], as_dict(data.get("part"))
         if kind == "text" and isinstance(part.get("text"), str):
             message = str(part.get("messageID"))
             self.texts.setdefault(message, []).append(part["text"])
@@ -307,28 +258,23 @@ class _Stream:
         elif kind == "step_finish":
             yield AgentUsageUpdate(self._step_usage(part))
         elif kind == "error":
-            self.errors.append(_dict(data.get("error")))
+            self.errors.append(as_dict(data.get("error")))
 
     def _tool(self, part: dict[str, Any]) -> Iterator[AgentEvent]:
-        tool, state = str(part.get("tool")), _dict(part.get("state"))
-        args = _dict(state.get("input"))
+        tool, state = str(part.get("tool")), as_dict(part.get("state"))
+        args = as_dict(state.get("input"))
         if tool == "invalid":  # a tool the model may not use: it was never run
             tool = str(args.get("tool"))
             yield AgentToolCall(TOOL_NAMES.get(tool, tool))
             return
-        target = None
-        for key in TARGET_KEYS:
-            if isinstance(value := args.get(key), str) and value:
-                target = self._relative(value) if key.endswith(("Path", "path")) else value[:200]
-                break
+        target = self.target(args, TARGET_KEYS)
         yield AgentToolCall(TOOL_NAMES.get(tool, tool), target)
-        done = state.get("status") == "completed"
-        if tool in FILE_TOOLS and done and target and target not in self.files:
-            self.files.append(target)
+        if tool in FILE_TOOLS and state.get("status") == "completed" and target:
+            self.add_file(target)
 
     def _step_usage(self, part: dict[str, Any]) -> Usage:
-        tokens = _dict(part.get("tokens"))
-        cache = _dict(tokens.get("cache"))
+        tokens = as_dict(part.get("tokens"))
+        cache = as_dict(tokens.get("cache"))
         step = Usage(
             input_tokens=_int(tokens.get("input")),
             output_tokens=_int(tokens.get("output")) + _int(tokens.get("reasoning")),
@@ -339,23 +285,10 @@ class _Stream:
         self.steps.append(step)
         return step
 
-    def total(self) -> Usage:
-        """The visit's usage: the sum over its steps; a cost of 0 means opencode knew no price."""
-        keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-        total = Usage(**{key: sum(getattr(step, key) for step in self.steps) for key in keys})
-        total.cost_usd = sum(step.cost_usd or 0.0 for step in self.steps) or None
-        return total
-
-    def _relative(self, path: str) -> str:
-        full = (self.workspace / path).resolve()
-        return (
-            str(full.relative_to(self.workspace)) if full.is_relative_to(self.workspace) else path
-        )
-
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         text = "\n".join(self.texts.get(self.last_message or "", []))
         fields: dict[str, Any] = {
-            "usage": self.total(),
+            "usage": total_usage(self.steps),  # a cost of 0: opencode knew no price
             "session_id": self.session_id,
             "files_changed": self.files,
             "text": text,
@@ -373,17 +306,17 @@ class _Stream:
     def _error(self, proc: ProcessResult, request: AgentRequest) -> AgentError | None:
         """Why the visit failed, or None: timeout, error events, garbage, exit code."""
         if proc.timed_out:
-            return AgentTimeout(f"opencode: no result within {request.timeout_s or 0:g}s")
+            return timed_out("opencode", request)
         if self.errors:
             return classify(self.errors[-1])
         if proc.exit_code == 0 and self.steps:
             return None
         if self.bad_lines and (self.session_id is None or proc.exit_code == 0):
             return UnparseableOutput(f"opencode: stdout is not JSON events: {self.bad_lines[0]!r}")
-        tail = proc.stderr.strip()[-1000:] or "no output"
+        end = tail(proc.stderr, 1000) or "no output"
         if proc.exit_code == 0:
-            return AgentCrashed(f"opencode ended without finishing a step: {tail}")
-        return AgentCrashed(f"opencode exited with code {proc.exit_code}: {tail}")
+            return AgentCrashed(f"opencode ended without finishing a step: {end}")
+        return AgentCrashed(f"opencode exited with code {proc.exit_code}: {end}")
 
 
 def _unfence(text: str) -> str:
@@ -392,10 +325,6 @@ def _unfence(text: str) -> str:
     if body.startswith("```") and body.endswith("```"):
         body = body.split("\n", 1)[-1].rsplit("```", 1)[0]
     return body
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int:
