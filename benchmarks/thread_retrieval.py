@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from swell.store.sqlite import SqliteStore
+from swell.store.location import open_store
+from swell.store.protocols import Store
 from swell.threads.retrieval import retrieve
 
 RUN = "bench-20261122-000000-0000"
@@ -35,9 +38,11 @@ PROCESS_SAMPLES = 7
 SWELL = str(Path(sys.executable).parent / "swell")
 
 
-def build(state: Path, rounds: int) -> SqliteStore:
-    store = SqliteStore(state / "state.db")
-    db = store.db
+def build(state: Path, rounds: int) -> Path:
+    """A state database holding one run of `rounds` rounds; written with plain SQL."""
+    path = state / "state.db"
+    open_store(path).close()  # creates the schema
+    db = sqlite3.connect(path, isolation_level=None)
     db.execute("BEGIN")
     db.execute(
         "INSERT INTO runs (id, pipeline, status, input, created_at, updated_at) "
@@ -53,7 +58,8 @@ def build(state: Path, rounds: int) -> SqliteStore:
         ((RUN, n, THREAD, n, n, meta, content) for n in range(1, rounds + 1)),
     )
     db.execute("COMMIT")
-    return store
+    db.close()
+    return path
 
 
 def per_call(fn: Callable[[], object], calls: int = CALLS) -> float:
@@ -79,10 +85,10 @@ def process_time(argv: list[str], env: dict[str, str], cwd: Path) -> float:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="swell-thread-bench-") as tmp:
         root = Path(tmp)
-        stores = {}
+        stores: dict[int, Store] = {}
         for size in SIZES:
             started = time.perf_counter()
-            stores[size] = build(root / f"state-{size}", size)
+            stores[size] = open_store(build(root / f"state-{size}", size))
             print(f"built {size:>9,} rounds in {time.perf_counter() - started:.1f}s")
         print("\nin-process retrieval, budget 8000 (median per call)")
         ratios = []
@@ -92,7 +98,7 @@ def main() -> int:
                 at = size // 2 if before else None
                 page = retrieve(store, RUN, THREAD, 8000, at)
                 assert page.tail, "retrieval returned nothing"
-                times[size] = per_call(lambda s=store, a=at: retrieve(s, RUN, THREAD, 8000, a))
+                times[size] = per_call(partial(retrieve, store, RUN, THREAD, 8000, at))
             ratio = times[SIZES[1]] / times[SIZES[0]]
             ratios.append(ratio)
             print(

@@ -8,6 +8,19 @@ CLI/HTTP failures into `AgentError` subclasses at their boundary.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+# what the engine, events and reviews call an agent's failure (AgentError.kind)
+AgentErrorKind = Literal[
+    "agent",  # swell could not run the agent as configured (unknown persona, bad options)
+    "binary_missing",
+    "auth",
+    "rate_limit",
+    "context_exhausted",
+    "timeout",
+    "crash",
+    "unparseable_output",
+]
 
 
 class SwellError(Exception):
@@ -63,39 +76,39 @@ class StoreError(SwellError):
 class AgentError(SwellError):
     """An agent adapter failed; `kind` is what the engine and events call it."""
 
-    kind = "agent"
+    kind: ClassVar[AgentErrorKind] = "agent"
 
 
 class BinaryMissing(AgentError):
-    kind = "binary_missing"
+    kind: ClassVar[AgentErrorKind] = "binary_missing"
 
 
 class AuthFailed(AgentError):
-    kind = "auth"
+    kind: ClassVar[AgentErrorKind] = "auth"
 
 
 class RateLimited(AgentError):
-    kind = "rate_limit"
+    kind: ClassVar[AgentErrorKind] = "rate_limit"
 
 
 class ContextExhausted(AgentError):
-    kind = "context_exhausted"
+    kind: ClassVar[AgentErrorKind] = "context_exhausted"
 
 
 class AgentTimeout(AgentError):
-    kind = "timeout"
+    kind: ClassVar[AgentErrorKind] = "timeout"
 
 
 class AgentCrashed(AgentError):
-    kind = "crash"
+    kind: ClassVar[AgentErrorKind] = "crash"
 
 
 class UnparseableOutput(AgentError):
-    kind = "unparseable_output"
+    kind: ClassVar[AgentErrorKind] = "unparseable_output"
 
 
 # agent error kinds worth another try (step `retry`); the others would fail the same way
-TRANSIENT_KINDS = (RateLimited.kind, AgentTimeout.kind)
+TRANSIENT_KINDS: tuple[AgentErrorKind, ...] = (RateLimited.kind, AgentTimeout.kind)
 
 
 class AdapterUnknown(SwellError):

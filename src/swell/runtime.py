@@ -21,6 +21,7 @@ from swell.adapters.registry import AdapterRegistry, default_registry
 from swell.contracts.registry import ContractTypes, default_contract_types
 from swell.engine.context import (
     ChildOutcome,
+    ChildRequest,
     GateDecision,
     GatePrompter,
     RunOptions,
@@ -29,7 +30,7 @@ from swell.engine.context import (
 )
 from swell.engine.runner import Runner, RunSummary
 from swell.engine.state import RunState
-from swell.engine.steps import StepKinds, default_step_kinds
+from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.errors import RunStateError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
@@ -40,9 +41,9 @@ from swell.manifest.loader import (
     load_pipeline,
     load_project,
 )
-from swell.manifest.models import Step
-from swell.store.location import state_dir_for
-from swell.store.sqlite import RunRow, SqliteStore
+from swell.store.location import open_store, state_dir_for
+from swell.store.protocols import RunReader, Store
+from swell.store.rows import RunRow
 
 FINAL = ("succeeded", "failed", "cancelled")
 
@@ -57,11 +58,11 @@ class Registries:
 
     def lint_context(self) -> LintContext:
         return LintContext(
-            self.step_kinds.names(),
-            self.adapters.names(),
-            self.adapters.options_model,
-            self.adapters.enforces_permissions,
-            self.contract_types.names(),
+            step_kinds=self.step_kinds,
+            adapter_types=self.adapters,
+            contract_types=self.contract_types,
+            adapter_options=self.adapters.options_model,
+            enforces_permissions=self.adapters.enforces_permissions,
         )
 
 
@@ -74,7 +75,7 @@ class Runtime:
     """A loaded project with its store and registries."""
 
     project: Project
-    store: SqliteStore
+    store: Store
     registries: Registries
     state_dir: Path
 
@@ -82,7 +83,7 @@ class Runtime:
 def open_runtime(start: Path | None = None) -> Runtime:
     project = load_project(start)
     state_dir = state_dir_for(project.root)
-    return Runtime(project, SqliteStore(state_dir / "state.db"), open_registries(), state_dir)
+    return Runtime(project, open_store(state_dir / "state.db"), open_registries(), state_dir)
 
 
 def check_pipeline(rt: Runtime, name: str) -> tuple[LoadedPipeline, LintReport]:
@@ -200,7 +201,7 @@ def plan_for_resume(rt: Runtime, run: RunRow) -> tuple[RunPlan, RunState]:
 class StoreGates:
     """Gate decisions recorded in the store by `swell approve` / `swell reject`."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: RunReader) -> None:
         self.store = store
 
     def gate_decision(self, run_id: str, step_id: str, visit: int) -> GateDecision | None:
@@ -211,7 +212,7 @@ class StoreGates:
 
 
 class StoreControl:
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: RunReader) -> None:
         self.store = store
 
     def cancel_requested(self, run_id: str) -> bool:
@@ -224,30 +225,28 @@ class ChildRunner:
     def __init__(self, rt: Runtime, sink: EventSink, services_for: Callable[[], Services]) -> None:
         self.rt, self.sink, self.services_for = rt, sink, services_for
 
-    async def run_child(
-        self,
-        parent: RunPlan,
-        step: Step,
-        visit: int,
-        input_text: str,
-        resume_id: str | None,
-        on_start: Callable[[str, str], None],
-    ) -> ChildOutcome:
+    async def run_child(self, request: ChildRequest) -> ChildOutcome:
+        step = request.step
         try:
-            if resume_id:
-                run = self.rt.store.get_run(resume_id)
+            if request.resume_id:
+                run = self.rt.store.get_run(request.resume_id)
                 if run.status in FINAL:
                     return ChildOutcome(run.id, run.status, run.error)
                 plan, state = plan_for_resume(self.rt, run)
             else:
                 loaded, _ = check_pipeline(self.rt, step.pipeline or "")
                 plan = create_run(
-                    self.rt, loaded, input_text, parent.options, parent=parent, parent_step=step.id
+                    self.rt,
+                    loaded,
+                    request.input,
+                    request.parent.options,
+                    parent=request.parent,
+                    parent_step=step.id,
                 )
                 state = None
-                on_start(plan.run_id, loaded.name)
+                request.on_start(plan.run_id, loaded.name)
         except SwellError as exc:
-            return ChildOutcome(resume_id or "-", "failed", str(exc))
+            return ChildOutcome(request.resume_id or "-", "failed", str(exc))
         self.rt.store.claim(plan.run_id, os.getpid())
         summary = await Runner(plan, self.services_for(), self.sink, state).run()
         return ChildOutcome(summary.run_id, summary.status, summary.error)

@@ -24,10 +24,10 @@ from swell.adapters import local
 from swell.adapters.base import AdapterSetup, AgentAdapter, AgentFinished, AgentRequest
 from swell.adapters.claude import ClaudeAdapter
 from swell.adapters.local import LocalAdapter, bundled_model
-from swell.contracts.agent_review import SCHEMA, check
-from swell.contracts.base import AgentAnswer, ContractContext, ContractResult, RunAgent
+from swell.contracts.agent_review import SCHEMA, TYPE, AgentReviewSettings
+from swell.contracts.base import AgentAnswer, AgentCall, ContractContext, ContractResult, RunAgent
 from swell.errors import BinaryMissing
-from swell.manifest.models import Contract, Step
+from swell.manifest.models import Step
 from swell.workspace.workspace import open_directory
 from twins.proxy import DeadProxy
 from twins.server import Reply, ToolCall, Twin
@@ -45,17 +45,11 @@ CRITERIA = [
 def runner(adapter: AgentAdapter, workspace: Path, env: dict[str, str], **fields: Any) -> RunAgent:
     """A `run_agent` like the engine's, for one adapter."""
 
-    async def run_agent(
-        persona: str,
-        system: str,
-        prompt: str,
-        schema: dict[str, Any] | None,
-        timeout: float,
-        model: str | None,
-    ) -> AgentAnswer:
+    async def run_agent(call: AgentCall) -> AgentAnswer:
         request = AgentRequest(
-            prompt=prompt, system_prompt=system, workspace=workspace, model=model,
-            json_schema=schema, timeout_s=timeout, env=env, step_id="implement.review", **fields,
+            prompt=call.prompt, system_prompt=call.system, workspace=workspace, model=call.model,
+            json_schema=call.json_schema, timeout_s=call.timeout_s, env=env,
+            step_id="implement.review", **fields,
         )  # fmt: skip
         result = None
         async for event in adapter.run(request):
@@ -73,19 +67,21 @@ def runner(adapter: AgentAdapter, workspace: Path, env: dict[str, str], **fields
             tokens_out=usage.output_tokens,
             cost_usd=usage.cost_usd or 0.0,
             adapter=adapter.name,
-            model=model,
+            model=call.model,
         )
 
     return run_agent
 
 
-def context(tmp_path: Path, run_agent: RunAgent, **contract: Any) -> ContractContext:
+def context(
+    tmp_path: Path, run_agent: RunAgent, **contract: Any
+) -> ContractContext[AgentReviewSettings]:
     ws = open_directory(tmp_path / "ws")
     for name, text in CHANGE.items():
         (ws.path / name).write_text(text)
-    settings = {"type": "agent_review", "reviewer": "critic", "criteria": CRITERIA, **contract}
+    settings = {"reviewer": "critic", "criteria": CRITERIA, **contract}
     return ContractContext(
-        contract=Contract.model_validate(settings),
+        settings=AgentReviewSettings.model_validate(settings),
         index=0,
         step=Step(id="implement", persona="coder"),
         workspace=ws.path,
@@ -102,18 +98,19 @@ def context(tmp_path: Path, run_agent: RunAgent, **contract: Any) -> ContractCon
     )
 
 
-def review(ctx: ContractContext) -> tuple[ContractResult, float]:
+def review(ctx: ContractContext[AgentReviewSettings]) -> tuple[ContractResult, float]:
     started = time.monotonic()
-    result = asyncio.run(check(ctx))
+    result = asyncio.run(TYPE.check(ctx))
     return result, time.monotonic() - started
 
 
 def report(label: str, result: ContractResult, elapsed: float) -> None:
-    d = result.details
+    d = result.review
+    assert d is not None
     print(
         f"\n{label}: verdict={result.feedback.verdict if result.feedback else None} "
-        f"attempts={d['attempts']} tokens_in={d['tokens_in']} tokens_out={d['tokens_out']} "
-        f"cost_usd={d['cost_usd']} duration_ms={d['duration_ms']} wall={elapsed:.2f}s"
+        f"attempts={d.attempts} tokens_in={d.tokens_in} tokens_out={d.tokens_out} "
+        f"cost_usd={d.cost_usd} duration_ms={d.duration_ms} wall={elapsed:.2f}s"
     )
 
 
@@ -162,10 +159,11 @@ def test_claude_reviewer_answers_through_json_schema(tmp_path: Path, proxy: Dead
         "rework by reviewer 'critic' (1 critical, 0 major issue(s), 1 minor): "
         "divide() does not handle a zero divisor."
     )
-    d = result.details
-    assert (d["adapter"], d["model"], d["attempts"]) == ("claude", "claude-sonnet-4-5", 1)
-    assert (d["tokens_in"], d["tokens_out"]) == (11400, 180)
-    assert d["cost_usd"] > 0  # the CLI prices the usage itself
+    d = result.review
+    assert d is not None
+    assert (d.adapter, d.model, d.attempts) == ("claude", "claude-sonnet-4-5", 1)
+    assert (d.tokens_in, d.tokens_out) == (11400, 180)
+    assert d.cost_usd > 0  # the CLI prices the usage itself
     assert proxy.seen == []
 
     call = twin.model_calls[0].body
@@ -193,7 +191,8 @@ def test_claude_reviewer_pass_after_a_malformed_answer(tmp_path: Path, proxy: De
     assert result.passed, result.error
     assert result.feedback is not None and result.feedback.summary == "Fine."
     assert len(twin.model_calls) == 2
-    assert result.details["attempts"] == 1  # the CLI's own schema check asked again
+    assert result.review is not None
+    assert result.review.attempts == 1  # the CLI's own schema check asked again
     sent_back = twin.model_calls[1].body["messages"][-1]["content"][0]
     assert sent_back["type"] == "tool_result" and sent_back["is_error"] is True
     assert "verdict" in str(sent_back["content"])  # the CLI told the model what was wrong
@@ -256,7 +255,8 @@ def test_local_model_answers_schema_valid_feedback(smollm: LocalAdapter, tmp_pat
     assert result.feedback.verdict in ("pass", "rework", "fail")
     assert 0.0 <= result.feedback.confidence <= 1.0
     assert result.passed is (result.feedback.verdict == "pass")
-    d = result.details
-    assert d["adapter"] == "local" and d["attempts"] == 1
-    assert d["tokens_in"] > 100 and 0 < d["tokens_out"] <= 512
-    assert d["cost_usd"] == 0
+    d = result.review
+    assert d is not None
+    assert d.adapter == "local" and d.attempts == 1
+    assert d.tokens_in > 100 and 0 < d.tokens_out <= 512
+    assert d.cost_usd == 0

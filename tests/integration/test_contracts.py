@@ -1,4 +1,6 @@
-"""Contracts at the step boundary: order, policies, and a review-driven rework loop."""
+"""Contracts from the CLI: a review-driven rework loop end to end, and `swell validate`.
+Order, every policy, retry and rework are tested in process in
+tests/engine/test_contract_policies.py."""
 
 from __future__ import annotations
 
@@ -86,97 +88,6 @@ def test_review_finds_a_critical_issue_and_rework_gets_exactly_the_feedback(
     assert kinds.count("review.started") == 2 and kinds.count("review.completed") == 2
     assert kinds.count("contract.failed") == 1 and kinds.count("contract.passed") == 3
     assert kinds.count("rework.requested") == 1
-
-
-PIPE = """
-kind: WavePipeline
-metadata: {{name: gates}}
-steps:
-  - id: produce
-    type: command
-    script: |
-      n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count
-      echo '{{"items": ['"$n"']}}' > out.json
-    output_artifacts: [{{name: result, path: out.json}}]
-    {retry}
-    handover:
-      contracts:
-{contracts}
-  - id: after
-    type: command
-    dependencies: [produce]
-    script: echo after
-"""
-
-
-def _pipeline(project: Path, contracts: str, retry: str = "") -> None:
-    write_pipeline(project, "gates", PIPE.format(contracts=contracts, retry=retry))
-
-
-def test_contracts_run_in_order_and_stop_at_the_first_failure(project: Path) -> None:
-    _pipeline(
-        project,
-        """
-        - {type: test_suite, command: "echo 'FAILED test_x' >&2; exit 1"}
-        - {type: agent_review, reviewer: reviewer}""",
-    )
-    result = swell("run", "gates", cwd=project)
-    assert result.returncode == 1
-    assert "contract 1 (test_suite) of step 'produce' failed" in result.stdout
-    kinds = [e["type"] for e in events(project, run_id_of(result.stdout))]
-    assert "review.started" not in kinds and "after" not in result.stdout.replace("--", "")
-
-
-def test_continue_and_warn_record_and_go_on_skip_stops_checking(project: Path) -> None:
-    _pipeline(
-        project,
-        """
-        - {type: test_suite, command: "exit 1", on_failure: continue}
-        - {type: test_suite, command: "exit 2", on_failure: warn}
-        - {type: test_suite, command: "exit 3", on_failure: skip}
-        - {type: test_suite, command: "exit 4"}""",
-    )
-    result = swell("run", "gates", cwd=project)
-    assert result.returncode == 0, result.stdout
-    evs = events(project, run_id_of(result.stdout))
-    failed = [(e["index"], e["policy"]) for e in evs if e["type"] == "contract.failed"]
-    assert failed == [(0, "continue"), (1, "warn"), (2, "skip")]  # the 4th never ran
-    assert [e["step_id"] for e in evs if e["type"] == "step.finished"] == ["produce", "after"]
-
-
-def test_retry_runs_the_step_again_until_the_contract_passes(project: Path) -> None:
-    _pipeline(
-        project,
-        """
-        - type: json_schema
-          schema: {type: object, required: [items], properties: {items: {type: array, items: {minimum: 2}}}}
-          on_failure: retry""",
-        retry="retry: {max_attempts: 3}",
-    )
-    result = swell("run", "gates", cwd=project)
-    assert result.returncode == 0, result.stdout
-    evs = events(project, run_id_of(result.stdout))
-    assert [(e["attempt"], e["max_attempts"]) for e in evs if e["type"] == "retry.requested"] == [
-        (2, 3)
-    ]
-    failed = [e for e in evs if e["type"] == "contract.failed"]
-    assert "$.items[0]" in failed[0]["error"]
-    produced = [
-        e["visit"] for e in evs if e["type"] == "step.finished" and e["step_id"] == "produce"
-    ]
-    assert produced == [1, 2]
-
-
-def test_retry_gives_up_after_its_attempts(project: Path) -> None:
-    _pipeline(
-        project,
-        """
-        - {type: non_empty_file, source: missing.txt, on_failure: retry}""",
-        retry="retry: {max_attempts: 2}",
-    )
-    result = swell("run", "gates", cwd=project)
-    assert result.returncode == 1
-    assert "still fails its contracts after 2 attempts" in result.stdout
 
 
 def test_self_review_and_bad_contracts_are_rejected_by_validate(project: Path) -> None:

@@ -1,11 +1,13 @@
-"""Gates: approvals from another process, rejections, choices, timers, waiting across processes."""
+"""Gates across processes: approval from a second process, the CLI's errors, a waiting run
+that outlives its process, the terminal prompt. Decisions, choices, timers and timeouts
+are tested in process in tests/engine/test_gate_decisions.py."""
 
 from __future__ import annotations
 
 import signal
 from pathlib import Path
 
-from conftest import events, run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
+from conftest import events, run_id_of, start_swell, swell, swell_json, wait_for
 
 
 def _waiting_gate(project: Path, run_id: str) -> dict[str, object] | None:
@@ -43,34 +45,6 @@ def test_gate_approved_from_a_second_process(project: Path) -> None:
     ]
 
 
-def test_reject_fails_the_gate_with_the_reason(project: Path) -> None:
-    proc = start_swell("run", "review", cwd=project)
-    run_id = _started(proc)
-    wait_for(lambda: _waiting_gate(project, run_id))
-    assert swell("reject", run_id, "--reason", "not this week", cwd=project).returncode == 0
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 1
-    assert "not this week" in out
-    status = swell_json("status", run_id, cwd=project)
-    assert status["status"] == "failed" and "not this week" in status["error"]
-
-
-def test_choice_routes_back_and_gate_waits_again(project: Path) -> None:
-    proc = start_swell("run", "review", cwd=project)
-    run_id = _started(proc)
-    wait_for(lambda: _waiting_gate(project, run_id))
-    assert swell("approve", run_id, "--choice", "rework", cwd=project).returncode == 0
-    gate = wait_for(lambda: (g := _waiting_gate(project, run_id)) and g["visit"] == 2 and g)
-    assert gate["step_id"] == "approve"
-    assert swell("approve", run_id, "approve", "--choice", "drop", cwd=project).returncode == 0
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and "routed to _fail" in out
-    prepared = [
-        s for s in swell_json("status", run_id, cwd=project)["steps"] if s["step_id"] == "prepare"
-    ]
-    assert len(prepared) == 2
-
-
 def test_unknown_choice_and_missing_gate_are_clear_errors(project: Path) -> None:
     proc = start_swell("run", "review", cwd=project)
     run_id = _started(proc)
@@ -101,53 +75,6 @@ def test_waiting_run_outlives_its_process_and_resumes(project: Path) -> None:
     assert [e["type"] for e in evs].count("gate.waiting") == 1
     assert [e["seq"] for e in evs] == list(range(1, len(evs) + 1))
     assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
-
-
-def test_auto_approve_takes_the_default_choice(project: Path) -> None:
-    result = swell("run", "review", "--auto-approve", cwd=project)
-    assert result.returncode == 0, result.stdout
-    assert "gate approve approved (ship) by auto" in result.stdout
-
-
-def test_timer_gate_resolves_after_its_timeout(project: Path) -> None:
-    write_pipeline(
-        project,
-        "timer",
-        """
-kind: WavePipeline
-metadata: {name: timer}
-steps:
-  - id: wait
-    gate: {type: timer, timeout: 1s}
-  - id: after
-    type: command
-    dependencies: [wait]
-    script: echo done
-""",
-    )
-    result = swell("run", "timer", cwd=project)
-    assert result.returncode == 0, result.stdout
-    status = swell_json("status", run_id_of(result.stdout), cwd=project)
-    wait_visit = next(s for s in status["steps"] if s["step_id"] == "wait")
-    assert wait_visit["duration_ms"] >= 1000
-    assert [s["step_id"] for s in status["steps"]] == ["wait", "after"]
-
-
-def test_approval_timeout_without_default_fails(project: Path) -> None:
-    write_pipeline(
-        project,
-        "late",
-        """
-kind: WavePipeline
-metadata: {name: late}
-steps:
-  - id: ok
-    gate: {type: approval, timeout: 1s, message: "anyone?"}
-""",
-    )
-    result = swell("run", "late", cwd=project)
-    assert result.returncode == 1
-    assert "gate timeout" in result.stdout
 
 
 def test_terminal_prompt_approves_a_gate(project: Path) -> None:

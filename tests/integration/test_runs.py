@@ -1,4 +1,5 @@
-"""Running pipelines from the CLI: loops, limits, the breaker, context, output formats."""
+"""Running pipelines from the CLI: a loop, output formats, errors, listing and logs.
+Limits, the breaker and context routing are tested in process in tests/engine/test_loops.py."""
 
 from __future__ import annotations
 
@@ -6,30 +7,6 @@ import json
 from pathlib import Path
 
 from conftest import events, run_id_of, start_swell, swell, swell_json, write_pipeline
-
-NEVER_PASSES = """
-kind: WavePipeline
-metadata: {name: never}
-steps:
-  - id: implement
-    type: command
-    max_visits: 4
-    script: echo "try {{ input }}" >> work.txt
-  - id: run-tests
-    type: command
-    dependencies: [implement]
-    script: |
-      words="alpha beta gamma delta epsilon zeta"
-      n=$(grep -c . work.txt)
-      echo "FAIL $(echo $words | cut -d' ' -f$n) is missing" >&2
-      exit 1
-  - id: check
-    type: conditional
-    dependencies: [run-tests]
-    edges:
-      - {target: _complete, condition: outcome=success}
-      - {target: implement}
-"""
 
 
 def test_loop_fails_twice_then_passes(project: Path, isolated_state: Path) -> None:
@@ -51,103 +28,6 @@ def test_loop_fails_twice_then_passes(project: Path, isolated_state: Path) -> No
     assert status["context"] == {"tests_pass": "true"}
     work = isolated_state / "workspaces" / run_id / "work.txt"
     assert work.read_text().splitlines() == ["attempt: add a greeting"] * 3
-
-
-def test_loop_that_never_passes_stops_at_max_visits(project: Path) -> None:
-    write_pipeline(project, "never", NEVER_PASSES)
-    result = swell("run", "never", cwd=project)
-    assert result.returncode == 1
-    assert "step 'implement' reached its max_visits limit (4 of 4 visits)" in result.stdout
-    run_id = run_id_of(result.stdout)
-    status = swell_json("status", run_id, cwd=project)
-    assert status["status"] == "failed"
-    assert "max_visits" in status["error"]
-    assert sum(1 for s in status["steps"] if s["step_id"] == "implement") == 4
-
-
-def test_max_step_visits_caps_the_whole_run(project: Path) -> None:
-    write_pipeline(
-        project,
-        "never",
-        NEVER_PASSES.replace("max_visits: 4", "max_visits: 100").replace(
-            "metadata: {name: never}", "metadata: {name: never}\nmax_step_visits: 7"
-        ),
-    )
-    result = swell("run", "never", cwd=project)
-    assert result.returncode == 1
-    assert "pipeline reached max_step_visits (7 of 7 visits in total)" in result.stdout
-
-
-def test_circuit_breaker_stops_the_same_failure(project: Path) -> None:
-    write_pipeline(
-        project,
-        "flaky",
-        """
-kind: WavePipeline
-metadata: {name: flaky}
-steps:
-  - id: implement
-    type: command
-    script: echo change >> work.txt
-  - id: run-tests
-    type: command
-    dependencies: [implement]
-    script: |
-      echo "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ) AssertionError in /tmp/tmp$$/test_x.py:$RANDOM:7 id=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \\n')" >&2
-      exit 1
-  - id: check
-    type: conditional
-    dependencies: [run-tests]
-    edges:
-      - {target: _complete, condition: outcome=success}
-      - {target: implement}
-""",
-    )
-    result = swell("run", "flaky", cwd=project)
-    assert result.returncode == 1
-    assert (
-        "circuit breaker: step 'run-tests' failed 3 times in a row with the same error"
-        in result.stdout
-    )
-    status = swell_json("status", run_id_of(result.stdout), cwd=project)
-    assert sum(1 for s in status["steps"] if s["step_id"] == "run-tests") == 3
-    kinds = [e["type"] for e in events(project, status["id"])]
-    assert kinds.count("breaker.tripped") == 1
-
-
-def test_context_from_json_stdout_routes(project: Path) -> None:
-    write_pipeline(
-        project,
-        "verdict",
-        """
-kind: WavePipeline
-metadata: {name: verdict}
-steps:
-  - id: review
-    type: command
-    script: |
-      echo '{"verdict": "rework", "score": 3, "items": ["a.py", "b.py"]}'
-    output:
-      context:
-        verdict: "{{ verdict }}"
-        first: "{{ json.items[0] }}"
-        good: "{{ .ExitCode == 0 && score >= 3 }}"
-    edges:
-      - {target: ship, condition: "context.verdict=approve"}
-      - {target: rework, condition: "context.verdict=rework && context.good=true"}
-  - id: rework
-    type: command
-    script: echo "reworking {{ context.first }}" > rework.txt
-  - id: ship
-    type: command
-    script: "true"
-""",
-    )
-    result = swell("run", "verdict", cwd=project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    status = swell_json("status", run_id_of(result.stdout), cwd=project)
-    assert status["context"] == {"first": "a.py", "good": "true", "verdict": "rework"}
-    assert [s["step_id"] for s in status["steps"]] == ["review", "rework"]
 
 
 def test_json_output_is_ndjson_events(project: Path) -> None:
@@ -191,21 +71,6 @@ steps:
     assert result.returncode == 1
     assert "exit 3" in result.stdout and "disk full" in result.stdout
     assert "Traceback" not in result.stderr
-
-
-def test_scripted_agent_in_a_test_loop(project: Path) -> None:
-    result = swell("run", "agent-loop", "--input", "make it pass", cwd=project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    run_id = run_id_of(result.stdout)
-    status = swell_json("status", run_id, cwd=project)
-    implement = [s for s in status["steps"] if s["step_id"] == "implement"]
-    assert [s["tokens_in"] for s in implement] == [1200, 1500, 1800]
-    arts = swell_json("artifacts", run_id, cwd=project)
-    summary = [a for a in arts if a["name"] == "summary"]
-    assert len(summary) == 3
-    assert Path(summary[-1]["path"]).read_text() == "Third attempt; the tests should pass now."
-    kinds = [e["type"] for e in events(project, run_id)]
-    assert kinds.count("agent.tool_call") == 3 and kinds.count("agent.usage") == 3
 
 
 def test_input_cannot_inject_shell(project: Path, isolated_state: Path) -> None:

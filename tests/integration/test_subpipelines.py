@@ -1,4 +1,5 @@
-"""Sub-pipelines run as child runs linked to their parent."""
+"""Sub-pipelines run as child runs linked to their parent (failures and resume inside a
+child: tests/engine/test_child_runs.py)."""
 
 from __future__ import annotations
 
@@ -23,41 +24,6 @@ def test_sub_pipeline_is_a_linked_child_run(project: Path, isolated_state: Path)
     assert (isolated_state / "workspaces" / parent / "work.txt").is_file()
     runs = swell_json("list", cwd=project)
     assert {r["id"] for r in runs} == {parent, child["id"]}
-
-
-def test_failed_child_fails_the_step(project: Path) -> None:
-    write_pipeline(
-        project,
-        "child",
-        """
-kind: WavePipeline
-metadata: {name: child}
-steps:
-  - id: broken
-    type: command
-    script: echo "child broke" >&2; exit 1
-""",
-    )
-    write_pipeline(
-        project,
-        "parent",
-        """
-kind: WavePipeline
-metadata: {name: parent}
-steps:
-  - id: sub
-    pipeline: child
-  - id: never
-    type: command
-    dependencies: [sub]
-    script: echo never
-""",
-    )
-    result = swell("run", "parent", cwd=project)
-    assert result.returncode == 1
-    status = swell_json("status", run_id_of(result.stdout), cwd=project)
-    assert "sub-pipeline run" in status["error"] and "failed" in status["error"]
-    assert [s["step_id"] for s in status["steps"]] == ["sub"]
 
 
 def test_kill_9_inside_a_child_run_resumes_that_child(project: Path) -> None:

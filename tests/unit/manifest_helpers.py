@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from swell.contracts.registry import default_contract_types
+from swell.engine.steps.registry import default_step_kinds
 from swell.errors import Problem
 from swell.manifest.lint import LintContext, lint_pipeline, lint_project
 from swell.manifest.loader import LoadedPipeline, Project, load_pipeline, load_project
@@ -34,8 +36,10 @@ class FakeOptions(BaseModel):
     script: str
 
 
+# the real step kinds and contract types: their own rules are what lint checks
 LINT_CONTEXT = LintContext(
-    step_kinds={"prompt", "command", "conditional", "gate", "pipeline"},
+    step_kinds=default_step_kinds(),
+    contract_types=default_contract_types(),
     adapter_types={"claude", "scripted", "optioned"},
     adapter_options=lambda kind: FakeOptions if kind == "optioned" else None,
 )

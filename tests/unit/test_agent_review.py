@@ -14,10 +14,18 @@ from typing import Any
 
 import pytest
 
-from swell.contracts import agent_review
-from swell.contracts.agent_review import check, config_problems, extract_json
-from swell.contracts.base import AgentAnswer, ContractContext, ContractResult, ReviewFeedback
-from swell.manifest.models import Contract, Step
+from swell.contracts import review_prompt
+from swell.contracts.agent_review import TYPE, AgentReviewSettings, config_problems
+from swell.contracts.base import (
+    AgentAnswer,
+    AgentCall,
+    ContractContext,
+    ContractResult,
+    ReviewFeedback,
+    ReviewStats,
+)
+from swell.contracts.review_prompt import extract_json
+from swell.manifest.models import Step
 from swell.workspace.workspace import open_directory
 
 PASS = {"verdict": "pass", "issues": [], "suggestions": [], "confidence": 0.9, "summary": "Fine."}
@@ -52,18 +60,10 @@ class FakeReviewer:
     replies: list[AgentAnswer | Exception]
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    async def __call__(
-        self,
-        persona: str,
-        system_prompt: str,
-        prompt: str,
-        schema: dict[str, Any] | None,
-        timeout: float,
-        model: str | None,
-    ) -> AgentAnswer:
+    async def __call__(self, call: AgentCall) -> AgentAnswer:
         self.calls.append(
-            {"persona": persona, "system": system_prompt, "prompt": prompt,
-             "schema": schema, "timeout": timeout, "model": model}
+            {"persona": call.persona, "system": call.system, "prompt": call.prompt,
+             "schema": call.json_schema, "timeout": call.timeout_s, "model": call.model}
         )  # fmt: skip
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
@@ -71,15 +71,20 @@ class FakeReviewer:
         return reply
 
 
+def stats(result: ContractResult) -> ReviewStats:
+    assert result.review is not None
+    return result.review
+
+
 @dataclass
 class Setup:
-    ctx: ContractContext
+    ctx: ContractContext[AgentReviewSettings]
     reviewer: FakeReviewer
     workspace: Path
     project: Path
 
     def run(self) -> ContractResult:
-        return asyncio.run(check(self.ctx))
+        return asyncio.run(TYPE.check(self.ctx))
 
     @property
     def prompt(self) -> str:
@@ -105,7 +110,7 @@ def make(tmp_path: Path) -> Any:
         fake = FakeReviewer(list(replies or []))
         namespace = {"input": "add a divide() function", "step": {"id": "implement"}}
         ctx = ContractContext(
-            contract=Contract.model_validate({"type": "agent_review", **contract}),
+            settings=AgentReviewSettings.model_validate(contract),
             index=0,
             step=Step(id="implement", persona=step_persona),
             workspace=ws.path,
@@ -134,11 +139,12 @@ def test_pass_attaches_feedback_and_usage(make: Any) -> None:
 
     assert result.passed and result.error is None and not result.unavailable
     assert result.feedback == ReviewFeedback.model_validate(PASS)
-    details = result.details
-    assert details["reviewer"] == "critic" and details["attempts"] == 1
-    assert (details["adapter"], details["model"]) == ("claude", "claude-sonnet-4-5")
-    assert (details["tokens_in"], details["tokens_out"], details["cost_usd"]) == (1000, 50, 0.01)
-    assert details["duration_ms"] >= 0
+    review = result.review
+    assert review is not None
+    assert review.reviewer == "critic" and review.attempts == 1
+    assert (review.adapter, review.model) == ("claude", "claude-sonnet-4-5")
+    assert (review.tokens_in, review.tokens_out, review.cost_usd) == (1000, 50, 0.01)
+    assert review.duration_ms >= 0
     call = setup.reviewer.calls[0]
     assert call["persona"] == "critic" and call["model"] is None and call["timeout"] == 300.0
     assert call["schema"] == ReviewFeedback.model_json_schema()
@@ -184,7 +190,7 @@ def test_wave_spelling_persona_names_the_reviewer(make: Any) -> None:
 def test_structured_or_text_answers_parse(make: Any, answer: AgentAnswer) -> None:
     result = make([answer], reviewer="critic").run()
     assert result.passed and result.feedback is not None, result.error
-    assert result.details["attempts"] == 1
+    assert stats(result).attempts == 1
 
 
 def test_malformed_answer_is_retried_once_with_the_problem(make: Any) -> None:
@@ -192,8 +198,8 @@ def test_malformed_answer_is_retried_once_with_the_problem(make: Any) -> None:
     result = setup.run()
 
     assert result.passed, result.error
-    assert result.details["attempts"] == 2
-    assert result.details["tokens_in"] == 2200 and result.details["tokens_out"] == 100
+    assert stats(result).attempts == 2
+    assert stats(result).tokens_in == 2200 and stats(result).tokens_out == 100
     first, second = (c["prompt"] for c in setup.reviewer.calls)
     assert "not valid" not in first
     assert second.startswith(first)
@@ -226,7 +232,7 @@ def test_malformed_twice_fails_naming_the_problem(make: Any) -> None:
     assert result.error is not None
     assert result.error.startswith("reviewer 'critic' gave no valid ReviewFeedback in 2 attempts")
     assert "summary: Field required" in result.error
-    assert result.details["attempts"] == 2
+    assert stats(result).attempts == 2
 
 
 def test_extract_json_edge_cases() -> None:
@@ -299,7 +305,7 @@ def test_empty_context_defaults_to_the_diff_and_the_source(make: Any) -> None:
     assert "## Changes in the workspace (git diff)" in prompt
     assert "+REPORT BODY" in prompt
     assert "## File under review: out/implement.md\n\n```\nRENDERED SOURCE\n```" in prompt
-    assert agent_review.DEFAULT_CRITERIA in prompt  # no criteria given: the generic one
+    assert review_prompt.DEFAULT_CRITERIA in prompt  # no criteria given: the generic one
 
 
 def test_long_diff_is_capped_and_says_so(make: Any) -> None:
@@ -358,8 +364,8 @@ def test_timeout_model_and_budget(make: Any) -> None:
 def test_review_record_is_written(make: Any) -> None:
     setup = make([ok(text="??"), ok(PASS)], reviewer="critic")
     result = setup.run()
-    record = json.loads(Path(result.details["review_file"]).read_text())
-    assert Path(result.details["review_file"]).name == "implement.v1.c0.json"
+    record = json.loads(Path(stats(result).record or "").read_text())
+    assert Path(stats(result).record or "").name == "implement.v1.c0.json"
     assert [a["text"] for a in record["attempts"]] == ["??", ""]
     assert record["feedback"]["verdict"] == "pass"
 
@@ -382,7 +388,7 @@ def test_unavailable_reviewer_obeys_fail_open(
 
     assert result.unavailable and result.feedback is None
     assert result.passed is fail_open
-    assert result.details["attempts"] == 1  # an unreachable reviewer is not asked twice
+    assert stats(result).attempts == 1  # an unreachable reviewer is not asked twice
     reason = str(reply) if isinstance(reply, Exception) else str(reply.error)
     if fail_open:
         assert result.error is None
@@ -449,9 +455,8 @@ def test_bad_paths_fail_before_the_reviewer_runs(
 
 
 def test_config_problems() -> None:
-    contract = Contract.model_validate(
+    contract = AgentReviewSettings.model_validate(
         {
-            "type": "agent_review",
             "timeout": "soon",
             "max_tokens": 0,
             "context": [
@@ -475,5 +480,5 @@ def test_config_problems() -> None:
         "context[5]: max_size must be a positive number of characters",
         "context[6]: unknown key(s) lines",
     ]
-    fine = Contract.model_validate({"type": "agent_review", "persona": "critic", "timeout": 90})
+    fine = AgentReviewSettings.model_validate({"persona": "critic", "timeout": 90})
     assert config_problems(fine) == []

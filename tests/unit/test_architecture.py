@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,49 @@ def test_nothing_imports_the_cli() -> None:
         if path.parent.name == "cli" or path.name == "__main__.py":
             continue
         assert not any(n.startswith("swell.cli") for n in _imports(path)), path
+
+
+def test_contracts_import_no_engine() -> None:
+    for path in _modules("contracts"):
+        for name in _imports(path):
+            assert not name.startswith(("swell.engine", "swell.store", "swell.runtime")), (
+                f"{path.name}: {name}"
+            )
+
+
+def test_the_completion_core_has_no_clock_files_or_sink() -> None:
+    """Its decisions must be replayable anywhere (a Temporal workflow included)."""
+    tree = ast.parse((SRC / "engine" / "completion.py").read_text())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert not imported & {"time", "datetime", "asyncio", "os", "pathlib", "subprocess", "random"}
+    assert not _imports(SRC / "engine" / "completion.py") & {
+        "swell.events.bus",
+        "swell.process",
+        "swell.engine.visit",
+        "swell.engine.runner",
+    }
+
+
+def test_step_kinds_are_asked_not_named() -> None:
+    """Only a kind's own module names it: runner, graph, lint and render ask the kind."""
+    names = "|".join(("prompt", "command", "conditional", "gate", "pipeline"))
+    pattern = re.compile(rf"kind\s*(==|!=)\s*[\"']({names})[\"']|\.kind\s+(not\s+)?in\s")
+    for path in SRC.rglob("*.py"):
+        if path.parent.name == "steps":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            assert not pattern.search(line), f"{path.relative_to(SRC)}:{number}: {line.strip()}"
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_over_600_lines(path: Path) -> None:
+    assert len(path.read_text().splitlines()) <= 600

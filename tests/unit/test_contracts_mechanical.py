@@ -46,10 +46,12 @@ class Env:
         artifacts: dict[str, str] | None = None,
         stdout: str | None = None,
         default_timeout: float = 30.0,
-    ) -> ContractContext:
+    ) -> ContractContext[Any]:
         namespace = self.namespace
+        parsed = Contract.model_validate(contract)
+        kind = default_contract_types().get(parsed.type)
         return ContractContext(
-            contract=Contract.model_validate(contract),
+            settings=kind.Settings.model_validate(parsed.settings),
             index=0,
             step=Step.model_validate(step or {"id": "work"}),
             workspace=self.workspace,
@@ -76,8 +78,8 @@ def env(tmp_path: Path) -> Env:
     return Env(tmp_path)
 
 
-def run(module: Any, ctx: ContractContext) -> ContractResult:
-    result = asyncio.run(module.check(ctx))
+def run(module: Any, ctx: ContractContext[Any]) -> ContractResult:
+    result = asyncio.run(module.TYPE.check(ctx))
     assert isinstance(result, ContractResult)
     assert result.passed or result.error, "a failure always says why"
     return result
@@ -85,9 +87,9 @@ def run(module: Any, ctx: ContractContext) -> ContractResult:
 
 def test_registry_finds_the_three_modules() -> None:
     types = default_contract_types()
-    assert types.get("test_suite") is test_suite.check
-    assert types.get("json_schema") is json_schema.check
-    assert types.get("non_empty_file") is non_empty_file.check
+    assert types.get("test_suite") is test_suite.TYPE
+    assert types.get("json_schema") is json_schema.TYPE
+    assert types.get("non_empty_file") is non_empty_file.TYPE
 
 
 # ----------------------------------------------------------------------------- test_suite

@@ -8,6 +8,7 @@ import pytest
 from manifest_helpers import ProjectDir, make_project
 
 from swell.engine.graph import Activation, Graph, Route, VisitOutcome
+from swell.engine.steps.registry import default_step_kinds
 from swell.manifest.loader import load_pipeline
 
 
@@ -45,7 +46,7 @@ steps:
 
 def graph(proj: ProjectDir, text: str) -> Graph:
     proj.pipeline(text)
-    return Graph(load_pipeline(proj.root, "p").pipeline)
+    return Graph(load_pipeline(proj.root, "p").pipeline, default_step_kinds().of)
 
 
 def done(step: str, outcome: str = "success", visit: int = 1, **kw: object) -> VisitOutcome:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from manifest_helpers import MANIFEST, ProjectDir, at, make_project, only
 
-from swell.manifest.lint import entry_steps, lint_pipeline, lint_project
+from swell.engine.steps.registry import default_step_kinds
+from swell.manifest.graph_checks import entry_steps
+from swell.manifest.lint import lint_pipeline, lint_project
 from swell.manifest.loader import load_pipeline, load_project, pipeline_paths
 from swell.runtime import open_registries
 
@@ -372,7 +374,7 @@ def test_entry_steps() -> None:
             ],
         }
     )
-    assert entry_steps(pipeline.steps) == ["first", "parallel"]
+    assert entry_steps(pipeline.steps, default_step_kinds().of) == ["first", "parallel"]
 
 
 # -------------------------------------------------------------------------- conditions

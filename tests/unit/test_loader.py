@@ -436,8 +436,7 @@ def test_manifest_problems_in_named_entries_are_reported_together(proj: ProjectD
 
 
 def test_union_of_list_and_text_names_both(proj: ProjectDir) -> None:
-    err = load_errors(
-        proj,
+    proj.pipeline(
         """
         kind: WavePipeline
         steps:
@@ -445,8 +444,9 @@ def test_union_of_list_and_text_names_both(proj: ProjectDir) -> None:
             script: echo
             handover:
               contract:
-                type: llm_judge
+                type: agent_review
+                reviewer: dev
                 criteria: {a: 1}
-        """,
+        """
     )
-    assert at(err.problems) == [(8, 19, "'criteria' must be a list of strings or a string")]
+    assert at(proj.lint()) == [(9, 19, "'criteria' must be a list of strings or a string")]

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swell.errors import AgentError
+from swell.errors import AgentError, AgentErrorKind
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class AgentResult(BaseModel):
     text: str = ""
     structured: Any = None  # the parsed answer when the request had a json_schema
     error: str | None = None
-    error_kind: str | None = None  # an AgentError.kind: binary_missing, auth, rate_limit, ...
+    error_kind: AgentErrorKind | None = None
     usage: Usage = Field(default_factory=Usage)
     session_id: str | None = None
     files_changed: list[str] = Field(default_factory=list)

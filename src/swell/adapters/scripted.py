@@ -28,6 +28,7 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
+from swell.errors import AgentErrorKind
 from swell.workspace.paths import PathEscape, inside
 
 
@@ -67,7 +68,7 @@ class Reply(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     session_id: str | None = None
     fail: str | None = None
-    error_kind: str | None = None
+    error_kind: AgentErrorKind | None = None
     delay: float = 0.0
 
 

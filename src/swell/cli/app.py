@@ -47,13 +47,21 @@ def main_options(
 
 
 def _register() -> None:
+    """Every command, in the order `swell --help` lists them."""
     from swell.cli import gates, inspect, project, runs, thread
 
-    project.register(app)
-    runs.register(app)
-    inspect.register(app)
-    gates.register(app)
-    thread.register(app)
+    app.command()(project.init)
+    app.command()(project.validate)
+    app.command()(runs.run)
+    app.command()(runs.resume)
+    app.command("list")(inspect.list_runs)
+    app.command()(inspect.status)
+    app.command()(inspect.logs)
+    app.command()(inspect.artifacts)
+    app.command()(gates.approve)
+    app.command()(gates.reject)
+    app.command()(gates.cancel)
+    app.command()(thread.thread)
 
 
 def main() -> None:

@@ -6,9 +6,12 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from swell.runtime import Runtime
 
 
 class Output(enum.StrEnum):
@@ -17,6 +20,12 @@ class Output(enum.StrEnum):
 
 
 OUTPUT_HELP = "Output format: text for people, json for machines."
+# the parameters several commands share
+OutputOption = Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)]
+RunArgument = Annotated[str, typer.Argument(metavar="RUN")]
+RunPrefixArgument = Annotated[
+    str, typer.Argument(metavar="RUN", help="Run id (a unique prefix is enough).")
+]
 
 
 def project_dir(ctx: typer.Context) -> Path | None:
@@ -24,7 +33,7 @@ def project_dir(ctx: typer.Context) -> Path | None:
     return Path(value) if value else None
 
 
-def runtime(ctx: typer.Context) -> Any:
+def runtime(ctx: typer.Context) -> Runtime:
     from swell.runtime import open_runtime
 
     return open_runtime(project_dir(ctx))

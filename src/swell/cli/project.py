@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from swell.cli.common import OUTPUT_HELP, Output, print_json, project_dir
+from swell.cli.common import Output, OutputOption, print_json, project_dir
 
 
 def _scaffold_files() -> list[tuple[str, bytes]]:
@@ -29,92 +29,88 @@ def _scaffold_files() -> list[tuple[str, bytes]]:
     return sorted(out)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def init(
-        directory: Annotated[Path, typer.Argument(help="Where to create the project.")] = Path("."),
-    ) -> None:
-        """Create a Wave-format project: wave.yaml and a first pipeline."""
-        from swell.errors import SwellError
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create the project.")] = Path("."),
+) -> None:
+    """Create a Wave-format project: wave.yaml and a first pipeline."""
+    from swell.errors import SwellError
 
-        target = directory.resolve()
-        existing = [n for n in ("wave.yaml", "swell.yaml") if (target / n).exists()]
-        if existing:
-            raise SwellError(f"{target / existing[0]} already exists; not overwriting")
-        written = []
-        for rel, data in _scaffold_files():
-            path = target / rel
-            if path.exists():
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            written.append(rel)
-        for rel in written:
-            print(f"created {rel}")
-        print("next: swell validate && swell run hello --input 'hello'")
+    target = directory.resolve()
+    existing = [n for n in ("wave.yaml", "swell.yaml") if (target / n).exists()]
+    if existing:
+        raise SwellError(f"{target / existing[0]} already exists; not overwriting")
+    written = []
+    for rel, data in _scaffold_files():
+        path = target / rel
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        written.append(rel)
+    for rel in written:
+        print(f"created {rel}")
+    print("next: swell validate && swell run hello --input 'hello'")
 
-    @app.command()
-    def validate(
-        ctx: typer.Context,
-        pipeline: Annotated[
-            str | None, typer.Argument(metavar="[NAME]", help="One pipeline; default: all.")
-        ] = None,
-        all_: Annotated[
-            bool, typer.Option("--all", help="Every pipeline of the project (the default).")
-        ] = False,
-        output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
-    ) -> None:
-        """Check wave.yaml and pipelines: fields, references, graph, templates."""
-        from swell.errors import ManifestError, Problem, SwellError
-        from swell.manifest.lint import lint_pipeline, lint_project
-        from swell.manifest.loader import load_pipeline, load_project, pipeline_paths
-        from swell.runtime import open_registries
 
-        project = load_project(project_dir(ctx))
-        lint_ctx = open_registries().lint_context()
-        problems: list[Problem] = list(lint_project(project, lint_ctx).problems)
-        names = [pipeline] if pipeline and not all_ else sorted(pipeline_paths(project.root))
-        checked = []
-        for name in names:
-            try:
-                loaded = load_pipeline(project.root, name)
-            except ManifestError as exc:
-                problems += exc.problems
-                continue
-            except SwellError as exc:
-                problems.append(Problem(name, 0, 0, str(exc)))
-                continue
-            problems += lint_pipeline(project, loaded, lint_ctx).problems
-            checked.append(name)
-        errors = [p for p in problems if p.severity == "error"]
-        if output is Output.json:
-            print_json(
-                {
-                    "ok": not errors,
-                    "pipelines": checked,
-                    "problems": [
-                        {
-                            "file": p.file,
-                            "line": p.line,
-                            "col": p.col,
-                            "severity": p.severity,
-                            "message": p.message,
-                        }
-                        for p in problems
-                    ],
-                }
+def validate(
+    ctx: typer.Context,
+    pipeline: Annotated[
+        str | None, typer.Argument(metavar="[NAME]", help="One pipeline; default: all.")
+    ] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every pipeline of the project (the default).")
+    ] = False,
+    output: OutputOption = Output.text,
+) -> None:
+    """Check wave.yaml and pipelines: fields, references, graph, templates."""
+    from swell.errors import ManifestError, Problem, SwellError
+    from swell.manifest.lint import lint_pipeline, lint_project
+    from swell.manifest.loader import load_pipeline, load_project, pipeline_paths
+    from swell.runtime import open_registries
+
+    project = load_project(project_dir(ctx))
+    lint_ctx = open_registries().lint_context()
+    problems: list[Problem] = list(lint_project(project, lint_ctx).problems)
+    names = [pipeline] if pipeline and not all_ else sorted(pipeline_paths(project.root))
+    checked = []
+    for name in names:
+        try:
+            loaded = load_pipeline(project.root, name)
+        except ManifestError as exc:
+            problems += exc.problems
+            continue
+        except SwellError as exc:
+            problems.append(Problem(name, 0, 0, str(exc)))
+            continue
+        problems += lint_pipeline(project, loaded, lint_ctx).problems
+        checked.append(name)
+    errors = [p for p in problems if p.severity == "error"]
+    if output is Output.json:
+        print_json(
+            {
+                "ok": not errors,
+                "pipelines": checked,
+                "problems": [
+                    {
+                        "file": p.file,
+                        "line": p.line,
+                        "col": p.col,
+                        "severity": p.severity,
+                        "message": p.message,
+                    }
+                    for p in problems
+                ],
+            }
+        )
+    else:
+        for p in problems:
+            print(str(p), file=sys.stderr)
+        if not errors:
+            print(
+                f"ok: {project.manifest_path.name} and {len(checked)} pipeline"
+                f"{'s' if len(checked) != 1 else ''} ({', '.join(checked) or 'none'})"
             )
         else:
-            for p in problems:
-                print(str(p), file=sys.stderr)
-            if not errors:
-                print(
-                    f"ok: {project.manifest_path.name} and {len(checked)} pipeline"
-                    f"{'s' if len(checked) != 1 else ''} ({', '.join(checked) or 'none'})"
-                )
-            else:
-                print(
-                    f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", file=sys.stderr
-                )
-        if errors:
-            raise typer.Exit(1)
+            print(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", file=sys.stderr)
+    if errors:
+        raise typer.Exit(1)

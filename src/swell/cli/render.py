@@ -45,7 +45,7 @@ class ProgressPrinter:
         self.out = out or sys.stdout
         self.color = self.out.isatty() if color is None else color
         self.root_run = root_run
-        self._kinds: dict[str | None, str] = {}
+        self._progress: dict[str | None, ev.Progress] = {}  # step id -> how it shows
 
     def _c(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -71,20 +71,21 @@ class ProgressPrinter:
             extra = f" (re-running {', '.join(e.interrupted_steps)})" if e.interrupted_steps else ""
             return self._c(f"resumed {e.run_id}{extra}", "2")
         if isinstance(e, ev.StepStarted):
-            self._kinds[e.step_id] = e.kind
-            if e.kind == "conditional":
+            self._progress[e.step_id] = e.progress
+            if e.progress == "hidden":
                 return None
             detail = f"  {self._c(e.detail, '2')}" if e.detail else ""
             return f"{self._c('▶', '36')} {name}{detail}"
         if isinstance(e, ev.StepFinished):
-            if self._kinds.get(e.step_id) == "conditional":
-                return None  # its route line says what it decided
+            shows = self._progress.get(e.step_id, "line")
+            if shows == "hidden":
+                return None
             ok = e.outcome == "success"
             mark = self._c(SYMBOLS[e.outcome], "32" if ok else "31")
             extra = "" if e.exit_code in (None, 0) else f"  exit {e.exit_code}"
             tokens = f"  {e.tokens_in}→{e.tokens_out} tok" if e.tokens_in or e.tokens_out else ""
             text = f"{mark} {name}  {fmt_ms(e.duration_ms)}{extra}{tokens}"
-            if ok and self._kinds.get(e.step_id) == "prompt" and e.output_tail:
+            if ok and shows == "answer" and e.output_tail:
                 answer = [ln for ln in e.output_tail.strip().splitlines() if ln.strip()]
                 more = (
                     [f"… ({len(answer) - ANSWER_LINES} more lines)"]

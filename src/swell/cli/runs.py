@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from swell.cli.common import OUTPUT_HELP, Output, runtime
+from swell.cli.common import Output, OutputOption, RunPrefixArgument, runtime
 
 if TYPE_CHECKING:
     from swell.engine.context import GatePrompter, RunPlan
@@ -54,49 +54,45 @@ def _execute(rt: Runtime, plan: RunPlan, output: Output, state: RunState | None 
     raise typer.Exit(EXIT_CODES.get(status, 1))
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def run(
-        ctx: typer.Context,
-        pipeline: Annotated[
-            str, typer.Argument(help="Pipeline name (in .agents/pipelines/) or file path.")
-        ],
-        input_text: Annotated[
-            str, typer.Option("--input", "-i", help="The run's input ({{ input }}).")
-        ] = "",
-        auto_approve: Annotated[
-            bool, typer.Option("--auto-approve", help="Approve every gate.")
-        ] = False,
-        adapter: Annotated[
-            str | None, typer.Option("--adapter", help="Adapter for every prompt step.")
-        ] = None,
-        model: Annotated[
-            str | None, typer.Option("--model", help="Model for every prompt step.")
-        ] = None,
-        output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
-    ) -> None:
-        """Run a pipeline. Prints the run id first; exit code 0 only when the run succeeds."""
-        from swell.engine.context import RunOptions
-        from swell.runtime import check_pipeline, create_run
+def run(
+    ctx: typer.Context,
+    pipeline: Annotated[
+        str, typer.Argument(help="Pipeline name (in .agents/pipelines/) or file path.")
+    ],
+    input_text: Annotated[
+        str, typer.Option("--input", "-i", help="The run's input ({{ input }}).")
+    ] = "",
+    auto_approve: Annotated[
+        bool, typer.Option("--auto-approve", help="Approve every gate.")
+    ] = False,
+    adapter: Annotated[
+        str | None, typer.Option("--adapter", help="Adapter for every prompt step.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model for every prompt step.")
+    ] = None,
+    output: OutputOption = Output.text,
+) -> None:
+    """Run a pipeline. Prints the run id first; exit code 0 only when the run succeeds."""
+    from swell.engine.context import RunOptions
+    from swell.runtime import check_pipeline, create_run
 
-        rt = runtime(ctx)
-        loaded, report = check_pipeline(rt, pipeline)
-        for problem in report.warnings:
-            print(str(problem), file=sys.stderr)
-        options = RunOptions(auto_approve=auto_approve, adapter=adapter, model=model)
-        _execute(rt, create_run(rt, loaded, input_text, options), output)
+    rt = runtime(ctx)
+    loaded, report = check_pipeline(rt, pipeline)
+    for problem in report.warnings:
+        print(str(problem), file=sys.stderr)
+    options = RunOptions(auto_approve=auto_approve, adapter=adapter, model=model)
+    _execute(rt, create_run(rt, loaded, input_text, options), output)
 
-    @app.command()
-    def resume(
-        ctx: typer.Context,
-        run_id: Annotated[
-            str, typer.Argument(metavar="RUN", help="Run id (a unique prefix is enough).")
-        ],
-        output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
-    ) -> None:
-        """Continue a run after a crash, Ctrl-C, or a gate decision."""
-        from swell.runtime import plan_for_resume
 
-        rt = runtime(ctx)
-        plan, state = plan_for_resume(rt, rt.store.get_run(run_id))
-        _execute(rt, plan, output, state)
+def resume(
+    ctx: typer.Context,
+    run_id: RunPrefixArgument,
+    output: OutputOption = Output.text,
+) -> None:
+    """Continue a run after a crash, Ctrl-C, or a gate decision."""
+    from swell.runtime import plan_for_resume
+
+    rt = runtime(ctx)
+    plan, state = plan_for_resume(rt, rt.store.get_run(run_id))
+    _execute(rt, plan, output, state)

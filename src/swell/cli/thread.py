@@ -7,41 +7,43 @@ from typing import Annotated
 
 import typer
 
-from swell.cli.common import OUTPUT_HELP, Output, print_json, project_dir
+from swell.cli.common import (
+    Output,
+    OutputOption,
+    RunPrefixArgument,
+    print_json,
+    project_dir,
+)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def thread(
-        ctx: typer.Context,
-        run_id: Annotated[
-            str, typer.Argument(metavar="RUN", help="Run id (a unique prefix is enough).")
-        ],
-        thread_name: Annotated[
-            str | None,
-            typer.Option("--thread", help="One thread of the run; round ids are the thread's own."),
-        ] = None,
-        budget: Annotated[
-            int, typer.Option("--budget", min=1, help="Characters to print at most.")
-        ] = 8000,
-        before: Annotated[
-            int | None,
-            typer.Option("--before", min=1, help="Rounds before this id (the hint's value)."),
-        ] = None,
-        output: Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)] = Output.text,
-    ) -> None:
-        """Print a run's rounds: the first, then the newest that fit the budget."""
-        # kept light on purpose: agents call this in their loops, so no manifest loading
-        from swell.store.location import open_store
-        from swell.threads.retrieval import page_json, page_text, retrieve
+def thread(
+    ctx: typer.Context,
+    run_id: RunPrefixArgument,
+    thread_name: Annotated[
+        str | None,
+        typer.Option("--thread", help="One thread of the run; round ids are the thread's own."),
+    ] = None,
+    budget: Annotated[
+        int, typer.Option("--budget", min=1, help="Characters to print at most.")
+    ] = 8000,
+    before: Annotated[
+        int | None,
+        typer.Option("--before", min=1, help="Rounds before this id (the hint's value)."),
+    ] = None,
+    output: OutputOption = Output.text,
+) -> None:
+    """Print a run's rounds: the first, then the newest that fit the budget."""
+    # kept light on purpose: agents call this in their loops, so no manifest loading
+    from swell.store.location import open_project_store
+    from swell.threads.retrieval import page_json, page_text, retrieve
 
-        store = open_store(project_dir(ctx))
-        run = store.get_run(run_id)
-        page = retrieve(store, run.id, thread_name, budget, before)
-        if output is Output.json:
-            print_json(page_json(page))
-        elif page.total == 0:
-            what = f"thread '{thread_name}' of run {run.id}" if thread_name else f"run {run.id}"
-            print(f"no rounds in {what} yet", file=sys.stderr)
-        else:
-            sys.stdout.write(page_text(page))
+    store = open_project_store(project_dir(ctx))
+    run = store.get_run(run_id)
+    page = retrieve(store, run.id, thread_name, budget, before)
+    if output is Output.json:
+        print_json(page_json(page))
+    elif page.total == 0:
+        what = f"thread '{thread_name}' of run {run.id}" if thread_name else f"run {run.id}"
+        print(f"no rounds in {what} yet", file=sys.stderr)
+    else:
+        sys.stdout.write(page_text(page))

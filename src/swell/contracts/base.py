@@ -1,59 +1,81 @@
-"""The shapes every contract shares: results, review feedback, and what a check gets."""
+"""The shapes every contract shares: a contract type, what its check gets, what it returns."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swell.manifest.models import Contract, Step
+from swell.errors import AgentErrorKind, Problem
+from swell.events.models import ReviewFeedback, ReviewIssue
+from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 
 
-class ReviewIssue(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ContractSettings(BaseModel):
+    """Base of each type's settings: the fields of `handover.contract(s)` entries other
+    than the envelope every type shares (`type`, `on_failure`, `rework_step`, ...)."""
 
-    severity: Literal["critical", "major", "minor"]
-    file: str | None = None
-    line: int | None = None
-    detail: str
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class ReviewFeedback(BaseModel):
-    """What an agent reviewer returns; its JSON schema is what reviewers are held to."""
+S = TypeVar("S", bound=ContractSettings)
 
-    model_config = ConfigDict(extra="forbid")
 
-    verdict: Literal["pass", "rework", "fail"]
-    issues: list[ReviewIssue] = Field(default_factory=list)
-    suggestions: list[str] = Field(default_factory=list)
-    confidence: float = Field(ge=0.0, le=1.0)
-    summary: str
+@dataclass(frozen=True)
+class ReviewStats:
+    """Who reviewed, on what, and what the review cost (agent contracts only)."""
+
+    reviewer: str
+    adapter: str | None = None
+    model: str | None = None
+    attempts: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    duration_ms: int = 0
+    record: str | None = None  # the file holding the whole exchange
 
 
 class ContractResult(BaseModel):
     """The outcome of one contract; mechanical contracts leave `feedback` empty."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     passed: bool
     error: str | None = None
     feedback: ReviewFeedback | None = None
     # the check could not be made at all (reviewer unreachable): `fail_open` decides
     unavailable: bool = False
-    details: dict[str, Any] = Field(default_factory=dict)  # tokens, cost, reviewer, ...
+    review: ReviewStats | None = None
+    details: dict[str, Any] = Field(default_factory=dict)  # what the type found, for people
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """A contract asking a persona for an answer (a reviewer's verdict)."""
+
+    persona: str
+    system: str
+    prompt: str
+    json_schema: dict[str, Any] | None
+    timeout_s: float
+    model: str | None = None  # None: the adapter's cheapest tier, else its default
 
 
 @dataclass
 class AgentAnswer:
-    """What `run_agent` returns to a contract."""
+    """What an agent called for a contract (or for the engine) answered."""
 
     success: bool
     text: str = ""
     structured: Any = None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: AgentErrorKind | None = None
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
@@ -61,17 +83,14 @@ class AgentAnswer:
     model: str | None = None
 
 
-# persona, system prompt, prompt, JSON schema, timeout seconds, model override
-RunAgent = Callable[
-    [str, str, str, dict[str, Any] | None, float, str | None], Awaitable[AgentAnswer]
-]
+RunAgent = Callable[[AgentCall], Awaitable[AgentAnswer]]
 
 
 @dataclass
-class ContractContext:
+class ContractContext(Generic[S]):
     """Everything a contract may use; the engine builds it, contracts import no engine code."""
 
-    contract: Contract
+    settings: S
     index: int  # position in the step's contract list
     step: Step
     workspace: Path
@@ -92,4 +111,40 @@ class ContractContext:
         return render_text(text, self.namespace).text
 
 
-ContractCheck = Callable[[ContractContext], Awaitable[ContractResult]]
+class ContractType(Generic[S]):
+    """A contract type: its settings model, its check, its lint rules, its traits.
+
+    A new type is a module with a subclass and one registry line (contracts/registry.py,
+    or the `swell.contract_types` entry-point group for a plugin).
+    """
+
+    name: ClassVar[str]
+    Settings: type[S]
+    # cheap and deterministic (tests, schemas, files); lint warns when one is placed
+    # after an agent check, since a failing test should never cost a review
+    mechanical: ClassVar[bool] = True
+
+    async def check(self, ctx: ContractContext[S]) -> ContractResult:
+        raise NotImplementedError
+
+    def problems(self, settings: S, scope: LintScope) -> list[Problem]:
+        """What `swell validate` reports about these settings (beyond their model)."""
+        return []
+
+    def reviewer(self, settings: S) -> str | None:
+        """The persona that judges the work, for contracts an agent performs."""
+        return None
+
+
+__all__ = [
+    "AgentAnswer",
+    "AgentCall",
+    "ContractContext",
+    "ContractResult",
+    "ContractSettings",
+    "ContractType",
+    "ReviewFeedback",
+    "ReviewIssue",
+    "ReviewStats",
+    "RunAgent",
+]

@@ -29,12 +29,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from pydantic import Field
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
-from swell.contracts.base import ContractContext, ContractResult
+from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
 from swell.contracts.non_empty_file import shown, workspace_path
+from swell.errors import Problem
+from swell.manifest.lint_context import LintScope
 from swell.workspace.paths import PathEscape
 
 MAX_ERRORS = 20
@@ -42,8 +45,14 @@ MAX_MESSAGE = 300
 MAX_SNIFF = 10 * 1024 * 1024  # a non-.json artifact larger than this is not parsed to sniff
 
 
-class Problem(Exception):
+class Unusable(Exception):
     """A user-caused reason the check cannot pass (missing file, bad schema, no document)."""
+
+
+class JsonSchemaSettings(ContractSettings):
+    schema_: Any = Field(default=None, alias="schema")
+    schema_path: str | None = None
+    source: str | None = None
 
 
 # ---------------------------------------------------------------------------- the schema
@@ -53,18 +62,18 @@ def _parse(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise Problem(
+        raise Unusable(
             f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "
             f"(char {exc.pos})"
         ) from None
 
 
-def _project_file(ctx: ContractContext, raw: str, what: str) -> Path:
+def _project_file(ctx: ContractContext[JsonSchemaSettings], raw: str, what: str) -> Path:
     text = ctx.render(raw).strip()
     root = ctx.project_root.resolve()
     target = (root / text).resolve()
     if not text or Path(text).is_absolute() or (target != root and root not in target.parents):
-        raise Problem(f"{what} {text!r} must be a path inside the project (relative to {root})")
+        raise Unusable(f"{what} {text!r} must be a path inside the project (relative to {root})")
     return target
 
 
@@ -72,37 +81,37 @@ def _schema_file(path: Path, label: str) -> Any:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise Problem(
+        raise Unusable(
             f"schema file {label} not found (paths are relative to the project root)"
         ) from None
     except IsADirectoryError:
-        raise Problem(f"schema file {label} is a directory") from None
+        raise Unusable(f"schema file {label} is a directory") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise Problem(f"cannot read schema file {label}: {exc}") from None
+        raise Unusable(f"cannot read schema file {label}: {exc}") from None
     return _parse(text, f"schema file {label}")
 
 
-def load_schema(ctx: ContractContext) -> tuple[Any, str, Path]:
+def load_schema(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str, Path]:
     """The schema, where it came from (for messages), and the directory `$ref`s start in."""
-    inline, path = ctx.contract.schema_, ctx.contract.schema_path
+    inline, path = ctx.settings.schema_, ctx.settings.schema_path
     if inline is not None and path:
-        raise Problem("set either `schema` or `schema_path`, not both")
+        raise Unusable("set either `schema` or `schema_path`, not both")
     if isinstance(inline, str) and inline.strip().startswith("{"):
         return _parse(inline, "inline schema"), "inline schema", ctx.project_root
     if isinstance(inline, str):
         path = inline
     elif inline is not None:
         if not isinstance(inline, dict | bool):
-            raise Problem(
+            raise Unusable(
                 f"`schema` must be a mapping, JSON text or a path, not {type(inline).__name__}"
             )
         return inline, "inline schema", ctx.project_root
     if not path:
-        raise Problem("json_schema contract needs `schema_path` or `schema`")
+        raise Unusable("json_schema contract needs `schema_path` or `schema`")
     target = _project_file(ctx, path, "schema_path")
     schema = _schema_file(target, path)
     if not isinstance(schema, dict | bool):
-        raise Problem(f"schema file {path} must hold a JSON object")
+        raise Unusable(f"schema file {path} must hold a JSON object")
     return schema, path, target.parent
 
 
@@ -136,8 +145,10 @@ def _registry(base: Path, root: Path, cls: type[Validator]) -> Registry[Any]:
     return Registry(retrieve=retrieve)  # type: ignore[call-arg]
 
 
-def validator(ctx: ContractContext, schema: Any, origin: str, base: Path) -> Validator:
-    """A validator for the schema's declared draft; Problem if the schema is invalid."""
+def validator(
+    ctx: ContractContext[JsonSchemaSettings], schema: Any, origin: str, base: Path
+) -> Validator:
+    """A validator for the schema's declared draft; Unusable if the schema is invalid."""
     cls: type[Validator] = validator_for(schema, default=Draft202012Validator)
     declared = schema.get("$schema") if isinstance(schema, dict) else None
     if isinstance(declared, str) and declared.rstrip("#") != dialect(cls).rstrip("#"):
@@ -146,7 +157,7 @@ def validator(ctx: ContractContext, schema: Any, origin: str, base: Path) -> Val
         cls.check_schema(schema)
     except SchemaError as exc:
         where = exc.json_path if exc.absolute_path else "the top level"
-        raise Problem(
+        raise Unusable(
             f"{origin} is not a valid JSON Schema: {_short(exc.message)} at {where}"
         ) from None
     return cls(
@@ -171,28 +182,28 @@ def _read(path: Path, label: str) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise Problem(f"{label} does not exist (the step did not write it)") from None
+        raise Unusable(f"{label} does not exist (the step did not write it)") from None
     except IsADirectoryError:
-        raise Problem(f"{label} is a directory, not a JSON file") from None
+        raise Unusable(f"{label} is a directory, not a JSON file") from None
     except UnicodeDecodeError:
-        raise Problem(f"{label} is not UTF-8 text") from None
+        raise Unusable(f"{label} is not UTF-8 text") from None
     except OSError as exc:
-        raise Problem(f"cannot read {label}: {exc.strerror or exc}") from None
+        raise Unusable(f"cannot read {label}: {exc.strerror or exc}") from None
 
 
 def _document_text(text: str, label: str) -> Any:
     if not text.strip():
-        raise Problem(f"{label} is empty")
+        raise Unusable(f"{label} is empty")
     return _parse(text, label)
 
 
-def load_document(ctx: ContractContext) -> tuple[Any, str]:
+def load_document(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str]:
     """The JSON document to validate and a label for it."""
-    if ctx.contract.source:
+    if ctx.settings.source:
         try:
-            path = workspace_path(ctx, ctx.contract.source)
+            path = workspace_path(ctx, ctx.settings.source)
         except PathEscape as exc:
-            raise Problem(str(exc)) from None
+            raise Unusable(str(exc)) from None
         label = shown(path, ctx)
         return _document_text(_read(path, label), label), label
     for art in ctx.step.output_artifacts:
@@ -202,7 +213,7 @@ def load_document(ctx: ContractContext) -> tuple[Any, str]:
         try:
             path = workspace_path(ctx, raw, f"artifact '{art.name}'")
         except PathEscape as exc:
-            raise Problem(str(exc)) from None
+            raise Unusable(str(exc)) from None
         label = f"artifact '{art.name}' ({shown(path, ctx)})"
         if (art.type or "").lower() == "json" or path.suffix.lower() == ".json":
             return _document_text(_read(path, label), label), label
@@ -217,7 +228,7 @@ def load_document(ctx: ContractContext) -> tuple[Any, str]:
             return json.loads(_unfence(ctx.stdout)), "the step's output"
         except ValueError:
             pass
-    raise Problem(
+    raise Unusable(
         "no JSON document to validate: set `source`, or have the step write a .json "
         "output artifact or answer with JSON"
     )
@@ -240,7 +251,23 @@ def describe(errors: Iterable[ValidationError]) -> list[str]:
     return [f"{e.json_path}: {_short(e.message)}" for e in ordered]
 
 
-async def check(ctx: ContractContext) -> ContractResult:
+class JsonSchema(ContractType[JsonSchemaSettings]):
+    name = "json_schema"
+    Settings = JsonSchemaSettings
+
+    def problems(self, settings: JsonSchemaSettings, scope: LintScope) -> list[Problem]:
+        if settings.schema_ is None and not settings.schema_path:
+            return [scope.problem((), "a json_schema contract needs `schema or schema_path`")]
+        path = settings.schema_path
+        if path and "{{" not in path and not (scope.project.root / path).is_file():
+            return [scope.problem(("schema_path",), f"schema_path {path} does not exist")]
+        return []
+
+    async def check(self, ctx: ContractContext[JsonSchemaSettings]) -> ContractResult:
+        return _check(ctx)
+
+
+def _check(ctx: ContractContext[JsonSchemaSettings]) -> ContractResult:
     try:
         schema, origin, base = load_schema(ctx)
         checker = validator(ctx, schema, origin, base)
@@ -248,8 +275,8 @@ async def check(ctx: ContractContext) -> ContractResult:
         try:
             errors = describe(checker.iter_errors(document))
         except Unresolvable as exc:
-            raise Problem(f"{origin}: cannot resolve $ref {exc}") from None
-    except Problem as exc:
+            raise Unusable(f"{origin}: cannot resolve $ref {exc}") from None
+    except Unusable as exc:
         return ContractResult(passed=False, error=str(exc))
     details: dict[str, Any] = {
         "schema": origin,
@@ -267,3 +294,6 @@ async def check(ctx: ContractContext) -> ContractResult:
     if more:
         lines.append(f"- … and {more} more")
     return ContractResult(passed=False, error="\n".join(lines), details=details)
+
+
+TYPE = JsonSchema()

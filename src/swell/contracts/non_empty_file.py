@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from swell.contracts.base import ContractContext, ContractResult
+from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
+from swell.errors import Problem
+from swell.manifest.lint_context import LintScope
 from swell.workspace.paths import PathEscape, inside
 
 CHUNK = 64 * 1024
@@ -53,7 +55,11 @@ ERROR_META_KEYS = frozenset(
 )
 
 
-def workspace_path(ctx: ContractContext, raw: str, what: str = "source") -> Path:
+class NonEmptyFileSettings(ContractSettings):
+    source: str | None = None
+
+
+def workspace_path(ctx: ContractContext[Any], raw: str, what: str = "source") -> Path:
     """The workspace path a templated `raw` names; PathEscape if it leaves the workspace."""
     text = ctx.render(raw).strip()
     if not text:
@@ -69,7 +75,7 @@ def workspace_path(ctx: ContractContext, raw: str, what: str = "source") -> Path
         raise PathEscape(f"{what} {text!r} escapes the step's workspace") from None
 
 
-def shown(path: Path, ctx: ContractContext) -> str:
+def shown(path: Path, ctx: ContractContext[Any]) -> str:
     """`path` as a user reads it: relative to the workspace when it is inside."""
     try:
         return str(path.relative_to(ctx.workspace.resolve()))
@@ -106,11 +112,24 @@ def _failed(error: str, path: Path | None = None) -> ContractResult:
     )
 
 
-async def check(ctx: ContractContext) -> ContractResult:
-    if not ctx.contract.source:
+class NonEmptyFile(ContractType[NonEmptyFileSettings]):
+    name = "non_empty_file"
+    Settings = NonEmptyFileSettings
+
+    def problems(self, settings: NonEmptyFileSettings, scope: LintScope) -> list[Problem]:
+        if settings.source:
+            return []
+        return [scope.problem((), "a non_empty_file contract needs `source`")]
+
+    async def check(self, ctx: ContractContext[NonEmptyFileSettings]) -> ContractResult:
+        return _check(ctx)
+
+
+def _check(ctx: ContractContext[NonEmptyFileSettings]) -> ContractResult:
+    if not ctx.settings.source:
         return _failed("non_empty_file contract needs `source`: the file to check")
     try:
-        path = workspace_path(ctx, ctx.contract.source)
+        path = workspace_path(ctx, ctx.settings.source)
     except PathEscape as exc:
         return _failed(str(exc))
     name = shown(path, ctx)
@@ -137,3 +156,6 @@ async def check(ctx: ContractContext) -> ContractResult:
     except OSError as exc:
         return _failed(f"cannot read {name}: {exc.strerror or exc}", path)
     return ContractResult(passed=True, details={"path": str(path), "size": size})
+
+
+TYPE = NonEmptyFile()

@@ -1,44 +1,32 @@
-"""Contract types by name; each is a module with `async def check(ctx) -> ContractResult`.
+"""Contract types by `type`; `swell validate` rejects a type the registry does not know.
 
-Modules are imported on first use; `swell validate` rejects a `type` not listed here.
+Built-in types are imported on first use; plugins register through the
+`swell.contract_types` entry-point group.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from importlib import import_module
+from typing import Any
 
-from swell.contracts.base import ContractCheck
+from swell.contracts.base import ContractType
+from swell.registry import Registry
 
 BUILTIN = {
-    "test_suite": "swell.contracts.test_suite",
-    "json_schema": "swell.contracts.json_schema",
-    "non_empty_file": "swell.contracts.non_empty_file",
-    "agent_review": "swell.contracts.agent_review",
+    "test_suite": "swell.contracts.test_suite:TYPE",
+    "json_schema": "swell.contracts.json_schema:TYPE",
+    "non_empty_file": "swell.contracts.non_empty_file:TYPE",
+    "agent_review": "swell.contracts.agent_review:TYPE",
 }
-MECHANICAL = ("test_suite", "json_schema", "non_empty_file")
 
 
-@dataclass
-class ContractTypes:
-    checks: dict[str, ContractCheck | str] = field(default_factory=dict)
-
-    def register(self, name: str, check: ContractCheck | str) -> None:
-        self.checks[name] = check
-
-    def names(self) -> set[str]:
-        return set(self.checks)
-
-    def get(self, name: str) -> ContractCheck:
-        check = self.checks[name]
-        if isinstance(check, str):
-            check = import_module(check).check
-            self.checks[name] = check
-        return check
+class ContractTypes(Registry[ContractType[Any]]):
+    def __init__(self) -> None:
+        super().__init__("contract type", "swell.contract_types")
 
 
 def default_contract_types() -> ContractTypes:
+    """Built-in types plus any installed through entry points."""
     types = ContractTypes()
-    for name, module in BUILTIN.items():
-        types.register(name, module)
+    for name, target in BUILTIN.items():
+        types.register(name, target)
     return types

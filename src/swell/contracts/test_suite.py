@@ -18,10 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swell.contracts.base import ContractContext, ContractResult
+from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
 from swell.contracts.non_empty_file import workspace_path
+from swell.errors import Problem
 from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import ExpressionError
+from swell.manifest.lint_context import LintScope
 from swell.manifest.templates import render_script
 from swell.process import run_process
 from swell.workspace.paths import PathEscape
@@ -43,8 +45,14 @@ def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
     return "…" + result if cut else result
 
 
-def _directory(ctx: ContractContext) -> Path:
-    raw = (ctx.contract.dir or "").strip()
+class TestSuiteSettings(ContractSettings):
+    command: str | None = None
+    dir: str | None = None
+    timeout: str | int | float | None = None
+
+
+def _directory(ctx: ContractContext[TestSuiteSettings]) -> Path:
+    raw = (ctx.settings.dir or "").strip()
     if raw in ("", "."):
         return ctx.workspace
     if raw == "project_root":
@@ -52,12 +60,12 @@ def _directory(ctx: ContractContext) -> Path:
     return workspace_path(ctx, raw, "dir")
 
 
-def _timeout(ctx: ContractContext) -> float:
-    if ctx.contract.timeout is None:
+def _timeout(ctx: ContractContext[TestSuiteSettings]) -> float:
+    if ctx.settings.timeout is None:
         return ctx.default_timeout
-    seconds = parse_duration(ctx.contract.timeout)
+    seconds = parse_duration(ctx.settings.timeout)
     if seconds <= 0:
-        raise ValueError(f"timeout must be positive, not {ctx.contract.timeout!r}")
+        raise ValueError(f"timeout must be positive, not {ctx.settings.timeout!r}")
     return seconds
 
 
@@ -65,8 +73,21 @@ def _failed(error: str, **details: Any) -> ContractResult:
     return ContractResult(passed=False, error=error, details=details)
 
 
-async def check(ctx: ContractContext) -> ContractResult:
-    command = ctx.contract.command
+class TestSuite(ContractType[TestSuiteSettings]):
+    name = "test_suite"
+    Settings = TestSuiteSettings
+
+    def problems(self, settings: TestSuiteSettings, scope: LintScope) -> list[Problem]:
+        if settings.command:
+            return []
+        return [scope.problem((), "a test_suite contract needs `command`")]
+
+    async def check(self, ctx: ContractContext[TestSuiteSettings]) -> ContractResult:
+        return await _check(ctx)
+
+
+async def _check(ctx: ContractContext[TestSuiteSettings]) -> ContractResult:
+    command = ctx.settings.command
     if not command or not command.strip():
         return _failed("test_suite contract needs `command`: the command to run")
     try:
@@ -81,7 +102,7 @@ async def check(ctx: ContractContext) -> ContractResult:
     except (PathEscape, ValueError) as exc:
         return _failed(str(exc))
     if not cwd.is_dir():
-        return _failed(f"dir {ctx.contract.dir!r} is not a directory ({cwd})", dir=str(cwd))
+        return _failed(f"dir {ctx.settings.dir!r} is not a directory ({cwd})", dir=str(cwd))
     try:
         result = await run_process(
             ["sh", "-c", rendered.text],
@@ -118,3 +139,6 @@ async def check(ctx: ContractContext) -> ContractResult:
         error=f"{error}\n{output_tail}".rstrip() if output_tail else error,
         details=details,
     )
+
+
+TYPE = TestSuite()

@@ -24,7 +24,9 @@ from swell.adapters.base import (
     AgentUsageUpdate,
     Usage,
 )
+from swell.contracts.base import AgentAnswer
 from swell.engine.context import VisitContext
+from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import Persona
 
@@ -63,12 +65,10 @@ def choose_adapter(ctx: VisitContext, persona: Persona | None) -> str:
     return name
 
 
-def choose_model(
-    ctx: VisitContext, persona: Persona | None, adapter: str, step_level: bool = True
-) -> str | None:
+def choose_model(ctx: VisitContext, persona: Persona | None, adapter: str) -> str | None:
     """`--model` > step > persona > adapter default; tiers map through `tier_models`."""
     config = ctx.plan.project.manifest.adapters.get(adapter)
-    model = (ctx.plan.options.model or ctx.step.model) if step_level else None
+    model = ctx.plan.options.model or ctx.step.model
     model = (
         model or (persona.model if persona else None) or (config.default_model if config else None)
     )
@@ -118,38 +118,98 @@ def visit_env(ctx: VisitContext, adapter: AgentAdapter, extra: dict[str, str]) -
     return {**agent_env(getattr(adapter, "env_passthrough", ())), **extra}
 
 
-def summarizer(ctx: VisitContext, name: str | None) -> tuple[Persona | None, str]:
-    """The summarizer persona called `name` (None: the built-in one) and its adapter."""
-    persona = ctx.plan.project.manifest.personas.get(name) if name else None
-    if name and persona is None:
-        raise ValueError(f"summarizer persona '{name}' is not defined")
-    return persona, (persona.adapter if persona else None) or DEFAULT_SUMMARIZER_ADAPTER
+@dataclass(frozen=True)
+class HelperCall:
+    """A persona working for the current visit (a reviewer, a summarizer)."""
+
+    role: str  # the helper's step id is `STEP.role`
+    persona: str | None  # None: the built-in summarizer, on the embedded model
+    system: str  # swell's instructions, put before the persona's own system prompt
+    prompt: str
+    visit: int
+    timeout_s: float
+    model: str | None = None  # else the persona's, else `tier`, else the adapter's default
+    tier: str | None = None  # e.g. "cheapest" for reviews
+    json_schema: dict[str, Any] | None = None
+    temperature: float | None = None  # None: the persona's
+    # None: the persona's permissions; else (allowed, denied)
+    tools: tuple[list[str], list[str]] | None = None
 
 
-def helper_request(
+async def run_helper(ctx: VisitContext, call: HelperCall) -> AgentAnswer:
+    """Run a helper persona once and return its answer. Configuration problems (an
+    unknown persona, an adapter that cannot be made) are failed answers of kind
+    `agent`, never exceptions."""
+    manifest = ctx.plan.project.manifest
+    persona = manifest.personas.get(call.persona) if call.persona else None
+    if call.persona and persona is None:
+        return AgentAnswer(False, error=f"unknown persona '{call.persona}'", error_kind="agent")
+    adapter_name = (persona.adapter if persona else None) or (
+        "" if call.persona else DEFAULT_SUMMARIZER_ADAPTER
+    )
+    config = manifest.adapters.get(adapter_name)
+    tier = config.tier_models.get(call.tier) if config and call.tier else None
+    model = call.model or (persona.model if persona else None) or tier
+    model = model or (config.default_model if config else None)
+    if model in TIERS and config and model in config.tier_models:
+        model = config.tier_models[model]
+    allowed, denied = call.tools or permissions(ctx, persona, adapter_name)
+    if call.temperature is not None or persona is None:
+        temperature = call.temperature
+    else:
+        temperature = persona.temperature
+    try:
+        adapter = make_adapter(ctx, adapter_name)
+        request = _helper_request(
+            ctx,
+            adapter,
+            persona,
+            call,
+            model=model,
+            allowed_tools=allowed,
+            denied_tools=denied,
+            json_schema=call.json_schema,
+            timeout_s=call.timeout_s,
+            temperature=temperature,
+        )
+    except (SwellError, ValueError, OSError) as exc:  # not "unavailable": fail_open won't hide it
+        return AgentAnswer(False, error=str(exc), error_kind="agent")
+    result = (await drive(adapter, request, None)).result
+    if result is None:
+        return AgentAnswer(False, error="the agent ended without a result", error_kind="crash")
+    return AgentAnswer(
+        success=result.success,
+        text=result.text,
+        structured=result.structured,
+        error=result.error,
+        error_kind=result.error_kind,
+        tokens_in=result.usage.input_tokens + result.usage.cache_read_tokens,
+        tokens_out=result.usage.output_tokens,
+        cost_usd=result.usage.cost_usd or 0.0,
+        adapter=adapter_name,
+        model=model,
+    )
+
+
+def _helper_request(
     ctx: VisitContext,
     adapter: AgentAdapter,
     persona: Persona | None,
-    *,
-    role: str,
-    system: str,
-    prompt: str,
-    visit: int,
+    call: HelperCall,
     **fields: Any,
 ) -> AgentRequest:
-    """A request for a persona working for the current visit (a summarizer, a reviewer):
-    its `system` text before the persona's own prompt, the visit's environment, and a
-    step id `STEP.role`."""
+    """The helper's request: swell's instructions before the persona's own system prompt,
+    the visit's environment, and the step id `STEP.role`."""
     return AgentRequest(
-        prompt=prompt,
+        prompt=call.prompt,
         system_prompt="\n\n".join(
-            filter(None, [system, system_prompt(ctx.plan.project.root, persona)])
+            filter(None, [call.system, system_prompt(ctx.plan.project.root, persona)])
         ),
         workspace=ctx.workspace.path,
         env=visit_env(ctx, adapter, {**ctx.swell_env(), "SWELL_BIN": swell_bin()}),
         run_id=ctx.plan.run_id,
-        step_id=f"{ctx.step.id}.{role}",
-        visit=visit,
+        step_id=f"{ctx.step.id}.{call.role}",
+        visit=call.visit,
         **fields,
     )
 

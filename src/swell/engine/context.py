@@ -7,9 +7,9 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from swell.events.models import BaseEvent
+from swell.events.models import BaseEvent, GateVerdict, Outcome, ReviewFeedback, RunStatus
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
 
@@ -18,13 +18,13 @@ if TYPE_CHECKING:
     from swell.contracts.registry import ContractTypes
     from swell.engine.graph import Activation
     from swell.engine.state import OpenVisit, RunState
-    from swell.engine.steps import StepKinds
+    from swell.engine.steps.registry import StepKinds
     from swell.workspace.workspace import Workspace
 
 
 @dataclass(frozen=True)
 class GateDecision:
-    decision: str  # approved | rejected
+    decision: GateVerdict
     choice: str | None = None
     reason: str | None = None
     by: str | None = None
@@ -47,24 +47,28 @@ class RunControl(Protocol):
 
 
 @dataclass(frozen=True)
+class ChildRequest:
+    """A sub-pipeline to run as a child run of `parent`, for one visit of `step`."""
+
+    parent: RunPlan
+    step: Step
+    visit: int
+    input: str
+    resume_id: str | None  # continue this existing child instead of starting one
+    on_start: Callable[[str, str], None]  # (child run id, pipeline) once it is recorded
+
+
+@dataclass(frozen=True)
 class ChildOutcome:
     run_id: str
-    status: str
+    status: RunStatus
     error: str | None = None
 
 
 class ChildRuns(Protocol):
-    """Runs a sub-pipeline as a child run; `resume_id` continues an existing child."""
+    """Runs sub-pipelines as child runs."""
 
-    async def run_child(
-        self,
-        parent: RunPlan,
-        step: Step,
-        visit: int,
-        input_text: str,
-        resume_id: str | None,
-        on_start: Callable[[str, str], None],
-    ) -> ChildOutcome: ...
+    async def run_child(self, request: ChildRequest) -> ChildOutcome: ...
 
 
 @dataclass
@@ -104,11 +108,26 @@ class Services:
     children: ChildRuns | None = None
 
 
+@dataclass(frozen=True)
+class ContractFailure:
+    """A contract failure that changes what happens next (fail, retry or rework)."""
+
+    policy: Literal["fail", "retry", "rework"]
+    index: int  # the contract's position in the owner's list
+    contract_type: str
+    error: str
+    owner: Step  # whose contracts (a rework visit checks another step's)
+    rework_step: str | None = None  # the contract's, else the owner's `retry.rework_step`
+    reviewer: str | None = None
+    feedback: ReviewFeedback | None = None
+    feedback_path: str | None = None  # review-feedback.json, once the visit wrote it
+
+
 @dataclass
 class StepResult:
     """What a step kind returns; the runner turns it into events and routing."""
 
-    outcome: str  # success | failure
+    outcome: Outcome
     error: str | None = None
     exit_code: int | None = None
     output_tail: str | None = None
@@ -121,9 +140,8 @@ class StepResult:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
-    error_key_override: str | None = None
     # a contract failure that decides what happens next (see engine/handover.py)
-    failure: Any = None
+    failure: ContractFailure | None = None
     # how the visit reads in the run's history (`swell thread`)
     round_content: str | None = None
     round_meta: dict[str, Any] = field(default_factory=dict)

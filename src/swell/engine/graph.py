@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
+from swell.events.models import ActivationReason, Outcome
 from swell.manifest.conditions import parse_condition
-from swell.manifest.graph_checks import entry_steps
+from swell.manifest.graph_checks import KindOf, entry_steps, routes
 from swell.manifest.models import Pipeline, Step
 
 COMPLETE = "_complete"
@@ -27,7 +28,7 @@ FAIL = "_fail"
 @dataclass(frozen=True)
 class Activation:
     step_id: str
-    reason: str  # entry | edge | dependency | choice | resume
+    reason: ActivationReason
     source_step: str | None = None
     source_visit: int | None = None
 
@@ -38,7 +39,7 @@ class VisitOutcome:
 
     step_id: str
     visit: int
-    outcome: str  # success | failure
+    outcome: Outcome
     error: str | None = None
     optional_failure: bool = False
     choice_target: str | None = None  # a gate choice that names its own target
@@ -62,14 +63,15 @@ class Routing:
 class Graph:
     """Steps by id, who depends on whom, and where a run starts."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, kind_of: KindOf) -> None:
         self.pipeline = pipeline
+        self.kind_of = kind_of
         self.steps: dict[str, Step] = {s.id: s for s in pipeline.steps}
         self.dependents: dict[str, list[str]] = {s.id: [] for s in pipeline.steps}
         for step in pipeline.steps:
             for dep in step.dependencies:
                 self.dependents.setdefault(dep, []).append(step.id)
-        self.entries = entry_steps(pipeline.steps)
+        self.entries = entry_steps(pipeline.steps, kind_of)
 
     def deps_met(self, step_id: str, finished: Set[str]) -> bool:
         return all(dep in finished for dep in self.steps[step_id].dependencies)
@@ -82,13 +84,12 @@ class Graph:
     ) -> Routing:
         """Pure routing decision after `done`; `finished` includes `done.step_id`."""
         step = self.steps[done.step_id]
-        source = {"source_step": done.step_id, "source_visit": done.visit}
         if done.choice_target:
-            return self._to(done.choice_target, f"choice={done.choice_key}", "choice", source)
-        if step.routes:
+            return self._to(done.choice_target, f"choice={done.choice_key}", "choice", done)
+        if routes(step, self.kind_of):
             for edge in step.edges:
                 if parse_condition(edge.condition).holds(done.outcome, context):
-                    return self._to(edge.target, edge.condition, "edge", source)
+                    return self._to(edge.target, edge.condition, "edge", done)
             if done.outcome == "failure":
                 return Routing(
                     fail=f"step '{step.id}' failed and no edge matched: {done.error or 'failure'}"
@@ -98,14 +99,18 @@ class Graph:
         if done.outcome == "success" or done.optional_failure:
             ready = [d for d in dependents if not d.rework_only and self.deps_met(d.id, finished)]
         else:
-            routers = [d for d in dependents if d.kind == "conditional"]
+            routers = [d for d in dependents if self.kind_of(d).inherits_outcome]
             if not routers:
                 return Routing(fail=f"step '{step.id}' failed: {done.error or 'failure'}")
             ready = [d for d in routers if self.deps_met(d.id, finished)]
-        return Routing(activate=[Activation(d.id, "dependency", **source) for d in ready])  # type: ignore[arg-type]
+        return Routing(
+            activate=[Activation(d.id, "dependency", done.step_id, done.visit) for d in ready]
+        )
 
     @staticmethod
-    def _to(target: str, condition: str | None, reason: str, source: dict[str, object]) -> Routing:
+    def _to(
+        target: str, condition: str | None, reason: ActivationReason, done: VisitOutcome
+    ) -> Routing:
         route = Route(target, condition)
         if target == COMPLETE:
             return Routing(route=route, complete=True)
@@ -113,4 +118,4 @@ class Graph:
             return Routing(
                 route=route, fail=f"routed to _fail ({condition or 'unconditional edge'})"
             )
-        return Routing(activate=[Activation(target, reason, **source)], route=route)  # type: ignore[arg-type]
+        return Routing(activate=[Activation(target, reason, done.step_id, done.visit)], route=route)

@@ -8,35 +8,27 @@ Checking stops at the first failure whose policy is not continue/warn/skip.
 
 from __future__ import annotations
 
-import functools
-import json
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from swell.contracts.base import AgentAnswer, ContractContext, ContractResult
-from swell.engine.agents import drive, helper_request, make_adapter, permissions
-from swell.engine.context import StepResult, VisitContext
-from swell.errors import SwellError
+from pydantic import ValidationError
+
+from swell.contracts.base import (
+    AgentAnswer,
+    AgentCall,
+    ContractContext,
+    ContractResult,
+    ContractType,
+    RunAgent,
+)
+from swell.engine.agents import HelperCall, run_helper
+from swell.engine.context import ContractFailure, StepResult, VisitContext
 from swell.events import models as ev
+from swell.events.models import Policy
 from swell.manifest.models import Contract, Step
 
-POLICIES = ("fail", "retry", "rework", "continue", "warn", "skip")
 
-
-@dataclass
-class Failure:
-    """A contract failure that changes what happens next (fail, retry or rework)."""
-
-    policy: str
-    index: int
-    contract: Contract
-    result: ContractResult
-    owner: Step  # whose contracts (a rework visit checks another step's)
-
-
-def policy_of(contract: Contract) -> str:
+def policy_of(contract: Contract) -> Policy:
     if contract.on_failure:
         return contract.on_failure
     return "warn" if contract.must_pass is False else "fail"
@@ -55,72 +47,32 @@ def _artifacts(ctx: VisitContext, result: StepResult) -> dict[str, str]:
     return found
 
 
-async def _run_agent(
-    ctx: VisitContext,
-    persona_name: str,
-    system: str,
-    prompt: str,
-    schema: dict[str, Any] | None,
-    timeout: float,
-    model: str | None,
-) -> AgentAnswer:
-    """Run a persona for a contract (a reviewer): its own adapter, permissions and prompt."""
-    manifest = ctx.plan.project.manifest
-    persona = manifest.personas.get(persona_name)
-    if persona is None:
-        return AgentAnswer(
-            success=False, error=f"unknown persona '{persona_name}'", error_kind="agent"
+def _run_agent(ctx: VisitContext) -> RunAgent:
+    """How contracts ask a persona: a helper run for this visit, on the cheapest tier
+    of its adapter unless the contract names a model."""
+
+    async def run_agent(call: AgentCall) -> AgentAnswer:
+        helper = HelperCall(
+            role="review",
+            persona=call.persona,
+            system=call.system,
+            prompt=call.prompt,
+            visit=ctx.visit,
+            timeout_s=call.timeout_s,
+            model=call.model,
+            tier="cheapest",
+            json_schema=call.json_schema,
         )
-    adapter_name = persona.adapter or ""
-    try:
-        adapter = make_adapter(ctx, adapter_name)
-    except SwellError as exc:
-        # a configuration problem: not "unavailable", so fail_open won't hide it
-        return AgentAnswer(success=False, error=str(exc), error_kind="agent")
-    config = manifest.adapters.get(adapter_name)
-    # reviews are cheap by default: the adapter's cheapest tier unless a model is named
-    cheapest = config.tier_models.get("cheapest") if config else None
-    chosen = model or persona.model or cheapest or (config.default_model if config else None)
-    allowed, denied = permissions(ctx, persona, adapter_name)
-    request = helper_request(
-        ctx,
-        adapter,
-        persona,
-        role="review",
-        system=system,
-        prompt=prompt,
-        visit=ctx.visit,
-        model=chosen,
-        allowed_tools=allowed,
-        denied_tools=denied,
-        json_schema=schema,
-        timeout_s=timeout,
-        temperature=persona.temperature,
-    )
-    result = (await drive(adapter, request, None)).result
-    if result is None:
-        return AgentAnswer(
-            success=False, error="the reviewer ended without a result", error_kind="crash"
-        )
-    return AgentAnswer(
-        success=result.success,
-        text=result.text,
-        structured=result.structured,
-        error=result.error,
-        error_kind=result.error_kind,
-        tokens_in=result.usage.input_tokens + result.usage.cache_read_tokens,
-        tokens_out=result.usage.output_tokens,
-        cost_usd=result.usage.cost_usd or 0.0,
-        adapter=adapter_name,
-        model=chosen,
-    )
+        return await run_helper(ctx, helper)
+
+    return run_agent
 
 
 def _context(
-    ctx: VisitContext, result: StepResult, owner: Step, contract: Contract, index: int
-) -> ContractContext:
+    ctx: VisitContext, result: StepResult, owner: Step, settings: Any, index: int
+) -> ContractContext[Any]:
     return ContractContext(
-        contract=contract,
+        settings=settings,
         index=index,
         step=owner,
         workspace=ctx.workspace.path,
@@ -133,28 +85,40 @@ def _context(
         stdout=result.stdout,
         diff=ctx.workspace.diff,
         default_timeout=ctx.timeout_seconds(),
-        run_agent=functools.partial(_run_agent, ctx),
+        run_agent=_run_agent(ctx),
     )
 
 
-async def check(ctx: VisitContext, result: StepResult, owner: Step) -> Failure | None:
+async def _run_one(kind: ContractType[Any], cctx: ContractContext[Any]) -> ContractResult:
+    try:
+        return await kind.check(cctx)
+    except Exception as exc:  # a bug in a contract type must not lose the run
+        return ContractResult(passed=False, error=f"contract error: {exc!r}")
+
+
+async def check(ctx: VisitContext, result: StepResult, owner: Step) -> ContractFailure | None:
     """Run `owner`'s contracts for this visit; the failure that stops the visit, if any."""
     types = ctx.services.contract_types
     for_step = owner.id if owner.id != ctx.step.id else None
     contracts = owner.handover.all_contracts if owner.handover else []
     for index, contract in enumerate(contracts):
-        reviewer = contract.reviewer or contract.persona
-        if contract.type == "agent_review":
-            ctx.emit([ctx.event(ev.ReviewStarted(index=index, reviewer=reviewer or "?"))])
+        kind = types.get(contract.type)
         started = time.monotonic()
-        cctx = _context(ctx, result, owner, contract, index)
         try:
-            outcome = await types.get(contract.type)(cctx)
-        except Exception as exc:
-            outcome = ContractResult(passed=False, error=f"contract error: {exc!r}")
-        events: list[ev.BaseEvent] = [ev.Warning(message=note) for note in cctx.notes]
-        if contract.type == "agent_review":
-            events.append(_review_event(index, reviewer or "?", outcome, started, for_step))
+            settings = kind.Settings.model_validate(contract.settings)
+        except ValidationError as exc:  # `swell validate` reports these at their lines
+            settings, reviewer, notes = None, None, []
+            outcome = ContractResult(passed=False, error=f"invalid {contract.type} contract: {exc}")
+        else:
+            reviewer = kind.reviewer(settings)
+            if reviewer is not None:
+                ctx.emit([ctx.event(ev.ReviewStarted(index=index, reviewer=reviewer))])
+            cctx = _context(ctx, result, owner, settings, index)
+            outcome = await _run_one(kind, cctx)
+            notes = cctx.notes
+        events: list[ev.BaseEvent] = [ev.Warning(message=note) for note in notes]
+        if reviewer is not None:
+            events.append(_review_event(index, reviewer, outcome, started, for_step))
         policy = policy_of(contract)
         if outcome.passed:
             note = "reviewer unavailable; passed because fail_open" if outcome.unavailable else None
@@ -179,76 +143,65 @@ async def check(ctx: VisitContext, result: StepResult, owner: Step) -> Failure |
         ctx.emit([ctx.event(e) for e in events])
         if policy == "skip":
             return None
-        if policy in ("continue", "warn"):
+        if policy == "continue" or policy == "warn":
             continue
-        return Failure(policy, index, contract, outcome, owner)
+        return ContractFailure(
+            policy=policy,
+            index=index,
+            contract_type=contract.type,
+            error=outcome.error or "failed",
+            owner=owner,
+            rework_step=contract.rework_step or (owner.retry.rework_step if owner.retry else None),
+            reviewer=reviewer,
+            feedback=outcome.feedback,
+        )
     return None
 
 
 def _review_event(
     index: int, reviewer: str, outcome: ContractResult, started: float, for_step: str | None
 ) -> ev.ReviewCompleted:
-    details, feedback = outcome.details, outcome.feedback
+    review, feedback = outcome.review, outcome.feedback
+    elapsed = int((time.monotonic() - started) * 1000)
     return ev.ReviewCompleted(
         index=index,
         reviewer=reviewer,
-        adapter=details.get("adapter"),
-        model=details.get("model"),
+        adapter=review.adapter if review else None,
+        model=review.model if review else None,
         verdict=feedback.verdict if feedback else None,
-        issues=[i.model_dump() for i in feedback.issues] if feedback else [],
+        issues=list(feedback.issues) if feedback else [],
         suggestions=list(feedback.suggestions) if feedback else [],
         confidence=feedback.confidence if feedback else None,
         summary=feedback.summary if feedback else None,
         error=None if outcome.passed else outcome.error,
-        tokens_in=int(details.get("tokens_in", 0)),
-        tokens_out=int(details.get("tokens_out", 0)),
-        cost_usd=float(details.get("cost_usd", 0.0)),
-        duration_ms=int(details.get("duration_ms", (time.monotonic() - started) * 1000)),
+        tokens_in=review.tokens_in if review else 0,
+        tokens_out=review.tokens_out if review else 0,
+        cost_usd=review.cost_usd if review else 0.0,
+        duration_ms=review.duration_ms if review and review.attempts else elapsed,
         for_step=for_step,
     )
 
 
-def write_feedback(
-    run_dir: Path, failure: Failure, step_id: str, visit: int
-) -> tuple[Path, dict[str, Any]]:
-    """The failure as the artifact `review-feedback.json` of the failing visit."""
-    contract, outcome = failure.contract, failure.result
-    data: dict[str, Any] = {
-        "step": failure.owner.id,
-        "contract": {"index": failure.index, "type": contract.type},
-        "reviewer": contract.reviewer or contract.persona,
-        "error": outcome.error,
-    }
-    if outcome.feedback is not None:
-        data |= outcome.feedback.model_dump()
-    path = run_dir / step_id / str(visit) / "review-feedback.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return path, data
-
-
 def rework_header(request: ev.ReworkRequested, feedback_in_workspace: str | None) -> str:
     """The block a rework step's prompt begins with."""
-    data = request.feedback or {}
-    if data.get("verdict"):
+    feedback = request.feedback
+    if feedback is not None:
         lines = [
             f"The implementation was reviewed by {request.reviewer} and needs rework.",
-            f"Review verdict: {data['verdict']}",
+            f"Review verdict: {feedback.verdict}",
         ]
-        issues = data.get("issues") or []
-        if issues:
+        if feedback.issues:
             lines.append("Issues:")
-            for issue in issues:
-                where = issue.get("file") or ""
-                if where and issue.get("line") is not None:
-                    where += f":{issue['line']}"
+            for issue in feedback.issues:
+                where = issue.file or ""
+                if where and issue.line is not None:
+                    where += f":{issue.line}"
                 lines.append(
-                    f"- [{issue['severity']}] {issue['detail']}" + (f" ({where})" if where else "")
+                    f"- [{issue.severity}] {issue.detail}" + (f" ({where})" if where else "")
                 )
-        suggestions = data.get("suggestions") or []
-        if suggestions:
+        if feedback.suggestions:
             lines.append("Suggestions:")
-            lines += [f"- {s}" for s in suggestions]
+            lines += [f"- {s}" for s in feedback.suggestions]
     else:
         lines = [
             f"The output of step '{request.for_step}' failed its {request.contract_type} contract "
@@ -267,12 +220,4 @@ def retry_block(request: ev.RetryRequested) -> str:
     )
 
 
-__all__ = [
-    "POLICIES",
-    "Failure",
-    "check",
-    "policy_of",
-    "retry_block",
-    "rework_header",
-    "write_feedback",
-]
+__all__ = ["check", "policy_of", "retry_block", "rework_header"]

@@ -7,15 +7,7 @@ import hashlib
 from dataclasses import dataclass
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Usage
-from swell.engine.agents import (
-    SUMMARIZER_TIMEOUT,
-    Drive,
-    choose_model,
-    drive,
-    helper_request,
-    make_adapter,
-    summarizer,
-)
+from swell.engine.agents import SUMMARIZER_TIMEOUT, Drive, HelperCall, drive, run_helper
 from swell.engine.context import VisitContext
 from swell.events import models as ev
 from swell.relay.checkpoint import (
@@ -150,37 +142,26 @@ async def _checkpoint(
 
 
 async def _summarize(ctx: VisitContext, settings: RelaySettings, history: str, out: Relayed) -> str:
-    try:
-        persona, adapter_name = summarizer(ctx, settings.summarizer)
-    except ValueError as exc:
-        raise RelayHalt(str(exc)) from None
-    try:
-        adapter = make_adapter(ctx, adapter_name)
-    except Exception as exc:
-        raise RelayHalt(f"summarizer unavailable: {exc}") from None
-    request = helper_request(
+    answer = await run_helper(
         ctx,
-        adapter,
-        persona,
-        role="checkpoint",
-        system=SUMMARIZER_SYSTEM,
-        prompt=summarizer_prompt(history),
-        visit=out.relays,
-        model=choose_model(ctx, persona, adapter_name, step_level=False),
-        allowed_tools=READ_ONLY,  # minimal permissions: read only, no writes, no shell
-        denied_tools=DENIED,
-        temperature=0.0,
-        timeout_s=SUMMARIZER_TIMEOUT,
+        HelperCall(
+            role="checkpoint",
+            persona=settings.summarizer,
+            system=SUMMARIZER_SYSTEM,
+            prompt=summarizer_prompt(history),
+            visit=out.relays,
+            timeout_s=SUMMARIZER_TIMEOUT,
+            temperature=0.0,
+            tools=(READ_ONLY, DENIED),  # minimal permissions: read only, no writes, no shell
+        ),
     )
-    result = (await drive(adapter, request, None)).result
-    if result is None or not result.success or not result.text.strip():
-        raise RelayHalt(
-            "the summarizer gave no checkpoint: "
-            + ((result.error if result else None) or "no answer")
-        )
-    out.tokens_in += result.usage.input_tokens + result.usage.cache_read_tokens
-    out.tokens_out += result.usage.output_tokens
-    return result.text
+    out.tokens_in += answer.tokens_in
+    out.tokens_out += answer.tokens_out
+    if answer.error_kind == "agent":  # a configuration problem: no summarizer to ask
+        raise RelayHalt(f"summarizer unavailable: {answer.error}")
+    if not answer.success or not answer.text.strip():
+        raise RelayHalt(f"the summarizer gave no checkpoint: {answer.error or 'no answer'}")
+    return answer.text
 
 
 __all__ = ["RelayHalt", "Relayed", "context_tokens", "run"]

@@ -1,30 +1,27 @@
-"""The run loop: start ready steps, wait for visits, route, repeat. It only schedules.
+"""The run loop: start ready steps, wait for visits, record what they lead to, repeat.
 
-Everything a visit produces leaves the runner as one batch of events, committed by
-the sink before the next step starts; the runner's own state is the fold of exactly
-those events, so a resumed run continues from the same place.
+It only schedules: every decision (what starts, what a finished visit leads to, how
+the run ends) is a pure function of `completion.Decisions`. Everything a visit produces
+leaves the runner as one batch of events, committed by the sink before the next step
+starts; the runner's own state is the fold of exactly those events, so a resumed run
+continues from the same place.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from swell.engine import handover
+from swell.engine.completion import Decisions, Limits, Visit, queue
 from swell.engine.context import RunPlan, Services, StepResult
-from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
-from swell.engine.limits import normalize_error
-from swell.engine.outputs import evaluate_context
-from swell.engine.retry import max_attempts
-from swell.engine.state import OpenVisit, RunState
-from swell.engine.visit import Visit, VisitExecutor
+from swell.engine.graph import Graph
+from swell.engine.state import RunState
+from swell.engine.visit import VisitExecutor
 from swell.events import models as ev
 from swell.events.bus import EventSink
-from swell.manifest.models import Step
+from swell.events.models import FinalStatus, RunStatus
 from swell.process import stop_marked
 from swell.workspace.manager import Workspaces
 
@@ -32,7 +29,7 @@ from swell.workspace.manager import Workspaces
 @dataclass
 class RunSummary:
     run_id: str
-    status: str  # succeeded | failed | cancelled | interrupted | waiting
+    status: RunStatus  # a final status, or "waiting": stopped at a gate, to be resumed
     error: str | None = None
     visits: int = 0
 
@@ -44,11 +41,10 @@ class Runner:
         self.plan = plan
         self.services = services
         self.sink = sink
-        self.graph = Graph(plan.pipeline.pipeline)
+        self.graph = Graph(plan.pipeline.pipeline, services.step_kinds.of)
         self.state = state or RunState(plan.run_id)
-        self._tasks: dict[asyncio.Task[StepResult], Visit] = {}
+        self._tasks: dict[asyncio.Task[StepResult], tuple[Visit, float]] = {}
         self._pending: list[ev.BaseEvent] = []
-        self._details: dict[str, str | None] = {}
         self.executor = VisitExecutor(
             plan,
             services,
@@ -57,11 +53,15 @@ class Runner:
             Workspaces(plan.project.root, plan.workspace, self.graph.steps),
             self.emit,
         )
-        self._stop: str | None = None  # interrupted | cancelled
+        self._stop: FinalStatus | None = None  # interrupted | cancelled
         self._started = time.monotonic()
         runtime = plan.project.manifest.runtime
-        self._concurrency = runtime.concurrency
-        self._breaker_limit = runtime.circuit_breaker.limit
+        limits = Limits(
+            concurrency=runtime.concurrency,
+            breaker_limit=runtime.circuit_breaker.limit,
+            max_step_visits=plan.pipeline.pipeline.max_step_visits,
+        )
+        self.decide = Decisions(self.graph, services.step_kinds, limits)
 
     # ------------------------------------------------------------------ events
 
@@ -90,7 +90,7 @@ class Runner:
         self.record(events)
         self.flush()
 
-    def interrupt(self, status: str = "interrupted") -> None:
+    def interrupt(self, status: FinalStatus = "interrupted") -> None:
         """Stop the run (Ctrl-C, `swell cancel`): in-flight visits are cancelled."""
         if self._stop is None:
             self._stop = status
@@ -113,10 +113,7 @@ class Runner:
                         parent_step_id=self.plan.parent_step_id,
                         workspace=str(self.plan.workspace),
                     ),
-                    *[
-                        ev.StepQueued(step_id=a.step_id, reason="entry")
-                        for a in self.graph.entry_activations()
-                    ],
+                    *queue(self.graph.entry_activations(), ()),
                 ]
             )
         try:
@@ -133,9 +130,13 @@ class Runner:
         while True:
             if self._stop:
                 return await self._shutdown()
-            failure = self._start_ready()
-            if failure:
-                return await self._finish("failed", failure)
+            running = {visit.step.id for visit, _ in self._tasks.values()}
+            starts = self.decide.start_ready(self.state, running)
+            self.record(starts.events)
+            if starts.fail:
+                return await self._finish("failed", starts.fail)
+            for visit in starts.visits:
+                self._launch(visit)
             if not self._tasks:
                 if self.state.queue:
                     blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
@@ -154,12 +155,14 @@ class Runner:
             if self._stop:
                 continue
             for task in done:
-                visit = self._tasks.pop(task)
-                routing = self._complete(visit, self._result_of(task))
-                if routing.complete:
+                visit, started = self._tasks.pop(task)
+                duration_ms = int((time.monotonic() - started) * 1000)
+                ended = self.decide.complete(visit, self._result_of(task), duration_ms, self.state)
+                self.record(ended.events)
+                if ended.complete:
                     return await self._finish("succeeded")
-                if routing.fail:
-                    return await self._finish("failed", routing.fail)
+                if ended.fail:
+                    return await self._finish("failed", ended.fail)
 
     @staticmethod
     def _result_of(task: asyncio.Task[StepResult]) -> StepResult:
@@ -168,275 +171,18 @@ class Runner:
         except Exception as exc:  # a bug in a step kind must not lose the run
             return StepResult(outcome="failure", error=f"internal error: {exc!r}")
 
-    def _start_ready(self) -> str | None:
-        running = {v.step.id for v in self._tasks.values()}
-        for act in list(self.state.queue):
-            if len(self._tasks) >= self._concurrency:
-                break
-            if act.step_id in running or not self.graph.deps_met(act.step_id, self.state.finished):
-                continue
-            step = self.graph.steps[act.step_id]
-            limit = self._limit_reached(step)
-            if limit:
-                return limit
-            visit = self.state.numbered[step.id] + 1
-            if step.id not in self._details:
-                self._details[step.id] = _detail(step)
-            self.record(
-                [
-                    ev.StepStarted(
-                        step_id=step.id,
-                        visit=visit,
-                        kind=step.kind,
-                        persona=step.persona,
-                        detail=self._details[step.id],
-                        source_step=act.source_step,
-                        source_visit=act.source_visit,
-                    )
-                ]
-            )
-            self._launch(Visit(step, visit, act, None, time.monotonic()))
-            running.add(step.id)
-        return None
-
-    def _limit_reached(self, step: Step) -> str | None:
-        count = self.state.counted[step.id]
-        if count >= step.max_visits:
-            self.emit(
-                [
-                    ev.LimitExceeded(
-                        step_id=step.id, limit="max_visits", count=count, maximum=step.max_visits
-                    )
-                ]
-            )
-            return (
-                f"step '{step.id}' reached its max_visits limit "
-                f"({count} of {step.max_visits} visits)"
-            )
-        total = self.state.total + len(self.state.open)
-        maximum = self.plan.pipeline.pipeline.max_step_visits
-        if total >= maximum:
-            self.emit(
-                [
-                    ev.LimitExceeded(
-                        step_id=step.id, limit="max_step_visits", count=total, maximum=maximum
-                    )
-                ]
-            )
-            return (
-                f"pipeline reached max_step_visits ({total} of {maximum} visits in total) "
-                f"before entering step '{step.id}'"
-            )
-        return None
-
     def _launch(self, visit: Visit) -> None:
-        visit.started = visit.started or time.monotonic()
-        self._tasks[asyncio.create_task(self.executor.run(visit))] = visit
-
-    # --------------------------------------------------------------- a visit ends
-
-    def _complete(self, visit: Visit, result: StepResult) -> Routing:
-        step, state = visit.step, self.state
-        batch: list[ev.BaseEvent] = list(result.events)
-        stamp = {"step_id": step.id, "visit": visit.visit}
-        context_after = dict(state.context)
-        if step.output and step.output.context:
-            values, problems = evaluate_context(step.output.context, result.outputs)
-            for key, value in values.items():
-                batch.append(ev.ContextSet(key=key, value=value, **stamp))
-                context_after[key] = value
-            batch += [ev.Warning(message=p, **stamp) for p in problems]
-        failed = result.outcome == "failure"
-        error_key = None
-        if failed and step.kind != "conditional" and not step.optional:
-            error_key = result.error_key_override or normalize_error(result.error or "failure")
-        batch.append(
-            ev.StepFinished(
-                outcome="failure" if failed else "success",
-                error=result.error,
-                error_key=error_key,
-                exit_code=result.exit_code,
-                duration_ms=int((time.monotonic() - visit.started) * 1000),
-                output_tail=result.output_tail,
-                tokens_in=result.tokens_in,
-                tokens_out=result.tokens_out,
-                cost_usd=result.cost_usd,
-                optional_failure=failed and step.optional,
-                **stamp,
-            )
-        )
-        if step.kind != "conditional":  # a router did no work worth remembering
-            batch.append(self._round(visit, result, failed))
-        if error_key is not None:
-            previous = state.breaker.get(step.id)
-            count = previous[1] + 1 if previous and previous[0] == error_key else 1
-            if count >= self._breaker_limit:
-                batch.append(ev.BreakerTripped(error_key=error_key, count=count, **stamp))
-                self.record(batch)
-                first = (result.error or "").strip().splitlines()[0] if result.error else "failure"
-                return Routing(
-                    fail=f"circuit breaker: step '{step.id}' failed {count} times in a row "
-                    f"with the same error: {first}"
-                )
-        routing = self._route(visit, result, failed, context_after, batch)
-        if routing.route:
-            batch.append(
-                ev.RouteTaken(
-                    target=routing.route.target,
-                    condition=routing.route.condition,
-                    outcome="failure" if failed else "success",
-                    **stamp,
-                )
-            )
-        queued = {a.step_id for a in state.queue}
-        for act in routing.activate:
-            if act.step_id not in queued:
-                queued.add(act.step_id)
-                batch.append(
-                    ev.StepQueued(
-                        step_id=act.step_id,
-                        reason=act.reason,
-                        source_step=act.source_step,
-                        source_visit=act.source_visit,
-                    )
-                )
-        self.record(batch)
-        return routing
-
-    def _route(
-        self,
-        visit: Visit,
-        result: StepResult,
-        failed: bool,
-        context: dict[str, str],
-        batch: list[ev.BaseEvent],
-    ) -> Routing:
-        """Where the run goes after this visit: a contract's retry or rework, or the graph."""
-        step, failure = visit.step, result.failure
-        if failure is not None and failure.policy == "rework":
-            return self._rework(visit, failure, batch)
-        if failure is not None and failure.policy == "retry":
-            return self._retry(visit, failure, batch)
-        rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
-        if rework is not None and not failed:
-            # the reworked step's contracts now pass: go on as that step would have
-            source, source_visit, optional = rework.for_step, rework.for_visit, False
-        else:
-            source, source_visit, optional = step.id, visit.visit, failed and step.optional
-        return self.graph.next_steps(
-            VisitOutcome(
-                source,
-                source_visit,
-                "failure" if failed else "success",
-                result.error,
-                optional,
-                result.choice_target,
-                result.choice_key,
-            ),
-            context,
-            self.state.finished | {step.id, source},
-        )
-
-    def _rework(
-        self, visit: Visit, failure: handover.Failure, batch: list[ev.BaseEvent]
-    ) -> Routing:
-        owner = failure.owner
-        target = failure.contract.rework_step or (owner.retry.rework_step if owner.retry else None)
-        if not target or target not in self.graph.steps:
-            return Routing(fail=f"step '{owner.id}' needs rework but no rework_step is set")
-        rework = (
-            self.state.reworks.get(visit.step.id) if visit.activation.reason == "rework" else None
-        )
-        for_visit = rework.for_visit if rework else visit.visit
-        path, data = handover.write_feedback(self.plan.run_dir, failure, visit.step.id, visit.visit)
-        stamp = {"step_id": visit.step.id, "visit": visit.visit}
-        raw = path.read_bytes()
-        batch += [
-            ev.ArtifactWritten(
-                name="review-feedback",
-                path=str(path),
-                sha256=hashlib.sha256(raw).hexdigest(),
-                size=len(raw),
-                artifact_type="json",
-                **stamp,
-            ),
-            ev.ReworkRequested(
-                step_id=target,
-                for_step=owner.id,
-                for_visit=for_visit,
-                contract_type=failure.contract.type,
-                reason=failure.result.error or "failed",
-                reviewer=failure.contract.reviewer or failure.contract.persona,
-                feedback_path=str(path),
-                feedback=data,
-            ),
-            ev.StepQueued(
-                step_id=target, reason="rework", source_step=visit.step.id, source_visit=visit.visit
-            ),
-        ]
-        return Routing()
-
-    def _retry(self, visit: Visit, failure: handover.Failure, batch: list[ev.BaseEvent]) -> Routing:
-        step = visit.step
-        previous = self.state.retries.get(step.id)
-        attempt = (previous.attempt if previous else 1) + 1
-        limit = max_attempts(step.retry, default=2)  # `on_failure: retry` means at least one more
-        if attempt > limit:
-            return Routing(
-                fail=f"step '{step.id}' still fails its contracts after {limit} attempts: "
-                f"{failure.result.error or 'failed'}"
-            )
-        batch += [
-            ev.RetryRequested(
-                step_id=step.id,
-                visit=visit.visit,
-                attempt=attempt,
-                max_attempts=limit,
-                reason=failure.result.error or "failed",
-            ),
-            ev.StepQueued(
-                step_id=step.id, reason="retry", source_step=step.id, source_visit=visit.visit
-            ),
-        ]
-        return Routing()
-
-    def _round(self, visit: Visit, result: StepResult, failed: bool) -> ev.RoundRecorded:
-        step, thread = visit.step, visit.step.thread
-        metadata: dict[str, Any] = {
-            "outcome": "failure" if failed else "success",
-            "exit_code": result.exit_code,
-            "tokens_in": result.tokens_in or None,
-            "tokens_out": result.tokens_out or None,
-            "duration_ms": int((time.monotonic() - visit.started) * 1000),
-            **result.round_meta,
-        }
-        content = result.round_content if result.round_content is not None else result.output_tail
-        if failed and not content:
-            content = result.error
-        return ev.RoundRecorded(
-            step_id=step.id,
-            visit=visit.visit,
-            round=self.state.rounds + 1,
-            thread=thread,
-            thread_round=self.state.thread_rounds[thread] + 1 if thread else None,
-            role=step.id,
-            persona=step.persona,
-            content=content or "",
-            metadata={k: v for k, v in metadata.items() if v is not None},
-        )
+        task = asyncio.create_task(self.executor.run(visit))
+        self._tasks[task] = (visit, time.monotonic())
 
     # ------------------------------------------------------------ start and stop
 
     async def _resume(self) -> None:
         """Continue after a crash, Ctrl-C or a process that left a gate waiting."""
-        batch: list[ev.BaseEvent] = []
-        continuing: list[OpenVisit] = []
-        queued = {a.step_id for a in self.state.queue}
-        for open_visit in list(self.state.open.values()):
+        cleaned: set[tuple[str, int]] = set()
+        for key, open_visit in self.state.open.items():
             if open_visit.gate is not None or open_visit.child_run_id is not None:
-                continuing.append(open_visit)
                 continue
-            reason = "the process running this visit ended"
             # a killed swell cannot take its steps' process groups with it
             markers = [
                 f"SWELL_RUN_ID={self.plan.run_id}",
@@ -444,107 +190,37 @@ class Runner:
                 f"SWELL_VISIT={open_visit.visit}",
             ]
             if await stop_marked(markers):
-                reason += "; the processes it left behind were stopped"
-            batch.append(
-                ev.StepInterrupted(
-                    step_id=open_visit.step_id, visit=open_visit.visit, reason=reason
-                )
-            )
-            if open_visit.step_id not in queued:
-                queued.add(open_visit.step_id)
-                batch.append(
-                    ev.StepQueued(
-                        step_id=open_visit.step_id,
-                        reason="resume",
-                        source_step=open_visit.source_step,
-                        source_visit=open_visit.source_visit,
-                    )
-                )
-        interrupted = [e.step_id or "" for e in batch if isinstance(e, ev.StepInterrupted)]
-        self.emit([ev.RunResumed(interrupted_steps=interrupted), *batch])
-        for open_visit in continuing:
-            step = self.graph.steps[open_visit.step_id]
-            act = Activation(step.id, "resume", open_visit.source_step, open_visit.source_visit)
-            self._launch(Visit(step, open_visit.visit, act, open_visit))
+                cleaned.add(key)
+        events, continuing = self.decide.resume(self.state, cleaned)
+        self.emit(events)
+        for visit in continuing:
+            self._launch(visit)
 
-    async def _cancel_tasks(self) -> None:
+    async def _cancel_tasks(self) -> list[Visit]:
         """Cancel in-flight visits and wait until their processes are gone."""
+        running = [visit for visit, _ in self._tasks.values()]
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=30)
-
-    async def _finish(self, status: str, error: str | None = None) -> RunSummary:
-        batch: list[ev.BaseEvent] = [
-            ev.StepInterrupted(
-                step_id=visit.step.id,
-                visit=visit.visit,
-                reason=f"run {status} while this visit ran",
-            )
-            for visit in self._tasks.values()
-        ]
-        await self._cancel_tasks()
         self._tasks.clear()
-        batch.append(
-            ev.RunFinished(
-                status=status,
-                error=error,
-                visits=self.state.total,
-                duration_ms=int((time.monotonic() - self._started) * 1000),
-            )
-        )
-        self.emit(batch)
+        return running
+
+    def _elapsed_ms(self) -> int:
+        return int((time.monotonic() - self._started) * 1000)
+
+    async def _finish(self, status: FinalStatus, error: str | None = None) -> RunSummary:
+        running = await self._cancel_tasks()
+        self.emit(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
         return RunSummary(self.plan.run_id, status, error, self.state.total)
 
     async def _shutdown(self) -> RunSummary:
         """Stop for Ctrl-C or `swell cancel`. Waiting gates stay open for `swell resume`."""
         status = self._stop or "interrupted"
-        batch: list[ev.BaseEvent] = []
-        gates_open = False
-        await self._cancel_tasks()
-        for visit in self._tasks.values():
-            open_visit = self.state.open.get((visit.step.id, visit.visit))
-            if status == "interrupted" and open_visit:
-                # a waiting gate and a running sub-pipeline continue where they were on resume
-                if open_visit.gate and not open_visit.resolution:
-                    gates_open = True
-                    continue
-                if open_visit.child_run_id:
-                    continue
-            batch.append(
-                ev.StepInterrupted(step_id=visit.step.id, visit=visit.visit, reason=f"run {status}")
-            )
-            if status == "interrupted" and not self.state.queued(visit.step.id):
-                batch.append(
-                    ev.StepQueued(
-                        step_id=visit.step.id,
-                        reason="resume",
-                        source_step=visit.activation.source_step,
-                        source_visit=visit.activation.source_visit,
-                    )
-                )
-        self._tasks.clear()
-        if gates_open and not batch:
+        running = await self._cancel_tasks()
+        events, waiting = self.decide.stop(self.state, running, status, self._elapsed_ms())
+        self.emit(events)
+        if waiting:
             return RunSummary(self.plan.run_id, "waiting", None, self.state.total)
-        batch.append(
-            ev.RunFinished(
-                status=status,
-                visits=self.state.total,
-                error="interrupted; continue with `swell resume`"
-                if status == "interrupted"
-                else "cancelled",
-                duration_ms=int((time.monotonic() - self._started) * 1000),
-            )
-        )
-        self.emit(batch)
         return RunSummary(self.plan.run_id, status, None, self.state.total)
-
-
-def _detail(step: Step) -> str | None:
-    if step.kind == "command":
-        text = step.script if step.script is not None else (step.exec.source if step.exec else "")
-        return (text or "").strip().splitlines()[0][:200] if text and text.strip() else None
-    if step.kind == "pipeline":
-        return step.pipeline
-    return None

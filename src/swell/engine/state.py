@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swell.engine.graph import Activation
-from swell.events.models import BaseEvent, GateResolved, GateWaiting
+from swell.events.models import (
+    BaseEvent,
+    GateResolved,
+    GateWaiting,
+    Outcome,
+    RetryRequested,
+    ReworkRequested,
+    RunStatus,
+)
 from swell.threads.fidelity import Entry
 
 
@@ -33,7 +41,7 @@ class OpenVisit:
 @dataclass
 class StepSummary:
     visit: int
-    outcome: str
+    outcome: Outcome
     exit_code: int | None
 
 
@@ -41,7 +49,7 @@ class StepSummary:
 class RunState:
     run_id: str
     seq: int = 0
-    status: str = "pending"
+    status: RunStatus = "pending"
     counted: Counter[str] = field(default_factory=Counter)  # finished visits per step
     numbered: Counter[str] = field(default_factory=Counter)  # highest visit number per step
     total: int = 0
@@ -49,7 +57,7 @@ class RunState:
     queue: list[Activation] = field(default_factory=list)
     open: dict[tuple[str, int], OpenVisit] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)
-    outcomes: dict[tuple[str, int], str] = field(default_factory=dict)
+    outcomes: dict[tuple[str, int], Outcome] = field(default_factory=dict)
     last: dict[str, StepSummary] = field(default_factory=dict)
     artifacts: dict[str, dict[str, str]] = field(default_factory=dict)
     breaker: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -58,8 +66,8 @@ class RunState:
     threads: dict[str, list[Entry]] = field(default_factory=dict)  # each thread's rounds
     summaries: dict[tuple[str, int], str] = field(default_factory=dict)  # (thread, upto) -> text
     # contract failures waiting to be handled: rework step -> the request, step -> retry
-    reworks: dict[str, Any] = field(default_factory=dict)
-    retries: dict[str, Any] = field(default_factory=dict)
+    reworks: dict[str, ReworkRequested] = field(default_factory=dict)
+    retries: dict[str, RetryRequested] = field(default_factory=dict)
     started_once: bool = False
 
     @classmethod
@@ -84,7 +92,7 @@ def _run_started(s: RunState, ev: Any) -> None:
     s.started_once = True
 
 
-def _run_status(status: str) -> Any:
+def _run_status(status: RunStatus) -> Any:
     def apply(s: RunState, ev: Any) -> None:
         s.status = status
 

@@ -11,15 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swell.adapters.base import AgentAdapter
-from swell.engine.agents import (
-    SUMMARIZER_TIMEOUT,
-    choose_model,
-    drive,
-    helper_request,
-    make_adapter,
-    summarizer,
-    swell_bin,
-)
+from swell.engine.agents import SUMMARIZER_TIMEOUT, HelperCall, run_helper, swell_bin
 from swell.engine.context import VisitContext
 from swell.events import models as ev
 from swell.threads.fidelity import (
@@ -126,24 +118,19 @@ async def _summarize(
 ) -> tuple[str | None, str]:
     """A summary from the summarizer persona (or the built-in local model); None and why
     when it cannot be had."""
-    try:
-        persona, adapter_name = summarizer(ctx, _summarizer_persona(ctx))
-        adapter = make_adapter(ctx, adapter_name)
-        request = helper_request(
-            ctx,
-            adapter,
-            persona,
+    answer = await run_helper(
+        ctx,
+        HelperCall(
             role="summary",
+            persona=_summarizer_persona(ctx),
             system=SUMMARIZER_SYSTEM,
             prompt=summary_prompt(thread, ctx.plan.input, entries),
             visit=1 + sum(1 for key in ctx.state.summaries if key[0] == thread),  # n-th summary
-            model=choose_model(ctx, persona, adapter_name, step_level=False),
             timeout_s=SUMMARIZER_TIMEOUT,
             temperature=0.0,
-        )
-        result = (await drive(adapter, request, None)).result
-    except Exception as exc:
-        return None, str(exc) or type(exc).__name__
-    if result is None or not result.success or not result.text.strip():
-        return None, (result.error if result else None) or "no summary returned"
-    return result.text, ""
+            tools=([], []),
+        ),
+    )
+    if not answer.success or not answer.text.strip():
+        return None, answer.error or "no summary returned"
+    return answer.text, ""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -9,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from swell.engine import handover
-from swell.engine.context import RunPlan, Services, StepResult, VisitContext
-from swell.engine.graph import Activation
-from swell.engine.state import OpenVisit, RunState
+from swell.engine.completion import Visit
+from swell.engine.context import ContractFailure, RunPlan, Services, StepResult, VisitContext
+from swell.engine.state import RunState
 from swell.errors import SwellError
-from swell.events.models import BaseEvent
+from swell.events.models import ArtifactWritten, BaseEvent
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 from swell.workspace import artifacts
@@ -21,18 +24,6 @@ from swell.workspace.manager import Workspaces
 from swell.workspace.paths import PathEscape, inside
 
 INJECTED_DIR = ".wave/artifacts"  # where Wave puts injected artifacts; kept for compatibility
-
-
-@dataclass
-class Visit:
-    """One visit being run: which step, its number, what led to it."""
-
-    step: Step
-    visit: int
-    activation: Activation
-    resumed: OpenVisit | None
-    started: float = 0.0
-    workspace: Path | None = None
 
 
 @dataclass
@@ -59,7 +50,6 @@ class VisitExecutor:
             )
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc))
-        visit.workspace = ws.path
         injected, problems = inject_artifacts(self.state, step, ws.path)
         if problems:
             return StepResult(outcome="failure", error="; ".join(problems))
@@ -75,7 +65,7 @@ class VisitExecutor:
             workspace=ws,
             resumed=visit.resumed,
         )
-        result = await self.services.step_kinds.get(step.kind)(ctx)
+        result = await self.services.step_kinds.of(step).run(ctx)
         problems = self.workspaces.after_visit(ws)
         if step.output_artifacts:
             found, missing = artifacts.collect(ws.path, step.output_artifacts, result.stdout)
@@ -87,15 +77,44 @@ class VisitExecutor:
             result.outcome = "failure"
             result.error = "; ".join(filter(None, [result.error, *problems]))
         if result.outcome == "success" and owner.handover and owner.handover.all_contracts:
-            result.failure = await handover.check(ctx, result, owner)
-            if result.failure is not None:
-                failed = result.failure
+            failed = await handover.check(ctx, result, owner)
+            if failed is not None:
+                if failed.policy == "rework":
+                    failed = self._write_feedback(ctx, failed, result)
+                result.failure = failed
                 result.outcome = "failure"
                 result.error = (
-                    f"contract {failed.index + 1} ({failed.contract.type}) of step "
-                    f"'{owner.id}' failed: {failed.result.error or 'failed'}"
+                    f"contract {failed.index + 1} ({failed.contract_type}) of step "
+                    f"'{owner.id}' failed: {failed.error}"
                 )
         return result
+
+    def _write_feedback(
+        self, ctx: VisitContext, failure: ContractFailure, result: StepResult
+    ) -> ContractFailure:
+        """The failure as the artifact `review-feedback.json` of this visit, which the
+        rework visit is given."""
+        data: dict[str, Any] = {
+            "step": failure.owner.id,
+            "contract": {"index": failure.index, "type": failure.contract_type},
+            "reviewer": failure.reviewer,
+            "error": failure.error,
+        }
+        if failure.feedback is not None:
+            data |= failure.feedback.model_dump()
+        path = self.plan.run_dir / ctx.step.id / str(ctx.visit) / "review-feedback.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        raw = (json.dumps(data, indent=2) + "\n").encode()
+        path.write_bytes(raw)
+        written = ArtifactWritten(
+            name="review-feedback",
+            path=str(path),
+            sha256=hashlib.sha256(raw).hexdigest(),
+            size=len(raw),
+            artifact_type="json",
+        )
+        result.events.append(ctx.event(written))
+        return dataclasses.replace(failure, feedback_path=str(path))
 
 
 def namespace(

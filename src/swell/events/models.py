@@ -1,15 +1,52 @@
-"""One pydantic model per event kind, joined in the discriminated union `Event`."""
+"""One pydantic model per event kind, joined in the discriminated union `Event`.
+
+Also the closed vocabularies events carry (outcomes, run statuses, why a step was
+queued) and the review feedback a reviewer returns, as it is recorded.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+Outcome = Literal["success", "failure"]
+RunStatus = Literal[
+    "pending", "running", "waiting", "succeeded", "failed", "cancelled", "interrupted"
+]
+FinalStatus = Literal["succeeded", "failed", "cancelled", "interrupted"]
+ActivationReason = Literal["entry", "edge", "dependency", "choice", "resume", "retry", "rework"]
+GateVerdict = Literal["approved", "rejected", "timeout"]
+Policy = Literal["fail", "retry", "rework", "continue", "warn", "skip"]
+# how progress output shows a step's visits: not at all (a router: its route line
+# says what it decided), one line when it starts and ends, or also its final answer
+Progress = Literal["hidden", "line", "answer"]
 
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class ReviewIssue(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    severity: Literal["critical", "major", "minor"]
+    file: str | None = None
+    line: int | None = None
+    detail: str
+
+
+class ReviewFeedback(BaseModel):
+    """What an agent reviewer returns; its JSON schema is what reviewers are held to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["pass", "rework", "fail"]
+    issues: list[ReviewIssue] = Field(default_factory=list)
+    suggestions: list[str] = Field(default_factory=list)
+    confidence: float = Field(ge=0.0, le=1.0)
+    summary: str
 
 
 class BaseEvent(BaseModel):
@@ -48,7 +85,7 @@ class RunWaiting(BaseEvent):
 
 class RunFinished(BaseEvent):
     type: Literal["run.finished"] = "run.finished"
-    status: Literal["succeeded", "failed", "cancelled", "interrupted"]
+    status: FinalStatus
     error: str | None = None
     visits: int = 0
     duration_ms: int = 0
@@ -61,7 +98,7 @@ class StepQueued(BaseEvent):
     """A step was activated and will run when a slot and its dependencies allow."""
 
     type: Literal["step.queued"] = "step.queued"
-    reason: Literal["entry", "edge", "dependency", "choice", "resume", "retry", "rework"]
+    reason: ActivationReason
     source_step: str | None = None
     source_visit: int | None = None
 
@@ -69,6 +106,7 @@ class StepQueued(BaseEvent):
 class StepStarted(BaseEvent):
     type: Literal["step.started"] = "step.started"
     kind: str
+    progress: Progress = "line"
     persona: str | None = None
     adapter: str | None = None
     model: str | None = None
@@ -79,7 +117,7 @@ class StepStarted(BaseEvent):
 
 class StepFinished(BaseEvent):
     type: Literal["step.finished"] = "step.finished"
-    outcome: Literal["success", "failure"]
+    outcome: Outcome
     error: str | None = None
     error_key: str | None = None  # normalized error, for the circuit breaker
     exit_code: int | None = None
@@ -146,7 +184,7 @@ class ContractFailed(BaseEvent):
     type: Literal["contract.failed"] = "contract.failed"
     index: int
     contract_type: str
-    policy: Literal["fail", "retry", "rework", "continue", "warn", "skip"]
+    policy: Policy
     error: str
     verdict: str | None = None
     for_step: str | None = None
@@ -167,7 +205,7 @@ class ReviewCompleted(BaseEvent):
     adapter: str | None = None
     model: str | None = None
     verdict: str | None = None  # None when the reviewer could not give one
-    issues: list[dict[str, Any]] = Field(default_factory=list)
+    issues: list[ReviewIssue] = Field(default_factory=list)
     suggestions: list[str] = Field(default_factory=list)
     confidence: float | None = None
     summary: str | None = None
@@ -190,7 +228,17 @@ class ReworkRequested(BaseEvent):
     reason: str
     reviewer: str | None = None
     feedback_path: str | None = None
-    feedback: dict[str, Any] | None = None
+    feedback: ReviewFeedback | None = None  # a reviewer's; None for a mechanical contract
+
+    @field_validator("feedback", mode="before")
+    @classmethod
+    def _stored_before_typing(cls, value: Any) -> Any:
+        # runs stored before this field was typed kept the whole feedback file here
+        if isinstance(value, dict) and set(value) - set(ReviewFeedback.model_fields):
+            if "verdict" not in value:
+                return None
+            return {k: v for k, v in value.items() if k in ReviewFeedback.model_fields}
+        return value
 
 
 class RetryRequested(BaseEvent):
@@ -234,7 +282,7 @@ class RouteTaken(BaseEvent):
     type: Literal["route.taken"] = "route.taken"
     target: str
     condition: str | None = None
-    outcome: str
+    outcome: Outcome
 
 
 class ContextSet(BaseEvent):
@@ -278,7 +326,7 @@ class GateWaiting(BaseEvent):
 
 class GateResolved(BaseEvent):
     type: Literal["gate.resolved"] = "gate.resolved"
-    decision: Literal["approved", "rejected", "timeout"]
+    decision: GateVerdict
     choice: str | None = None
     target: str | None = None
     reason: str | None = None

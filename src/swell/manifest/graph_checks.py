@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from swell.errors import Problem
+from swell.manifest.lint_context import StepRules
 from swell.manifest.loader import LoadedPipeline
 from swell.manifest.models import Step
 
+# a step's kind, as the graph sees it (the step kinds registry answers this)
+KindOf = Callable[[Step], StepRules]
 
-def successors(step: Step, dependents: dict[str, list[str]]) -> list[str]:
+
+def routes(step: Step, kind_of: KindOf) -> bool:
+    """True when edges (not dependents) decide what runs after this step."""
+    return bool(step.edges) or kind_of(step).inherits_outcome
+
+
+def successors(step: Step, dependents: dict[str, list[str]], kind_of: KindOf) -> list[str]:
     targets = [e.target for e in step.edges]
-    if step.gate:
-        targets += [c.target for c in step.gate.choices if c.target]
-    if not step.routes:
+    targets += [t for t in kind_of(step).choice_targets(step) if t]
+    if not routes(step, kind_of):
         targets += dependents.get(step.id, [])
     return targets
 
 
-def entry_steps(steps: list[Step]) -> list[str]:
+def entry_steps(steps: list[Step], kind_of: KindOf) -> list[str]:
     """Steps that start a run: the first step (if it has no dependencies), and every
     other step without dependencies that no edge leads to. rework_only steps never
     start on their own."""
     targets = {e.target for s in steps for e in s.edges}
-    targets |= {c.target for s in steps if s.gate for c in s.gate.choices if c.target}
+    targets |= {t for s in steps for t in kind_of(s).choice_targets(s) if t}
     first = next((s.id for s in steps if not s.rework_only), None)
     return [
         s.id
@@ -75,7 +83,9 @@ def sccs(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
     return out
 
 
-def check_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]]) -> list[Problem]:
+def check_graph(
+    loaded: LoadedPipeline, dependents: dict[str, list[str]], kind_of: KindOf
+) -> list[Problem]:
     """Dependency cycles, no entry step, unreachable steps, loops nothing can leave."""
     problems: list[Problem] = []
     src, add = loaded.source, problems.append
@@ -94,7 +104,7 @@ def check_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]]) -> lis
     if problems:
         return problems
 
-    entries = entry_steps(steps)
+    entries = entry_steps(steps, kind_of)
     if not entries:
         add(
             src.problem(
@@ -102,7 +112,7 @@ def check_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]]) -> lis
             )
         )
         return problems
-    succ = {s.id: [t for t in successors(s, dependents) if t in by_id] for s in steps}
+    succ = {s.id: [t for t in successors(s, dependents, kind_of) if t in by_id] for s in steps}
     seen, todo = set(entries), list(entries)
     while todo:
         for nxt in succ[todo.pop()]:
@@ -121,7 +131,7 @@ def check_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]]) -> lis
         members = set(comp)
         if len(comp) == 1 and comp[0] not in succ[comp[0]]:
             continue
-        if not any(_can_leave(by_id[m], members, dependents) for m in comp):
+        if not any(_can_leave(by_id[m], members, dependents, kind_of) for m in comp):
             order = sorted(comp, key=index.__getitem__)
             add(
                 src.problem(
@@ -134,12 +144,15 @@ def check_graph(loaded: LoadedPipeline, dependents: dict[str, list[str]]) -> lis
     return problems
 
 
-def _can_leave(step: Step, members: set[str], dependents: dict[str, list[str]]) -> bool:
-    targets: Iterable[str] = successors(step, dependents)
+def _can_leave(
+    step: Step, members: set[str], dependents: dict[str, list[str]], kind_of: KindOf
+) -> bool:
+    targets: Iterable[str] = successors(step, dependents, kind_of)
     if any(t not in members for t in targets):
         return True
-    if step.routes and all(e.condition for e in step.edges):
+    routed = routes(step, kind_of)
+    if routed and all(e.condition for e in step.edges):
         return True  # when no condition holds the branch ends
-    if step.gate and step.gate.choices and any(not c.target for c in step.gate.choices):
+    if None in kind_of(step).choice_targets(step):
         return True
-    return bool(not step.routes and not dependents.get(step.id))
+    return bool(not routed and not dependents.get(step.id))

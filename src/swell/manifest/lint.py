@@ -7,37 +7,24 @@ that can never be left, steps that can never run, templates that can never resol
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from swell.errors import ManifestError, PipelineNotFound, Problem
+from swell.errors import ManifestError, Problem
 from swell.manifest.conditions import ConditionError, parse_condition
-from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import ExpressionError
-from swell.manifest.graph_checks import check_graph, entry_steps
-from swell.manifest.loader import LoadedPipeline, Project, resolve_pipeline
-from swell.manifest.models import Step
+from swell.manifest.graph_checks import check_graph
+from swell.manifest.lint_context import LintContext, LintScope, contract_loc
+from swell.manifest.loader import LoadedPipeline, Project, validation_problems
+from swell.manifest.models import Contract, Step
 from swell.manifest.template_checks import check_templates
 from swell.manifest.templates import parse_template
 
 TERMINALS = ("_complete", "_fail")
-
-
-@dataclass
-class LintContext:
-    """What the registries know, handed in so this package imports no engine code."""
-
-    step_kinds: Collection[str]
-    adapter_types: Collection[str]
-    # adapter type -> the pydantic model of its `options:` (None: takes no options)
-    adapter_options: Callable[[str], type[BaseModel] | None] | None = None
-    # adapter type -> whether it enforces allowed/denied tools
-    enforces_permissions: Callable[[str], bool] | None = None
-    contract_types: Collection[str] = ()
 
 
 @dataclass
@@ -158,7 +145,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
             add(
                 src.problem(
                     (*loc, "type"),
-                    f"unknown step type '{kind}' (known: {', '.join(sorted(ctx.step_kinds))})",
+                    f"unknown step type '{kind}' (known: {', '.join(ctx.step_kinds)})",
                 )
             )
         for j, dep in enumerate(step.dependencies):
@@ -196,9 +183,11 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                     severity="warning",
                 )
             )
-        _lint_kind(project, loaded, step, loc, ids, ctx, report)
+        scope = LintScope(project, loaded, step, loc, ids, ctx)
+        if kind in ctx.step_kinds:
+            report.problems += ctx.step_kinds.get(kind).problems(scope)
         _lint_workspace(project, loaded, step, loc, ids, report)
-        _lint_contracts(project, loaded, step, loc, ids, ctx, report)
+        _lint_contracts(scope, report)
         compaction = step.handover.compaction if step.handover else None
         if (
             compaction
@@ -272,127 +261,8 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
 
     if report.errors:
         return report  # graph checks need valid references
-    report.problems += check_graph(loaded, dependents)
+    report.problems += check_graph(loaded, dependents, lambda s: ctx.step_kinds.get(s.kind))
     return report
-
-
-def _lint_kind(
-    project: Project,
-    loaded: LoadedPipeline,
-    step: Step,
-    loc: tuple[str | int, ...],
-    ids: dict[str, int],
-    ctx: LintContext,
-    report: LintReport,
-) -> None:
-    src, add, kind = loaded.source, report.problems.append, step.kind
-    m = project.manifest
-    if kind == "command":
-        if not step.script and not (step.exec and step.exec.source):
-            add(src.problem(loc, f"command step '{step.id}' needs a `script` (or exec.source)"))
-    elif kind == "prompt":
-        if not step.persona and not step.adapter:
-            add(src.problem(loc, f"prompt step '{step.id}' needs a persona"))
-        if step.persona and step.persona not in m.personas:
-            known = ", ".join(sorted(m.personas)) or "none defined"
-            add(
-                src.problem((*loc, "persona"), f"unknown persona '{step.persona}' (known: {known})")
-            )
-        if not step.exec or not (step.exec.source or step.exec.source_path):
-            add(src.problem(loc, f"prompt step '{step.id}' needs exec.source or exec.source_path"))
-        elif step.exec.source_path and not (project.root / step.exec.source_path).is_file():
-            add(
-                src.problem(
-                    (*loc, "exec", "source_path"),
-                    f"prompt file {step.exec.source_path} does not exist",
-                )
-            )
-        adapter = step.adapter or (
-            m.personas[step.persona].adapter if step.persona in m.personas else None
-        )
-        if (
-            step.adapter
-            and step.adapter not in m.adapters
-            and step.adapter not in ctx.adapter_types
-        ):
-            add(src.problem((*loc, "adapter"), f"unknown adapter '{step.adapter}'"))
-        elif (
-            adapter
-            and project.manifest.adapter_type(adapter) in ctx.adapter_types
-            and ctx.enforces_permissions
-        ):
-            persona = m.personas.get(step.persona or "")
-            config = m.adapters.get(adapter)
-            denied = (persona.permissions.deny if persona else []) + (
-                config.default_permissions.deny if config else []
-            )
-            if denied and not ctx.enforces_permissions(project.manifest.adapter_type(adapter)):
-                add(
-                    src.problem(
-                        (*loc, "persona"),
-                        f"adapter '{adapter}' cannot enforce denied tools ({', '.join(denied)}); "
-                        "the run will record this",
-                        severity="warning",
-                    )
-                )
-        elif adapter and project.manifest.adapter_type(adapter) not in ctx.adapter_types:
-            add(
-                src.problem(
-                    (*loc, "persona"),
-                    f"adapter '{adapter}' is not available "
-                    f"(known: {', '.join(sorted(ctx.adapter_types))})",
-                )
-            )
-    elif kind == "conditional":
-        if not step.edges:
-            add(src.problem(loc, f"conditional step '{step.id}' needs edges"))
-    elif kind == "gate":
-        gate = step.gate
-        if gate is None:
-            return
-        if gate.type in ("pr_merge", "ci_pass"):
-            add(
-                src.problem((*loc, "gate", "type"), f"gate type `{gate.type}` is not supported yet")
-            )
-        keys = [c.key for c in gate.choices]
-        for j, choice in enumerate(gate.choices):
-            if keys.count(choice.key) > 1:
-                add(
-                    src.problem(
-                        (*loc, "gate", "choices", j, "key"), f"duplicate choice key '{choice.key}'"
-                    )
-                )
-            if choice.target and choice.target not in ids and choice.target not in TERMINALS:
-                add(
-                    src.problem(
-                        (*loc, "gate", "choices", j, "target"),
-                        f"choice targets unknown step '{choice.target}'",
-                    )
-                )
-        if gate.default and gate.choices and gate.default not in keys:
-            add(
-                src.problem(
-                    (*loc, "gate", "default"), f"default '{gate.default}' is not a choice key"
-                )
-            )
-        if gate.timeout is not None:
-            try:
-                parse_duration(gate.timeout)
-            except ValueError as exc:
-                add(src.problem((*loc, "gate", "timeout"), str(exc)))
-        elif gate.type == "timer":
-            add(src.problem((*loc, "gate"), "a timer gate needs a timeout"))
-    elif kind == "pipeline":
-        if not step.pipeline:
-            add(src.problem(loc, f"pipeline step '{step.id}' needs `pipeline: NAME`"))
-            return
-        try:
-            target = resolve_pipeline(project.root, step.pipeline)
-        except PipelineNotFound as exc:
-            add(src.problem((*loc, "pipeline"), str(exc)))
-            return
-        if target.resolve() == loaded.path.resolve():
-            add(src.problem((*loc, "pipeline"), "a pipeline cannot run itself as a sub-pipeline"))
 
 
 def _lint_workspace(
@@ -438,108 +308,66 @@ def _lint_workspace(
         )
 
 
-MECHANICAL = ("test_suite", "json_schema", "non_empty_file")
-
-
-def _lint_contracts(
-    project: Project,
-    loaded: LoadedPipeline,
-    step: Step,
-    loc: tuple[str | int, ...],
-    ids: dict[str, int],
-    ctx: LintContext,
-    report: LintReport,
-) -> None:
-    """Contract types and their required fields, reviewers, rework targets, order."""
+def _lint_contracts(scope: LintScope, report: LintReport) -> None:
+    """Each contract's type and settings (checked by the type itself), rework targets,
+    and the order: mechanical checks before agent checks."""
+    step, add = scope.step, report.problems.append
     if not step.handover:
         return
-    src, add, m = loaded.source, report.problems.append, project.manifest
-    single = step.handover.contract is not None
-    seen_review = False
+    types = scope.lint.contract_types
+    after_agent: str | None = None
     for i, contract in enumerate(step.handover.all_contracts):
-        if single and i == 0:
-            cloc: tuple[str | int, ...] = (*loc, "handover", "contract")
-        else:
-            cloc = (*loc, "handover", "contracts", i - (1 if single else 0))
-        kind = contract.type
-        if ctx.contract_types and kind not in ctx.contract_types:
+        here = dataclasses.replace(scope, loc=contract_loc(scope.loc, step, i))
+        if contract.type not in types:
+            known = ", ".join(types)
             add(
-                src.problem(
-                    (*cloc, "type"),
-                    f"unknown contract type '{kind}' "
-                    f"(known: {', '.join(sorted(ctx.contract_types))})",
-                )
+                here.problem(("type",), f"unknown contract type '{contract.type}' (known: {known})")
             )
             continue
-        needs = {
-            "test_suite": contract.command,
-            "non_empty_file": contract.source,
-            "json_schema": contract.schema_ or contract.schema_path,
-        }
-        if kind in needs and not needs[kind]:
-            field_name = {
-                "test_suite": "command",
-                "non_empty_file": "source",
-                "json_schema": "schema or schema_path",
-            }[kind]
-            add(src.problem(cloc, f"a {kind} contract needs `{field_name}`"))
-        for attr in ("schema_path", "criteria_path"):
-            rel = getattr(contract, attr)
-            if rel and "{{" not in rel and not (project.root / rel).is_file():
-                add(src.problem((*cloc, attr), f"{attr} {rel} does not exist"))
-        if kind == "agent_review":
-            reviewer = contract.reviewer or contract.persona
-            if not reviewer:
-                add(src.problem(cloc, "an agent_review contract needs a `reviewer` persona"))
-            elif reviewer not in m.personas:
-                add(
-                    src.problem(
-                        (*cloc, "reviewer" if contract.reviewer else "persona"),
-                        f"unknown reviewer persona '{reviewer}'",
-                    )
-                )
-            elif reviewer == step.persona:
-                add(
-                    src.problem(
-                        (*cloc, "reviewer" if contract.reviewer else "persona"),
-                        f"self-review: the reviewer must not be the step's own persona '{reviewer}'",
-                    )
-                )
-            seen_review = True
-        elif seen_review and kind in MECHANICAL:
+        kind = types.get(contract.type)
+        try:
+            settings = kind.Settings.model_validate(contract.settings)
+        except ValidationError as exc:
+            source = scope.loaded.source
+            report.problems += validation_problems(exc, kind.Settings, source, here.loc)
+            continue
+        report.problems += kind.problems(settings, here)
+        if not kind.mechanical:
+            after_agent = after_agent or contract.type
+        elif after_agent:
             add(
-                src.problem(
-                    cloc,
-                    f"the {kind} contract runs after an agent_review; put mechanical "
+                here.problem(
+                    (),
+                    f"the {contract.type} contract runs after an {after_agent}; put mechanical "
                     "checks first so a failing test never costs a review",
                     severity="warning",
                 )
             )
-        if contract.on_failure == "rework":
-            target = contract.rework_step or (step.retry.rework_step if step.retry else None)
-            if not target:
-                add(src.problem((*cloc, "on_failure"), "on_failure: rework needs a `rework_step`"))
-            elif target not in ids:
-                add(
-                    src.problem(
-                        (*cloc, "rework_step"), f"rework_step names unknown step '{target}'"
-                    )
-                )
-            elif not loaded.pipeline.steps[ids[target]].rework_only:
-                add(
-                    src.problem(
-                        (*cloc, "rework_step"),
-                        f"rework_step '{target}' should be `rework_only: true` "
-                        "(it would also run in the normal flow)",
-                        severity="warning",
-                    )
-                )
+        _lint_rework(here, contract, report)
 
 
-__all__ = [
-    "LintContext",
-    "LintReport",
-    "entry_steps",
-    "lint_pipeline",
-    "lint_project",
-]
+def _lint_rework(scope: LintScope, contract: Contract, report: LintReport) -> None:
+    if contract.on_failure != "rework":
+        return
+    step = scope.step
+    target = contract.rework_step or (step.retry.rework_step if step.retry else None)
+    if not target:
+        report.problems.append(
+            scope.problem(("on_failure",), "on_failure: rework needs a `rework_step`")
+        )
+    elif target not in scope.ids:
+        report.problems.append(
+            scope.problem(("rework_step",), f"rework_step names unknown step '{target}'")
+        )
+    elif not scope.loaded.pipeline.steps[scope.ids[target]].rework_only:
+        report.problems.append(
+            scope.problem(
+                ("rework_step",),
+                f"rework_step '{target}' should be `rework_only: true` "
+                "(it would also run in the normal flow)",
+                severity="warning",
+            )
+        )
+
+
+__all__ = ["LintContext", "LintReport", "lint_pipeline", "lint_project"]

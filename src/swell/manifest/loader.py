@@ -95,6 +95,30 @@ def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
+def validation_problems(
+    exc: ValidationError, model: type[BaseModel], source: SourceMap, at: Loc = ()
+) -> list[Problem]:
+    """One readable problem per pydantic error of `model`, validated from the data at
+    `at` in the file; a value that fits no member of a union is one problem, not one
+    per member."""
+    problems: list[Problem] = []
+    unions: dict[Loc, list[str]] = {}
+    for err in exc.errors():
+        raw: Loc = tuple(err["loc"])
+        cut = next((i for i, p in enumerate(raw) if isinstance(p, str) and p in _UNION_TAGS), -1)
+        if cut >= 0:
+            unions.setdefault(raw[:cut], []).append(_UNION_TAGS[str(raw[cut])])
+            continue
+        message, on_key = _readable(dict(err), model, raw)
+        problems.append(source.problem((*at, *raw), message, key=on_key))
+    for loc, kinds in unions.items():
+        kinds = list(dict.fromkeys(kinds))
+        either = " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+        field = str(loc[-1]) if loc else "value"
+        problems.append(source.problem((*at, *loc), f"'{field}' must be {either}"))
+    return problems
+
+
 def _validate(model: type[M], data: Any, source: SourceMap) -> M:
     if not isinstance(data, dict):
         raise ManifestError([source.problem((), "expected a mapping at the top of the file")])
@@ -103,23 +127,7 @@ def _validate(model: type[M], data: Any, source: SourceMap) -> M:
     try:
         obj = model.model_validate(data)
     except ValidationError as exc:
-        # a value that fits no member of a union is one problem, not one per member
-        unions: dict[Loc, list[str]] = {}
-        for err in exc.errors():
-            raw: Loc = tuple(err["loc"])
-            cut = next(
-                (i for i, p in enumerate(raw) if isinstance(p, str) and p in _UNION_TAGS), -1
-            )
-            if cut >= 0:
-                unions.setdefault(raw[:cut], []).append(_UNION_TAGS[str(raw[cut])])
-                continue
-            message, on_key = _readable(dict(err), model, raw)
-            problems.append(source.problem(raw, message, key=on_key))
-        for loc, kinds in unions.items():
-            kinds = list(dict.fromkeys(kinds))
-            either = " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
-            field = str(loc[-1]) if loc else "value"
-            problems.append(source.problem(loc, f"'{field}' must be {either}"))
+        problems = validation_problems(exc, model, source)
     # unimplemented Wave fields are found in the raw data, so they are reported
     # together with every other problem of the file
     problems.extend(_unsupported(model, data, (), source))

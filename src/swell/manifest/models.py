@@ -264,30 +264,24 @@ class WorkspaceConfig(Strict):
 
 
 class Contract(Strict):
-    """One handover contract; the contracts issue gives these their behaviour."""
+    """One handover contract: the envelope every type shares. The other fields are the
+    type's own settings, validated by the type's `Settings` model (`swell validate`)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     type: str
-    command: str | None = None
-    dir: str | None = None
-    timeout: str | int | float | None = None
-    schema_: Any = Field(default=None, alias="schema")
-    schema_path: str | None = None
-    source: str | None = None
-    validate_: bool | None = Field(default=None, alias="validate")
-    must_pass: bool | None = None
     on_failure: Literal["fail", "retry", "rework", "continue", "warn", "skip"] | None = None
+    must_pass: bool | None = None
     max_retries: int | None = None
     rework_step: str | None = None
-    reviewer: str | None = None
-    persona: str | None = None
-    model: str | None = None
-    criteria: list[str] | str | None = None
-    criteria_path: str | None = None
-    context: list[dict[str, Any]] = Field(default_factory=list)
-    max_tokens: int | None = None
-    token_budget: int | None = None
-    threshold: float | None = None
-    fail_open: bool | None = None
+    validate_: bool | None = Field(default=None, alias="validate")
+
+    IGNORED = ("validate",)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The type's own fields, as written."""
+        return dict(self.model_extra or {})
 
 
 class Compaction(Strict):
@@ -417,11 +411,6 @@ class Step(Strict):
         if self.script is not None or (self.exec is not None and self.exec.type == "command"):
             return "command"
         return "prompt"
-
-    @property
-    def routes(self) -> bool:
-        """True when edges (not dependents) decide what runs after this step."""
-        return bool(self.edges) or self.kind == "conditional"
 
 
 class Pipeline(Strict):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from swell.errors import Problem
 from swell.manifest.expressions import ExpressionError
+from swell.manifest.lint_context import contract_loc
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
 from swell.manifest.templates import parse_template
@@ -36,9 +37,13 @@ def template_sources(step: Step, root: Path) -> list[tuple[tuple[str | int, ...]
             if text:
                 out.append((("gate", name), text))
     if step.handover:
+        # a contract type's settings are rendered as templates where they name commands,
+        # files and criteria; any text with a placeholder is checked
         for i, contract in enumerate(step.handover.all_contracts):
-            if contract.command:
-                out.append((("handover", "contracts", i, "command"), contract.command))
+            where = contract_loc((), step, i)
+            for key, value in contract.settings.items():
+                if isinstance(value, str) and "{{" in value:
+                    out.append(((*where, key), value))
     return out
 
 

@@ -3,7 +3,8 @@
 One writer per run (the process running it) appends events; other processes read,
 and write only decisions (gate approvals, cancel requests) into their own columns.
 WAL with synchronous=NORMAL survives a killed process (kill -9) without losing a
-committed batch; set SWELL_SYNC=full to also survive power loss at a cost per commit.
+committed batch; synchronous=FULL (SWELL_SYNC=full, read by `open_store`) also
+survives power loss at a cost per commit.
 """
 
 from __future__ import annotations
@@ -12,131 +13,62 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from swell.errors import RunNotFound, RunStateError, StoreError
-
-if TYPE_CHECKING:
-    from swell.events.models import BaseEvent, Event
+from swell.errors import StoreError
 from swell.store.migrations import migrate
 from swell.store.projections import PROJECTIONS
+from swell.store.rows import (
+    ArtifactRow,
+    GateRow,
+    ReviewRow,
+    RoundRow,
+    RunRow,
+    VisitRow,
+    row_from,
+)
+from swell.store.rules import decide, now_iso, one_run, pending
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
-@dataclass
-class RunRow:
-    id: str
-    pipeline: str
-    status: str
-    input: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    updated_at: str | None
-    error: str | None
-    visits: int
-    last_seq: int
-    parent_run_id: str | None
-    parent_step_id: str | None
-    workspace: str | None
-    pipeline_path: str | None
-    project_root: str | None
-    owner_pid: int | None
-    options: dict[str, Any]
+    from swell.events.models import BaseEvent, Event
 
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-_RUN_FIELDS = [f.name for f in fields(RunRow)]
-
-
-@dataclass
-class VisitRow:
-    step_id: str
-    visit: int
-    kind: str | None
-    status: str
-    outcome: str | None
-    exit_code: int | None
-    error: str | None
-    started_at: str | None
-    finished_at: str | None
-    duration_ms: int | None
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
-
-
-@dataclass
-class ArtifactRow:
-    step_id: str
-    visit: int
-    name: str
-    path: str
-    sha256: str
-    size: int
-    type: str | None
-
-
-@dataclass
-class RoundRow:
-    id: int  # the run-wide round number, or the thread's own when a thread is asked for
-    role: str | None
-    ts: str
-    metadata: dict[str, Any]
-    content: str
-    thread: str | None
-
-
-@dataclass
-class GateRow:
-    run_id: str
-    step_id: str
-    visit: int
-    gate_type: str
-    status: str
-    message: str | None
-    choices: list[dict[str, Any]]
-    deadline: str | None
-    decision: str | None
-    choice: str | None
-    reason: str | None
-    decided_by: str | None
+R = TypeVar("R", bound="DataclassInstance")
 
 
 # visits and last_seq are derived for runs still going, so writers need not keep them current
 _RUN_COLS = (
     "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
     "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
-    "AND v.status IN ('succeeded', 'failed')) ELSE visits END, "
-    "(SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.run_id = runs.id), "
+    "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
+    "(SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.run_id = runs.id) AS last_seq, "
     "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, options"
 )
-
-
-def _run(row: tuple[Any, ...]) -> RunRow:
-    data = dict(zip(_RUN_FIELDS, row, strict=True))
-    data["options"] = json.loads(data["options"]) if data["options"] else {}
-    return RunRow(**data)
+_GATE_COLS = (
+    "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
+    "reason, decided_by"
+)
+_SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 class SqliteStore:
     """Runs, events and their projections in one SQLite file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path = path
+        if synchronous.upper() not in _SYNC_LEVELS:
+            raise StoreError(
+                f"unknown SQLite synchronous level '{synchronous}' (use {', '.join(_SYNC_LEVELS)})"
+            )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(
                 path, isolation_level=None, timeout=30.0, check_same_thread=False
             )
             self.db.execute("PRAGMA journal_mode=WAL")
-            sync = "FULL" if os.environ.get("SWELL_SYNC", "").lower() == "full" else "NORMAL"
-            self.db.execute(f"PRAGMA synchronous={sync}")
+            self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self.db.execute("PRAGMA busy_timeout=30000")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
@@ -162,25 +94,28 @@ class SqliteStore:
     ) -> None:
         stamp = now_iso()
         with self._tx():
-            self.db.execute(
-                "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, parent_run_id, "
-                "parent_step_id, workspace, options, created_at, updated_at, owner_pid) "
-                "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    pipeline,
-                    pipeline_path,
-                    project_root,
-                    input_text,
-                    parent_run_id,
-                    parent_step_id,
-                    workspace,
-                    json.dumps(options or {}),
-                    stamp,
-                    stamp,
-                    os.getpid(),
-                ),
-            )
+            try:
+                self.db.execute(
+                    "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, parent_run_id, "
+                    "parent_step_id, workspace, options, created_at, updated_at, owner_pid) "
+                    "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        pipeline,
+                        pipeline_path,
+                        project_root,
+                        input_text,
+                        parent_run_id,
+                        parent_step_id,
+                        workspace,
+                        json.dumps(options or {}),
+                        stamp,
+                        stamp,
+                        os.getpid(),
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"run {run_id} already exists") from None
 
     def claim(self, run_id: str, pid: int) -> None:
         """Record which process is executing the run."""
@@ -200,10 +135,15 @@ class SqliteStore:
             for event in events:
                 data = event_json(event)
                 kind = getattr(event, "type", "")
-                self.db.execute(
-                    "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (event.run_id, event.seq, event.ts, kind, event.step_id, event.visit, data),
-                )
+                try:
+                    self.db.execute(
+                        "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (event.run_id, event.seq, event.ts, kind, event.step_id, event.visit, data),
+                    )
+                except sqlite3.IntegrityError:
+                    raise StoreError(
+                        f"event {event.seq} of run {event.run_id} is already stored"
+                    ) from None
                 project = PROJECTIONS.get(kind)
                 if project:
                     project(self.db, event)
@@ -212,7 +152,7 @@ class SqliteStore:
         self,
         run_id: str,
         step_id: str | None,
-        decision: str,
+        decision: Literal["approved", "rejected"],
         *,
         choice: str | None = None,
         reason: str | None = None,
@@ -220,32 +160,12 @@ class SqliteStore:
     ) -> GateRow:
         """Record a person's decision on a waiting gate; the running process acts on it."""
         with self._tx():
-            waiting = [g for g in self._gates(run_id) if g.status == "waiting"]
-            if step_id:
-                waiting = [g for g in waiting if g.step_id == step_id]
-            if not waiting:
-                what = f"step '{step_id}' of run {run_id}" if step_id else f"run {run_id}"
-                raise RunStateError(f"no gate is waiting at {what}")
-            if len(waiting) > 1:
-                names = ", ".join(g.step_id for g in waiting)
-                raise RunStateError(f"several gates are waiting ({names}); name the step")
-            gate = waiting[0]
-            if gate.decision is not None:
-                raise RunStateError(
-                    f"gate '{gate.step_id}' was already {gate.decision}; the run has not "
-                    "picked the decision up yet (is it running? try `swell resume`)"
-                )
-            keys = [c["key"] for c in gate.choices]
-            if choice is not None and keys and choice not in keys:
-                raise RunStateError(
-                    f"'{choice}' is not a choice of gate '{gate.step_id}' (choices: {', '.join(keys)})"
-                )
+            gate = decide(self.gates(run_id), run_id, step_id, decision, choice, reason, by)
             self.db.execute(
                 "UPDATE gates SET decision = ?, choice = ?, reason = ?, decided_by = ?, decided_at = ? "
                 "WHERE run_id = ? AND step_id = ? AND visit = ?",
                 (decision, choice, reason, by, now_iso(), run_id, gate.step_id, gate.visit),
             )
-            gate.decision, gate.choice, gate.reason, gate.decided_by = decision, choice, reason, by
             return gate
 
     def request_cancel(self, run_id: str) -> None:
@@ -255,40 +175,35 @@ class SqliteStore:
     # ------------------------------------------------------------------ reading
 
     def get_run(self, run_id: str) -> RunRow:
-        row = self.db.execute(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
-            rows = self.db.execute(
-                f"SELECT {_RUN_COLS} FROM runs WHERE id LIKE ? ORDER BY created_at DESC LIMIT 2",
-                (run_id.replace("%", "") + "%",),
-            ).fetchall()
-            if len(rows) == 1:
-                return _run(rows[0])
-            if len(rows) > 1:
-                raise RunNotFound(f"run id prefix '{run_id}' matches several runs")
-            raise RunNotFound(f"no run '{run_id}' in {self.path} (see `swell list`)")
-        return _run(row)
+        rows = self._rows(RunRow, f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
+        if not rows:
+            # a prefix, compared exactly (LIKE would ignore case and treat _ as a wildcard)
+            rows = self._rows(
+                RunRow,
+                f"SELECT {_RUN_COLS} FROM runs WHERE substr(id, 1, ?) = ? LIMIT 2",
+                (len(run_id), run_id),
+            )
+        return one_run(run_id, rows, str(self.path))
 
     def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
         where = "" if include_children else "WHERE parent_run_id IS NULL"
-        rows = self.db.execute(
+        return self._rows(
+            RunRow,
             f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (limit,),
-        ).fetchall()
-        return [_run(r) for r in rows]
+        )
 
     def children(self, run_id: str) -> list[RunRow]:
-        rows = self.db.execute(
-            f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id = ? ORDER BY created_at", (run_id,)
-        ).fetchall()
-        return [_run(r) for r in rows]
+        return self._rows(
+            RunRow,
+            f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid",
+            (run_id,),
+        )
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         from swell.events.models import parse_event
 
-        rows = self.db.execute(
-            "SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
-        ).fetchall()
-        return [parse_event(data) for (data,) in rows]
+        return [parse_event(data) for data in self.raw_events(run_id, after_seq)]
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         rows = self.db.execute(
@@ -297,20 +212,20 @@ class SqliteStore:
         return [data for (data,) in rows]
 
     def visits(self, run_id: str) -> list[VisitRow]:
-        rows = self.db.execute(
+        return self._rows(
+            VisitRow,
             "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, finished_at, duration_ms, "
             "tokens_in, tokens_out, cost_usd FROM visits WHERE run_id = ? ORDER BY started_at, step_id, visit",
             (run_id,),
-        ).fetchall()
-        return [VisitRow(*r) for r in rows]
+        )
 
     def artifacts(self, run_id: str) -> list[ArtifactRow]:
-        rows = self.db.execute(
+        return self._rows(
+            ArtifactRow,
             "SELECT step_id, visit, name, path, sha256, size, type FROM artifacts WHERE run_id = ? "
             "ORDER BY created_at, step_id, visit, name",
             (run_id,),
-        ).fetchall()
-        return [ArtifactRow(*r) for r in rows]
+        )
 
     def context(self, run_id: str) -> dict[str, str]:
         rows = self.db.execute(
@@ -319,43 +234,30 @@ class SqliteStore:
         return dict(rows.fetchall())
 
     def gates(self, run_id: str) -> list[GateRow]:
-        return self._gates(run_id)
-
-    def _gates(self, run_id: str) -> list[GateRow]:
-        rows = self.db.execute(
-            "SELECT run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
-            "reason, decided_by FROM gates WHERE run_id = ? ORDER BY created_at",
+        return self._rows(
+            GateRow,
+            f"SELECT {_GATE_COLS} FROM gates WHERE run_id = ? ORDER BY created_at, step_id, visit",
             (run_id,),
-        ).fetchall()
-        return [GateRow(*r[:6], json.loads(r[6] or "[]"), *r[7:]) for r in rows]  # type: ignore[call-arg]
+        )
 
     def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
         """A decision recorded for a gate the run has not acted on yet."""
-        for gate in self._gates(run_id):
-            if (
-                gate.step_id == step_id
-                and gate.visit == visit
-                and gate.status == "waiting"
-                and gate.decision
-            ):
-                return gate
-        return None
+        return pending(self.gates(run_id), step_id, visit)
 
-    def reviews(self, run_id: str) -> list[dict[str, Any]]:
-        cur = self.db.execute(
+    def reviews(self, run_id: str) -> list[ReviewRow]:
+        return self._rows(
+            ReviewRow,
             "SELECT step_id, visit, contract, for_step, reviewer, adapter, model, verdict, issues, suggestions, "
             "confidence, summary, error, tokens_in, tokens_out, cost_usd, duration_ms, ts FROM reviews "
-            "WHERE run_id = ? ORDER BY ts",
+            "WHERE run_id = ? ORDER BY ts, step_id, visit, contract",
             (run_id,),
         )
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-        for row in rows:
-            row["issues"], row["suggestions"] = (
-                json.loads(row["issues"]),
-                json.loads(row["suggestions"]),
-            )
-        return rows
+
+    def cancel_requested(self, run_id: str) -> bool:
+        row = self.db.execute(
+            "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        return bool(row and row[0])
 
     # ------------------------------------------------------------------ rounds
 
@@ -376,26 +278,25 @@ class SqliteStore:
     ) -> list[RoundRow]:
         """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
         if thread is None:
-            rows = self.db.execute(
-                "SELECT round, role, ts, metadata, content, thread FROM rounds "
+            return self._rows(
+                RoundRow,
+                "SELECT round AS id, role, ts, metadata, content, thread FROM rounds "
                 "WHERE run_id = ? AND round BETWEEN ? AND ? ORDER BY round",
                 (run_id, first, last),
-            ).fetchall()
-        else:
-            rows = self.db.execute(
-                "SELECT thread_round, role, ts, metadata, content, thread FROM rounds "
-                "WHERE run_id = ? AND thread = ? AND thread_round BETWEEN ? AND ? ORDER BY thread_round",
-                (run_id, thread, first, last),
-            ).fetchall()
-        return [RoundRow(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5]) for r in rows]
-
-    def cancel_requested(self, run_id: str) -> bool:
-        row = self.db.execute(
-            "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)
-        ).fetchone()
-        return bool(row and row[0])
+            )
+        return self._rows(
+            RoundRow,
+            "SELECT thread_round AS id, role, ts, metadata, content, thread FROM rounds "
+            "WHERE run_id = ? AND thread = ? AND thread_round BETWEEN ? AND ? ORDER BY thread_round",
+            (run_id, thread, first, last),
+        )
 
     # ---------------------------------------------------------------- internals
+
+    def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
+        cursor = self.db.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [row_from(cls, dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
     def _tx(self) -> _Transaction:
         return _Transaction(self.db)

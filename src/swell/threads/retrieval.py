@@ -11,38 +11,14 @@ by id, a few at a time, from an index.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
-
-class Round(Protocol):
-    """A recorded round as the store returns it."""
-
-    @property
-    def id(self) -> int: ...  # 1-based within the run, or within the thread when one is chosen
-    @property
-    def role(self) -> str | None: ...
-    @property
-    def ts(self) -> str: ...
-    @property
-    def metadata(self) -> dict[str, Any]: ...
-    @property
-    def content(self) -> str: ...
-
-
-class RoundReader(Protocol):
-    """What retrieval needs from the store."""
-
-    def round_count(self, run_id: str, thread: str | None) -> int: ...
-
-    def rounds_between(
-        self, run_id: str, thread: str | None, first: int, last: int
-    ) -> Sequence[Round]:
-        """Rounds with first <= id <= last, in id order."""
-        ...
+from swell.store.protocols import ThreadReader
+from swell.store.rows import RoundRow
 
 
 @dataclass
@@ -50,8 +26,8 @@ class Page:
     run_id: str
     thread: str | None
     total: int
-    head: list[Round] = field(default_factory=list)  # shown before the omitted line
-    tail: list[Round] = field(default_factory=list)  # shown after it
+    head: list[RoundRow] = field(default_factory=list)  # shown before the omitted line
+    tail: list[RoundRow] = field(default_factory=list)  # shown after it
     omitted: int = 0
     load_before: int | None = None  # `--before` value that loads the omitted rounds
 
@@ -63,7 +39,7 @@ class Page:
         )
 
 
-def render(round_: Round) -> str:
+def render(round_: RoundRow) -> str:
     """`[#<id> <role>] <timestamp>`, `---`, metadata as YAML, `---`, content."""
     meta = (
         yaml.safe_dump(
@@ -77,8 +53,8 @@ def render(round_: Round) -> str:
 
 
 def _backwards(
-    reader: RoundReader, run_id: str, thread: str | None, start: int, stop: int
-) -> Iterator[Round]:
+    reader: ThreadReader, run_id: str, thread: str | None, start: int, stop: int
+) -> Iterator[RoundRow]:
     """Rounds start, start-1, ... down to stop, fetched in growing batches."""
     batch = 8
     hi = start
@@ -90,11 +66,11 @@ def _backwards(
 
 
 def _fill(
-    reader: RoundReader, run_id: str, thread: str | None, start: int, stop: int, budget: int
-) -> tuple[list[Round], int]:
+    reader: ThreadReader, run_id: str, thread: str | None, start: int, stop: int, budget: int
+) -> tuple[list[RoundRow], int]:
     """Newest-first rounds from start down to stop that fit `budget` (at least one),
     returned oldest first, with the characters they use."""
-    taken: list[Round] = []
+    taken: list[RoundRow] = []
     used = 0
     for round_ in _backwards(reader, run_id, thread, start, stop):
         size = len(render(round_))
@@ -108,7 +84,7 @@ def _fill(
 
 
 def retrieve(
-    reader: RoundReader,
+    reader: ThreadReader,
     run_id: str,
     thread: str | None = None,
     budget: int = 8000,
@@ -146,7 +122,7 @@ def page_text(page: Page) -> str:
 
 
 def page_json(page: Page) -> dict[str, Any]:
-    def one(r: Round) -> dict[str, Any]:
+    def one(r: RoundRow) -> dict[str, Any]:
         return {
             "id": r.id,
             "role": r.role or "unknown",

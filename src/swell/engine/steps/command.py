@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.outputs import output_namespace
-from swell.events.models import Warning
+from swell.engine.steps.base import StepKind
+from swell.errors import Problem
+from swell.events.models import Outcome, Warning
+from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Step
 from swell.manifest.templates import render_script
 from swell.process import DEFAULT_MAX_OUTPUT, run_process
 from swell.workspace.artifacts import write_log
@@ -16,46 +20,68 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-async def run(ctx: VisitContext) -> StepResult:
-    step = ctx.step
-    script = (
-        step.script if step.script is not None else (step.exec.source if step.exec else "") or ""
-    )
-    rendered = render_script(script, ctx.namespace)
-    notes = [
-        ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
-        for m in rendered.missing
-    ]
-    env = {**ctx.command_env(), **rendered.env}
-    runtime = ctx.plan.project.manifest.runtime
-    timeout = ctx.timeout_seconds()
-    result = await run_process(
-        ["sh", "-c", rendered.text],
-        cwd=ctx.workspace.path,
-        env=env,
-        timeout=timeout,
-        grace=runtime.timeouts.process_grace_seconds or 3.0,
-        max_output=runtime.artifacts.max_stdout_size or DEFAULT_MAX_OUTPUT,
-    )
-    combined = result.stdout
-    if result.stderr:
-        combined += ("\n" if combined and not combined.endswith("\n") else "") + result.stderr
-    log = write_log(ctx.plan.run_dir, step.id, ctx.visit, result.stdout, result.stderr)
-    if log is not None:
-        notes.append(ctx.event(log))
-    outcome = "success" if result.exit_code == 0 else "failure"
-    if result.timed_out:
-        error = f"timed out after {timeout:g}s\n{tail(combined, 1000)}".rstrip()
-    elif outcome == "failure":
-        error = f"exit code {result.exit_code}\n{tail(combined, 1000)}".rstrip()
-    else:
-        error = None
-    return StepResult(
-        outcome=outcome,
-        error=error,
-        exit_code=result.exit_code,
-        output_tail=tail(combined),
-        outputs=output_namespace(result.stdout, result.stderr, result.exit_code, outcome),
-        stdout=result.stdout,
-        events=notes,
-    )
+def script_of(step: Step) -> str:
+    """`script`, or Wave's `exec: {type: command, source}`."""
+    if step.script is not None:
+        return step.script
+    return (step.exec.source if step.exec else None) or ""
+
+
+class Command(StepKind):
+    name = "command"
+
+    def detail(self, step: Step) -> str | None:
+        text = script_of(step).strip()
+        return text.splitlines()[0][:200] if text else None
+
+    def problems(self, scope: LintScope) -> list[Problem]:
+        if script_of(scope.step):
+            return []
+        return [
+            scope.problem((), f"command step '{scope.step.id}' needs a `script` (or exec.source)")
+        ]
+
+    async def run(self, ctx: VisitContext) -> StepResult:
+        step = ctx.step
+        rendered = render_script(script_of(step), ctx.namespace)
+        notes = [
+            ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
+            for m in rendered.missing
+        ]
+        env = {**ctx.command_env(), **rendered.env}
+        runtime = ctx.plan.project.manifest.runtime
+        timeout = ctx.timeout_seconds()
+        result = await run_process(
+            ["sh", "-c", rendered.text],
+            cwd=ctx.workspace.path,
+            env=env,
+            timeout=timeout,
+            grace=runtime.timeouts.process_grace_seconds or 3.0,
+            max_output=runtime.artifacts.max_stdout_size or DEFAULT_MAX_OUTPUT,
+        )
+        combined = result.stdout
+        if result.stderr:
+            combined += ("\n" if combined and not combined.endswith("\n") else "") + result.stderr
+        log = write_log(ctx.plan.run_dir, step.id, ctx.visit, result.stdout, result.stderr)
+        if log is not None:
+            notes.append(ctx.event(log))
+        ok = result.exit_code == 0
+        if result.timed_out:
+            error = f"timed out after {timeout:g}s\n{tail(combined, 1000)}".rstrip()
+        elif not ok:
+            error = f"exit code {result.exit_code}\n{tail(combined, 1000)}".rstrip()
+        else:
+            error = None
+        outcome: Outcome = "success" if ok else "failure"
+        return StepResult(
+            outcome=outcome,
+            error=error,
+            exit_code=result.exit_code,
+            output_tail=tail(combined),
+            outputs=output_namespace(result.stdout, result.stderr, result.exit_code, outcome),
+            stdout=result.stdout,
+            events=notes,
+        )
+
+
+KIND = Command()

@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.steps.base import StepKind
+from swell.errors import Problem
+from swell.manifest.lint_context import LintScope
 
 
-async def run(ctx: VisitContext) -> StepResult:
-    source, visit = ctx.activation.source_step, ctx.activation.source_visit
-    outcome = ctx.state.outcomes.get((source, visit), "success") if source and visit else "success"
-    error = f"'{source}' failed" if outcome == "failure" else None
-    return StepResult(outcome=outcome, error=error)
+class Conditional(StepKind):
+    name = "conditional"
+    inherits_outcome = True
+    records_round = False  # a router did no work worth remembering
+    counts_for_breaker = False  # its failures are the failures of the step it routes
+    progress = "hidden"  # its route line says what it decided
+
+    def problems(self, scope: LintScope) -> list[Problem]:
+        if scope.step.edges:
+            return []
+        return [scope.problem((), f"conditional step '{scope.step.id}' needs edges")]
+
+    async def run(self, ctx: VisitContext) -> StepResult:
+        source, visit = ctx.activation.source_step, ctx.activation.source_visit
+        outcome = (
+            ctx.state.outcomes.get((source, visit), "success") if source and visit else "success"
+        )
+        error = f"'{source}' failed" if outcome == "failure" else None
+        return StepResult(outcome=outcome, error=error)
+
+
+KIND = Conditional()

@@ -11,10 +11,15 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from swell.engine.context import GateDecision, StepResult, VisitContext
+from swell.engine.steps.base import StepKind
+from swell.errors import Problem
 from swell.events.models import GateChoiceInfo, GateResolved, GateWaiting, RunWaiting
 from swell.manifest.durations import parse_duration
-from swell.manifest.models import Gate
+from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Gate, Step
 from swell.manifest.templates import render_text
+
+TERMINALS = ("_complete", "_fail")
 
 
 def _deadline(gate: Gate) -> datetime | None:
@@ -31,9 +36,7 @@ def _resolve(gate: Gate, decision: GateDecision, ctx: VisitContext) -> StepResul
         if key and gate.choices and choice is None:
             decision = GateDecision("rejected", reason=f"unknown choice '{key}'", by=decision.by)
     resolved = GateResolved(
-        decision="approved"
-        if decision.decision == "approved"
-        else ("timeout" if decision.decision == "timeout" else "rejected"),
+        decision=decision.decision,
         choice=choice.key if choice else None,
         target=choice.target if choice else None,
         reason=decision.reason,
@@ -61,7 +64,54 @@ def _timed_out(gate: Gate) -> GateDecision:
     return GateDecision("timeout", reason="no decision before the gate's timeout", by="timeout")
 
 
-async def run(ctx: VisitContext) -> StepResult:
+class GateKind(StepKind):
+    name = "gate"
+
+    def choice_targets(self, step: Step) -> list[str | None]:
+        return [c.target for c in step.gate.choices] if step.gate else []
+
+    def problems(self, scope: LintScope) -> list[Problem]:
+        gate = scope.step.gate
+        if gate is None:
+            return []
+        found: list[Problem] = []
+        if gate.type in ("pr_merge", "ci_pass"):
+            found.append(
+                scope.problem(("gate", "type"), f"gate type `{gate.type}` is not supported yet")
+            )
+        keys = [c.key for c in gate.choices]
+        for j, choice in enumerate(gate.choices):
+            if keys.count(choice.key) > 1:
+                found.append(
+                    scope.problem(
+                        ("gate", "choices", j, "key"), f"duplicate choice key '{choice.key}'"
+                    )
+                )
+            if choice.target and choice.target not in scope.ids and choice.target not in TERMINALS:
+                found.append(
+                    scope.problem(
+                        ("gate", "choices", j, "target"),
+                        f"choice targets unknown step '{choice.target}'",
+                    )
+                )
+        if gate.default and gate.choices and gate.default not in keys:
+            found.append(
+                scope.problem(("gate", "default"), f"default '{gate.default}' is not a choice key")
+            )
+        if gate.timeout is not None:
+            try:
+                parse_duration(gate.timeout)
+            except ValueError as exc:
+                found.append(scope.problem(("gate", "timeout"), str(exc)))
+        elif gate.type == "timer":
+            found.append(scope.problem(("gate",), "a timer gate needs a timeout"))
+        return found
+
+    async def run(self, ctx: VisitContext) -> StepResult:
+        return await _wait(ctx)
+
+
+async def _wait(ctx: VisitContext) -> StepResult:
     gate = ctx.step.gate or Gate()
     message = render_text(
         gate.message or gate.prompt or f"Continue past '{ctx.step.id}'?", ctx.namespace
@@ -110,3 +160,6 @@ async def run(ctx: VisitContext) -> StepResult:
     finally:
         if prompt_task is not None and not prompt_task.done():
             prompt_task.cancel()
+
+
+KIND = GateKind()

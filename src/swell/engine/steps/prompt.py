@@ -22,9 +22,11 @@ from swell.engine.context import StepResult, VisitContext
 from swell.engine.handover import retry_block, rework_header
 from swell.engine.outputs import output_namespace
 from swell.engine.retry import retry_delay
+from swell.engine.steps.base import StepKind
 from swell.engine.visit import INJECTED_DIR
-from swell.errors import TRANSIENT_KINDS
+from swell.errors import TRANSIENT_KINDS, Problem
 from swell.events import models as ev
+from swell.manifest.lint_context import LintScope
 from swell.manifest.templates import render_text
 from swell.relay.settings import relay_settings
 from swell.threads.fidelity import with_context
@@ -95,7 +97,75 @@ def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-async def run(ctx: VisitContext) -> StepResult:
+class Prompt(StepKind):
+    name = "prompt"
+    progress = "answer"
+
+    def problems(self, scope: LintScope) -> list[Problem]:
+        return _persona_problems(scope) + _source_problems(scope) + _adapter_problems(scope)
+
+    async def run(self, ctx: VisitContext) -> StepResult:
+        return await _visit(ctx)
+
+
+def _persona_problems(scope: LintScope) -> list[Problem]:
+    step, personas = scope.step, scope.project.manifest.personas
+    if not step.persona and not step.adapter:
+        return [scope.problem((), f"prompt step '{step.id}' needs a persona")]
+    if step.persona and step.persona not in personas:
+        known = ", ".join(sorted(personas)) or "none defined"
+        return [scope.problem(("persona",), f"unknown persona '{step.persona}' (known: {known})")]
+    return []
+
+
+def _source_problems(scope: LintScope) -> list[Problem]:
+    step = scope.step
+    if not step.exec or not (step.exec.source or step.exec.source_path):
+        return [scope.problem((), f"prompt step '{step.id}' needs exec.source or exec.source_path")]
+    if step.exec.source_path and not (scope.project.root / step.exec.source_path).is_file():
+        return [
+            scope.problem(
+                ("exec", "source_path"), f"prompt file {step.exec.source_path} does not exist"
+            )
+        ]
+    return []
+
+
+def _adapter_problems(scope: LintScope) -> list[Problem]:
+    """An unknown adapter, or one that cannot enforce the persona's denied tools."""
+    step, m, known = scope.step, scope.project.manifest, scope.lint.adapter_types
+    if step.adapter and step.adapter not in m.adapters and step.adapter not in known:
+        return [scope.problem(("adapter",), f"unknown adapter '{step.adapter}'")]
+    persona = m.personas.get(step.persona or "")
+    adapter = step.adapter or (persona.adapter if persona else None)
+    if not adapter:
+        return []
+    kind = m.adapter_type(adapter)
+    if kind not in known:
+        return [
+            scope.problem(
+                ("persona",),
+                f"adapter '{adapter}' is not available (known: {', '.join(sorted(known))})",
+            )
+        ]
+    config = m.adapters.get(adapter)
+    denied = (persona.permissions.deny if persona else []) + (
+        config.default_permissions.deny if config else []
+    )
+    enforces = scope.lint.enforces_permissions
+    if denied and enforces is not None and not enforces(kind):
+        return [
+            scope.problem(
+                ("persona",),
+                f"adapter '{adapter}' cannot enforce denied tools ({', '.join(denied)}); "
+                "the run will record this",
+                severity="warning",
+            )
+        ]
+    return []
+
+
+async def _visit(ctx: VisitContext) -> StepResult:
     project = ctx.plan.project
     persona = project.manifest.personas.get(ctx.step.persona or "")
     try:
@@ -161,7 +231,7 @@ async def run(ctx: VisitContext) -> StepResult:
             error=run.error or f"adapter '{adapter_name}' ended without a result",
         )
     ok = result.success
-    outcome = "success" if ok else "failure"
+    outcome: ev.Outcome = "success" if ok else "failure"
     return StepResult(
         outcome=outcome,
         error=None if ok else f"{result.error_kind or 'agent'}: {result.error or 'failed'}",
@@ -183,3 +253,6 @@ async def run(ctx: VisitContext) -> StepResult:
             "relays": run.relays or None,
         },
     )
+
+
+KIND = Prompt()

@@ -1,0 +1,275 @@
+"""What an agent reviewer is told, and how its answer is read (the `agent_review`
+contract, contracts/agent_review.py).
+
+The prompt: the review criteria, then each context item the contract names (the
+workspace's git diff, artifacts, the file under review), then the answer rules. The
+answer: one ReviewFeedback JSON object, from the adapter's structured output or the
+text (whole, fenced, or the first object in it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from swell.contracts.base import AgentAnswer, ContractContext, ReviewFeedback
+from swell.workspace.paths import PathEscape, inside
+
+if TYPE_CHECKING:
+    from swell.contracts.agent_review import AgentReviewSettings
+
+# how much of one context item the prompt carries (characters); `max_size` overrides
+CONTEXT_CAP = 60_000
+# how much of a malformed answer is quoted back to the reviewer on the retry
+ECHO_CAP = 2_000
+DEFAULT_CRITERIA = (
+    "Judge whether the work does what the step was asked to do, is correct, and is "
+    "safe to hand over to the next step."
+)
+SCHEMA: dict[str, Any] = ReviewFeedback.model_json_schema()
+
+SYSTEM_PROMPT = """\
+You are an independent reviewer at a step boundary of a software pipeline. Another \
+agent did the work; you judge it against the review criteria you are given, using \
+the context you are given (and, if you have tools, by reading the workspace). Do not \
+change any file.
+
+Your answer is exactly one JSON object — no prose around it, no code fence; when \
+you have a tool for structured output, give the object to that tool. It must match \
+this JSON schema:
+{schema}
+
+Fields:
+- verdict: "pass" when the work meets the criteria and can go on; "rework" when it \
+has problems its author can fix (your issues go back to the author); "fail" when it \
+is fundamentally wrong or cannot be fixed by another attempt.
+- issues: every problem found, each with severity "critical" (wrong or unsafe: must \
+be fixed), "major" (should be fixed before going on) or "minor" (worth fixing), the \
+file and line when you know them (else null), and a detail saying what is wrong and \
+what right looks like. An empty list when there are none.
+- suggestions: optional improvements that are not problems.
+- confidence: how sure you are of the verdict, from 0.0 to 1.0.
+- summary: one or two sentences for the person reading the run's log."""
+
+
+def untitled(schema: Any, names: bool = False) -> Any:
+    """`schema` without pydantic's `title` keywords: the same rules in fewer tokens."""
+    if isinstance(schema, list):
+        return [untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: untitled(value, names=key in ("properties", "$defs"))
+        for key, value in schema.items()
+        if names or key != "title"
+    }
+
+
+class ReviewConfigError(ValueError):
+    """The contract's own settings are wrong (not the work under review)."""
+
+
+# --------------------------------------------------------------------------- the prompt
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    """`text` in a code fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{lang}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def _capped(text: str, cap: int) -> tuple[str, str]:
+    """`text` cut to `cap` characters, and a note saying so when it was cut."""
+    if len(text) <= cap:
+        return text, ""
+    return text[:cap], f"(truncated: the first {cap:,} of {len(text):,} characters are shown)"
+
+
+def _read(path: Path, cap: int) -> tuple[str | None, str]:
+    """A file's text (capped) and a note, or None and why it cannot be shown."""
+    if not path.exists():
+        return None, "does not exist"
+    if path.is_dir():
+        return None, "is a directory, not a file"
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+    if b"\0" in raw[:8192]:
+        return None, f"is a binary file ({len(raw):,} bytes); not shown"
+    return _capped(raw.decode(errors="replace"), cap)
+
+
+def _section(title: str, body: str | None, note: str, lang: str = "") -> str:
+    parts = [f"## {title}"]
+    if note:
+        parts.append(note if body is not None else f"(not available: {note})")
+    if body is not None:
+        parts.append(_fenced(body, lang) if body.strip() else "(empty)")
+    return "\n\n".join(parts)
+
+
+@dataclass
+class ReviewPrompt:
+    text: str
+    notes: list[str] = field(default_factory=list)  # things the user should hear about
+
+
+def _criteria(ctx: ContractContext[AgentReviewSettings]) -> str:
+    settings = ctx.settings
+    parts: list[str] = []
+    if settings.criteria_path:
+        rendered = ctx.render(settings.criteria_path)
+        try:
+            path = inside(ctx.project_root, rendered)
+        except PathEscape as exc:
+            raise ReviewConfigError(f"criteria_path: {exc}") from None
+        text, note = _read(path, CONTEXT_CAP)
+        if text is None:
+            raise ReviewConfigError(f"criteria_path {rendered} {note}")
+        try:
+            parts.append(ctx.render(text).strip())
+        except ValueError as exc:
+            raise ReviewConfigError(f"criteria_path {rendered}: bad template: {exc}") from None
+        if note:
+            parts.append(note)
+    inline = settings.criteria
+    if isinstance(inline, str) and inline.strip():
+        parts.append(ctx.render(inline).strip())
+    elif isinstance(inline, list):
+        parts += [f"- {ctx.render(str(line)).strip()}" for line in inline if str(line).strip()]
+    return "\n\n".join(parts) or DEFAULT_CRITERIA
+
+
+def _diff_section(ctx: ContractContext[AgentReviewSettings], cap: int) -> str:
+    try:
+        diff = ctx.diff()
+    except Exception as exc:  # no git, no base commit: the reviewer is told, not the run killed
+        return _section("Changes in the workspace (git diff)", None, str(exc))
+    if not diff.strip():
+        return "## Changes in the workspace (git diff)\n\n(no changes)"
+    body, note = _capped(diff, cap)
+    return _section("Changes in the workspace (git diff)", body, note, "diff")
+
+
+def _artifact_section(
+    ctx: ContractContext[AgentReviewSettings], name: str, cap: int, notes: list[str]
+) -> str:
+    title = f"Artifact `{name}`"
+    location = ctx.artifacts.get(name)
+    if location is None:
+        known = ", ".join(sorted(ctx.artifacts)) or "none"
+        notes.append(f"artifact '{name}' is not available to the review (known: {known})")
+        return _section(title, None, "no step produced an artifact of this name")
+    path = Path(location)
+    path = path if path.is_absolute() else ctx.workspace / path
+    body, note = _read(path, cap)
+    if body is None:
+        notes.append(f"artifact '{name}' ({location}) {note}")
+    return _section(f"{title} ({location})", body, note)
+
+
+def _source_section(ctx: ContractContext[AgentReviewSettings], cap: int, notes: list[str]) -> str:
+    rendered = ctx.render(ctx.settings.source or "")
+    try:
+        path = inside(ctx.workspace, rendered)
+    except PathEscape as exc:
+        raise ReviewConfigError(f"source: {exc}") from None
+    body, note = _read(path, cap)
+    if body is None:
+        notes.append(f"the file under review, {rendered}, {note}")
+    return _section(f"File under review: {rendered}", body, note)
+
+
+def build_prompt(ctx: ContractContext[AgentReviewSettings]) -> ReviewPrompt:
+    """The review prompt: criteria, then each context item in order, then the answer rules."""
+    settings = ctx.settings
+    notes: list[str] = []
+    items: list[dict[str, Any]] = list(settings.context) or [{"source": "git_diff"}]
+    sections = ["# Review criteria", _criteria(ctx), "# What to review"]
+    for item in items:
+        cap = int(item.get("max_size") or item.get("maxSize") or CONTEXT_CAP)
+        if item.get("artifact"):
+            sections.append(_artifact_section(ctx, str(item["artifact"]), cap, notes))
+        else:
+            sections.append(_diff_section(ctx, cap))
+    if settings.source:
+        sections.append(_source_section(ctx, CONTEXT_CAP, notes))
+    rules = (
+        f"# Your answer\n\nThis is the work of step `{ctx.step.id}` (visit {ctx.visit}). "
+        "Answer with the one ReviewFeedback JSON object described in your instructions."
+    )
+    if settings.max_tokens:
+        rules += f" Keep the answer under {settings.max_tokens} tokens."
+    sections.append(rules)
+    return ReviewPrompt("\n\n".join(sections), notes)
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+class MalformedReview(ValueError):
+    """The reviewer's answer is not a valid ReviewFeedback object."""
+
+
+def extract_json(text: str) -> dict[str, Any]:
+    """The JSON object in an answer: the whole text, a fenced block, or the first object."""
+    stripped = text.strip()
+    if not stripped:
+        raise MalformedReview("the answer is empty")
+    candidates = [stripped, *re.findall(r"```[\w-]*[ \t]*\n(.*?)```", text, re.DOTALL)]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise MalformedReview("the answer contains no JSON object")
+
+
+def _describe(exc: ValidationError) -> str:
+    errors = exc.errors()
+    parts = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'the object'}: {e['msg']}" for e in errors[:5]
+    ]
+    more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+    return "it does not match the ReviewFeedback schema: " + "; ".join(parts) + more
+
+
+def parse_feedback(answer: AgentAnswer) -> ReviewFeedback:
+    """ReviewFeedback from the adapter's structured answer when there is one, else the text."""
+    data: Any = answer.structured
+    if isinstance(data, str):
+        data = extract_json(data)
+    elif data is None:
+        data = extract_json(answer.text)
+    if not isinstance(data, dict):
+        raise MalformedReview(f"the answer is a JSON {type(data).__name__}, not an object")
+    try:
+        return ReviewFeedback.model_validate(data)
+    except ValidationError as exc:
+        raise MalformedReview(_describe(exc)) from None
+
+
+def retry_prompt(prompt: str, problem: str, previous: str) -> str:
+    echo, note = _capped(previous.strip(), ECHO_CAP)
+    quoted = f"\n\nIt was:\n{_fenced(echo)}" + (f"\n{note}" if note else "") if echo else ""
+    return (
+        f"{prompt}\n\n# Your previous answer was not valid: {problem}{quoted}\n\n"
+        "Answer again with only the ReviewFeedback JSON object."
+    )

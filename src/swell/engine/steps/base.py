@@ -1,0 +1,44 @@
+"""What a step kind is: how its visits run, how lint checks it, how it shows, and the
+traits the engine routes by. One subclass per kind, one module each."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from swell.engine.context import StepResult, VisitContext
+from swell.errors import Problem
+from swell.events.models import Progress
+from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Step
+
+
+class StepKind:
+    """A step type (`type:` in a pipeline, or inferred from the fields a step sets).
+
+    A new kind is a module with a subclass and one registry line (engine/steps/registry.py,
+    or the `swell.step_kinds` entry-point group for a plugin).
+    """
+
+    name: ClassVar[str]
+    # routes on the outcome of the visit that led to it instead of doing work (a router)
+    inherits_outcome: ClassVar[bool] = False
+    # its visits are rounds of the run's history (`swell thread`, threads)
+    records_round: ClassVar[bool] = True
+    # the same failure again and again trips the circuit breaker
+    counts_for_breaker: ClassVar[bool] = True
+    progress: ClassVar[Progress] = "line"
+
+    async def run(self, ctx: VisitContext) -> StepResult:
+        raise NotImplementedError
+
+    def detail(self, step: Step) -> str | None:
+        """One line for people saying what a visit does (the command, the sub-pipeline)."""
+        return None
+
+    def problems(self, scope: LintScope) -> list[Problem]:
+        """What `swell validate` reports about a step of this kind."""
+        return []
+
+    def choice_targets(self, step: Step) -> list[str | None]:
+        """Steps a visit may route to by choice (a gate's choices); None: on as usual."""
+        return []

@@ -1,0 +1,33 @@
+"""Step kinds by `type`; `swell validate` rejects any type not in the registry."""
+
+from __future__ import annotations
+
+from swell.engine.steps.base import StepKind
+from swell.manifest.models import Step
+from swell.registry import Registry
+
+# built-in kinds are imported on first use: a run of command steps never loads
+# the adapter machinery, which keeps `swell run` quick to start
+BUILTIN = {
+    "prompt": "swell.engine.steps.prompt:KIND",
+    "command": "swell.engine.steps.command:KIND",
+    "conditional": "swell.engine.steps.conditional:KIND",
+    "gate": "swell.engine.steps.gate:KIND",
+    "pipeline": "swell.engine.steps.pipeline:KIND",
+}
+
+
+class StepKinds(Registry[StepKind]):
+    def __init__(self) -> None:
+        super().__init__("step type", "swell.step_kinds")
+
+    def of(self, step: Step) -> StepKind:
+        return self.get(step.kind)
+
+
+def default_step_kinds() -> StepKinds:
+    """Built-in kinds plus any installed through entry points."""
+    kinds = StepKinds()
+    for name, target in BUILTIN.items():
+        kinds.register(name, target)
+    return kinds

@@ -1,0 +1,449 @@
+"""An in-memory store: the same behaviour as SqliteStore, without a file.
+
+For an in-process engine test harness and for users' own tests. Several handles can
+share one database the way several SqliteStore objects share a file: pass one
+handle's `database` to the next (`MemoryStore(store.database)`).
+
+The tables mirror the SQLite schema: a record is a dict of column values (JSON
+columns as JSON text) and rows are decoded by the same `row_from`. Every call holds
+the database's lock; a batch that fails is undone from a journal, so readers never
+see part of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from swell.errors import StoreError
+from swell.events.models import BaseEvent, Event, event_json, parse_event
+from swell.store.records import INSERTS, PRIMARY_KEYS, Record
+from swell.store.rows import (
+    ArtifactRow,
+    GateRow,
+    ReviewRow,
+    RoundRow,
+    RunRow,
+    VisitRow,
+    row_from,
+)
+from swell.store.rules import decide, now_iso, one_run, pending
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Table = dict[Any, Record]  # one run's rows by primary key (the run id left out)
+_MISSING = object()
+R = TypeVar("R", bound="DataclassInstance")
+
+
+TABLES = ("events", *PRIMARY_KEYS)
+
+
+@dataclass
+class MemoryDatabase:
+    """The shared tables; open handles on it with `MemoryStore(database)`."""
+
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    runs: dict[str, Record] = field(default_factory=dict)  # insertion order is SQLite's rowid
+    # table name -> run id -> that run's rows by primary key (events: by seq)
+    tables: dict[str, dict[str, Table]] = field(
+        default_factory=lambda: {name: {} for name in TABLES}
+    )
+    # run id -> (thread, thread_round) -> round: the unique index of the rounds table
+    thread_rounds: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+
+    def table(self, name: str, run_id: str) -> Table:
+        """One run's rows of a table (to write: it is created when missing)."""
+        return self.tables[name].setdefault(run_id, {})
+
+    def rows(self, name: str, run_id: str) -> Table:
+        """One run's rows of a table (to read)."""
+        return self.tables[name].get(run_id, {})
+
+
+class _Journal:
+    """The writes of one call, undone in reverse if the call fails."""
+
+    def __init__(self) -> None:
+        self._undo: list[tuple[dict[Any, Any], Any, Any]] = []
+
+    def put(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        self._undo.append((table, key, table.get(key, _MISSING)))
+        table[key] = value
+
+    def update(self, table: dict[Any, Record], key: Any, **changes: Any) -> None:
+        """Like SQL UPDATE: change the row if there is one."""
+        if key in table:
+            self.put(table, key, {**table[key], **changes})
+
+    def delete(self, table: dict[Any, Any], key: Any) -> None:
+        if key in table:
+            self._undo.append((table, key, table.pop(key)))
+
+    def rollback(self) -> None:
+        for table, key, old in reversed(self._undo):
+            if old is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = old
+
+
+# ------------------------------------------------------------------ projections
+# The same changes as SQLite's (`projections.py`), on the tables above.
+
+Projection = Callable[[MemoryDatabase, _Journal, Any], None]
+
+
+def _insert(table: str, build: Callable[[Any], Record]) -> Projection:
+    def project(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+        record = build(e)
+        key = tuple(record[column] for column in PRIMARY_KEYS[table])
+        journal.put(db.table(table, e.run_id), key, record)
+
+    return project
+
+
+_insert_round = _insert("rounds", INSERTS["round.recorded"][1])
+
+
+def _p_round(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+    """A round replaces the one of the same number, and the one of the same thread round."""
+    rounds, index = db.table("rounds", e.run_id), db.thread_rounds.setdefault(e.run_id, {})
+    old = rounds.get((e.round,))
+    if old and old["thread"] is not None and old["thread_round"] is not None:
+        journal.delete(index, (old["thread"], old["thread_round"]))
+    if e.thread is not None and e.thread_round is not None:
+        clash = index.get((e.thread, e.thread_round))
+        if clash is not None:
+            journal.delete(rounds, (clash,))
+        journal.put(index, (e.thread, e.thread_round), e.round)
+    _insert_round(db, journal, e)
+
+
+def _coalesce(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _p_run_status(status: str) -> Projection:
+    def project(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+        run = db.runs.get(e.run_id)
+        if run:
+            started = _coalesce(run["started_at"], e.ts)
+            journal.update(db.runs, e.run_id, status=status, started_at=started, updated_at=e.ts)
+
+    return project
+
+
+def _p_run_resumed(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+    journal.update(
+        db.runs,
+        e.run_id,
+        status="running",
+        finished_at=None,
+        error=None,
+        cancel_requested=0,
+        updated_at=e.ts,
+    )
+
+
+def _p_run_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+    journal.update(
+        db.runs,
+        e.run_id,
+        status=e.status,
+        finished_at=e.ts,
+        updated_at=e.ts,
+        error=e.error,
+        visits=e.visits,
+    )
+
+
+def _p_step_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+    journal.update(
+        db.table("visits", e.run_id),
+        (e.step_id, e.visit),
+        status="succeeded" if e.outcome == "success" else "failed",
+        outcome=e.outcome,
+        exit_code=e.exit_code,
+        error=e.error,
+        error_key=e.error_key,
+        output_tail=e.output_tail,
+        tokens_in=e.tokens_in,
+        tokens_out=e.tokens_out,
+        cost_usd=e.cost_usd,
+        finished_at=e.ts,
+        duration_ms=e.duration_ms,
+    )
+
+
+def _p_step_interrupted(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+    key = (e.step_id, e.visit)
+    journal.update(
+        db.table("visits", e.run_id), key, status="interrupted", finished_at=e.ts, error=e.reason
+    )
+    gates = db.table("gates", e.run_id)
+    if key in gates and gates[key]["status"] == "waiting":
+        journal.update(gates, key, status="cancelled")
+
+
+def _p_gate_resolved(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+    gates, key = db.table("gates", e.run_id), (e.step_id, e.visit)
+    if key in gates:
+        journal.update(
+            gates,
+            key,
+            status=e.decision,
+            decision=e.decision,
+            choice=e.choice,
+            reason=e.reason,
+            decided_by=_coalesce(gates[key]["decided_by"], e.by),
+            decided_at=_coalesce(gates[key]["decided_at"], e.ts),
+        )
+    run = db.runs.get(e.run_id)
+    if run and run["status"] == "waiting":
+        journal.update(db.runs, e.run_id, status="running")
+
+
+PROJECTIONS: dict[str, Projection] = {
+    **{kind: _insert(table, build) for kind, (table, build) in INSERTS.items()},
+    "round.recorded": _p_round,
+    "run.started": _p_run_status("running"),
+    "run.resumed": _p_run_resumed,
+    "run.waiting": _p_run_status("waiting"),
+    "run.finished": _p_run_finished,
+    "step.finished": _p_step_finished,
+    "step.interrupted": _p_step_interrupted,
+    "gate.resolved": _p_gate_resolved,
+}
+
+
+class MemoryStore:
+    """A handle on an in-memory database: a new private one, or `database`."""
+
+    location = "memory:"
+
+    def __init__(self, database: MemoryDatabase | None = None) -> None:
+        self.database = database or MemoryDatabase()
+        self._open = True
+
+    def close(self) -> None:
+        """This handle is done; other handles keep the database."""
+        self._open = False
+
+    # ------------------------------------------------------------------ writing
+
+    def create_run(
+        self,
+        *,
+        run_id: str,
+        pipeline: str,
+        input_text: str,
+        workspace: str,
+        pipeline_path: str | None = None,
+        project_root: str | None = None,
+        parent_run_id: str | None = None,
+        parent_step_id: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        stamp = now_iso()
+        record = {
+            "id": run_id,
+            "pipeline": pipeline,
+            "pipeline_path": pipeline_path,
+            "project_root": project_root,
+            "status": "pending",
+            "input": input_text,
+            "parent_run_id": parent_run_id,
+            "parent_step_id": parent_step_id,
+            "workspace": workspace,
+            "options": json.dumps(options or {}),
+            "created_at": stamp,
+            "started_at": None,
+            "finished_at": None,
+            "updated_at": stamp,
+            "error": None,
+            "visits": 0,
+            "owner_pid": os.getpid(),
+            "cancel_requested": 0,
+        }
+        with self._write() as journal:
+            if run_id in self.database.runs:
+                raise StoreError(f"run {run_id} already exists")
+            journal.put(self.database.runs, run_id, record)
+
+    def claim(self, run_id: str, pid: int) -> None:
+        """Record which process is executing the run."""
+        with self._write() as journal:
+            journal.update(self.database.runs, run_id, owner_pid=pid, updated_at=now_iso())
+
+    def emit(self, events: Sequence[BaseEvent]) -> None:
+        """Store a batch of events and their projections atomically."""
+        if not events:
+            return
+        db = self.database
+        with self._write() as journal:
+            for event in events:
+                data = event_json(event)
+                kind = getattr(event, "type", "")
+                log = db.table("events", event.run_id)
+                if event.seq in log:
+                    raise StoreError(f"event {event.seq} of run {event.run_id} is already stored")
+                record = {
+                    "ts": event.ts,
+                    "type": kind,
+                    "step_id": event.step_id,
+                    "visit": event.visit,
+                    "data": data,
+                }
+                journal.put(log, event.seq, record)
+                project = PROJECTIONS.get(kind)
+                if project:
+                    project(db, journal, event)
+
+    def decide_gate(
+        self,
+        run_id: str,
+        step_id: str | None,
+        decision: Literal["approved", "rejected"],
+        *,
+        choice: str | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> GateRow:
+        """Record a person's decision on a waiting gate; the running process acts on it."""
+        with self._write() as journal:
+            gate = decide(self.gates(run_id), run_id, step_id, decision, choice, reason, by)
+            journal.update(
+                self.database.table("gates", run_id),
+                (gate.step_id, gate.visit),
+                decision=decision,
+                choice=choice,
+                reason=reason,
+                decided_by=by,
+                decided_at=now_iso(),
+            )
+            return gate
+
+    def request_cancel(self, run_id: str) -> None:
+        with self._write() as journal:
+            journal.update(self.database.runs, run_id, cancel_requested=1)
+
+    # ------------------------------------------------------------------ reading
+
+    def get_run(self, run_id: str) -> RunRow:
+        with self._read() as db:
+            if run_id in db.runs:
+                return self._run(db.runs[run_id])
+            found = [r for r in db.runs.values() if r["id"].startswith(run_id)][:2]
+            return one_run(run_id, [self._run(r) for r in found], self.location)
+
+    def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
+        with self._read() as db:
+            order = {run_id: n for n, run_id in enumerate(db.runs)}
+            runs = [r for r in db.runs.values() if include_children or r["parent_run_id"] is None]
+            runs.sort(key=lambda r: (r["created_at"], order[r["id"]]), reverse=True)
+            return [self._run(r) for r in (runs[:limit] if limit >= 0 else runs)]
+
+    def children(self, run_id: str) -> list[RunRow]:
+        with self._read() as db:
+            # dicts keep insertion order and sort() is stable: ties stay in rowid order
+            runs = [r for r in db.runs.values() if r["parent_run_id"] == run_id]
+            runs.sort(key=lambda r: r["created_at"])
+            return [self._run(r) for r in runs]
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return [parse_event(data) for data in self.raw_events(run_id, after_seq)]
+
+    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
+        with self._read() as db:
+            log = db.rows("events", run_id)
+            return [log[seq]["data"] for seq in sorted(log) if seq > after_seq]
+
+    def visits(self, run_id: str) -> list[VisitRow]:
+        return self._select(VisitRow, "visits", run_id, "started_at")
+
+    def artifacts(self, run_id: str) -> list[ArtifactRow]:
+        return self._select(ArtifactRow, "artifacts", run_id, "created_at")
+
+    def context(self, run_id: str) -> dict[str, str]:
+        with self._read() as db:
+            return {r["key"]: r["value"] for _, r in sorted(db.rows("context", run_id).items())}
+
+    def gates(self, run_id: str) -> list[GateRow]:
+        return self._select(GateRow, "gates", run_id, "created_at")
+
+    def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
+        """A decision recorded for a gate the run has not acted on yet."""
+        return pending(self.gates(run_id), step_id, visit)
+
+    def reviews(self, run_id: str) -> list[ReviewRow]:
+        return self._select(ReviewRow, "reviews", run_id, "ts")
+
+    def cancel_requested(self, run_id: str) -> bool:
+        with self._read() as db:
+            run = db.runs.get(run_id)
+            return bool(run and run["cancel_requested"])
+
+    # ------------------------------------------------------------------ rounds
+
+    def round_count(self, run_id: str, thread: str | None) -> int:
+        with self._read() as db:
+            if thread is None:
+                return max((n for (n,) in db.rows("rounds", run_id)), default=0)
+            index = db.thread_rounds.get(run_id, {})
+            return max((n for t, n in index if t == thread), default=0)
+
+    def rounds_between(
+        self, run_id: str, thread: str | None, first: int, last: int
+    ) -> list[RoundRow]:
+        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
+        with self._read() as db:
+            table = db.rows("rounds", run_id)
+            if thread is None:
+                keys = {n: (n,) for (n,) in table}
+            else:
+                index = db.thread_rounds.get(run_id, {})
+                keys = {n: (r,) for (t, n), r in index.items() if t == thread}
+            wanted = sorted(n for n in keys if first <= n <= last)
+            return [row_from(RoundRow, {**table[keys[n]], "id": n}) for n in wanted]
+
+    # ---------------------------------------------------------------- internals
+
+    @contextmanager
+    def _read(self) -> Iterator[MemoryDatabase]:
+        if not self._open:
+            raise StoreError(f"the store {self.location} is closed")
+        with self.database.lock:
+            yield self.database
+
+    @contextmanager
+    def _write(self) -> Iterator[_Journal]:
+        with self._read():
+            journal = _Journal()
+            try:
+                yield journal
+            except BaseException:
+                journal.rollback()
+                raise
+
+    def _run(self, record: Record) -> RunRow:
+        """A run row with the fields SQLite derives for runs still going."""
+        run_id = record["id"]
+        visits = record["visits"]
+        if record["finished_at"] is None:
+            table = self.database.rows("visits", run_id)
+            visits = sum(v["status"] in ("succeeded", "failed") for v in table.values())
+        last_seq = max(self.database.rows("events", run_id), default=0)
+        return row_from(RunRow, {**record, "visits": visits, "last_seq": last_seq})
+
+    def _select(self, cls: type[R], table: str, run_id: str, order: str) -> list[R]:
+        """One run's rows ordered by `order`, then by primary key, as SQLite orders them."""
+        with self._read() as db:
+            rows = db.rows(table, run_id)
+            return [row_from(cls, rows[k]) for k in sorted(rows, key=lambda k: (rows[k][order], k))]

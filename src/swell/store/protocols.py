@@ -1,0 +1,138 @@
+"""What consumers may ask of a store, as narrow protocols; `Store` is all of them.
+
+Every backend (`SqliteStore`, `MemoryStore`, later Postgres) implements `Store`, and
+`tests/store/test_conformance.py` runs one suite against each. A consumer asks for the
+narrowest protocol it uses: the engine's gate and cancel checks a `RunReader`,
+`swell thread` a `ThreadReader`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RoundRow, RunRow, VisitRow
+
+if TYPE_CHECKING:
+    from swell.events.models import BaseEvent, Event
+
+
+class RunWriter(Protocol):
+    """Writes runs and their events; also the event sink the run loop commits to.
+
+    One process runs a run and is its only event writer; other processes write only
+    decisions (gate approvals, cancel requests). Every call is one transaction.
+    """
+
+    def create_run(
+        self,
+        *,
+        run_id: str,
+        pipeline: str,
+        input_text: str,
+        workspace: str,
+        pipeline_path: str | None = None,
+        project_root: str | None = None,
+        parent_run_id: str | None = None,
+        parent_step_id: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a `pending` run owned by this process; StoreError if the id exists."""
+        ...
+
+    def claim(self, run_id: str, pid: int) -> None:
+        """Record which process is executing the run."""
+        ...
+
+    def emit(self, events: Sequence[BaseEvent]) -> None:
+        """Store a batch of stamped events and update the projections, all or nothing.
+
+        A (run_id, seq) already stored, or twice in the batch, is a StoreError and
+        nothing of the batch is kept.
+        """
+        ...
+
+    def decide_gate(
+        self,
+        run_id: str,
+        step_id: str | None,
+        decision: Literal["approved", "rejected"],
+        *,
+        choice: str | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> GateRow:
+        """Record a person's decision on the waiting gate (RunStateError if none fits)."""
+        ...
+
+    def request_cancel(self, run_id: str) -> None:
+        """Ask the process executing the run to stop it."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class RunReader(Protocol):
+    """Runs and what their events left in the store."""
+
+    def get_run(self, run_id: str) -> RunRow:
+        """The run with this id, or the one run whose id starts with it (RunNotFound)."""
+        ...
+
+    def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
+        """Runs, newest first."""
+        ...
+
+    def children(self, run_id: str) -> list[RunRow]:
+        """The run's sub-pipeline runs, oldest first."""
+        ...
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """The run's events with seq > after_seq, in seq order."""
+        ...
+
+    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
+        """The same events as their stored JSON text."""
+        ...
+
+    def visits(self, run_id: str) -> list[VisitRow]:
+        """Visits in the order they started."""
+        ...
+
+    def artifacts(self, run_id: str) -> list[ArtifactRow]: ...
+
+    def context(self, run_id: str) -> dict[str, str]:
+        """The run's context values, by key."""
+        ...
+
+    def gates(self, run_id: str) -> list[GateRow]:
+        """Every gate the run reached, in the order they started waiting."""
+        ...
+
+    def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
+        """A decision recorded for a gate the run has not acted on yet."""
+        ...
+
+    def reviews(self, run_id: str) -> list[ReviewRow]:
+        """Agent reviews, in the order they completed."""
+        ...
+
+    def cancel_requested(self, run_id: str) -> bool: ...
+
+
+class ThreadReader(Protocol):
+    """A run's rounds by id, for `swell thread` (ids are the thread's own when one is named)."""
+
+    def round_count(self, run_id: str, thread: str | None) -> int:
+        """The highest round id, 0 when there is none."""
+        ...
+
+    def rounds_between(
+        self, run_id: str, thread: str | None, first: int, last: int
+    ) -> list[RoundRow]:
+        """Rounds with first <= id <= last, in id order."""
+        ...
+
+
+class Store(RunWriter, RunReader, ThreadReader, Protocol):
+    """Everything a store backend provides."""

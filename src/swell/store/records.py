@@ -1,0 +1,149 @@
+"""The rows events add to the store's tables, built once for every backend.
+
+An event kind in `INSERTS` adds (or replaces) one row of a table, keyed by the
+table's primary key; every column is given, so a backend stores the record as it
+is. JSON-valued columns are JSON text here (see `rows.JSON_COLUMNS`). Events that
+change rows already there are each backend's own projections.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+Record = dict[str, Any]
+
+# primary keys within a run (every table's key starts with run_id)
+PRIMARY_KEYS = {
+    "visits": ("step_id", "visit"),
+    "context": ("key",),
+    "artifacts": ("step_id", "visit", "name"),
+    "gates": ("step_id", "visit"),
+    "rounds": ("round",),
+    "reviews": ("step_id", "visit", "contract"),
+}
+
+
+def _json(value: Any) -> str:
+    """An event field as JSON text; pydantic models in it become their fields."""
+    return json.dumps(value, default=lambda model: model.model_dump(mode="json"))
+
+
+def _visit(e: Any) -> Record:
+    return {
+        "run_id": e.run_id,
+        "step_id": e.step_id,
+        "visit": e.visit,
+        "kind": e.kind,
+        "status": "running",
+        "outcome": None,
+        "exit_code": None,
+        "error": None,
+        "error_key": None,
+        "output_tail": None,
+        "persona": e.persona,
+        "adapter": e.adapter,
+        "model": e.model,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cost_usd": 0.0,
+        "started_at": e.ts,
+        "finished_at": None,
+        "duration_ms": None,
+    }
+
+
+def _context(e: Any) -> Record:
+    return {
+        "run_id": e.run_id,
+        "key": e.key,
+        "value": e.value,
+        "step_id": e.step_id,
+        "visit": e.visit,
+        "updated_at": e.ts,
+    }
+
+
+def _artifact(e: Any) -> Record:
+    return {
+        "run_id": e.run_id,
+        "step_id": e.step_id or "",
+        "visit": e.visit or 0,
+        "name": e.name,
+        "path": e.path,
+        "sha256": e.sha256,
+        "size": e.size,
+        "type": e.artifact_type,
+        "created_at": e.ts,
+    }
+
+
+def _gate(e: Any) -> Record:
+    return {
+        "run_id": e.run_id,
+        "step_id": e.step_id,
+        "visit": e.visit,
+        "gate_type": e.gate_type,
+        "status": "waiting",
+        "message": e.message,
+        "choices": _json(e.choices),
+        "deadline": e.deadline,
+        "decision": None,
+        "choice": None,
+        "reason": None,
+        "decided_by": None,
+        "created_at": e.ts,
+        "decided_at": None,
+    }
+
+
+def _round(e: Any) -> Record:
+    return {
+        "run_id": e.run_id,
+        "round": e.round,
+        "thread": e.thread,
+        "thread_round": e.thread_round,
+        "step_id": e.step_id,
+        "visit": e.visit,
+        "role": e.role,
+        "persona": e.persona,
+        "ts": e.ts,
+        "metadata": json.dumps(e.metadata, default=str),
+        "content": e.content,
+    }
+
+
+def _review(e: Any) -> Record:
+    return {
+        "run_id": e.run_id,
+        "step_id": e.step_id,
+        "visit": e.visit,
+        "contract": e.index,
+        "for_step": e.for_step,
+        "reviewer": e.reviewer,
+        "adapter": e.adapter,
+        "model": e.model,
+        "verdict": e.verdict,
+        "issues": _json(e.issues),
+        "suggestions": _json(e.suggestions),
+        "confidence": e.confidence,
+        "summary": e.summary,
+        "error": e.error,
+        "tokens_in": e.tokens_in,
+        "tokens_out": e.tokens_out,
+        "cost_usd": e.cost_usd,
+        "duration_ms": e.duration_ms,
+        "ts": e.ts,
+    }
+
+
+# event type -> (table, the row it adds or replaces)
+INSERTS: dict[str, tuple[str, Callable[[Any], Record]]] = {
+    "step.started": ("visits", _visit),
+    "context.set": ("context", _context),
+    "artifact.written": ("artifacts", _artifact),
+    "gate.waiting": ("gates", _gate),
+    "round.recorded": ("rounds", _round),
+    "review.completed": ("reviews", _review),
+}

@@ -1,0 +1,148 @@
+"""The rows every store backend returns: plain dataclasses, the same for all backends.
+
+Backends keep JSON-valued columns (a run's options, a gate's choices, a round's
+metadata, a review's issues and suggestions) as JSON text and decode them on the way
+out with `row_from`, so every read returns fresh objects and every backend normalises
+values the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    # types only: readers such as `swell thread` stay clear of the pydantic event models
+    from swell.events.models import GateVerdict, Outcome, RunStatus
+
+VisitStatus = Literal["running", "succeeded", "failed", "interrupted"]
+GateStatus = Literal["waiting", "approved", "rejected", "timeout", "cancelled"]
+
+
+@dataclass
+class RunRow:
+    id: str
+    pipeline: str
+    status: RunStatus
+    input: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str | None
+    error: str | None
+    visits: int  # finished visits so far while the run goes on; the final count once it ended
+    last_seq: int  # the newest event's seq, 0 before the first
+    parent_run_id: str | None
+    parent_step_id: str | None
+    workspace: str | None
+    pipeline_path: str | None
+    project_root: str | None
+    owner_pid: int | None
+    options: dict[str, Any]
+
+
+@dataclass
+class VisitRow:
+    step_id: str
+    visit: int
+    kind: str | None
+    status: VisitStatus
+    outcome: Outcome | None
+    exit_code: int | None
+    error: str | None
+    started_at: str | None
+    finished_at: str | None
+    duration_ms: int | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+
+
+@dataclass
+class ArtifactRow:
+    step_id: str  # "" for artifacts of the run rather than of a step
+    visit: int  # 0 likewise
+    name: str
+    path: str
+    sha256: str
+    size: int
+    type: str | None
+
+
+@dataclass
+class RoundRow:
+    id: int  # the run-wide round number, or the thread's own when a thread is asked for
+    role: str | None
+    ts: str
+    metadata: dict[str, Any]
+    content: str
+    thread: str | None
+
+
+@dataclass
+class GateRow:
+    run_id: str
+    step_id: str
+    visit: int
+    gate_type: str
+    status: GateStatus  # `waiting` until the run acts on a decision (or the visit ends)
+    message: str | None
+    choices: list[dict[str, Any]]  # {"key", "label", "target"} each
+    deadline: str | None
+    decision: GateVerdict | None  # set by a person's decision before the run picks it up
+    choice: str | None
+    reason: str | None
+    decided_by: str | None
+
+
+@dataclass
+class ReviewRow:
+    step_id: str
+    visit: int
+    contract: int  # the contract's index in its step
+    for_step: str | None
+    reviewer: str
+    adapter: str | None
+    model: str | None
+    verdict: str | None  # None when the reviewer could not give one
+    issues: list[dict[str, Any]]
+    suggestions: list[str]
+    confidence: float | None
+    summary: str | None
+    error: str | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    duration_ms: int
+    ts: str
+
+
+# columns stored as JSON text, and what an empty one reads as
+JSON_COLUMNS: dict[str, Callable[[], Any]] = {
+    "options": dict,
+    "choices": list,
+    "metadata": dict,
+    "issues": list,
+    "suggestions": list,
+}
+
+R = TypeVar("R", bound="DataclassInstance")
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def row_from(cls: type[R], columns: Mapping[str, Any]) -> R:
+    """A row of `cls` from a backend's columns by name; JSON columns are decoded."""
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+    values = {}
+    for name in names:
+        value = columns[name]
+        if name in JSON_COLUMNS:
+            value = json.loads(value) if value else JSON_COLUMNS[name]()
+        values[name] = value
+    return cls(**values)

@@ -1,0 +1,74 @@
+"""Rules every store backend applies the same way: run lookup, gate decisions, timestamps.
+
+A backend fetches the rows; these functions decide, so the errors people see are the
+same whatever the backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Literal
+
+from swell.errors import RunNotFound, RunStateError
+from swell.store.rows import GateRow, RunRow
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def one_run(run_id: str, matches: Sequence[RunRow], where: str) -> RunRow:
+    """The run an id prefix names, from (at most two of) the runs whose id starts with it."""
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise RunNotFound(f"run id prefix '{run_id}' matches several runs")
+    raise RunNotFound(f"no run '{run_id}' in {where} (see `swell list`)")
+
+
+def decide(
+    gates: Sequence[GateRow],
+    run_id: str,
+    step_id: str | None,
+    decision: Literal["approved", "rejected"],
+    choice: str | None,
+    reason: str | None,
+    by: str | None,
+) -> GateRow:
+    """The waiting gate a person's decision applies to, with the decision filled in.
+
+    The backend stores decision, choice, reason and decided_by of the returned row;
+    its status stays `waiting` until the run acts on the decision.
+    """
+    waiting = [g for g in gates if g.status == "waiting"]
+    if step_id:
+        waiting = [g for g in waiting if g.step_id == step_id]
+    if not waiting:
+        what = f"step '{step_id}' of run {run_id}" if step_id else f"run {run_id}"
+        raise RunStateError(f"no gate is waiting at {what}")
+    if len(waiting) > 1:
+        names = ", ".join(g.step_id for g in waiting)
+        raise RunStateError(f"several gates are waiting ({names}); name the step")
+    gate = waiting[0]
+    if gate.decision is not None:
+        raise RunStateError(
+            f"gate '{gate.step_id}' was already {gate.decision}; the run has not "
+            "picked the decision up yet (is it running? try `swell resume`)"
+        )
+    keys = [c["key"] for c in gate.choices]
+    if choice is not None and keys and choice not in keys:
+        raise RunStateError(
+            f"'{choice}' is not a choice of gate '{gate.step_id}' (choices: {', '.join(keys)})"
+        )
+    return replace(gate, decision=decision, choice=choice, reason=reason, decided_by=by)
+
+
+def pending(gates: Sequence[GateRow], step_id: str, visit: int) -> GateRow | None:
+    """A decision recorded for a gate the run has not acted on yet."""
+    for gate in gates:
+        waiting = gate.step_id == step_id and gate.visit == visit and gate.status == "waiting"
+        if waiting and gate.decision:
+            return gate
+    return None

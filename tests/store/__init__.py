@@ -1,0 +1,1 @@
+"""The store conformance suite: one set of tests, run against every backend."""
