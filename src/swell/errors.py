@@ -69,6 +69,12 @@ class RunStateError(SwellError):
     """The run exists but the operation does not fit its status."""
 
 
+class RunBusy(RunStateError):
+    """Another process is executing the run (`swell resume` twice, or resume and cancel)."""
+
+    exit_code = 4
+
+
 class StoreError(SwellError):
     """The state database cannot be opened or written."""
 

@@ -2,8 +2,10 @@
 
 New process group, stdin closed (or fed and closed), stdout/stderr read
 concurrently with a size cap, and a timeout or cancellation ends the whole group
-(SIGTERM, grace, SIGKILL) so no orphan survives. A pid file, when asked for, lets
-`swell resume` stop the group a killed swell process left behind.
+(SIGTERM, grace, SIGKILL). Processes that left the group (`setsid`, a double fork)
+are found by the markers every visit puts in its processes' environment
+(`find_marked`, `stop_marked`): the engine sweeps them after each visit, and
+`swell resume` stops what a killed swell process left behind.
 """
 
 from __future__ import annotations
@@ -16,10 +18,25 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
 DRAIN_SECONDS = 1.0
+SWEEP_ROUNDS = 5  # a process may fork while it is being stopped; look again this often
+POLL_SECONDS = 0.05
+
+_spawned = 0  # processes started through this module, ever (see `spawned`)
+
+
+def spawned() -> int:
+    """How many processes this module has started in this swell process. A caller that
+    sees it unchanged across some work knows that work started no process (and can
+    skip looking for leftovers)."""
+    return _spawned
+
+
+def _count_spawn() -> None:
+    global _spawned
+    _spawned += 1
 
 
 @dataclass
@@ -60,40 +77,93 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def marked_groups(markers: Sequence[str]) -> set[int]:
-    """Process groups of the processes whose environment holds every one of `markers`
-    (`NAME=value`). Linux only (reads /proc); elsewhere nothing is found."""
+@dataclass(frozen=True)
+class Marked:
+    """A live process whose environment carries the markers looked for."""
+
+    pid: int
+    pgid: int
+    command: str  # its command line, cut to 200 characters
+
+    def __str__(self) -> str:
+        return f"{self.pid} ({self.command})"
+
+
+def _read(path: str, limit: int = 1 << 20) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        size = 0
+        while size < limit and (data := os.read(fd, 65536)):
+            chunks.append(data)
+            size += len(data)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def find_marked(markers: Sequence[str]) -> list[Marked]:
+    """Live processes whose environment holds every one of `markers` (`NAME=value`),
+    swell itself excepted. Linux only (reads /proc); elsewhere nothing is found. A
+    zombie has no environment left and is not found."""
     needles = [m.encode() for m in markers]
-    groups: set[int] = set()
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return groups
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
+    found: list[Marked] = []
+    if not os.path.isdir("/proc"):
+        return found
+    me, my_group = os.getpid(), os.getpgrp()
+    with os.scandir("/proc") as entries:
+        pids = [int(e.name) for e in entries if e.name.isdigit()]
+    for pid in pids:
+        if pid == me:
             continue
         try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            if all(n in environ for n in needles):
-                groups.add(os.getpgid(int(entry.name)))
-        except OSError:  # gone, or not ours to read
+            environ = _read(f"/proc/{pid}/environ").split(b"\0")
+            if not all(n in environ for n in needles):
+                continue
+            pgid = os.getpgid(pid)
+            command = _read(f"/proc/{pid}/cmdline", 4096).replace(b"\0", b" ").strip()
+        except (OSError, ValueError):  # gone, or not ours to read
             continue
-    groups.discard(os.getpgrp())
-    return groups
+        if pgid != my_group:
+            found.append(Marked(pid, pgid, command.decode(errors="replace")[:200]))
+    return found
 
 
-async def stop_marked(markers: Sequence[str], grace: float = 1.0) -> int:
-    """SIGTERM, then after `grace` SIGKILL, every group `marked_groups` finds.
+def marked_groups(markers: Sequence[str]) -> set[int]:
+    """Process groups of the processes `find_marked` finds."""
+    return {m.pgid for m in find_marked(markers)}
 
-    Steps run in process groups of their own (and agents start more), so a swell that
-    was killed leaves them running; resume uses this to stop what a visit left behind.
-    Returns how many groups were signalled."""
-    groups = marked_groups(markers)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for group in groups:
-            _signal_group(group, sig)
-        if groups and sig == signal.SIGTERM:
-            await asyncio.sleep(grace)
-    return len(groups)
+
+def _signal_all(found: Sequence[Marked], sig: int) -> None:
+    for group in {m.pgid for m in found}:
+        _signal_group(group, sig)
+    for m in found:  # a member that moved to another group since it was found
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(m.pid, sig)
+
+
+async def stop_marked(markers: Sequence[str], grace: float = 1.0) -> list[Marked]:
+    """End every process `find_marked` finds, with its process group: SIGTERM, up to
+    `grace` seconds to exit, then SIGKILL; looked for again (a process may have forked
+    meanwhile) until none is left. Steps run in process groups of their own and may
+    leave them (`setsid`, double forks), so the groups alone do not find everything.
+    Returns what was found (empty: nothing was running)."""
+    stopped: dict[int, Marked] = {}
+    found = find_marked(markers)
+    for _ in range(SWEEP_ROUNDS):
+        if not found:
+            break
+        stopped.update((m.pid, m) for m in found)
+        _signal_all(found, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while found and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_SECONDS)
+            found = find_marked(markers)
+        if found:
+            _signal_all(found, signal.SIGKILL)
+            await asyncio.sleep(POLL_SECONDS)
+            found = find_marked(markers)
+    return list(stopped.values())
 
 
 class _Child:
@@ -200,6 +270,7 @@ async def run_process(
         assert streamed.result is not None
         return streamed.result
     started = time.monotonic()
+    _count_spawn()
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -276,6 +347,7 @@ class StreamedProcess:
     async def lines(self) -> AsyncIterator[str]:
         """Yield stdout lines; raises FileNotFoundError if the binary is missing."""
         started = time.monotonic()
+        _count_spawn()
         proc = await asyncio.create_subprocess_exec(
             *self.argv,
             cwd=self.cwd,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import secrets
 import shutil
 import signal
@@ -38,8 +37,10 @@ from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_pro
 from swell.manifest.loader import (
     LoadedPipeline,
     Project,
+    display_path,
     load_pipeline,
     load_project,
+    load_stored_pipeline,
 )
 from swell.store.location import open_store, state_dir_for
 from swell.store.protocols import RunReader, Store
@@ -88,29 +89,22 @@ def open_runtime(start: Path | None = None) -> Runtime:
 
 def check_pipeline(rt: Runtime, name: str) -> tuple[LoadedPipeline, LintReport]:
     """Load and lint a pipeline; errors raise ManifestError, warnings are returned."""
+    loaded = load_pipeline(rt.project.root, name)
+    return loaded, check_loaded(rt, loaded)
+
+
+def check_loaded(rt: Runtime, loaded: LoadedPipeline) -> LintReport:
+    """Lint the project and a loaded pipeline; errors raise ManifestError."""
     lint_ctx = rt.registries.lint_context()
     report = lint_project(rt.project, lint_ctx)
-    loaded = load_pipeline(rt.project.root, name)
     report.problems += lint_pipeline(rt.project, loaded, lint_ctx).problems
     report.raise_errors()
-    return loaded, report
+    return report
 
 
 def new_run_id(pipeline: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{pipeline}-{stamp}-{secrets.token_hex(2)}"
-
-
-def is_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _check_tools(loaded: LoadedPipeline) -> None:
@@ -128,7 +122,7 @@ def create_run(
     parent: RunPlan | None = None,
     parent_step: str | None = None,
 ) -> RunPlan:
-    """Record a new run and return its plan."""
+    """Record a new run, claimed by this process, and return its plan."""
     _check_tools(loaded)
     run_id = new_run_id(loaded.name)
     workspace = parent.workspace if parent else rt.state_dir / "workspaces" / run_id
@@ -157,26 +151,81 @@ def create_run(
             "adapter": options.adapter,
             "model": options.model,
         },
+        pipeline_text=loaded.text,
     )
+    rt.store.claim(run_id)
     return plan
 
 
-def plan_for_resume(rt: Runtime, run: RunRow) -> tuple[RunPlan, RunState]:
-    """Rebuild a stored run's plan and state, refusing runs that cannot continue."""
+def _refuse_final(run: RunRow) -> None:
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}; start a new run instead")
-    if (
-        run.status in ("running", "waiting")
-        and run.owner_pid != os.getpid()
-        and is_alive(run.owner_pid)
-    ):
-        raise RunStateError(f"run {run.id} is being executed by process {run.owner_pid}")
-    pipeline_ref = (
-        run.pipeline_path
-        if run.pipeline_path and Path(run.pipeline_path).is_file()
-        else run.pipeline
-    )
-    loaded, _ = check_pipeline(rt, pipeline_ref)
+
+
+@dataclass
+class Resumption:
+    """A stored run, claimed by this process, ready to continue."""
+
+    plan: RunPlan
+    state: RunState
+    notes: list[str]  # for the person resuming (the pipeline file changed since, ...)
+
+
+def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
+    """Claim a stored run for this process (RunBusy when another one executes it), then
+    rebuild its plan and state from what its last executor left. Claiming first means
+    no other process can add events between the replay and this one's first event."""
+    run = rt.store.get_run(run_id)
+    _refuse_final(run)
+    rt.store.claim(run.id)
+    try:
+        run = rt.store.get_run(run.id)
+        _refuse_final(run)
+        return _resumption(rt, run)
+    except BaseException:
+        rt.store.release(run.id)
+        raise
+
+
+def _stored_pipeline(rt: Runtime, run: RunRow) -> tuple[LoadedPipeline, list[str]]:
+    """The pipeline as it was when the run started; runs stored before swell kept a
+    copy use the file as it is now."""
+    text = rt.store.pipeline_text(run.id)
+    path = Path(run.pipeline_path) if run.pipeline_path else None
+    if text is None or path is None:
+        ref = str(path) if path is not None and path.is_file() else run.pipeline
+        return load_pipeline(rt.project.root, ref), []
+    notes = []
+    try:
+        changed = path.read_text(encoding="utf-8") != text
+    except (OSError, UnicodeDecodeError):
+        changed = True
+    if changed:
+        notes.append(
+            f"{display_path(path)} changed since run {run.id} started; "
+            "it continues with the pipeline as it was then"
+        )
+    return load_stored_pipeline(path, text), notes
+
+
+def _missing_steps(loaded: LoadedPipeline, state: RunState) -> list[str]:
+    """Steps the run has been through that the pipeline no longer has."""
+    known = {s.id for s in loaded.pipeline.steps}
+    used = set(state.numbered) | {a.step_id for a in state.queue}
+    return sorted(used - known)
+
+
+def _resumption(rt: Runtime, run: RunRow) -> Resumption:
+    loaded, notes = _stored_pipeline(rt, run)
+    check_loaded(rt, loaded)
+    state = RunState.replay(run.id, rt.store.events(run.id))
+    missing = _missing_steps(loaded, state)
+    if missing:
+        names = ", ".join(f"'{m}'" for m in missing)
+        raise RunStateError(
+            f"run {run.id} cannot continue: pipeline {loaded.name} no longer has step "
+            f"{names} (renamed or removed since the run started)"
+        )
     opts = run.options
     options = RunOptions(
         auto_approve=bool(opts.get("auto_approve")),
@@ -195,7 +244,7 @@ def plan_for_resume(rt: Runtime, run: RunRow) -> tuple[RunPlan, RunState]:
         parent_step_id=run.parent_step_id,
         options=options,
     )
-    return plan, RunState.replay(run.id, rt.store.events(run.id))
+    return Resumption(plan, state, notes)
 
 
 class StoreGates:
@@ -232,7 +281,8 @@ class ChildRunner:
                 run = self.rt.store.get_run(request.resume_id)
                 if run.status in FINAL:
                     return ChildOutcome(run.id, run.status, run.error)
-                plan, state = plan_for_resume(self.rt, run)
+                resumed = claim_for_resume(self.rt, run.id)
+                plan, state = resumed.plan, resumed.state
             else:
                 loaded, _ = check_pipeline(self.rt, step.pipeline or "")
                 plan = create_run(
@@ -247,8 +297,10 @@ class ChildRunner:
                 request.on_start(plan.run_id, loaded.name)
         except SwellError as exc:
             return ChildOutcome(request.resume_id or "-", "failed", str(exc))
-        self.rt.store.claim(plan.run_id, os.getpid())
-        summary = await Runner(plan, self.services_for(), self.sink, state).run()
+        try:
+            summary = await Runner(plan, self.services_for(), self.sink, state).run()
+        finally:
+            self.rt.store.release(plan.run_id)
         return ChildOutcome(summary.run_id, summary.status, summary.error)
 
 
@@ -260,7 +312,8 @@ async def execute(
     state: RunState | None = None,
     prompter: GatePrompter | None = None,
 ) -> RunSummary:
-    """Run (or continue) a run to its end; Ctrl-C and SIGTERM stop it cleanly."""
+    """Run (or continue) a run this process has claimed to its end, then let it go;
+    Ctrl-C and SIGTERM stop it cleanly."""
     bus = EventBus(rt.store, *sinks)
 
     def services() -> Services:
@@ -274,7 +327,6 @@ async def execute(
             children=ChildRunner(rt, bus, services),
         )
 
-    rt.store.claim(plan.run_id, os.getpid())
     # everything alive now lives as long as the process; keep the collector off it
     gc.freeze()
     runner = Runner(plan, services(), bus, state)
@@ -286,17 +338,29 @@ async def execute(
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        rt.store.release(plan.run_id)
 
 
-def cancel_stored_run(rt: Runtime, run: RunRow) -> None:
-    """Cancel a run that no process is executing: close its open visits and finish it."""
-    state = RunState.replay(run.id, rt.store.events(run.id))
-    batch: list[ev.BaseEvent] = [
-        ev.StepInterrupted(step_id=v.step_id, visit=v.visit, reason="run cancelled")
-        for v in state.open.values()
-    ]
-    batch.append(ev.RunFinished(status="cancelled", error="cancelled", visits=state.total))
-    stamp = ev.now_iso()
-    for i, event in enumerate(batch, start=state.seq + 1):
-        event.run_id, event.seq, event.ts = run.id, i, stamp
-    rt.store.emit(batch)
+def cancel_stored_run(rt: Runtime, run: RunRow) -> list[str]:
+    """Cancel a run no process executes, and its unfinished sub-pipeline runs: close
+    their open visits and finish them. Returns the ids cancelled; RunBusy if a process
+    started executing one meanwhile."""
+    cancelled: list[str] = []
+    for child in rt.store.children(run.id):
+        if child.status not in FINAL:
+            cancelled += cancel_stored_run(rt, child)
+    rt.store.claim(run.id)
+    try:
+        state = RunState.replay(run.id, rt.store.events(run.id))
+        batch: list[ev.BaseEvent] = [
+            ev.StepInterrupted(step_id=v.step_id, visit=v.visit, reason="run cancelled")
+            for v in state.open.values()
+        ]
+        batch.append(ev.RunFinished(status="cancelled", error="cancelled", visits=state.total))
+        stamp = ev.now_iso()
+        for i, event in enumerate(batch, start=state.seq + 1):
+            event.run_id, event.seq, event.ts = run.id, i, stamp
+        rt.store.emit(batch)
+    finally:
+        rt.store.release(run.id)
+    return [*cancelled, run.id]

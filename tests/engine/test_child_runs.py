@@ -149,3 +149,21 @@ def test_a_crash_inside_a_child_then_resume_continues_that_child(tmp_path: Path)
         assert children == {child_id}, where
         closed_once(resumed.events)
     assert inside_child >= 3
+
+
+def test_cancelling_a_parent_cancels_its_running_child(h: Harness) -> None:
+    family(h, two="touch two.running; sleep 30")
+    ws = h.root / ".swell" / "workspaces"
+    # `swell cancel PARENT` arrives while the child's step runs
+    h.control.cancel_when = lambda run_id: any(ws.glob("*/two.running"))
+    parent = h.run("parent", "v1")
+    assert parent.status == "cancelled"
+    child_id, events = child_of(h, parent)
+    assert h.runs[child_id].runner.state.status == "cancelled"
+    finished = [e for e in events if isinstance(e, ev.RunFinished)]
+    assert [(e.status, e.error) for e in finished] == [("cancelled", "cancelled")]
+    assert [(e.step_id, e.reason) for e in events if isinstance(e, ev.StepInterrupted)] == [
+        ("two", "run cancelled")
+    ]
+    assert not [e for e in events if isinstance(e, ev.StepQueued) and e.reason == "resume"]
+    closed_once(events)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from agent_clis import cli_path
 from conftest import events, run_id_of, swell, swell_json, write_pipeline
+from twins.server import Reply, ToolCall, Twin
 
 MANIFEST = """
 kind: WaveManifest
@@ -210,3 +215,259 @@ steps:
     assert [(e["step_id"], e["relay"]) for e in evs if e["type"] == "relay.triggered"] == [
         ("left", 1)
     ]
+
+
+def test_relay_waits_for_the_tool_call_in_flight_and_hands_over_at_the_turn_boundary(
+    tmp_path: Path,
+) -> None:
+    """The turn that crosses the threshold asked for a tool call: it runs (its file is
+    written, the checkpoint lists it) before the agent is stopped; the turn after it
+    never starts."""
+    project = tmp_path / "p"
+    project.mkdir()
+    setup(
+        project,
+        """  - step: work
+    turns:
+      - {text: "reading", usage: {input_tokens: 10000, output_tokens: 50}}
+      - text: "writing the parser"
+        tool_call: {name: Write, target: src/parse.py}
+        files: {src/parse.py: "def parse(): ...\\n"}
+        usage: {input_tokens: 40000, cache_read_tokens: 45000, output_tokens: 50}
+        delay: 0.3
+      - {text: "next turn", usage: {input_tokens: 90000, output_tokens: 50}}
+    text: "never reached"
+"""
+        + CHECKPOINT.format(n=1)
+        + reply_with_turns(5_000, final="Finished the refactor."),
+    )
+    result = swell("run", "long", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    ws = Path(swell_json("status", run_id, cwd=project)["workspace"])
+    assert (ws / "src" / "parse.py").read_text() == "def parse(): ...\n"
+    evs = [e for e in events(project, run_id) if e["step_id"] == "work"]
+    kinds = [e["type"] for e in evs]
+    assert kinds.index("agent.tool_call") < kinds.index("relay.triggered")
+    triggered = next(e for e in evs if e["type"] == "relay.triggered")
+    assert triggered["tokens"] == 85_000
+    texts = [e["text"] for e in evs if e["type"] == "agent.text"]
+    assert "next turn" not in texts and "never reached" not in texts
+    fresh = calls(project, "work")[1]["prompt"]
+    assert "## Modified Files\n- src/app.py\n- src/parse.py" in fresh
+
+
+def test_a_checkpoint_path_planted_as_a_link_is_replaced_not_written_through(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    victim = tmp_path / "bashrc"
+    victim.write_text("# mine\n")
+    setup(
+        project,
+        reply_with_turns(90_000) + CHECKPOINT.format(n=1) + reply_with_turns(1_000, final="ok"),
+    )
+    write_pipeline(
+        project,
+        "long",
+        PIPELINE.replace(
+            'script: mkdir -p src && echo "draft" > src/app.py',
+            "script: |\n"
+            '      mkdir -p src && echo "draft" > src/app.py\n'
+            '      mkdir -p "../../runs/$SWELL_RUN_ID/work/1"\n'
+            f'      ln -s {victim} "../../runs/$SWELL_RUN_ID/work/1/checkpoint-1.md"',
+        ),
+    )
+    result = swell("run", "long", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert victim.read_text() == "# mine\n"
+    checkpoint = next(
+        e for e in events(project, run_id_of(result.stdout)) if e["type"] == "relay.checkpoint"
+    )
+    path = Path(checkpoint["path"])
+    assert not path.is_symlink() and path.read_text().startswith("# Checkpoint (relay 1)")
+
+
+@pytest.mark.agent_cli
+def test_claude_relays_after_the_tool_call_in_flight_has_run(tmp_path: Path) -> None:
+    """Real Claude Code against the twin: the reply that crosses the threshold asks for a
+    Write; the file is written and its result reported before swell stops the session."""
+    binary = cli_path("claude")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "replies.yaml").write_text("""replies:
+  - step: implement.checkpoint
+    text: |
+      ## Completed Work
+      Wrote proof.txt (CHECKPOINT-MARK).
+      ## Remaining Work
+      Say you are done.
+""")
+    (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+adapters:
+  claude: {{binary: {binary}}}
+  scripted: {{options: {{script: replies.yaml}}}}
+personas:
+  coder:
+    adapter: claude
+    model: claude-sonnet-4-5
+    permissions: {{allowed_tools: [Read, Write, Bash]}}
+  summarizer: {{adapter: scripted}}
+runtime:
+  relay: {{strategy: summarize_to_checkpoint, token_threshold_percent: 80, summarizer_persona: summarizer}}
+""")
+    write_pipeline(
+        project,
+        "fix",
+        """
+kind: WavePipeline
+metadata: {name: fix}
+steps:
+  - id: implement
+    persona: coder
+    exec: {type: prompt, source: "Write proof.txt."}
+""",
+    )
+    first = [
+        Reply(
+            tool_calls=[ToolCall("Bash", {"command": "echo step one"})],
+            usage={"input_tokens": 20_000, "cache_read_input_tokens": 40_000, "output_tokens": 30},
+        ),
+        Reply(
+            text="Writing the proof now.",
+            tool_calls=[ToolCall("Write", {"file_path": "proof.txt", "content": "written\n"})],
+            usage={"input_tokens": 30_000, "cache_read_input_tokens": 140_000, "output_tokens": 30},
+        ),
+        # the call after the Write's result: swell stops the session before it is answered
+        Reply(tool_calls=[ToolCall("Bash", {"command": "echo never"})], delay=10),
+    ]
+    fresh = [Reply(text="Done after the relay.")]
+
+    def choose(request: Any) -> Reply:
+        relayed = "CHECKPOINT-MARK" in json.dumps(request.body)
+        earlier = [
+            c
+            for c in request.twin.model_calls[:-1]
+            if ("CHECKPOINT-MARK" in json.dumps(c.body)) == relayed
+        ]
+        pool = fresh if relayed else first
+        return pool[min(len(earlier), len(pool) - 1)]
+
+    with Twin(choose, protocols=("anthropic",)) as twin:
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": twin.url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(tmp_path),
+        }
+        result = swell("run", "fix", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    ws = Path(swell_json("status", run_id, cwd=project)["workspace"])
+    assert (ws / "proof.txt").read_text() == "written\n"
+    evs = [e for e in events(project, run_id) if e["step_id"] == "implement"]
+    kinds = [(e["type"], e.get("name")) for e in evs]
+    assert kinds.index(("agent.tool_call", "Write")) < kinds.index(("relay.triggered", None))
+    triggered = [e for e in evs if e["type"] == "relay.triggered"]
+    assert len(triggered) == 1 and triggered[0]["tokens"] >= 160_000
+    resumed = next(c for c in twin.model_calls if "CHECKPOINT-MARK" in json.dumps(c.body))
+    assert "## Modified Files\\n- proof.txt" in json.dumps(resumed.body)
+    assert not any("echo never" in json.dumps(c.body) for c in twin.model_calls)
+
+
+def _opencode_project(tmp_path: Path, twin: Twin) -> tuple[Path, dict[str, str]]:
+    """A project whose coder is the real opencode CLI talking to `twin`."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "replies.yaml").write_text(
+        "replies:\n" + CHECKPOINT.format(n=1).replace("work.checkpoint", "implement.checkpoint")
+    )
+    (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+adapters:
+  opencode:
+    binary: {cli_path("opencode")}
+    options: {{base_url: "{twin.url}/v1", api_key_env: TWIN_API_KEY}}
+  scripted: {{options: {{script: replies.yaml}}}}
+personas:
+  coder:
+    adapter: opencode
+    model: twin-model
+    permissions: {{allowed_tools: [Read, Write, Bash]}}
+  summarizer: {{adapter: scripted}}
+runtime:
+  relay: {{strategy: summarize_to_checkpoint, token_threshold_percent: 80, context_window: 200000, summarizer_persona: summarizer}}
+""")
+    write_pipeline(
+        project,
+        "fix",
+        """
+kind: WavePipeline
+metadata: {name: fix}
+steps:
+  - id: implement
+    persona: coder
+    exec: {type: prompt, source: "Write one.txt."}
+""",
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "TWIN_API_KEY": "sk-twin",
+        "npm_config_offline": "true",
+        "XDG_RUNTIME_DIR": str(tmp_path),
+    }
+    return project, env
+
+
+FULL = {"input_tokens": 20_000, "cache_read_input_tokens": 150_000, "output_tokens": 30}
+
+
+@pytest.mark.agent_cli
+def test_opencode_relays_after_its_tool_calls_have_run(tmp_path: Path) -> None:
+    bash = ToolCall("bash", {"command": "echo one > one.txt", "description": "write one.txt"})
+    first = [Reply(tool_calls=[bash], usage=FULL), Reply(text="never", delay=10)]
+    fresh = [Reply(text="Done after the relay.")]
+
+    def choose(request: Any) -> Reply:
+        relayed = "Completed Work" in json.dumps(request.body)
+        earlier = [
+            c
+            for c in request.twin.model_calls[:-1]
+            if ("Completed Work" in json.dumps(c.body)) == relayed
+        ]
+        pool = fresh if relayed else first
+        return pool[min(len(earlier), len(pool) - 1)]
+
+    with Twin(choose, protocols=("openai_chat",)) as twin:
+        project, env = _opencode_project(tmp_path, twin)
+        result = swell("run", "fix", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    ws = Path(swell_json("status", run_id, cwd=project)["workspace"])
+    assert (ws / "one.txt").read_text() == "one\n"
+    evs = [e for e in events(project, run_id) if e["step_id"] == "implement"]
+    triggered = [e for e in evs if e["type"] == "relay.triggered"]
+    assert len(triggered) == 1 and triggered[0]["tokens"] == 170_000
+    resumed = next(c for c in twin.model_calls if "Completed Work" in json.dumps(c.body))
+    assert "## Modified Files\\n- one.txt" in json.dumps(resumed.body)
+
+
+@pytest.mark.agent_cli
+def test_an_agent_that_answers_past_the_threshold_is_not_relayed(tmp_path: Path) -> None:
+    """The final answer crosses the threshold: there is no turn after it to hand over,
+    so the visit ends with that answer instead of a relay."""
+    with Twin([Reply(text="All done.", usage=FULL)], protocols=("openai_chat",)) as twin:
+        project, env = _opencode_project(tmp_path, twin)
+        result = swell("run", "fix", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    evs = events(project, run_id_of(result.stdout))
+    assert not any(e["type"].startswith("relay.") for e in evs)
+    assert any(e["type"] == "agent.text" and e["text"] == "All done." for e in evs)

@@ -202,3 +202,152 @@ def test_directory_workspace_diff_includes_untracked_files(tmp_path: Path) -> No
     diff = ws.diff()
     assert "+++ b/a.txt" in diff and "+hello" in diff and "+++ b/sub/b.txt" in diff
     assert sorted(ws.changed_files()) == ["a.txt", "sub/b.txt"]
+
+
+def test_a_read_only_mount_swapped_for_a_link_is_restored_without_touching_the_target(
+    project: Path, isolated_state: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not yours\n")
+    victim.chmod(0o444)
+    (project / "notes.md").write_text("notes\n")
+    write_pipeline(
+        project,
+        "swap",
+        f"""
+kind: WavePipeline
+metadata: {{name: swap}}
+steps:
+  - id: tamper
+    type: command
+    workspace:
+      mount: [{{source: ./notes.md, mode: readonly}}]
+    script: rm -f notes.md && ln -s {victim} notes.md
+""",
+    )
+    result = swell("run", "swap", cwd=project)
+    assert result.returncode == 1
+    assert "wrote to the read-only mount notes.md/" in result.stdout
+    assert oct(victim.stat().st_mode & 0o777) == oct(0o444)  # chmod never followed the link
+    assert victim.read_text() == "not yours\n"
+    ws = isolated_state / "workspaces" / run_id_of(result.stdout)
+    assert not (ws / "notes.md").is_symlink() and (ws / "notes.md").read_text() == "notes\n"
+
+
+def test_an_artifact_swapped_for_a_link_is_not_injected(
+    project: Path, isolated_state: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN PRIVATE KEY-----\n")
+    write_pipeline(
+        project,
+        "leak",
+        f"""
+kind: WavePipeline
+metadata: {{name: leak}}
+steps:
+  - id: plan
+    type: command
+    script: mkdir -p out && echo "the plan" > out/plan.md
+    output_artifacts: [{{name: plan, path: out/plan.md, required: true}}]
+  - id: tamper
+    type: command
+    dependencies: [plan]
+    script: rm out/plan.md && ln -s {secret} out/plan.md
+  - id: build
+    type: command
+    dependencies: [tamper]
+    memory:
+      inject_artifacts: [{{step: plan, artifact: plan, as: the_plan}}]
+    script: cat .wave/artifacts/the_plan
+""",
+    )
+    result = swell("run", "leak", cwd=project)
+    assert result.returncode == 1
+    assert "was replaced by a symbolic link after it was written; not injecting it" in result.stdout
+    ws = isolated_state / "workspaces" / run_id_of(result.stdout)
+    assert not (ws / ".wave" / "artifacts" / "the_plan").exists()
+    assert "PRIVATE KEY" not in swell("logs", run_id_of(result.stdout), cwd=project).stdout
+
+
+def test_a_changed_artifact_is_not_injected(project: Path) -> None:
+    write_pipeline(
+        project,
+        "changed",
+        """
+kind: WavePipeline
+metadata: {name: changed}
+steps:
+  - id: plan
+    type: command
+    script: echo "the plan" > plan.md
+    output_artifacts: [{name: plan, path: plan.md}]
+  - id: edit
+    type: command
+    dependencies: [plan]
+    script: echo "another plan" > plan.md
+  - id: build
+    type: command
+    dependencies: [edit]
+    memory:
+      inject_artifacts: [{step: plan, artifact: plan}]
+    script: cat .wave/artifacts/plan
+""",
+    )
+    result = swell("run", "changed", cwd=project)
+    assert result.returncode == 1
+    assert "input artifact 'plan' of step 'plan'" in result.stdout
+    assert "changed after it was written (sha256" in result.stdout
+
+
+def test_a_log_path_planted_by_a_step_is_replaced_not_written_through(
+    project: Path, isolated_state: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "bashrc"
+    victim.write_text("# mine\n")
+    write_pipeline(
+        project,
+        "plant",
+        f"""
+kind: WavePipeline
+metadata: {{name: plant}}
+steps:
+  - id: plant
+    type: command
+    script: |
+      mkdir -p "../../runs/$SWELL_RUN_ID/next"
+      ln -s {victim} "../../runs/$SWELL_RUN_ID/next/1.log"
+  - id: next
+    type: command
+    dependencies: [plant]
+    script: echo "log line"
+""",
+    )
+    result = swell("run", "plant", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    assert (isolated_state / "runs" / run_id / "next").is_dir()  # the plant did land
+    assert victim.read_text() == "# mine\n"
+    assert "log line" in swell("logs", run_id, "--step", "next", cwd=project).stdout
+
+
+def test_a_rendered_branch_that_would_leave_the_workspace_is_refused(
+    repo: Path, isolated_state: Path
+) -> None:
+    write_pipeline(
+        repo,
+        "escape",
+        """
+kind: WavePipeline
+metadata: {name: escape}
+steps:
+  - id: work
+    workspace: {type: worktree, branch: "{{ input }}"}
+    script: touch here.txt
+""",
+    )
+    result = swell("run", "escape", "--input", "..", cwd=repo)
+    assert result.returncode == 1
+    assert "worktree branch '..' must not contain '..'" in result.stdout
+    assert not (isolated_state / "here.txt").exists()
+    assert not (isolated_state.parent / "here.txt").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from swell.errors import RunNotFound, RunStateError, StoreError
+from swell.errors import RunBusy, RunNotFound, RunStateError, StoreError
 from swell.events import models as ev
 from swell.store.protocols import Store
+from swell.store.rows import Owner
 from swell.threads.retrieval import retrieve
 
 from .conftest import (
@@ -74,11 +76,26 @@ def test_get_run_by_exact_id_or_unique_prefix(store: Store, new_run: NewRun) -> 
     assert store.get_run("test-20261122-bbbb-").id == "test-20261122-bbbb-2"
 
 
-def test_an_ambiguous_prefix_is_an_error(store: Store, new_run: NewRun) -> None:
+def test_an_ambiguous_prefix_is_an_error_listing_the_runs(store: Store, new_run: NewRun) -> None:
     new_run("build-1")
     new_run("build-2")
-    with pytest.raises(RunNotFound, match=r"^run id prefix 'build' matches several runs$"):
+    with pytest.raises(RunNotFound) as found:
         store.get_run("build")
+    assert str(found.value) == (
+        "run id prefix 'build' matches several runs:\n  build-2  pending\n  build-1  pending"
+    )
+    for n in range(3, 13):
+        new_run(f"build-{n}")
+    with pytest.raises(RunNotFound) as found:
+        store.get_run("build")
+    lines = str(found.value).splitlines()
+    assert len(lines) == 12 and lines[1] == "  build-12  pending" and lines[-1] == "  …"
+
+
+def test_an_empty_id_names_no_run(store: Store, new_run: NewRun) -> None:
+    new_run("build-1")
+    with pytest.raises(RunNotFound, match=r"^give a run id, or a prefix of one"):
+        store.get_run("")
 
 
 def test_a_missing_run_is_an_error_naming_it(store: Store, new_run: NewRun) -> None:
@@ -531,15 +548,28 @@ def test_cancel_requests(store: Store, new_run: NewRun) -> None:
     assert [r.id for r in store.list_runs()] == ["r2", "r1"]
 
 
-def test_claim_records_the_executing_process(store: Store, new_run: NewRun) -> None:
+def test_a_claim_records_and_holds_the_executing_process(store: Store, new_run: NewRun) -> None:
     new_run("r1")
-    before = store.get_run("r1")
-    store.claim("r1", 424242)
-    store.claim("missing", 1)
-    after = store.get_run("r1")
-    assert after.owner_pid == 424242 and before.owner_pid == os.getpid()
-    assert after.updated_at is not None and before.updated_at is not None
-    assert after.updated_at >= before.updated_at
+    assert store.owner("r1") is None
+    store.claim("r1")
+    me = Owner(os.getpid(), socket.gethostname())
+    assert store.owner("r1") == me
+    run = store.get_run("r1")
+    assert (run.owner_pid, run.owner_host) == (me.pid, me.host)
+    store.claim("r1")  # claiming again what one holds is fine
+    store.release("r1")
+    assert store.owner("r1") is None
+    assert store.get_run("r1").owner_pid == me.pid  # the last executor stays recorded
+    with pytest.raises(RunNotFound):
+        store.claim("missing")
+    assert store.owner("missing") is None
+
+
+def test_the_pipeline_text_is_kept_as_created(store: Store, new_run: NewRun) -> None:
+    new_run("r1", pipeline_text="kind: WavePipeline\nsteps: []\n")
+    new_run("r2")
+    assert store.pipeline_text("r1") == "kind: WavePipeline\nsteps: []\n"
+    assert (store.pipeline_text("r2"), store.pipeline_text("missing")) == (None, None)
 
 
 # --------------------------------------------------- several handles at once
@@ -564,6 +594,41 @@ def test_decisions_through_another_handle_reach_the_first(
     assert other.events("r1")[-1].type == "gate.resolved"
     other.close()
     assert store.get_run("r1").status == "running"  # closing one handle leaves the other
+
+
+def test_only_one_handle_can_claim_a_run(backend: Backend, store: Store, new_run: NewRun) -> None:
+    new_run("r1")
+    other = backend.open()
+    store.claim("r1")
+    with pytest.raises(
+        RunBusy, match=rf"run r1 is already being executed by pid {os.getpid()} on "
+    ):
+        other.claim("r1")
+    assert other.owner("r1") == store.owner("r1") is not None
+    store.release("r1")
+    other.claim("r1")  # free again
+    with pytest.raises(RunBusy):
+        store.claim("r1")
+    other.close()  # a handle's claims end with it, as a process's end with the process
+    store.claim("r1")
+
+
+def test_claims_race_and_exactly_one_wins(backend: Backend, new_run: NewRun) -> None:
+    new_run("r1")
+    contenders = [backend.open() for _ in range(6)]
+    barrier = threading.Barrier(len(contenders), timeout=30)
+
+    def claim(handle: Store) -> bool:
+        barrier.wait()
+        try:
+            handle.claim("r1")
+        except RunBusy:
+            return False
+        return True
+
+    with ThreadPoolExecutor(len(contenders)) as pool:
+        won = list(pool.map(claim, contenders))
+    assert won.count(True) == 1
 
 
 def test_concurrent_writers_each_through_their_own_handle(backend: Backend) -> None:

@@ -95,7 +95,8 @@ def test_the_completion_core_has_no_clock_files_or_sink() -> None:
 def test_step_kinds_are_asked_not_named() -> None:
     """Only a kind's own module names it: runner, graph, lint and render ask the kind."""
     names = "|".join(("prompt", "command", "conditional", "gate", "pipeline"))
-    pattern = re.compile(rf"kind\s*(==|!=)\s*[\"']({names})[\"']|\.kind\s+(not\s+)?in\s")
+    # `step.kind == "gate"`, or `step.kind in ("gate", ...)`: a list of names
+    pattern = re.compile(rf"kind\s*(==|!=)\s*[\"']({names})[\"']|\.kind\s+(not\s+)?in\s*[(\[{{]")
     for path in SRC.rglob("*.py"):
         if path.parent.name == "steps":
             continue

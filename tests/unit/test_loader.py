@@ -99,7 +99,8 @@ def test_file_that_is_not_utf8_is_one_clear_problem(proj: ProjectDir) -> None:
     (proj.root / PIPE).write_bytes(b"kind: WavePipeline\nsteps: [\xff\xfe]\n")
     with pytest.raises(ManifestError) as info:
         load_pipeline(proj.root, "p")
-    assert str(info.value) == f"{PIPE}: file is not valid UTF-8"
+    # at the first bad byte: line 2, column 9
+    assert str(info.value) == f"{PIPE}:2:9: file is not valid UTF-8 (byte 0xff)"
 
 
 # ------------------------------------------------------------------------ field checks
@@ -450,3 +451,29 @@ def test_union_of_list_and_text_names_both(proj: ProjectDir) -> None:
         """
     )
     assert at(proj.lint()) == [(9, 19, "'criteria' must be a list of strings or a string")]
+
+
+# --------------------------------------------------------------------- odd pipeline paths
+
+
+def test_a_pipeline_path_that_is_a_directory_or_a_device_says_so(proj: ProjectDir) -> None:
+    (proj.root / "dir.yaml").mkdir()
+    with pytest.raises(PipelineNotFound, match=r"^pipeline file dir\.yaml is a directory$"):
+        resolve_pipeline(proj.root, "dir.yaml")
+    with pytest.raises(PipelineNotFound, match=r"/dev/null is not a regular file$"):
+        resolve_pipeline(proj.root, "/dev/null")
+
+
+def test_a_name_too_long_for_the_os_is_not_found(proj: ProjectDir) -> None:
+    with pytest.raises(PipelineNotFound, match="no pipeline named"):
+        resolve_pipeline(proj.root, "x" * 5000)
+    with pytest.raises(PipelineNotFound, match="File name too long"):
+        resolve_pipeline(proj.root, "x" * 5000 + ".yaml")
+
+
+def test_a_project_directory_that_is_a_file_or_missing_says_so(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ProjectNotFound, match=r"project directory .*file is not a directory"):
+        find_project_root(tmp_path / "file")
+    with pytest.raises(ProjectNotFound, match=r"project directory .*missing does not exist"):
+        find_project_root(tmp_path / "missing")

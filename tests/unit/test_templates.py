@@ -78,15 +78,17 @@ def test_go_style_input_alias() -> None:
 
 # ----------------------------------------------------------------------------- scripts
 
+# heredocs carry no values (a heredoc is a document its command may run): they are
+# refused (tests/unit/test_script_injection.py); values after them keep their quoting
 SCRIPT = """\
 printf '%s' {{ v }} > unquoted.txt
 printf '%s' "pre {{ v }} post" > double.txt
 printf '%s' 'pre {{ v }} post' > single.txt
 cat > heredoc.txt <<EOF
-pre {{ v }} post
+pre $HOME post
 EOF
 cat > heredoc_quoted.txt <<'END_OF_TEXT'
-pre {{ v }} post
+pre $HOME post
 END_OF_TEXT
 printf '%s' {{ v }}{{ v }} > adjacent.txt
 """
@@ -120,8 +122,8 @@ def test_script_values_never_execute_and_arrive_byte_for_byte(value: str, tmp_pa
     assert read("unquoted.txt") == value
     assert read("double.txt") == f"pre {value} post"
     assert read("single.txt") == f"pre {value} post"
-    assert read("heredoc.txt") == f"pre {value} post\n"
-    assert read("heredoc_quoted.txt") == f"pre {value} post\n"
+    assert read("heredoc.txt") == "pre  post\n"  # run_sh passes no HOME
+    assert read("heredoc_quoted.txt") == "pre $HOME post\n"
     assert read("adjacent.txt") == value + value
 
 
@@ -165,34 +167,43 @@ def test_hash_right_after_a_value_is_not_a_comment(tmp_path: Path) -> None:
 def test_comments_do_not_change_the_quoting_of_later_lines(tmp_path: Path) -> None:
     rendered = render_script(
         "# check that {{ a }} isn't empty\nprintf '%s' {{ b }} > out.txt\n"
-        "cat > h.txt <<EOF # a comment after the heredoc word\n{{ b }}\nEOF\n",
+        "cat > h.txt <<EOF # a comment after the heredoc word\nno value\nEOF\n"
+        "printf '%s' {{ b }} >> out.txt\n",
         {"a": "A", "b": "b  c $(touch PWNED)"},
     )
     result = run_sh(rendered, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "out.txt").read_text() == "b  c $(touch PWNED)"
-    assert (tmp_path / "h.txt").read_text() == "b  c $(touch PWNED)\n"
+    assert (tmp_path / "out.txt").read_text() == "b  c $(touch PWNED)" * 2
+    assert (tmp_path / "h.txt").read_text() == "no value\n"
     assert not (tmp_path / "PWNED").exists()
+    # a comment is never read: its placeholder is a bare reference with no value behind it
+    assert rendered.text.startswith('# check that "${SWELL_V1}" isn\'t empty\n')
+    assert "SWELL_V1" not in rendered.env
 
 
-def test_dash_heredoc_strips_tabs_and_keeps_values(tmp_path: Path) -> None:
+def test_dash_heredoc_strips_tabs_and_later_values_keep_their_quoting(tmp_path: Path) -> None:
     rendered = render_script(
-        "cat > out.txt <<-EOF\n\t[{{ v }}]\n\tEOF\ncat > q.txt <<-'EOF'\n\t[{{ v }}]\n\tEOF\n",
+        "cat > out.txt <<-EOF\n\t[x]\n\tEOF\ncat > q.txt <<-'EOF'\n\t[y]\n\tEOF\n"
+        "printf '%s' {{ v }} > v.txt\n",
         {"v": "$(touch PWNED) x"},
     )
     result = run_sh(rendered, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "out.txt").read_text() == "[$(touch PWNED) x]\n"
-    assert (tmp_path / "q.txt").read_text() == "[$(touch PWNED) x]\n"
+    assert (tmp_path / "out.txt").read_text() == "[x]\n"
+    assert (tmp_path / "q.txt").read_text() == "[y]\n"
+    assert (tmp_path / "v.txt").read_text() == "$(touch PWNED) x"
     assert not (tmp_path / "PWNED").exists()
 
 
-def test_value_that_would_end_a_quoted_heredoc_is_refused() -> None:
-    script = "cat <<'EOF'\n{{ v }}\nEOF\n"
-    with pytest.raises(ExpressionError, match="heredoc delimiter line 'EOF'"):
-        render_script(script, {"v": "harmless\nEOF\ntouch PWNED"})
-    # the delimiter inside a line is harmless
-    assert render_script(script, {"v": "not EOF here"}).text == "cat <<'EOF'\nnot EOF here\nEOF\n"
+def test_values_in_heredocs_are_refused_whatever_the_value() -> None:
+    # before: a quoted heredoc got the value inserted as is; now no heredoc gets one
+    for script in ("cat <<'EOF'\n{{ v }}\nEOF\n", "cat <<-EOF\n\t[{{ v }}]\n\tEOF\n"):
+        for value in ("harmless\nEOF\ntouch PWNED", "not EOF here"):
+            with pytest.raises(
+                ExpressionError,
+                match=r"^\{\{ v \}\} \(line 2 of the script\) is inside a heredoc body",
+            ):
+                render_script(script, {"v": value})
 
 
 def test_project_variables_are_inserted_as_shell_code(tmp_path: Path) -> None:

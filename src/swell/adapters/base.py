@@ -83,6 +83,14 @@ class AgentUsageUpdate:
 
 
 @dataclass(frozen=True)
+class AgentTurnEnded:
+    """The model's turn is over and every tool call it asked for has returned its result:
+    what comes next is a new model call. The one point where stopping an agent loses no
+    work, so relay hands over here (docs/relay.md). Adapters emit it only when their CLI
+    shows tool results; an agent that finishes instead ends with AgentFinished."""
+
+
+@dataclass(frozen=True)
 class AgentSessionStarted:
     session_id: str
 
@@ -92,7 +100,14 @@ class AgentFinished:
     result: AgentResult
 
 
-AgentEvent = AgentText | AgentToolCall | AgentUsageUpdate | AgentSessionStarted | AgentFinished
+AgentEvent = (
+    AgentText
+    | AgentToolCall
+    | AgentUsageUpdate
+    | AgentTurnEnded
+    | AgentSessionStarted
+    | AgentFinished
+)
 
 
 class AgentAdapter(Protocol):

@@ -22,6 +22,7 @@ from swell.adapters.base import (
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
+    AgentTurnEnded,
     AgentUsageUpdate,
     Capabilities,
     Usage,
@@ -145,6 +146,7 @@ class _Stream(CliStream):
         self.texts: list[str] = []
         self.turns: dict[str, Usage] = {}  # message id -> usage, main thread only
         self.pending: dict[str, str] = {}  # tool_use id -> file it writes
+        self.calls: set[str] = set()  # main-thread tool_use ids without a result yet
 
     def feed(self, line: str) -> Iterator[AgentEvent]:
         if (data := self.decode(line, typed=False)) is None:
@@ -158,7 +160,7 @@ class _Stream(CliStream):
         if kind == "assistant":
             yield from self._assistant(data)
         elif kind == "user":
-            self._tool_results(data)
+            yield from self._tool_results(data)
         elif kind == "result":
             self.result = data
 
@@ -171,6 +173,8 @@ class _Stream(CliStream):
                 yield AgentText(block["text"])
             elif block.get("type") == "tool_use":
                 name, args = str(block.get("name")), as_dict(block.get("input"))
+                if data.get("parent_tool_use_id") is None:
+                    self.calls.add(str(block.get("id")))
                 if name in FILE_TOOLS and isinstance(args.get(FILE_TOOLS[name]), str):
                     self.pending[str(block.get("id"))] = self.relative(args[FILE_TOOLS[name]])
                 yield AgentToolCall(name, self.target(args, TARGET_KEYS))
@@ -179,12 +183,21 @@ class _Stream(CliStream):
             self.turns[msg_id] = _usage(as_dict(usage))
             yield AgentUsageUpdate(self.turns[msg_id])
 
-    def _tool_results(self, data: dict[str, Any]) -> None:
+    def _tool_results(self, data: dict[str, Any]) -> Iterator[AgentEvent]:
+        """Files written by tools that succeeded; the turn ends when the last main-thread
+        tool call has its result (Claude Code calls the model again right after)."""
+        answered = False
         for block in dicts(as_dict(data.get("message")).get("content")):
-            path = self.pending.pop(str(block.get("tool_use_id")), None)
+            call = str(block.get("tool_use_id"))
+            path = self.pending.pop(call, None)
             ok = block.get("type") == "tool_result" and not block.get("is_error")
             if ok and path:
                 self.add_file(path)
+            if block.get("type") == "tool_result" and call in self.calls:
+                self.calls.discard(call)
+                answered = True
+        if answered and not self.calls:
+            yield AgentTurnEnded()
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         res = self.result

@@ -26,6 +26,7 @@ from swell.adapters.base import (
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
+    AgentTurnEnded,
     AgentUsageUpdate,
     Capabilities,
     Usage,
@@ -257,6 +258,11 @@ class _Stream(CliStream):
             yield from self._tool(part)
         elif kind == "step_finish":
             yield AgentUsageUpdate(self._step_usage(part))
+            # opencode reports a step's finish after its tool calls have run (their
+            # `tool_use` events come first); a step that called tools is followed by
+            # another model call: the turn boundary
+            if part.get("reason") == "tool-calls":
+                yield AgentTurnEnded()
         elif kind == "error":
             self.errors.append(as_dict(data.get("error")))
 

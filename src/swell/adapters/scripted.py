@@ -24,6 +24,7 @@ from swell.adapters.base import (
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
+    AgentTurnEnded,
     AgentUsageUpdate,
     Capabilities,
     Usage,
@@ -47,14 +48,17 @@ class ToolCall(BaseModel):
 
 
 class Turn(BaseModel):
-    """One model turn before the final answer: what it said and its context usage."""
+    """One model turn before the final answer: what it said, the tool it called and its
+    context usage, streamed in that order (as a model's reply arrives); then the tool
+    runs (`files` are written, `delay` passes) and the turn ends (AgentTurnEnded)."""
 
     model_config = ConfigDict(extra="forbid")
 
     text: str = ""
     tool_call: ToolCall | None = None
     usage: Usage = Field(default_factory=Usage)
-    delay: float = 0.0
+    files: dict[str, str] = Field(default_factory=dict)  # what the tool call writes
+    delay: float = 0.0  # how long the tool call runs
 
 
 class Reply(BaseModel):
@@ -139,6 +143,7 @@ class ScriptedAdapter:
             or f"scripted-{request.run_id}-{request.step_id}-{self._calls[(request.run_id, request.step_id, request.visit)]}"
         )
         yield AgentSessionStarted(session)
+        changed: list[str] = []
         for turn in reply.turns:
             if turn.text:
                 yield AgentText(turn.text)
@@ -147,18 +152,15 @@ class ScriptedAdapter:
             yield AgentUsageUpdate(turn.usage)
             if turn.delay:
                 await asyncio.sleep(turn.delay)
+            if (problem := _write(request, turn.files, changed)) is not None:
+                yield problem
+                return
+            yield AgentTurnEnded()
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        changed: list[str] = []
-        for rel, content in reply.files.items():
-            try:
-                target = inside(request.workspace, rel)
-            except PathEscape as exc:
-                yield AgentFinished(AgentResult(success=False, error=str(exc), error_kind="crash"))
-                return
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
-            changed.append(rel)
+        if (problem := _write(request, reply.files, changed)) is not None:
+            yield problem
+            return
         for call in reply.tool_calls:
             yield AgentToolCall(call.name, call.target)
         if reply.text:
@@ -174,6 +176,23 @@ class ScriptedAdapter:
             files_changed=changed,
         )
         yield AgentFinished(result)
+
+
+def _write(
+    request: AgentRequest, files: dict[str, str], changed: list[str]
+) -> AgentFinished | None:
+    """Write `files` into the workspace (adding them to `changed`); a path that leaves
+    the workspace ends the visit."""
+    for rel, content in files.items():
+        try:
+            target = inside(request.workspace, rel)
+        except PathEscape as exc:
+            return AgentFinished(AgentResult(success=False, error=str(exc), error_kind="crash"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        if rel not in changed:
+            changed.append(rel)
+    return None
 
 
 __all__ = ["ScriptedAdapter"]

@@ -47,8 +47,11 @@ def main_options(
 
 
 def _register() -> None:
-    """Every command, in the order `swell --help` lists them."""
+    """Every command, in the order `swell --help` lists them (once per process)."""
     from swell.cli import gates, inspect, project, runs, thread
+
+    if app.registered_commands:
+        return
 
     app.command()(project.init)
     app.command()(project.validate)
@@ -64,11 +67,24 @@ def _register() -> None:
     app.command()(thread.thread)
 
 
+def _undecodable(arg: str) -> bool:
+    """Bytes that are not UTF-8 reach Python as lone surrogates, which nothing can store."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def main() -> None:
     """Console entry point: user errors print one clear message and exit non-zero."""
     from swell.errors import ManifestError, SwellError
 
     _register()
+    bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if _undecodable(arg)), None)
+    if bad is not None:
+        print(f"error: argument {bad} is not valid UTF-8 text", file=sys.stderr)
+        sys.exit(2)
     try:
         # without standalone mode, click returns the code of a typer.Exit instead of exiting
         code = app(standalone_mode=False)

@@ -19,12 +19,22 @@ class Output(enum.StrEnum):
     json = "json"
 
 
+def run_id_given(value: str | None) -> str | None:
+    """A RUN argument's check: an empty id would match every run as a prefix."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a run id cannot be empty (see `swell list`)")
+    return value
+
+
 OUTPUT_HELP = "Output format: text for people, json for machines."
 # the parameters several commands share
 OutputOption = Annotated[Output, typer.Option("--output", "-o", help=OUTPUT_HELP)]
-RunArgument = Annotated[str, typer.Argument(metavar="RUN")]
+RunArgument = Annotated[str, typer.Argument(metavar="RUN", callback=run_id_given)]
 RunPrefixArgument = Annotated[
-    str, typer.Argument(metavar="RUN", help="Run id (a unique prefix is enough).")
+    str,
+    typer.Argument(
+        metavar="RUN", help="Run id (a unique prefix is enough).", callback=run_id_given
+    ),
 ]
 
 

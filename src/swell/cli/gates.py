@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import getpass
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from swell.cli.common import RunArgument, runtime
+
+if TYPE_CHECKING:
+    from swell.runtime import Runtime
 
 
 def _who() -> str:
@@ -29,8 +32,6 @@ def approve(
     ] = None,
 ) -> None:
     """Approve a waiting gate."""
-    from swell.runtime import is_alive
-
     rt = runtime(ctx)
     run = rt.store.get_run(run_id)
     gate = rt.store.decide_gate(run.id, step, "approved", choice=choice, by=_who())
@@ -38,7 +39,7 @@ def approve(
         f"approved gate '{gate.step_id}' of run {run.id}"
         + (f" (choice {choice})" if choice else "")
     )
-    if not is_alive(run.owner_pid):
+    if rt.store.owner(run.id) is None:
         print(f"the run is not executing; continue it with: swell resume {run.id}")
 
 
@@ -49,13 +50,11 @@ def reject(
     reason: Annotated[str, typer.Option("--reason", help="Why; shown in the run's events.")] = "",
 ) -> None:
     """Reject a waiting gate (the gate step fails with the reason)."""
-    from swell.runtime import is_alive
-
     rt = runtime(ctx)
     run = rt.store.get_run(run_id)
     gate = rt.store.decide_gate(run.id, step, "rejected", reason=reason or None, by=_who())
     print(f"rejected gate '{gate.step_id}' of run {run.id}")
-    if not is_alive(run.owner_pid):
+    if rt.store.owner(run.id) is None:
         print(f"the run is not executing; continue it with: swell resume {run.id}")
 
 
@@ -63,23 +62,34 @@ def cancel(
     ctx: typer.Context,
     run_id: RunArgument,
 ) -> None:
-    """Stop a run for good; running steps are killed."""
-    from swell.errors import RunStateError
-    from swell.runtime import FINAL, cancel_stored_run, is_alive
+    """Stop a run and its sub-pipeline runs for good; running steps are killed."""
+    from swell.errors import RunBusy, RunStateError
+    from swell.runtime import FINAL, cancel_stored_run
 
     rt = runtime(ctx)
     run = rt.store.get_run(run_id)
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}")
-    if is_alive(run.owner_pid) and run.status in ("running", "waiting", "pending"):
-        rt.store.request_cancel(run.id)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if rt.store.get_run(run.id).status == "cancelled":
-                print(f"cancelled run {run.id}")
-                return
-            time.sleep(0.2)
-        print(f"cancel requested; process {run.owner_pid} has not stopped yet")
-        raise typer.Exit(1)
-    cancel_stored_run(rt, run)
-    print(f"cancelled run {run.id}")
+    if rt.store.owner(run.id) is None:
+        try:
+            for cancelled in cancel_stored_run(rt, run):
+                print(f"cancelled run {cancelled}")
+            return
+        except RunBusy:
+            pass  # a process took the run up meanwhile: ask it to stop
+    _ask_to_stop(rt, run.id)
+
+
+def _ask_to_stop(rt: Runtime, run_id: str) -> None:
+    """Ask the process executing the run to cancel it, and wait until it has."""
+    rt.store.request_cancel(run_id)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if rt.store.get_run(run_id).status == "cancelled":
+            print(f"cancelled run {run_id}")
+            return
+        time.sleep(0.2)
+    owner = rt.store.owner(run_id)
+    who = f"process {owner.pid} on {owner.host}" if owner else "the process executing it"
+    print(f"cancel requested; {who} has not stopped yet")
+    raise typer.Exit(1)

@@ -9,38 +9,48 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from swell.cli.common import Output, OutputOption, RunArgument, print_json, runtime
+from swell.cli.common import (
+    Output,
+    OutputOption,
+    RunArgument,
+    print_json,
+    run_id_given,
+    runtime,
+)
 
 if TYPE_CHECKING:
-    from swell.store.rows import RunRow, VisitRow
+    from swell.store.rows import Owner, RunRow, VisitRow
 
 FOLLOW_POLL = 0.25
+MAX_LIST = 1_000_000  # `swell list -n`: more than a store holds, less than SQLite's integers
 
 
-def _run_dict(run: RunRow, alive: bool) -> dict[str, Any]:
-    data = {k: v for k, v in asdict(run).items() if k not in ("options", "owner_pid")}
-    data["stale"] = run.status in ("running",) and not alive
+def _run_dict(run: RunRow, owner: Owner | None) -> dict[str, Any]:
+    hidden = ("options", "owner_pid", "owner_host")
+    data = {k: v for k, v in asdict(run).items() if k not in hidden}
+    data["owner"] = asdict(owner) if owner else None  # the process executing it now
+    data["stale"] = run.status in ("running",) and owner is None
     return data
 
 
-def _status_word(run: RunRow, alive: bool) -> str:
-    if run.status == "running" and not alive:
+def _status_word(run: RunRow, owner: Owner | None) -> str:
+    if run.status == "running" and owner is None:
         return "running (process gone: swell resume)"
     return run.status
 
 
 def list_runs(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs to show.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=MAX_LIST, help="How many runs to show.")
+    ] = 20,
     output: OutputOption = Output.text,
 ) -> None:
     """Runs, newest first."""
-    from swell.runtime import is_alive
-
     rt = runtime(ctx)
     runs = rt.store.list_runs(limit)
     if output is Output.json:
-        print_json([_run_dict(r, is_alive(r.owner_pid)) for r in runs])
+        print_json([_run_dict(r, rt.store.owner(r.id)) for r in runs])
         return
     if not runs:
         print("no runs yet (start one with `swell run PIPELINE`)")
@@ -49,7 +59,7 @@ def list_runs(
     for r in runs:
         parent = f"  (child of {r.parent_run_id})" if r.parent_run_id else ""
         print(
-            f"{r.id:<{width}}  {_status_word(r, is_alive(r.owner_pid)):<10}  {r.visits:>4} visits  "
+            f"{r.id:<{width}}  {_status_word(r, rt.store.owner(r.id)):<10}  {r.visits:>4} visits  "
             f"{r.created_at}{parent}"
         )
 
@@ -57,13 +67,14 @@ def list_runs(
 def status(
     ctx: typer.Context,
     run_id: Annotated[
-        str | None, typer.Argument(metavar="[RUN]", help="Run id; default: the newest run.")
+        str | None,
+        typer.Argument(
+            metavar="[RUN]", help="Run id; default: the newest run.", callback=run_id_given
+        ),
     ] = None,
     output: OutputOption = Output.text,
 ) -> None:
     """A run's status, its steps, waiting gates and context."""
-    from swell.runtime import is_alive
-
     rt = runtime(ctx)
     if run_id is None:
         runs = rt.store.list_runs(1, include_children=False)
@@ -73,7 +84,7 @@ def status(
         run = runs[0]
     else:
         run = rt.store.get_run(run_id)
-    alive = is_alive(run.owner_pid)
+    owner = rt.store.owner(run.id)
     visits = rt.store.visits(run.id)
     gates = [g for g in rt.store.gates(run.id) if g.status == "waiting"]
     context = rt.store.context(run.id)
@@ -82,7 +93,7 @@ def status(
     if output is Output.json:
         print_json(
             {
-                **_run_dict(run, alive),
+                **_run_dict(run, owner),
                 "steps": [asdict(v) for v in visits],
                 "waiting_gates": [asdict(g) for g in gates],
                 "context": context,
@@ -93,7 +104,7 @@ def status(
         return
     print(f"run       {run.id}")
     print(f"pipeline  {run.pipeline}")
-    print(f"status    {_status_word(run, alive)}")
+    print(f"status    {_status_word(run, owner)}")
     if run.error:
         print(f"error     {run.error}")
     print(f"visits    {run.visits}")

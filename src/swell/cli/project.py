@@ -35,18 +35,25 @@ def init(
     """Create a Wave-format project: wave.yaml and a first pipeline."""
     from swell.errors import SwellError
 
-    target = directory.resolve()
-    existing = [n for n in ("wave.yaml", "swell.yaml") if (target / n).exists()]
-    if existing:
-        raise SwellError(f"{target / existing[0]} already exists; not overwriting")
-    written = []
-    for rel, data in _scaffold_files():
-        path = target / rel
-        if path.exists():
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        written.append(rel)
+    written: list[str] = []
+    try:
+        target = directory.resolve()
+        if target.exists() and not target.is_dir():
+            raise SwellError(f"cannot create a project in {directory}: it is not a directory")
+        existing = [n for n in ("wave.yaml", "swell.yaml") if (target / n).exists()]
+        if existing:
+            raise SwellError(f"{target / existing[0]} already exists; not overwriting")
+        for rel, data in _scaffold_files():
+            path = target / rel
+            if path.exists():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            written.append(rel)
+    except OSError as exc:  # read-only, a file in the way, a name too long, ...
+        done = f" (created {', '.join(written)} before)" if written else ""
+        where = exc.filename or directory
+        raise SwellError(f"cannot write {where}: {exc.strerror or exc}{done}") from None
     for rel in written:
         print(f"created {rel}")
     print("next: swell validate && swell run hello --input 'hello'")

@@ -91,8 +91,10 @@ def resume(
     output: OutputOption = Output.text,
 ) -> None:
     """Continue a run after a crash, Ctrl-C, or a gate decision."""
-    from swell.runtime import plan_for_resume
+    from swell.runtime import claim_for_resume
 
     rt = runtime(ctx)
-    plan, state = plan_for_resume(rt, rt.store.get_run(run_id))
-    _execute(rt, plan, output, state)
+    resumed = claim_for_resume(rt, run_id)
+    for note in resumed.notes:
+        print(f"note: {note}", file=sys.stderr)
+    _execute(rt, resumed.plan, output, resumed.state)

@@ -123,6 +123,9 @@ class ContractType(Generic[S]):
     # cheap and deterministic (tests, schemas, files); lint warns when one is placed
     # after an agent check, since a failing test should never cost a review
     mechanical: ClassVar[bool] = True
+    # settings that are shell scripts: `swell validate` refuses values where they
+    # could become code (docs/security.md)
+    script_fields: ClassVar[tuple[str, ...]] = ()
 
     async def check(self, ctx: ContractContext[S]) -> ContractResult:
         raise NotImplementedError

@@ -76,6 +76,7 @@ def _failed(error: str, **details: Any) -> ContractResult:
 class TestSuite(ContractType[TestSuiteSettings]):
     name = "test_suite"
     Settings = TestSuiteSettings
+    script_fields = ("command",)
 
     def problems(self, settings: TestSuiteSettings, scope: LintScope) -> list[Problem]:
         if settings.command:

@@ -21,6 +21,7 @@ from swell.adapters.base import (
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
+    AgentTurnEnded,
     AgentUsageUpdate,
     Usage,
 )
@@ -231,10 +232,16 @@ async def drive(
     emit: Callable[[ev.BaseEvent], None] | None,
     stop_when: Callable[[Usage], bool] | None = None,
 ) -> Drive:
-    """Run the adapter, turning its stream into run events. `stop_when` sees each usage
-    update; when it says so the agent is stopped (its process group ended) mid-step."""
+    """Run the adapter, turning its stream into run events.
+
+    `stop_when` sees each usage update. Once it says so, the agent is stopped (its
+    process group ended) at the next turn boundary (`AgentTurnEnded`: every tool call
+    the model asked for has returned), so the work in flight is done before a relay
+    summarizes it. An agent that finishes first is not stopped; an adapter that never
+    reports turn boundaries cannot be stopped mid-step."""
     out = Drive(None)
     stream = adapter.run(request)
+    full = False  # stop_when said so; waiting for the turn to end
     try:
         async for item in stream:
             event: ev.BaseEvent | None = None
@@ -255,18 +262,15 @@ async def drive(
                     cache_write_tokens=u.cache_write_tokens,
                     cost_usd=u.cost_usd,
                 )
+                full = full or (stop_when is not None and stop_when(u))
             elif isinstance(item, AgentSessionStarted):
                 out.session_id = item.session_id
                 event = ev.AgentSession(session_id=item.session_id)
-            if event is not None and emit is not None:
-                emit(event)
-            if (
-                stop_when is not None
-                and isinstance(item, AgentUsageUpdate)
-                and stop_when(item.usage)
-            ):
+            elif isinstance(item, AgentTurnEnded) and full:
                 out.stopped = True
                 break
+            if event is not None and emit is not None:
+                emit(event)
     finally:
         close = getattr(stream, "aclose", None)  # ends the agent's process group if it still runs
         if close is not None:

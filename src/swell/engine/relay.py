@@ -18,6 +18,8 @@ from swell.relay.checkpoint import (
     summarizer_prompt,
 )
 from swell.relay.settings import CHARS_PER_TOKEN, RelaySettings
+from swell.workspace.artifacts import write_run_file
+from swell.workspace.safe import UnsafePath
 
 READ_ONLY = ["Read", "Grep", "Glob"]
 DENIED = ["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "WebFetch", "WebSearch"]
@@ -99,10 +101,12 @@ async def _checkpoint(
     summary = await _summarize(ctx, settings, history, out)
     modified = ctx.workspace.changed_files() if ctx.workspace.base else []
     text = checkpoint(summary, modified, out.relays)
-    path = ctx.plan.run_dir / ctx.step.id / str(ctx.visit) / f"checkpoint-{out.relays}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
     raw = text.encode()
+    rel = f"{ctx.step.id}/{ctx.visit}/checkpoint-{out.relays}.md"
+    try:
+        path = write_run_file(ctx.plan.run_dir, rel, raw)
+    except UnsafePath as exc:
+        raise RelayHalt(f"cannot write the checkpoint: {exc}") from None
     state = ctx.state
     thread = ctx.step.thread
     ctx.emit(

@@ -94,8 +94,14 @@ class Runner:
         """Stop the run (Ctrl-C, `swell cancel`): in-flight visits are cancelled."""
         if self._stop is None:
             self._stop = status
-        for task in self._tasks:
-            task.cancel()
+        self._cancel(list(self._tasks))
+
+    def _cancel(self, tasks: list[asyncio.Task[StepResult]]) -> None:
+        for task in tasks:
+            # once is enough: a second cancel would cut short the visit's own clean-up
+            # (a sub-pipeline run stopping its steps)
+            if not task.cancelling():
+                task.cancel(msg=self._stop)
 
     # -------------------------------------------------------------------- loop
 
@@ -118,9 +124,10 @@ class Runner:
             )
         try:
             return await self._loop()
-        except asyncio.CancelledError:
-            # a parent run (or the caller) is stopping us
-            self.interrupt("interrupted")
+        except asyncio.CancelledError as stopping:
+            # a parent run (or the caller) is stopping us; a cancelled parent says so,
+            # and its sub-pipeline runs are cancelled with it
+            self.interrupt("cancelled" if "cancelled" in stopping.args else "interrupted")
             await asyncio.shield(self._shutdown())
             raise
 
@@ -200,8 +207,7 @@ class Runner:
         """Cancel in-flight visits and wait until their processes are gone."""
         running = [visit for visit, _ in self._tasks.values()]
         tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
+        self._cancel(tasks)
         if tasks:
             await asyncio.wait(tasks, timeout=30)
         self._tasks.clear()

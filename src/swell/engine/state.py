@@ -59,7 +59,9 @@ class RunState:
     finished: set[str] = field(default_factory=set)
     outcomes: dict[tuple[str, int], Outcome] = field(default_factory=dict)
     last: dict[str, StepSummary] = field(default_factory=dict)
-    artifacts: dict[str, dict[str, str]] = field(default_factory=dict)
+    artifacts: dict[str, dict[str, str]] = field(default_factory=dict)  # step -> name -> path
+    # step -> name -> the sha256 of the file when it was written (checked before injecting)
+    artifact_sha256: dict[str, dict[str, str]] = field(default_factory=dict)
     breaker: dict[str, tuple[str, int]] = field(default_factory=dict)
     rounds: int = 0
     thread_rounds: Counter[str] = field(default_factory=Counter)
@@ -163,6 +165,7 @@ def _context(s: RunState, ev: Any) -> None:
 
 def _artifact(s: RunState, ev: Any) -> None:
     s.artifacts.setdefault(ev.step_id, {})[ev.name] = ev.path
+    s.artifact_sha256.setdefault(ev.step_id, {})[ev.name] = ev.sha256
 
 
 def _gate_waiting(s: RunState, ev: Any) -> None:

@@ -1,27 +1,29 @@
-"""What surrounds one visit: its workspace, its injected artifacts, its template variables."""
+"""What surrounds one visit: its workspace, its injected artifacts, its template
+variables, and ending every process it started once it is over."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
-import shutil
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swell import process
 from swell.engine import handover
 from swell.engine.completion import Visit
 from swell.engine.context import ContractFailure, RunPlan, Services, StepResult, VisitContext
 from swell.engine.state import RunState
 from swell.errors import SwellError
-from swell.events.models import ArtifactWritten, BaseEvent
+from swell.events.models import ArtifactWritten, BaseEvent, Warning
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
-from swell.workspace import artifacts
+from swell.workspace import artifacts, safe
 from swell.workspace.manager import Workspaces
-from swell.workspace.paths import PathEscape, inside
 
 INJECTED_DIR = ".wave/artifacts"  # where Wave puts injected artifacts; kept for compatibility
 
@@ -39,7 +41,40 @@ class VisitExecutor:
     emit: Callable[[Sequence[BaseEvent]], None]
 
     async def run(self, visit: Visit) -> StepResult:
-        """One visit: find its workspace, hand it its inputs, run its kind, check it."""
+        """One visit: find its workspace, hand it its inputs, run its kind, check it.
+        Whatever way it ends (a cancellation too), no process it started outlives it."""
+        spawned = process.spawned()
+        try:
+            return await self._run(visit)
+        except asyncio.CancelledError:
+            if process.spawned() != spawned:
+                await asyncio.shield(self.sweep(visit))
+            raise
+
+    async def sweep(self, visit: Visit) -> list[process.Marked]:
+        """End the processes of this visit still running: those that left its process
+        groups (`setsid`, `nohup ... &`, double forks) carry its markers."""
+        markers = [
+            f"SWELL_RUN_ID={self.plan.run_id}",
+            f"SWELL_STEP_ID={visit.step.id}",
+            f"SWELL_VISIT={visit.visit}",
+        ]
+        grace = self.plan.project.manifest.runtime.timeouts.process_grace_seconds or 3.0
+        return await process.stop_marked(markers, grace)
+
+    async def _leftovers(self, ctx: VisitContext, visit: Visit, since: int) -> list[BaseEvent]:
+        """Sweep if a process was started since `since`; a warning names what was left."""
+        if process.spawned() == since:
+            return []
+        left = await self.sweep(visit)
+        if not left:
+            return []
+        names = ", ".join(str(m) for m in sorted(left, key=lambda m: m.pid))
+        message = f"step '{visit.step.id}' left processes running after it ended; stopped them: "
+        return [ctx.event(Warning(message=message + names))]
+
+    async def _run(self, visit: Visit) -> StepResult:
+        spawned = process.spawned()
         step = visit.step
         # a rework visit works in the workspace of the step it reworks, on its contracts
         rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
@@ -66,6 +101,9 @@ class VisitExecutor:
             resumed=visit.resumed,
         )
         result = await self.services.step_kinds.of(step).run(ctx)
+        # nothing may still change the workspace while it is checked
+        result.events += await self._leftovers(ctx, visit, spawned)
+        spawned = process.spawned()
         problems = self.workspaces.after_visit(ws)
         if step.output_artifacts:
             found, missing = artifacts.collect(ws.path, step.output_artifacts, result.stdout)
@@ -87,6 +125,7 @@ class VisitExecutor:
                     f"contract {failed.index + 1} ({failed.contract_type}) of step "
                     f"'{owner.id}' failed: {failed.error}"
                 )
+        result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
         return result
 
     def _write_feedback(
@@ -102,10 +141,13 @@ class VisitExecutor:
         }
         if failure.feedback is not None:
             data |= failure.feedback.model_dump()
-        path = self.plan.run_dir / ctx.step.id / str(ctx.visit) / "review-feedback.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
         raw = (json.dumps(data, indent=2) + "\n").encode()
-        path.write_bytes(raw)
+        rel = f"{ctx.step.id}/{ctx.visit}/review-feedback.json"
+        try:
+            path = artifacts.write_run_file(self.plan.run_dir, rel, raw)
+        except safe.UnsafePath as exc:
+            error = f"{failure.error}; the review feedback could not be written: {exc}"
+            return dataclasses.replace(failure, policy="fail", error=error)
         written = ArtifactWritten(
             name="review-feedback",
             path=str(path),
@@ -163,27 +205,40 @@ def inject_artifacts(
 ) -> tuple[dict[str, str], list[str]]:
     """Copy the artifacts a step asks for into `.wave/artifacts/<as>` of its workspace.
 
-    Returns name → path of each copy, and problems (a missing, non-optional artifact).
+    Each is copied only if it is still the file that was recorded: a regular file (not
+    a link a later step put in its place) whose content hashes to the sha256 recorded
+    when it was written. The copy replaces whatever is at `.wave/artifacts/<as>`
+    (never writing through a link). Returns name -> path of each copy, and problems
+    (an artifact that is missing and not optional, a link, a changed file).
     """
     injected: dict[str, str] = {}
     problems: list[str] = []
     for ref in step.memory.inject_artifacts:
         name = ref.as_ or ref.artifact
-        source = state.artifacts.get(ref.step or "", {}).get(ref.artifact)
-        if source is None or not Path(source).is_file():
+        producer = state.artifacts.get(ref.step or "", {})
+        source = producer.get(ref.artifact)
+        sha256 = state.artifact_sha256.get(ref.step or "", {}).get(ref.artifact)
+        what = f"input artifact '{ref.artifact}' of step '{ref.step}'"
+        if source is None or sha256 is None or not os.path.lexists(source):
             if not ref.optional:
-                problems.append(
-                    f"input artifact '{ref.artifact}' of step '{ref.step}' is not available "
-                    f"(has '{ref.step}' run?)"
-                )
+                problems.append(f"{what} is not available (has '{ref.step}' run?)")
+            continue
+        if safe.is_link(Path(source)):
+            problems.append(
+                f"{what} ({source}) was replaced by a symbolic link after it was written; "
+                "not injecting it"
+            )
             continue
         try:
-            target = inside(workspace, f"{INJECTED_DIR}/{name}")
-        except PathEscape as exc:
+            target = safe.place(workspace, f"{INJECTED_DIR}/{name}")
+            safe.copy_verified(Path(source), sha256, target)
+        except safe.ContentChanged as exc:
+            problems.append(
+                f"{what} ({source}) changed after it was written ({exc}); not injecting it"
+            )
+            continue
+        except safe.UnsafePath as exc:
             problems.append(f"input artifact '{name}': {exc}")
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if Path(source).resolve() != target.resolve():
-            shutil.copyfile(source, target)
         injected[name] = str(target)
     return injected, problems

@@ -211,7 +211,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                     f"trigger must look like token_limit_80%, not {compaction.trigger!r}",
                 )
             )
-        report.problems += check_templates(project, loaded, step, loc, ids, context_keys)
+        report.problems += check_templates(project, loaded, ctx, step, loc, ids, context_keys)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
                 add(

@@ -58,6 +58,10 @@ class StepRules(Protocol):
         """Where a visit may route by choice (a gate's choices); None: on as usual."""
         ...
 
+    def script_fields(self, step: Step) -> list[Loc]:
+        """The step's fields that are shell scripts (their values must stay data)."""
+        ...
+
     def problems(self, scope: LintScope) -> list[Problem]: ...
 
 
@@ -69,6 +73,11 @@ class ContractRules(Protocol):
 
     @property
     def mechanical(self) -> bool: ...
+
+    @property
+    def script_fields(self) -> tuple[str, ...]:
+        """Settings that are shell scripts (their values must stay data)."""
+        ...
 
     def problems(self, settings: Any, scope: LintScope) -> list[Problem]: ...
 

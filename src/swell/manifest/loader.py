@@ -13,8 +13,8 @@ from pydantic import BaseModel, ValidationError
 
 from swell.errors import ManifestError, PipelineNotFound, Problem, ProjectNotFound
 from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
-from swell.manifest.models import Manifest, Pipeline, Strict
-from swell.manifest.yamlsrc import Loc, SourceMap, load_yaml
+from swell.manifest.models import Manifest, Pipeline, Strict, name_problem
+from swell.manifest.yamlsrc import Loc, SourceMap, YamlDoc, load_yaml, parse_yaml
 
 PIPELINE_DIRS = (".agents/pipelines", ".wave/pipelines")
 
@@ -35,6 +35,7 @@ class LoadedPipeline:
     path: Path
     pipeline: Pipeline
     source: SourceMap
+    text: str = ""  # the file as it was loaded (a run keeps it, and resumes from it)
 
 
 def display_path(path: Path) -> str:
@@ -215,18 +216,35 @@ def pipeline_paths(root: Path) -> dict[str, Path]:
     return found
 
 
+def _is_file(path: Path) -> bool:
+    """`path.is_file()`, and False for a name the OS refuses (too long, ...)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_pipeline(root: Path, name_or_path: str) -> Path:
     """The file for a pipeline name, or the path itself when one is given."""
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") or os.sep in name_or_path:
         full = candidate if candidate.is_absolute() else Path.cwd() / candidate
-        if full.is_file():
-            return full.resolve()
+        try:
+            if full.is_file():
+                return full.resolve()
+            is_dir, exists = full.is_dir(), full.exists()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise PipelineNotFound(f"pipeline file {name_or_path}: {reason}") from None
+        if is_dir:
+            raise PipelineNotFound(f"pipeline file {name_or_path} is a directory")
+        if exists:
+            raise PipelineNotFound(f"pipeline file {name_or_path} is not a regular file")
         raise PipelineNotFound(f"pipeline file {name_or_path} does not exist")
     for directory in PIPELINE_DIRS:
         for suffix in (".yaml", ".yml"):
             path = root / directory / f"{name_or_path}{suffix}"
-            if path.is_file():
+            if _is_file(path):
                 return path
     known = sorted(pipeline_paths(root))
     hint = difflib.get_close_matches(name_or_path, known, n=1)
@@ -242,7 +260,20 @@ def resolve_pipeline(root: Path, name_or_path: str) -> Path:
 def load_pipeline(root: Path, name_or_path: str) -> LoadedPipeline:
     """Load and validate (field level) one pipeline."""
     path = resolve_pipeline(root, name_or_path)
-    doc = load_yaml(path, display_path(path))
+    return _pipeline(path, load_yaml(path, display_path(path)))
+
+
+def load_stored_pipeline(path: Path, text: str) -> LoadedPipeline:
+    """A pipeline as a run stored it when it started (the file may have changed since);
+    problems name the file and say so."""
+    return _pipeline(path, parse_yaml(text, f"{display_path(path)} (as at run start)"))
+
+
+def _pipeline(path: Path, doc: YamlDoc) -> LoadedPipeline:
     pipeline = _validate(Pipeline, doc.data, doc.source)
     name = pipeline.metadata.name or path.stem
-    return LoadedPipeline(name, path, pipeline, doc.source)
+    problem = name_problem(name)  # metadata.name itself was checked by its model
+    if problem:
+        message = f"the pipeline's name {name!r} (its file name) {problem}; set metadata.name"
+        raise ManifestError([Problem(doc.source.file, 1, 1, message)])
+    return LoadedPipeline(name, path, pipeline, doc.source, doc.text)

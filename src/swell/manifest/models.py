@@ -15,6 +15,62 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Fidelity = Literal["full", "compact", "summary", "fresh"]
 
+# a name swell makes a file or directory name of (run ids, artifact files) stays this short
+MAX_NAME_BYTES = 200
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` cannot be one file name inside swell's directories, or None.
+
+    Pipeline names become run ids (`.swell/runs/<id>`, `.swell/workspaces/<id>`) and
+    artifact names become file names, so none may be empty, `.`/`..`, hold a path
+    separator or a control character (NUL included), or be too long for a file name.
+    """
+    if not value:
+        return "must not be empty"
+    if value in (".", ".."):
+        return f"must not be '{value}'"
+    if "/" in value or "\\" in value:
+        return "must not contain '/' or '\\' (it becomes a file name)"
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        return "must not contain control characters"
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"must be at most {MAX_NAME_BYTES} bytes long"
+    return None
+
+
+def _file_name(value: str | None) -> str | None:
+    """A pydantic validator: `value` must be usable as one file name."""
+    problem = None if value is None else name_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def branch_problem(value: str) -> str | None:
+    """Why `value` cannot be a worktree branch, or None: a relative git ref that cannot
+    leave the workspace's `worktrees/` directory (checked as written, and once a
+    templated branch is rendered)."""
+    if not value.strip():
+        return "must not be empty"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value) or "\\" in value:
+        return "must not contain control characters or '\\'"
+    if value.startswith(("/", "-")):
+        return "must not start with '/' or '-'"
+    if ".." in value or any(part in ("", ".") for part in value.split("/")):
+        return "must not contain '..' or empty or '.' parts between '/'"
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"must be at most {MAX_NAME_BYTES} bytes long"
+    return None
+
+
+def _branch_name(value: str | None) -> str | None:
+    """A pydantic validator: a worktree branch (see `branch_problem`)."""
+    problem = None if value is None else branch_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
@@ -189,6 +245,8 @@ class PipelineMetadata(Strict):
     category: str | None = None
     disabled: bool | None = None
 
+    _name = field_validator("name")(_file_name)
+
 
 class InputConfig(Strict):
     source: str | None = None
@@ -230,6 +288,8 @@ class ArtifactDef(Strict):
     required: bool = False
     source: Literal["file", "stdout"] = "file"
 
+    _name = field_validator("name")(_file_name)
+
 
 class ArtifactRef(Strict):
     step: str | None = None
@@ -241,6 +301,9 @@ class ArtifactRef(Strict):
     pipeline: str | None = None
 
     UNSUPPORTED = {"pipeline": "cross-pipeline artifacts"}
+
+    # the copy's file name is `as`, else `artifact`
+    _names = field_validator("artifact", "as_")(_file_name)
 
 
 class Memory(Strict):
@@ -261,6 +324,8 @@ class WorkspaceConfig(Strict):
     branch: str | None = None
     base: str | None = None
     ref: str | None = None
+
+    _branch = field_validator("branch")(_branch_name)
 
 
 class Contract(Strict):
@@ -393,10 +458,14 @@ class Step(Strict):
     @field_validator("id")
     @classmethod
     def _id_shape(cls, value: str) -> str:
+        # a step id is a directory name under the run's directory: this shape cannot be
+        # '.', '..', absolute, or hold a separator, NUL or a newline (fullmatch, not $)
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
             raise ValueError(
                 "step id must start with a letter or digit and use only letters, digits, '-', '_', '.'"
             )
+        if len(value) > MAX_NAME_BYTES:
+            raise ValueError(f"step id must be at most {MAX_NAME_BYTES} characters long")
         return value
 
     @property

@@ -1,9 +1,10 @@
 """`{{ ... }}` templates in prompts and scripts.
 
 Prompts get values inserted as text. Scripts never get a value spliced into shell
-code: each placeholder becomes a reference to an environment variable, written
-for the quoting context it sits in, so model output and artifacts cannot inject
-commands (see docs/manifest.md, "Templates").
+code: each placeholder becomes a reference to an environment variable, written for
+the quoting context it sits in (`shell.py` reads the script to find it), and a script
+that puts a value where the shell could read it as code is refused, so model output
+and artifacts cannot inject commands (docs/security.md, "Templates are never code").
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from swell.manifest.expressions import (
     paths,
     to_text,
 )
+from swell.manifest.shell import ShellRefusal, read_script
 
 _PLACEHOLDER = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
 
@@ -34,6 +36,7 @@ class Template:
     source: str
     literals: tuple[str, ...]  # len(placeholders) + 1
     placeholders: tuple[tuple[str, Node], ...]
+    spans: tuple[tuple[int, int], ...] = ()  # of each placeholder in `source`
 
     def variables(self) -> list[tuple[str | int, ...]]:
         return [p for _, node in self.placeholders for p in paths(node)]
@@ -44,6 +47,7 @@ def parse_template(text: str) -> Template:
     """Parse a template; raises ExpressionError naming the bad placeholder."""
     literals: list[str] = []
     holders: list[tuple[str, Node]] = []
+    spans: list[tuple[int, int]] = []
     pos = 0
     for match in _PLACEHOLDER.finditer(text):
         literals.append(text[pos : match.start()])
@@ -52,9 +56,10 @@ def parse_template(text: str) -> Template:
             holders.append((expr, parse_expression(expr)))
         except ExpressionError as exc:
             raise ExpressionError(f"in {{{{ {expr} }}}}: {exc}") from None
+        spans.append(match.span())
         pos = match.end()
     literals.append(text[pos:])
-    return Template(text, tuple(literals), tuple(holders))
+    return Template(text, tuple(literals), tuple(holders), tuple(spans))
 
 
 @dataclass
@@ -89,116 +94,121 @@ def render_text(text: str, namespace: Mapping[str, Any]) -> Rendered:
 
 # ----------------------------------------------------------------------- shell scripts
 
-
-def _shell_contexts(literals: tuple[str, ...]) -> list[str]:
-    """The quoting context at each placeholder: normal, double, single, comment, heredoc,
-    heredoc_q."""
-    state = "normal"
-    heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, quoted, strip_tabs) pending
-    # open `$( ... )`: the state to return to and the parentheses opened inside
-    subst: list[tuple[str, int]] = []
-    in_heredoc: tuple[str, bool, bool] | None = None
-    line_buf = ""
-    contexts: list[str] = []
-    for index, chunk in enumerate(literals):
-        i = 0
-        while i < len(chunk):
-            ch = chunk[i]
-            if in_heredoc is not None:
-                if ch == "\n":
-                    delim, _, strip = in_heredoc
-                    line = line_buf.lstrip("\t") if strip else line_buf
-                    line_buf = ""
-                    if line == delim:
-                        in_heredoc = heredocs.pop(0) if heredocs else None
-                else:
-                    line_buf += ch
-                i += 1
-                continue
-            if (
-                state in ("normal", "double")
-                and chunk.startswith("$(", i)
-                and not chunk.startswith("$((", i)
-            ):
-                # a command substitution starts a fresh quoting context
-                subst.append((state, 0))
-                state = "normal"
-                i += 2
-                continue
-            if state == "normal":
-                if ch == "\\":
-                    i += 2
-                    continue
-                if ch == "'":
-                    state = "single"
-                elif ch == '"':
-                    state = "double"
-                elif ch == "(" and subst:
-                    subst[-1] = (subst[-1][0], subst[-1][1] + 1)
-                elif ch == ")" and subst:
-                    outer, depth = subst.pop()
-                    if depth:
-                        subst.append((outer, depth - 1))
-                    else:
-                        state = outer
-                elif ch == "#" and (
-                    # a word right after a placeholder never starts a comment
-                    (i == 0 and index == 0) or (i > 0 and chunk[i - 1] in " \t\n;&|()<>")
-                ):
-                    state = "comment"
-                elif chunk.startswith("<<", i) and not chunk.startswith("<<<", i):
-                    match = re.match(r"<<(-?)\s*(['\"]?)([A-Za-z0-9_]+)\2", chunk[i:])
-                    if match:
-                        heredocs.append(
-                            (match.group(3), bool(match.group(2)), bool(match.group(1)))
-                        )
-                        i += match.end()
-                        continue
-                elif ch == "\n" and heredocs:
-                    in_heredoc = heredocs.pop(0)
-                    line_buf = ""
-            elif state == "comment":
-                if ch == "\n":
-                    state = "normal"
-                    continue  # read the newline again: a heredoc body may start here
-            elif state == "single":
-                if ch == "'":
-                    state = "normal"
-            elif state == "double":
-                if ch == "\\":
-                    i += 2
-                    continue
-                if ch == '"':
-                    state = "normal"
-            i += 1
-        if index < len(literals) - 1:
-            if in_heredoc is not None:
-                quoted = f"heredoc_q:{in_heredoc[0]}:{int(in_heredoc[2])}"
-                contexts.append(quoted if in_heredoc[1] else "heredoc")
-            else:
-                contexts.append(state)
-    return contexts
-
-
 TRUSTED_ROOTS = ("project",)
+FIX_VALUE = "{value}"  # the guards' fixes name the placeholder with this
 
 
 def _trusted(node: Node) -> bool:
     return node[0] == "path" and str(node[1][0]) in TRUSTED_ROOTS
 
 
-def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SWELL_V") -> Rendered:
-    """Render a shell script: placeholders become quoted env-var references.
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
 
-    A value reaches the shell only through the environment, and parameter
-    expansion is never re-parsed as code, so no value can inject a command.
-    The exception is `{{ project.X }}`: wave.yaml's project variables are written
-    by the project's owner as shell code (`test_command`), so they are inserted as is.
+
+class ScriptRefused(ExpressionError):
+    """A script puts a value where the shell could read it as code (or where swell cannot
+    tell): names the placeholder, where it is in the script, and the fix."""
+
+    def __init__(self, text: str, tpl: Template, index: int, reason: str, fix: str) -> None:
+        start, end = tpl.spans[index]
+        self.placeholder = text[start:end]
+        self.offset = start
+        self.line, self.col = _line_col(text, start)
+        super().__init__(
+            f"{self.placeholder} (line {self.line} of the script) {reason}. "
+            f"Fix: {fix.replace(FIX_VALUE, self.placeholder)}"
+        )
+
+
+@dataclass(frozen=True)
+class ScriptWarning:
+    placeholder: str
+    offset: int  # of the placeholder in the script text
+    message: str
+
+
+@dataclass(frozen=True)
+class ScriptAnalysis:
+    """How each placeholder goes into a script: `trusted` (inserted as shell code),
+    `word`, `double`, `single` or `comment` (see render_script)."""
+
+    contexts: tuple[str, ...]
+    warnings: tuple[ScriptWarning, ...]
+
+
+def analyse_script(text: str, namespace: Mapping[str, Any]) -> ScriptAnalysis:
+    """Where each placeholder of a script sits; raises ScriptRefused (an ExpressionError)
+    when one is where a value could be read as code. Only `{{ project.X }}` values are
+    read from `namespace`: they are shell code and change how the rest is read."""
+    tpl = parse_template(text)
+    trusted = tuple(
+        _value(node, namespace, []) if _trusted(node) else None for _, node in tpl.placeholders
+    )
+    return _analyse(text, trusted)
+
+
+@lru_cache(maxsize=1024)
+def _analyse(text: str, trusted: tuple[str | None, ...]) -> ScriptAnalysis:
+    tpl = parse_template(text)
+    parts, holes, index = [tpl.literals[0]], list[int](), list[int]()
+    # (start in the script as read, start in the template, project placeholder or None)
+    segments: list[tuple[int, int, int | None]] = [(0, 0, None)]
+    size = len(tpl.literals[0])
+    for k, (value, literal) in enumerate(zip(trusted, tpl.literals[1:], strict=True)):
+        if value is None:
+            holes.append(size)
+            index.append(k)
+        else:
+            segments.append((size, tpl.spans[k][0], k))
+            parts.append(value)
+            size += len(value)
+        segments.append((size, tpl.spans[k][1], None))
+        parts.append(literal)
+        size += len(literal)
+    if not holes:
+        return ScriptAnalysis(("trusted",) * len(trusted), ())
+    try:
+        view = read_script("".join(parts), holes)
+    except ShellRefusal as exc:
+        if exc.hole is None:  # the lexer is lost: say where, name the first value
+            start, origin, project = next(seg for seg in reversed(segments) if seg[0] <= exc.pos)
+            line = _line_col(text, origin if project is not None else origin + exc.pos - start)[0]
+            place = "" if project is None else f" in {{{{ {tpl.placeholders[project][0]} }}}}"
+            reason = f"{exc.reason[:-1]} at line {line}{place})"
+            raise ScriptRefused(text, tpl, index[0], reason, exc.fix) from None
+        raise ScriptRefused(text, tpl, index[exc.hole], exc.reason, exc.fix) from None
+    contexts = ["trusted"] * len(trusted)
+    for hole, context in zip(index, view.contexts, strict=True):
+        contexts[hole] = context
+    warnings = []
+    for hole, name in view.warnings:
+        start, end = tpl.spans[index[hole]]
+        warnings.append(
+            ScriptWarning(
+                text[start:end],
+                start,
+                f"{text[start:end]} is assigned to `{name}`, and the script uses `{name}` "
+                "where bash evaluates a value as code (arithmetic, [[ -eq ]], a subscript, "
+                'declare -i, ${!name}, read "$name"); check it first, or use expr',
+            )
+        )
+    return ScriptAnalysis(tuple(contexts), tuple(warnings))
+
+
+def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SWELL_V") -> Rendered:
+    """Render a shell script: each placeholder becomes a quoted env-var reference.
+
+    A value reaches the shell only through the environment, as a parameter expansion
+    the shell expands once, as data; where a value could be read as code, the script
+    is refused (ScriptRefused, an ExpressionError) instead (docs/security.md). The
+    exception is `{{ project.X }}`: wave.yaml's project variables are written by the
+    project's owner as shell code (`test_command`), so they are inserted as is.
     """
     tpl = parse_template(text)
     if not tpl.placeholders:
         return Rendered(text, preview=text)
-    contexts = _shell_contexts(tpl.literals)
+    contexts = analyse_script(text, namespace).contexts
     missing: list[str] = []
     env: dict[str, str] = {}
     out = [tpl.literals[0]]
@@ -208,25 +218,17 @@ def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SW
     ):
         value = _value(node, namespace, missing)
         name = f"{env_prefix}{n}"
-        if _trusted(node):
-            out.append(value)
-        elif ctx.startswith("heredoc_q:"):
-            # a quoted heredoc expands nothing, so the text is inert unless it
-            # contains the delimiter line, which would end the heredoc early
-            _, delim, strip = ctx.split(":")
-            lines = [ln.lstrip("\t") if strip == "1" else ln for ln in value.split("\n")]
-            if delim in lines:
-                raise ExpressionError(f"value contains the heredoc delimiter line {delim!r}")
+        if ctx == "trusted":
             out.append(value)
         else:
-            env[name] = value
+            if ctx != "comment":  # a comment is never read: its value is not handed over
+                env[name] = value
             out.append(
                 {
-                    "normal": f'"${{{name}}}"',
+                    "word": f'"${{{name}}}"',
                     "comment": f'"${{{name}}}"',
                     "double": f"${{{name}}}",
                     "single": f"'\"${{{name}}}\"'",
-                    "heredoc": f"${{{name}}}",
                 }[ctx]
             )
         out.append(literal)

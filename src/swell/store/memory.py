@@ -20,19 +20,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from swell.errors import StoreError
+from swell.errors import RunNotFound, StoreError
 from swell.events.models import BaseEvent, Event, event_json, parse_event
 from swell.store.records import INSERTS, PRIMARY_KEYS, Record
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
+    Owner,
     ReviewRow,
     RoundRow,
     RunRow,
     VisitRow,
     row_from,
 )
-from swell.store.rules import decide, now_iso, one_run, pending
+from swell.store.rules import CANDIDATES, decide, now_iso, one_run, pending
+from swell.store.run_locks import busy, this_process
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -57,6 +59,7 @@ class MemoryDatabase:
     )
     # run id -> (thread, thread_round) -> round: the unique index of the rounds table
     thread_rounds: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+    claims: dict[str, tuple[Owner, int]] = field(default_factory=dict)  # run -> owner, handle
 
     def table(self, name: str, run_id: str) -> Table:
         """One run's rows of a table (to write: it is created when missing)."""
@@ -233,7 +236,11 @@ class MemoryStore:
         self._open = True
 
     def close(self) -> None:
-        """This handle is done; other handles keep the database."""
+        """This handle is done (its claims end with it); other handles keep the database."""
+        with self.database.lock:
+            for run_id, (_, handle) in list(self.database.claims.items()):
+                if handle == id(self):
+                    del self.database.claims[run_id]
         self._open = False
 
     # ------------------------------------------------------------------ writing
@@ -250,6 +257,7 @@ class MemoryStore:
         parent_run_id: str | None = None,
         parent_step_id: str | None = None,
         options: dict[str, Any] | None = None,
+        pipeline_text: str | None = None,
     ) -> None:
         stamp = now_iso()
         record = {
@@ -270,6 +278,8 @@ class MemoryStore:
             "error": None,
             "visits": 0,
             "owner_pid": os.getpid(),
+            "owner_host": None,
+            "pipeline_text": pipeline_text,
             "cancel_requested": 0,
         }
         with self._write() as journal:
@@ -277,10 +287,30 @@ class MemoryStore:
                 raise StoreError(f"run {run_id} already exists")
             journal.put(self.database.runs, run_id, record)
 
-    def claim(self, run_id: str, pid: int) -> None:
-        """Record which process is executing the run."""
+    def claim(self, run_id: str) -> None:
+        """Make this handle the run's only executor (RunBusy if another one is): handles
+        stand for processes, as connections do for SQLite."""
+        owner = this_process()
         with self._write() as journal:
-            journal.update(self.database.runs, run_id, owner_pid=pid, updated_at=now_iso())
+            if run_id not in self.database.runs:
+                raise RunNotFound(f"no run '{run_id}' in {self.location}")
+            holder = self.database.claims.get(run_id)
+            if holder is not None and holder[1] != id(self):
+                raise busy(run_id, holder[0])
+            journal.put(self.database.claims, run_id, (owner, id(self)))
+            journal.update(
+                self.database.runs,
+                run_id,
+                owner_pid=owner.pid,
+                owner_host=owner.host,
+                updated_at=now_iso(),
+            )
+
+    def release(self, run_id: str) -> None:
+        with self._write():
+            holder = self.database.claims.get(run_id)
+            if holder is not None and holder[1] == id(self):
+                del self.database.claims[run_id]
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
         """Store a batch of events and their projections atomically."""
@@ -340,7 +370,8 @@ class MemoryStore:
         with self._read() as db:
             if run_id in db.runs:
                 return self._run(db.runs[run_id])
-            found = [r for r in db.runs.values() if r["id"].startswith(run_id)][:2]
+            found = [r for r in db.runs.values() if run_id and r["id"].startswith(run_id)]
+            found = found[::-1][: CANDIDATES + 1]  # newest first, as SQLite orders them
             return one_run(run_id, [self._run(r) for r in found], self.location)
 
     def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
@@ -384,6 +415,16 @@ class MemoryStore:
 
     def reviews(self, run_id: str) -> list[ReviewRow]:
         return self._select(ReviewRow, "reviews", run_id, "ts")
+
+    def owner(self, run_id: str) -> Owner | None:
+        with self._read() as db:
+            holder = db.claims.get(run_id)
+            return holder[0] if holder else None
+
+    def pipeline_text(self, run_id: str) -> str | None:
+        with self._read() as db:
+            run = db.runs.get(run_id)
+            return run["pipeline_text"] if run else None
 
     def cancel_requested(self, run_id: str) -> bool:
         with self._read() as db:

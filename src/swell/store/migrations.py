@@ -174,7 +174,24 @@ def _m3_reviews(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_initial, _m2_rounds, _m3_reviews]
+def _m4_run_owner_host_and_pipeline_text(db: sqlite3.Connection) -> None:
+    # the host of the process executing a run (its pid was there already), and the
+    # pipeline file as it was when the run started, which `swell resume` runs
+    _run_script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN owner_host TEXT;
+        ALTER TABLE runs ADD COLUMN pipeline_text TEXT
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m1_initial,
+    _m2_rounds,
+    _m3_reviews,
+    _m4_run_owner_host_and_pipeline_text,
+]
 
 
 def migrate(db: sqlite3.Connection) -> None:

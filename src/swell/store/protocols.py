@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RoundRow, RunRow, VisitRow
+from swell.store.rows import (
+    ArtifactRow,
+    GateRow,
+    Owner,
+    ReviewRow,
+    RoundRow,
+    RunRow,
+    VisitRow,
+)
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent, Event
@@ -36,12 +44,20 @@ class RunWriter(Protocol):
         parent_run_id: str | None = None,
         parent_step_id: str | None = None,
         options: dict[str, Any] | None = None,
+        pipeline_text: str | None = None,
     ) -> None:
-        """Record a `pending` run owned by this process; StoreError if the id exists."""
+        """Record a `pending` run; StoreError if the id exists. `pipeline_text`: the
+        pipeline file as it is now, which resuming the run will use."""
         ...
 
-    def claim(self, run_id: str, pid: int) -> None:
-        """Record which process is executing the run."""
+    def claim(self, run_id: str) -> None:
+        """Make this process the only one executing the run, atomically: RunBusy (naming
+        the holder's pid and host) when another process holds it. Held until `release`
+        or until the process ends, however it ends (a crash frees the run at once)."""
+        ...
+
+    def release(self, run_id: str) -> None:
+        """This process no longer executes the run."""
         ...
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
@@ -118,6 +134,15 @@ class RunReader(Protocol):
         ...
 
     def cancel_requested(self, run_id: str) -> bool: ...
+
+    def owner(self, run_id: str) -> Owner | None:
+        """The process executing the run now (its claim is held), else None: a run that
+        reads `running` with no owner was left by a process that ended."""
+        ...
+
+    def pipeline_text(self, run_id: str) -> str | None:
+        """The pipeline file as it was when the run was created (None: not kept)."""
+        ...
 
 
 class ThreadReader(Protocol):

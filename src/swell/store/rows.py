@@ -23,6 +23,14 @@ VisitStatus = Literal["running", "succeeded", "failed", "interrupted"]
 GateStatus = Literal["waiting", "approved", "rejected", "timeout", "cancelled"]
 
 
+@dataclass(frozen=True)
+class Owner:
+    """The process executing a run."""
+
+    pid: int
+    host: str
+
+
 @dataclass
 class RunRow:
     id: str
@@ -41,7 +49,8 @@ class RunRow:
     workspace: str | None
     pipeline_path: str | None
     project_root: str | None
-    owner_pid: int | None
+    owner_pid: int | None  # the last process that executed it (alive or not: `Store.owner`)
+    owner_host: str | None
     options: dict[str, Any]
 
 

@@ -19,12 +19,20 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+CANDIDATES = 10  # runs an ambiguous prefix lists
+
+
 def one_run(run_id: str, matches: Sequence[RunRow], where: str) -> RunRow:
-    """The run an id prefix names, from (at most two of) the runs whose id starts with it."""
+    """The run an id prefix names, from (up to CANDIDATES + 1 of) the runs whose id starts
+    with it, newest first."""
+    if not run_id:
+        raise RunNotFound("give a run id, or a prefix of one (see `swell list`)")
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise RunNotFound(f"run id prefix '{run_id}' matches several runs")
+        shown = "\n".join(f"  {m.id}  {m.status}" for m in matches[:CANDIDATES])
+        more = "\n  …" if len(matches) > CANDIDATES else ""
+        raise RunNotFound(f"run id prefix '{run_id}' matches several runs:\n{shown}{more}")
     raise RunNotFound(f"no run '{run_id}' in {where} (see `swell list`)")
 
 

@@ -16,19 +16,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from swell.errors import StoreError
+from swell.errors import RunNotFound, StoreError
 from swell.store.migrations import migrate
 from swell.store.projections import PROJECTIONS
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
+    Owner,
     ReviewRow,
     RoundRow,
     RunRow,
     VisitRow,
     row_from,
 )
-from swell.store.rules import decide, now_iso, one_run, pending
+from swell.store.rules import CANDIDATES, decide, now_iso, one_run, pending
+from swell.store.run_locks import RunLocks, this_process
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -44,7 +46,8 @@ _RUN_COLS = (
     "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
     "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
     "(SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.run_id = runs.id) AS last_seq, "
-    "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, options"
+    "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
+    "owner_host, options"
 )
 _GATE_COLS = (
     "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
@@ -73,8 +76,10 @@ class SqliteStore:
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the state database {path}: {exc}") from None
+        self.locks = RunLocks(path.parent / "locks")
 
     def close(self) -> None:
+        self.locks.release_all()
         self.db.close()
 
     # ------------------------------------------------------------------ writing
@@ -91,14 +96,15 @@ class SqliteStore:
         parent_run_id: str | None = None,
         parent_step_id: str | None = None,
         options: dict[str, Any] | None = None,
+        pipeline_text: str | None = None,
     ) -> None:
         stamp = now_iso()
         with self._tx():
             try:
                 self.db.execute(
                     "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, parent_run_id, "
-                    "parent_step_id, workspace, options, created_at, updated_at, owner_pid) "
-                    "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "parent_step_id, workspace, options, created_at, updated_at, owner_pid, pipeline_text) "
+                    "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         pipeline,
@@ -112,18 +118,30 @@ class SqliteStore:
                         stamp,
                         stamp,
                         os.getpid(),
+                        pipeline_text,
                     ),
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"run {run_id} already exists") from None
 
-    def claim(self, run_id: str, pid: int) -> None:
-        """Record which process is executing the run."""
-        with self._tx():
-            self.db.execute(
-                "UPDATE runs SET owner_pid = ?, updated_at = ? WHERE id = ?",
-                (pid, now_iso(), run_id),
-            )
+    def claim(self, run_id: str) -> None:
+        """Make this process the run's only executor (RunBusy if another one is)."""
+        owner = this_process()
+        self.locks.acquire(run_id, owner)
+        try:
+            with self._tx():
+                found = self.db.execute(
+                    "UPDATE runs SET owner_pid = ?, owner_host = ?, updated_at = ? WHERE id = ?",
+                    (owner.pid, owner.host, now_iso(), run_id),
+                ).rowcount
+            if not found:
+                raise RunNotFound(f"no run '{run_id}' in {self.path}")
+        except BaseException:
+            self.locks.release(run_id)
+            raise
+
+    def release(self, run_id: str) -> None:
+        self.locks.release(run_id)
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
         """Commit a batch of events and their projections atomically."""
@@ -176,11 +194,12 @@ class SqliteStore:
 
     def get_run(self, run_id: str) -> RunRow:
         rows = self._rows(RunRow, f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
-        if not rows:
+        if not rows and run_id:
             # a prefix, compared exactly (LIKE would ignore case and treat _ as a wildcard)
             rows = self._rows(
                 RunRow,
-                f"SELECT {_RUN_COLS} FROM runs WHERE substr(id, 1, ?) = ? LIMIT 2",
+                f"SELECT {_RUN_COLS} FROM runs WHERE substr(id, 1, ?) = ? "
+                f"ORDER BY created_at DESC, rowid DESC LIMIT {CANDIDATES + 1}",
                 (len(run_id), run_id),
             )
         return one_run(run_id, rows, str(self.path))
@@ -252,6 +271,13 @@ class SqliteStore:
             "WHERE run_id = ? ORDER BY ts, step_id, visit, contract",
             (run_id,),
         )
+
+    def owner(self, run_id: str) -> Owner | None:
+        return self.locks.holder(run_id)
+
+    def pipeline_text(self, run_id: str) -> str | None:
+        row = self.db.execute("SELECT pipeline_text FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
 
     def cancel_requested(self, run_id: str) -> bool:
         row = self.db.execute(

@@ -1,4 +1,8 @@
-"""Artifact files: command logs, declared output artifacts, hashing."""
+"""Artifact files: command logs, declared output artifacts, hashing.
+
+Logs go to the run directory and artifacts are read from the workspace, both places a
+step can plant links in: a log replaces whatever is at its path (never writing through
+a link), an artifact is read only as a regular file inside the workspace."""
 
 from __future__ import annotations
 
@@ -7,17 +11,15 @@ from pathlib import Path
 
 from swell.events.models import ArtifactWritten
 from swell.manifest.models import ArtifactDef
+from swell.workspace import safe
 from swell.workspace.paths import PathEscape, inside
 
 
-def _digest(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
+def write_run_file(run_dir: Path, rel: str, data: bytes) -> Path:
+    """Write one of swell's own files for a run (a log, a checkpoint, review feedback)
+    at `run_dir/rel`, replacing a link a step may have put there; a directory on the
+    way that is a link out of the run directory is an UnsafePath."""
+    return safe.write_bytes(run_dir, rel, data, label="run directory")
 
 
 def write_log(
@@ -27,14 +29,11 @@ def write_log(
     a visit that printed nothing leaves no file."""
     if not stdout and not stderr:
         return None
-    path = run_dir / step_id / f"{visit}.log"
-    if not path.parent.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
     data = stdout
     if stderr:
         data += ("" if not stdout or stdout.endswith("\n") else "\n") + "--- stderr ---\n" + stderr
     raw = data.encode("utf-8", errors="replace")
-    path.write_bytes(raw)
+    path = write_run_file(run_dir, f"{step_id}/{visit}.log", raw)
     return ArtifactWritten(
         name="output",
         path=str(path),
@@ -49,26 +48,32 @@ def collect(
 ) -> tuple[list[ArtifactWritten], list[str]]:
     """Record each declared output artifact; returns events and problems.
 
-    A `source: stdout` artifact is written from the visit's stdout. A required
-    artifact that is missing or empty is a problem (the visit fails).
+    A `source: stdout` artifact is written from the visit's stdout (replacing a link at
+    its path). A file artifact that is a link is followed only inside the workspace;
+    what is recorded is the regular file it resolves to. A required artifact that is
+    missing or empty is a problem (the visit fails).
     """
     events: list[ArtifactWritten] = []
     problems: list[str] = []
     for art in declared:
         rel = art.path or f".swell-artifacts/{art.name}"
         try:
-            path = inside(workspace, rel)
-        except PathEscape as exc:
+            if art.source == "stdout" and stdout is not None:
+                path = safe.place(workspace, rel)
+                safe.replace(path, stdout.encode("utf-8", errors="replace"))
+            else:
+                path = inside(workspace, rel)
+        except (PathEscape, safe.UnsafePath) as exc:
             problems.append(f"artifact '{art.name}': {exc}")
             continue
-        if art.source == "stdout" and stdout is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(stdout, encoding="utf-8")
-        if not path.is_file() or path.stat().st_size == 0:
+        try:
+            sha, size = safe.digest_file(path)
+        except safe.UnsafePath:
+            sha, size = "", 0  # missing, or not a regular file
+        if size == 0:
             if art.required:
                 problems.append(f"required artifact '{art.name}' ({rel}) is missing or empty")
             continue
-        sha, size = _digest(path)
         events.append(
             ArtifactWritten(
                 name=art.name, path=str(path), sha256=sha, size=size, artifact_type=art.type

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from swell.manifest.models import Step
+from swell.manifest.models import Step, branch_problem
 from swell.workspace.workspace import (
     Workspace,
     WorkspaceError,
@@ -42,6 +42,9 @@ class Workspaces:
             config = self.steps[config.ref].workspace
         if config is not None and config.type == "worktree":
             branch = render(config.branch or DEFAULT_BRANCH)
+            problem = branch_problem(branch)
+            if problem:  # a template rendered into something that is no branch
+                raise WorkspaceError(f"step '{step.id}': worktree branch {branch!r} {problem}")
             key = f"worktree:{branch}"
             if key not in self._by_key:
                 self._by_key[key] = open_worktree(

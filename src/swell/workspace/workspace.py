@@ -4,11 +4,15 @@ Every workspace can say what changed in it since it was created (`diff`,
 `changed_files`): a directory workspace is made a git repository with an empty
 first commit for that purpose, a worktree remembers the commit it branched from.
 Read-only mounts are copies of project paths that are checked after each visit.
+
+A step can change anything in its workspace, `.git` included: every file operation
+here goes through `safe` (no link is followed out of the workspace), and git is run
+on the repository and work tree swell chose, with nothing the workspace configures
+(fsmonitor, filters, textconv, external diff) able to run a command.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,7 +23,8 @@ from pathlib import Path
 
 from swell.errors import SwellError
 from swell.manifest.models import Mount
-from swell.workspace.paths import inside
+from swell.workspace import safe
+from swell.workspace.paths import PathEscape, inside
 
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "swell",
@@ -34,17 +39,21 @@ class WorkspaceError(SwellError):
     """A workspace cannot be created or inspected."""
 
 
-def git(cwd: Path, *args: str) -> str:
-    """Run git in `cwd`; a failure is a WorkspaceError with git's own message."""
+def _run_git(cwd: Path, args: tuple[str, ...], ok: tuple[int, ...] = (0,)) -> str:
     if shutil.which("git") is None:
         raise WorkspaceError("git is not installed; worktree workspaces and diffs need it")
     env = {**os.environ, **_GIT_ENV}
     proc = subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL
     )
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise WorkspaceError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.strip()}")
     return proc.stdout
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in `cwd`; a failure is a WorkspaceError with git's own message."""
+    return _run_git(cwd, args)
 
 
 @dataclass
@@ -62,44 +71,68 @@ class Workspace:
     branch: str | None = None
     mounts: list[MountRecord] = field(default_factory=list)
     mount_specs: list[Mount] = field(default_factory=list)
+    git_dir: Path | None = None  # a worktree's own git directory, in the project's .git
+
+    def git(self, *args: str) -> str:
+        """git on this workspace (see `git_options`)."""
+        return _run_git(self.path, (*self.git_options(), *args))
+
+    def git_options(self) -> list[str]:
+        """Options that make git work on this workspace's own repository and work tree
+        (never one a `.git` link or `core.worktree` points to) and run no command the
+        repository configures (fsmonitor, hooks, filters; diffs add --no-textconv and
+        --no-ext-diff)."""
+        if self.git_dir is not None:
+            git_dir = self.git_dir
+        else:
+            git_dir = self.path / ".git"
+            if safe.is_link(git_dir) or not git_dir.is_dir():
+                raise WorkspaceError(
+                    f"{git_dir} is a symbolic link or not a directory; swell will not run git on it"
+                )
+        where = ["--git-dir", str(git_dir), "--work-tree", str(self.path)]
+        options = [*where, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]
+        listed = _run_git(self.path, (*where, "config", "--get-regexp", r"^filter\."), (0, 1))
+        for name in sorted(
+            {line.split()[0][7:].rpartition(".")[0] for line in listed.splitlines()}
+        ):
+            for setting in ("clean=", "smudge=", "process=", "required=false"):
+                options += ["-c", f"filter.{name}.{setting}"]
+        return options
+
+    def _diff(self, *options: str) -> str:
+        if self.base is None:
+            raise WorkspaceError(f"workspace {self.path} has no base to diff against")
+        where = self.git_options()
+        _run_git(self.path, (*where, "add", "--all", "--intent-to-add"))
+        flags = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+        return _run_git(self.path, (*where, "diff", *flags, *options, self.base))
 
     def diff(self) -> str:
         """The workspace's changes against its base, untracked files included."""
-        if self.base is None:
-            raise WorkspaceError(f"workspace {self.path} has no base to diff against")
-        git(self.path, "add", "--all", "--intent-to-add")
-        return git(self.path, "diff", "--no-color", "--no-ext-diff", self.base)
+        return self._diff()
 
     def changed_files(self) -> list[str]:
         if self.base is None:
             return []
-        git(self.path, "add", "--all", "--intent-to-add")
-        return [
-            line for line in git(self.path, "diff", "--name-only", self.base).splitlines() if line
-        ]
+        return [line for line in self._diff("--name-only").splitlines() if line]
 
     def check_mounts(self) -> list[str]:
-        """Read-only mounts that a visit changed."""
+        """Read-only mounts that a visit changed (a link put anywhere on the way to one
+        counts: it is never followed)."""
         problems = []
         for mount in self.mounts:
-            target = self.path / mount.target
-            if mount.readonly and _digest(target) != mount.digest:
+            if not mount.readonly:
+                continue
+            try:
+                changed = safe.tree_digest(safe.place(self.path, mount.target)) != mount.digest
+            except safe.UnsafePath:
+                changed = True
+            if changed:
                 problems.append(
                     f"the step wrote to the read-only mount {mount.target}/; it was restored"
                 )
         return problems
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    if path.is_file():
-        h.update(path.read_bytes())
-        return h.hexdigest()
-    for item in sorted(path.rglob("*")) if path.exists() else []:
-        h.update(str(item.relative_to(path)).encode())
-        if item.is_file() and not item.is_symlink():
-            h.update(item.read_bytes())
-    return h.hexdigest()
 
 
 def _slug(branch: str) -> str:
@@ -111,19 +144,56 @@ def open_directory(path: Path) -> Workspace:
     path.mkdir(parents=True, exist_ok=True)
     if shutil.which("git") is None:
         return Workspace(path, "directory")
-    if not (path / ".git").exists():
+    dot_git = path / ".git"
+    if safe.is_link(dot_git) or (dot_git.exists() and not dot_git.is_dir()):
+        raise WorkspaceError(
+            f"{dot_git} is a symbolic link or not a directory; swell will not run git on it"
+        )
+    ws = Workspace(path, "directory")
+    if not dot_git.exists():
         git(path, "init", "-q")
-        git(path, "commit", "-q", "--allow-empty", "-m", "swell: workspace base")
-    return Workspace(path, "directory", base=git(path, "rev-parse", "HEAD").strip())
+        ws.git("commit", "-q", "--allow-empty", "--no-verify", "-m", "swell: workspace base")
+    ws.base = ws.git("rev-parse", "HEAD").strip()
+    return ws
+
+
+def _worktree_git_dir(project_root: Path, path: Path) -> Path | None:
+    """The project's git directory of the worktree at `path`, found from the project's
+    side (never from the `.git` file in the worktree, which a step can rewrite); None
+    when the project has no such worktree."""
+    common = Path(git(project_root, "rev-parse", "--git-common-dir").strip())
+    registry = (project_root / common).resolve() / "worktrees"
+    for entry in sorted(registry.iterdir()) if registry.is_dir() else []:
+        try:
+            recorded = Path((entry / "gitdir").read_text().strip())
+        except OSError:
+            continue
+        if recorded.parent.resolve() == path.resolve():
+            return entry
+    return None
 
 
 def open_worktree(project_root: Path, root: Path, branch: str, base: str | None) -> Workspace:
-    """A worktree of the project on `branch` (new, from `base` or HEAD), reused if it exists."""
-    path = root / "worktrees" / _slug(branch)
-    meta = path.with_suffix(".json")
-    if path.exists() and meta.exists():
-        data = json.loads(meta.read_text())
-        return Workspace(path, "worktree", data["base"], branch)
+    """A worktree of the project on `branch` (new, from `base` or HEAD), reused if it exists.
+
+    It lives in the run's directory, which steps can write: an existing one is used only
+    if it is a real directory the project knows as a worktree."""
+    slug = _slug(branch)
+    try:
+        parent = safe.make_dirs(root, "worktrees")
+        meta = safe.place(root, f"worktrees/{slug}.json")
+    except safe.UnsafePath as exc:
+        raise WorkspaceError(f"cannot place the worktree for {branch}: {exc}") from None
+    path = parent / slug
+    if os.path.lexists(path):
+        git_dir = None if safe.is_link(path) else _worktree_git_dir(project_root, path)
+        data = _read_meta(meta) if git_dir is not None else None
+        if git_dir is None or data is None:
+            raise WorkspaceError(
+                f"{path} is not a worktree swell created (a link, a plain directory, or its "
+                f"{meta.name} is missing); refusing to use it"
+            )
+        return Workspace(path, "worktree", data, branch, git_dir=git_dir)
     try:
         git(project_root, "rev-parse", "--verify", "HEAD")
     except WorkspaceError:
@@ -131,52 +201,63 @@ def open_worktree(project_root: Path, root: Path, branch: str, base: str | None)
             f"a worktree workspace needs {project_root} to be a git repository with at least one commit"
         ) from None
     start = git(project_root, "rev-parse", base or "HEAD").strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
     git(project_root, "worktree", "add", "-q", "-b", branch, str(path), start)
-    meta.write_text(json.dumps({"base": start, "branch": branch}))
-    return Workspace(path, "worktree", start, branch)
+    safe.replace(meta, json.dumps({"base": start, "branch": branch}).encode())
+    return Workspace(path, "worktree", start, branch, git_dir=_worktree_git_dir(project_root, path))
 
 
-def add_mounts(ws: Workspace, project_root: Path, mounts: list[Mount]) -> None:
-    """Copy each mount's source into the workspace; read-only ones lose write bits and
-    are fingerprinted so a visit that changes them is caught (root ignores mode bits)."""
+def _read_meta(meta: Path) -> str | None:
+    """The base commit a worktree's metadata file records, or None."""
+    try:
+        fd = safe.open_regular(meta)
+    except safe.UnsafePath:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            base = json.loads(fh.read(65536)).get("base")
+        except (ValueError, AttributeError):
+            return None
+    return base if isinstance(base, str) and re.fullmatch(r"[0-9a-f]{40,64}", base) else None
+
+
+def add_mounts(
+    ws: Workspace, project_root: Path, mounts: list[Mount], *, repair: bool = False
+) -> None:
+    """Copy each mount's source into the workspace; read-only ones are always fresh
+    copies, lose their write bits and are fingerprinted so a visit that changes them is
+    caught (root ignores mode bits). A link where a mount goes is replaced; a link on
+    the way there that leaves the workspace is an error, or with `repair` replaced too."""
     ws.mount_specs = list(mounts)
     for mount in mounts:
-        source = inside(project_root, mount.source.removeprefix("./") or ".")
+        try:
+            source = inside(project_root, mount.source.removeprefix("./") or ".")
+        except PathEscape:
+            raise WorkspaceError(f"mount source {mount.source!r} is outside the project") from None
         rel = (mount.target or mount.source).lstrip("/").removeprefix("./") or Path(
             mount.source
         ).name
-        target = inside(ws.path, rel)
-        if not target.exists():
+        try:
+            target = safe.place(ws.path, rel, repair=repair)
+        except safe.UnsafePath as exc:
+            raise WorkspaceError(f"mount target {rel!r}: {exc}") from None
+        readonly = mount.mode == "readonly"
+        if readonly or safe.is_link(target):
+            safe.remove(target)
+        if not os.path.lexists(target):
             if source.is_dir():
                 shutil.copytree(source, target, symlinks=True)
             else:
-                target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-        readonly = mount.mode == "readonly"
         if readonly:
-            for item in [target, *target.rglob("*")] if target.is_dir() else [target]:
-                if not item.is_symlink():
-                    item.chmod(item.stat().st_mode & ~0o222)
-        ws.mounts.append(MountRecord(rel, readonly, _digest(target)))
+            safe.set_writable(target, False)
+        ws.mounts.append(MountRecord(rel, readonly, safe.tree_digest(target)))
 
 
 def restore_mounts(ws: Workspace, project_root: Path) -> None:
-    """Put read-only mounts back as they were in the project."""
-    for record in ws.mounts:
-        if not record.readonly:
-            continue
-        target = ws.path / record.target
-        if target.is_dir():
-            for item in [target, *target.rglob("*")]:
-                if not item.is_symlink():
-                    item.chmod(item.stat().st_mode | 0o200)
-            shutil.rmtree(target)
-        elif target.exists():
-            target.chmod(target.stat().st_mode | 0o200)
-            target.unlink()
+    """Put read-only mounts back as they were in the project (links a step put on the
+    way to them are removed, never followed)."""
     ws.mounts = []
-    add_mounts(ws, project_root, ws.mount_specs)
+    add_mounts(ws, project_root, ws.mount_specs, repair=True)
 
 
 __all__ = [

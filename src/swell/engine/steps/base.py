@@ -10,6 +10,7 @@ from swell.errors import Problem
 from swell.events.models import Progress
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
+from swell.manifest.yamlsrc import Loc
 
 
 class StepKind:
@@ -41,4 +42,9 @@ class StepKind:
 
     def choice_targets(self, step: Step) -> list[str | None]:
         """Steps a visit may route to by choice (a gate's choices); None: on as usual."""
+        return []
+
+    def script_fields(self, step: Step) -> list[Loc]:
+        """The step's fields that are shell scripts, checked at validate so no value can
+        become code (docs/security.md)."""
         return []

@@ -7,9 +7,11 @@ from swell.engine.outputs import output_namespace
 from swell.engine.steps.base import StepKind
 from swell.errors import Problem
 from swell.events.models import Outcome, Warning
+from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.manifest.templates import render_script
+from swell.manifest.yamlsrc import Loc
 from swell.process import DEFAULT_MAX_OUTPUT, run_process
 from swell.workspace.artifacts import write_log
 
@@ -34,6 +36,9 @@ class Command(StepKind):
         text = script_of(step).strip()
         return text.splitlines()[0][:200] if text else None
 
+    def script_fields(self, step: Step) -> list[Loc]:
+        return [("script",)] if step.script is not None else [("exec", "source")]
+
     def problems(self, scope: LintScope) -> list[Problem]:
         if script_of(scope.step):
             return []
@@ -43,7 +48,10 @@ class Command(StepKind):
 
     async def run(self, ctx: VisitContext) -> StepResult:
         step = ctx.step
-        rendered = render_script(script_of(step), ctx.namespace)
+        try:
+            rendered = render_script(script_of(step), ctx.namespace)
+        except ExpressionError as exc:  # a script `swell validate` refuses (or a bad template)
+            return StepResult(outcome="failure", error=f"script not run: {exc}")
         notes = [
             ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
             for m in rendered.missing
