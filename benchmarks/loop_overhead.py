@@ -1,14 +1,15 @@
-"""How much does swell add to an implement -> test -> route loop of ~500 visits?
+"""How much does swell add to an implement -> test -> route loop?
 
 The same loop runs three ways, on the same shell commands, each in a fresh
 working directory:
 
 - swell: `swell run loop` on a generated Wave project whose pipeline has the steps
   `implement` (command), `run-tests` (command) and `gate` (conditional, routing back
-  to `implement` until the tests pass): 3 visits per iteration, 167 iterations. The
-  runs of one workload share that project (and its state database), as a user's runs
-  do; every run gets a fresh workspace. Afterwards `swell list` / `swell status`
-  must show the run succeeded with all 501 visits.
+  to `implement` until the tests pass): 3 visits per iteration. Every event is
+  committed to the state database before the next visit starts (that is how swell
+  always runs). The runs of one workload share that project (and its state
+  database), as a user's runs do; every run gets a fresh workspace. Afterwards
+  `swell list` / `swell status` must show the run succeeded with every visit.
 - plain: a small Python script that runs the two commands in a `while` loop with
   `subprocess.run` (stdin closed, output captured, new session, as swell does). This
   is the floor: the cost of the processes themselves, with no orchestration.
@@ -18,22 +19,26 @@ working directory:
 
 Each implementation is a separate OS process started by this script, so each pays
 its own interpreter start-up and imports: that is what a user pays for `swell run`,
-and leaving it out would flatter whichever tool has the heaviest imports. The
-start-up of `swell --version`, of a bare `python -c pass` and of importing
-LangGraph is printed for context.
+and leaving it out would flatter whichever tool has the heaviest imports.
 
 Two workloads:
 
-- realistic: `run-tests` starts a Python interpreter (like any test runner does),
-  so the loop is dominated by process start-up, as real loops are;
-- overhead: `run-tests` is pure shell, which makes the orchestrator's own cost per
-  visit as visible as it can be.
+- durable: 1,000 iterations (3,000 visits); `run-tests` is a shell `test` of a count
+  (`grep -c`), so the orchestrator's own cost per visit is as visible as it can be.
+  The goal: swell at most 1.2x the plain loop.
+- realistic: 167 iterations (501 visits); `run-tests` starts a Python interpreter
+  (like any test runner does), so the loop is dominated by process start-up, as
+  real loops are.
 
 The machine may be small and noisy, so the implementations run interleaved in
-rounds (the order rotates each round) and the median of each is reported.
-`LOOP_BENCH_ROUNDS` sets the number of rounds (default 3). Absolute times are never
-asserted; the script exits non-zero only when a run did not do what it should
-(a failed run, a wrong number of visits or iterations).
+rounds (the order rotates each round); the minimum and the median of each are
+reported, and the ratios are taken between minimums (and between medians).
+`LOOP_BENCH_ROUNDS` sets the number of rounds (default 5). `SWELL_BASELINE_SRC`,
+the `src/` directory of another checkout (e.g. a `git worktree` of an older
+commit), adds that swell as `swell@base`, measured in the same rounds. Absolute
+times are never asserted; the script exits non-zero only when a run did not do
+what it should (a failed run, a wrong number of visits or iterations). A goal that
+is missed prints FAIL but does not change the exit code.
 """
 
 from __future__ import annotations
@@ -52,12 +57,17 @@ from pathlib import Path
 
 import yaml
 
-ITERATIONS = 167  # 3 swell visits per iteration: 501 visits
-ROUNDS = int(os.environ.get("LOOP_BENCH_ROUNDS", "3"))
-STARTUP_SAMPLES = 5
+ROUNDS = int(os.environ.get("LOOP_BENCH_ROUNDS", "5"))
+BASELINE_SRC = os.environ.get("SWELL_BASELINE_SRC")
+GOAL = 1.2  # durable: swell / plain, minimum of the rounds
 IMPLEMENT = "echo change >> work.txt"
 PYTHON = sys.executable
 SWELL = str(Path(sys.executable).parent / "swell")
+# `python -c BOOT SRC ARGS...` runs the swell found in SRC, as the console script would
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'swell'; "
+    "from swell.cli.app import main; main()"
+)
 
 PLAIN_SCRIPT = """\
 import json
@@ -150,6 +160,7 @@ class Workload:
     name: str
     iterations: int
     test: str  # exits 0 once work.txt has `iterations` lines
+    goal: float | None = None  # swell / plain at most this (minimums)
 
     @property
     def visits(self) -> int:
@@ -207,9 +218,24 @@ def check_result(stdout: str, workload: Workload, who: str) -> None:
 # ---------------------------------------------------------------------- swell
 
 
-def swell_env() -> dict[str, str]:
-    """The caller's environment, minus anything that moves swell's state elsewhere."""
-    return {k: v for k, v in os.environ.items() if k != "SWELL_STATE_DIR"}
+@dataclass(frozen=True)
+class Swell:
+    """One swell to measure: this checkout's, or a baseline's src/ directory."""
+
+    name: str
+    argv: tuple[str, ...]  # what runs `swell`
+
+    @classmethod
+    def installed(cls) -> Swell:
+        return cls("swell", (SWELL,))
+
+    @classmethod
+    def from_src(cls, name: str, src: str) -> Swell:
+        return cls(name, (PYTHON, "-c", BOOT, str(Path(src).resolve())))
+
+    def __call__(self, *args: str, cwd: Path) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "SWELL_STATE_DIR"}
+        return run_checked([*self.argv, *args], cwd, env)
 
 
 def write_project(root: Path, workload: Workload) -> None:
@@ -253,27 +279,26 @@ def write_project(root: Path, workload: Workload) -> None:
     (pipelines / "loop.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
 
 
-def verify_swell_run(project: Path, workload: Workload, run_output: str) -> None:
-    env = swell_env()
-    runs = json.loads(run_checked([SWELL, "list", "-o", "json"], project, env))
+def verify_swell_run(swell: Swell, project: Path, workload: Workload, run_output: str) -> None:
+    runs = json.loads(swell("list", "-o", "json", cwd=project))
     if not runs:
-        raise BenchError(f"swell: `swell list` shows no runs in {project}")
+        raise BenchError(f"{swell.name}: `swell list` shows no runs in {project}")
     run_id = runs[0]["id"]
     if f"run {run_id}" not in run_output.splitlines()[:1]:
-        raise BenchError(f"swell: newest run {run_id} is not the one just started")
-    status = json.loads(run_checked([SWELL, "status", run_id, "-o", "json"], project, env))
+        raise BenchError(f"{swell.name}: newest run {run_id} is not the one just started")
+    status = json.loads(swell("status", run_id, "-o", "json", cwd=project))
     if status["status"] != "succeeded" or status["visits"] != workload.visits:
         raise BenchError(
-            f"swell: run {run_id} is {status['status']} with {status['visits']} visits, "
+            f"{swell.name}: run {run_id} is {status['status']} with {status['visits']} visits, "
             f"expected succeeded with {workload.visits} (error: {status.get('error')})"
         )
-    check_work(Path(status["workspace"]) / "work.txt", workload, "swell")
+    check_work(Path(status["workspace"]) / "work.txt", workload, swell.name)
 
 
-def run_swell(workload: Workload, project: Path) -> float:
+def run_swell(swell: Swell, workload: Workload, project: Path) -> float:
     """One `swell run loop`; its project is shared by the workload's runs, its workspace is new."""
-    seconds, out = timed(lambda: run_checked([SWELL, "run", "loop"], project, swell_env()))
-    verify_swell_run(project, workload, out)
+    seconds, out = timed(lambda: swell("run", "loop", cwd=project))
+    verify_swell_run(swell, project, workload, out)
     return seconds
 
 
@@ -309,28 +334,32 @@ def run_langgraph(workload: Workload, scripts: Path, scratch: Path) -> float:
 class Bench:
     root: Path
     scripts: Path
-    projects: dict[str, Path] = field(default_factory=dict)
+    swells: list[Swell]
+    projects: dict[tuple[str, str], Path] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, root: Path, workloads: Sequence[Workload]) -> Bench:
+    def create(cls, root: Path, swells: list[Swell], workloads: Sequence[Workload]) -> Bench:
         scripts = root / "scripts"
         scripts.mkdir()
         (scripts / "plain_loop.py").write_text(PLAIN_SCRIPT)
         (scripts / "langgraph_loop.py").write_text(LANGGRAPH_SCRIPT)
-        bench = cls(root, scripts)
+        bench = cls(root, scripts, swells)
         for workload in workloads:
-            project = root / "projects" / workload.name
-            write_project(project, workload)
-            bench.projects[workload.name] = project
+            for swell in swells:  # each its own state database: schemas may differ
+                project = root / "projects" / f"{workload.name}-{swell.name}"
+                write_project(project, workload)
+                bench.projects[workload.name, swell.name] = project
         return bench
 
     def runners(self, workload: Workload) -> dict[str, Callable[[Path], float]]:
-        project = self.projects[workload.name]
-        return {
-            "swell": lambda _scratch: run_swell(workload, project),
-            "plain": lambda scratch: run_plain(workload, self.scripts, scratch),
-            "langgraph": lambda scratch: run_langgraph(workload, self.scripts, scratch),
-        }
+        def swell_runner(swell: Swell) -> Callable[[Path], float]:
+            project = self.projects[workload.name, swell.name]
+            return lambda _scratch: run_swell(swell, workload, project)
+
+        runners = {swell.name: swell_runner(swell) for swell in self.swells}
+        runners["plain"] = lambda scratch: run_plain(workload, self.scripts, scratch)
+        runners["langgraph"] = lambda scratch: run_langgraph(workload, self.scripts, scratch)
+        return runners
 
     def measure(self, workload: Workload, rounds: int) -> dict[str, list[float]]:
         runners = self.runners(workload)
@@ -347,64 +376,57 @@ class Bench:
         return times
 
 
-def startup_costs() -> dict[str, float]:
-    here = Path.cwd()
-    commands = {
-        "swell --version": [SWELL, "--version"],
-        "python -c pass": [PYTHON, "-c", "pass"],
-        "python -c 'import langgraph + SqliteSaver'": [
-            PYTHON,
-            "-c",
-            "import langgraph.graph, langgraph.checkpoint.sqlite",
-        ],
-    }
-    return {label: median_seconds(argv, here) for label, argv in commands.items()}
-
-
-def median_seconds(argv: Sequence[str], cwd: Path) -> float:
-    return statistics.median(
-        timed(lambda: run_checked(argv, cwd))[0] for _ in range(STARTUP_SAMPLES)
-    )
-
-
 @dataclass(frozen=True)
 class Result:
     workload: Workload
-    swell: float
-    plain: float
-    langgraph: float
+    times: dict[str, list[float]]
 
-    @property
-    def per_visit_ms(self) -> float:
-        return (self.swell - self.plain) / self.workload.visits * 1000
+    def best(self, name: str) -> float:
+        return min(self.times[name])
+
+    def median(self, name: str) -> float:
+        return statistics.median(self.times[name])
+
+    def tools(self) -> list[str]:
+        return [n for n in self.times if n != "plain"]
+
+    def per_visit_ms(self, name: str) -> float:
+        return (self.best(name) - self.best("plain")) / self.workload.visits * 1000
 
 
 def report(result: Result) -> None:
+    plain_min, plain_med = result.best("plain"), result.median("plain")
     print(
-        f"  median: swell {result.swell:.2f}s   plain {result.plain:.2f}s   "
-        f"langgraph {result.langgraph:.2f}s"
+        f"  {'':<11} {'min':>8} {'median':>8} {'min/plain':>10} {'med/plain':>10} {'ms/visit':>9}"
     )
-    print(
-        f"  swell/plain {result.swell / result.plain:.2f}x   "
-        f"langgraph/plain {result.langgraph / result.plain:.2f}x   "
-        f"swell overhead {result.per_visit_ms:.2f} ms/visit"
-    )
+    for name in ["plain", *result.tools()]:
+        best, med = result.best(name), result.median(name)
+        extra = "" if name == "plain" else f"{result.per_visit_ms(name):9.3f}"
+        print(
+            f"  {name:<11} {best:7.2f}s {med:7.2f}s {best / plain_min:9.2f}x "
+            f"{med / plain_med:9.2f}x {extra}"
+        )
+    goal = result.workload.goal
+    if goal is not None:
+        ratio = result.best("swell") / plain_min
+        verdict = "PASS" if ratio <= goal else "FAIL"
+        print(
+            f"  goal: swell <= {goal:.2f}x plain (min of {len(result.times['plain'])}): "
+            f"{ratio:.2f}x  {verdict}"
+        )
 
 
 def summary(results: Sequence[Result]) -> None:
-    print("\nsummary (median wall time per run, each a fresh process)")
-    header = (
-        f"{'workload':<10} {'visits':>6} {'swell':>8} {'plain':>8} {'langgraph':>10} "
-        f"{'swell/plain':>12} {'lg/plain':>9} {'swell ms/visit':>15}"
+    print("\nsummary (minimum wall time per run over the rounds, each a fresh process)")
+    names = results[0].tools()
+    header = f"{'workload':<11} {'visits':>6} {'plain':>8} " + " ".join(
+        f"{n:>10} {n[:8] + '/plain':>14}" for n in names
     )
     print(header)
     print("-" * len(header))
     for r in results:
-        print(
-            f"{r.workload.name:<10} {r.workload.visits:>6} {r.swell:>7.2f}s {r.plain:>7.2f}s "
-            f"{r.langgraph:>9.2f}s {r.swell / r.plain:>11.2f}x {r.langgraph / r.plain:>8.2f}x "
-            f"{r.per_visit_ms:>15.2f}"
-        )
+        cells = " ".join(f"{r.best(n):>9.2f}s {r.best(n) / r.best('plain'):>13.2f}x" for n in names)
+        print(f"{r.workload.name:<11} {r.workload.visits:>6} {r.best('plain'):>7.2f}s {cells}")
 
 
 def main() -> int:
@@ -412,25 +434,28 @@ def main() -> int:
         print("LOOP_BENCH_ROUNDS must be at least 1", file=sys.stderr)
         return 2
     workloads = [
-        Workload("realistic", ITERATIONS, python_test(ITERATIONS)),
-        Workload("overhead", ITERATIONS, shell_test(ITERATIONS)),
+        Workload("durable", 1000, shell_test(1000), goal=GOAL),
+        Workload("realistic", 167, python_test(167)),
     ]
     warmup = Workload("warmup", 2, shell_test(2))
-    print(f"loop benchmark: {ITERATIONS} iterations, {ROUNDS} rounds, python {PYTHON}")
+    swells = [Swell.installed()]
+    if BASELINE_SRC:
+        swells.append(Swell.from_src("swell@base", BASELINE_SRC))
+    print(f"loop benchmark: {ROUNDS} rounds, python {PYTHON}")
+    if BASELINE_SRC:
+        print(f"swell@base: {BASELINE_SRC}")
     try:
         with tempfile.TemporaryDirectory(prefix="swell-loop-bench-") as tmp:
-            bench = Bench.create(Path(tmp), [*workloads, warmup])
+            bench = Bench.create(Path(tmp), swells, [*workloads, warmup])
             print("warm-up (not reported):")
-            bench.measure(warmup, 1)  # warms caches and bytecode
-            print("\nstart-up (median of 5):")
-            for label, seconds in startup_costs().items():
-                print(f"  {label:<45} {seconds * 1000:7.1f} ms")
+            bench.measure(warmup, 1)  # warms caches
             results: list[Result] = []
             for workload in workloads:
-                print(f"\nworkload {workload.name}: run-tests is `{workload.test}`")
-                times = bench.measure(workload, ROUNDS)
-                med = {name: statistics.median(samples) for name, samples in times.items()}
-                results.append(Result(workload, med["swell"], med["plain"], med["langgraph"]))
+                print(
+                    f"\nworkload {workload.name}: {workload.visits} visits, "
+                    f"run-tests is `{workload.test}`"
+                )
+                results.append(Result(workload, bench.measure(workload, ROUNDS)))
                 report(results[-1])
             summary(results)
     except BenchError as exc:

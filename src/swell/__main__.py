@@ -1,3 +1,3 @@
-from swell.cli.app import main
+from swell.cli.app import entry
 
-main()
+entry()

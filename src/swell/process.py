@@ -4,25 +4,41 @@ New process group, stdin closed (or fed and closed), stdout/stderr read
 concurrently with a size cap, and a timeout or cancellation ends the whole group
 (SIGTERM, grace, SIGKILL). Processes that left the group (`setsid`, a double fork)
 are found by the markers every visit puts in its processes' environment
-(`find_marked`, `stop_marked`): the engine sweeps them after each visit, and
-`swell resume` stops what a killed swell process left behind.
+(`sweep.py`: `find_marked`, `stop_marked`, re-exported here): the engine sweeps
+them after each visit, and `swell resume` stops what a killed swell process left
+behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from swell import sweep
+from swell.sweep import Marked, find_marked, marked_groups, stop_marked
+
+__all__ = [
+    "DEFAULT_MAX_OUTPUT",
+    "Marked",
+    "ProcessResult",
+    "StreamedProcess",
+    "find_marked",
+    "marked_groups",
+    "run_process",
+    "spawned",
+    "stop_marked",
+]
+
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
-DRAIN_SECONDS = 1.0
-SWEEP_ROUNDS = 5  # a process may fork while it is being stopped; look again this often
-POLL_SECONDS = 0.05
+DRAIN_SECONDS = 1.0  # how long to read on after the exit (children may hold the pipes)
 
 _spawned = 0  # processes started through this module, ever (see `spawned`)
 
@@ -77,119 +93,39 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-@dataclass(frozen=True)
-class Marked:
-    """A live process whose environment carries the markers looked for."""
-
-    pid: int
-    pgid: int
-    command: str  # its command line, cut to 200 characters
-
-    def __str__(self) -> str:
-        return f"{self.pid} ({self.command})"
-
-
-def _read(path: str, limit: int = 1 << 20) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        size = 0
-        while size < limit and (data := os.read(fd, 65536)):
-            chunks.append(data)
-            size += len(data)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def find_marked(markers: Sequence[str]) -> list[Marked]:
-    """Live processes whose environment holds every one of `markers` (`NAME=value`),
-    swell itself excepted. Linux only (reads /proc); elsewhere nothing is found. A
-    zombie has no environment left and is not found."""
-    needles = [m.encode() for m in markers]
-    found: list[Marked] = []
-    if not os.path.isdir("/proc"):
-        return found
-    me, my_group = os.getpid(), os.getpgrp()
-    with os.scandir("/proc") as entries:
-        pids = [int(e.name) for e in entries if e.name.isdigit()]
-    for pid in pids:
-        if pid == me:
-            continue
-        try:
-            environ = _read(f"/proc/{pid}/environ").split(b"\0")
-            if not all(n in environ for n in needles):
-                continue
-            pgid = os.getpgid(pid)
-            command = _read(f"/proc/{pid}/cmdline", 4096).replace(b"\0", b" ").strip()
-        except (OSError, ValueError):  # gone, or not ours to read
-            continue
-        if pgid != my_group:
-            found.append(Marked(pid, pgid, command.decode(errors="replace")[:200]))
-    return found
-
-
-def marked_groups(markers: Sequence[str]) -> set[int]:
-    """Process groups of the processes `find_marked` finds."""
-    return {m.pgid for m in find_marked(markers)}
-
-
-def _signal_all(found: Sequence[Marked], sig: int) -> None:
-    for group in {m.pgid for m in found}:
-        _signal_group(group, sig)
-    for m in found:  # a member that moved to another group since it was found
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(m.pid, sig)
-
-
-async def stop_marked(markers: Sequence[str], grace: float = 1.0) -> list[Marked]:
-    """End every process `find_marked` finds, with its process group: SIGTERM, up to
-    `grace` seconds to exit, then SIGKILL; looked for again (a process may have forked
-    meanwhile) until none is left. Steps run in process groups of their own and may
-    leave them (`setsid`, double forks), so the groups alone do not find everything.
-    Returns what was found (empty: nothing was running)."""
-    stopped: dict[int, Marked] = {}
-    found = find_marked(markers)
-    for _ in range(SWEEP_ROUNDS):
-        if not found:
-            break
-        stopped.update((m.pid, m) for m in found)
-        _signal_all(found, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while found and time.monotonic() < deadline:
-            await asyncio.sleep(POLL_SECONDS)
-            found = find_marked(markers)
-        if found:
-            _signal_all(found, signal.SIGKILL)
-            await asyncio.sleep(POLL_SECONDS)
-            found = find_marked(markers)
-    return list(stopped.values())
-
-
 class _Child:
-    """A started child read with the event loop's own readers (pidfd for the exit).
+    """A started child read with the event loop's own readers (a pidfd for its exit).
 
-    Cheaper per process than asyncio's subprocess transports, which matters for
-    loops of short command steps.
+    Everything is callbacks on one future, `finished`, which the caller awaits once:
+    it is set when the child has exited and both pipes are closed (or
+    `DRAIN_SECONDS` after the exit, when a child that outlived it holds them: its
+    group is killed then). A deadline (`expire`) and a cancellation (`stop`) end the
+    group: SIGTERM, `grace` seconds, SIGKILL. Cheaper per process than asyncio's
+    subprocess transports or waits, which matters for loops of short command steps.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], max_output: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], pipes: tuple[int, int], max_output: int, grace: float
+    ) -> None:
         self.proc = proc
+        self.grace = grace
         self.loop = asyncio.get_running_loop()
         self.out, self.err = _Capped(max_output), _Capped(max_output)
-        self.exited: asyncio.Future[int] = self.loop.create_future()
-        self.closed: list[asyncio.Future[None]] = []
-        assert proc.stdout is not None and proc.stderr is not None
-        for stream, sink in ((proc.stdout, self.out), (proc.stderr, self.err)):
-            fd = stream.fileno()
+        self.code: int | None = None
+        self.timed_out = False
+        self.finished: asyncio.Future[None] = self.loop.create_future()
+        self._open: list[int] = []  # the read ends of stdout and stderr, until EOF
+        self._exited: list[asyncio.Future[None]] = []
+        self._timers: list[asyncio.TimerHandle] = []
+        self._ending = False
+        for fd, sink in zip(pipes, (self.out, self.err), strict=True):
             os.set_blocking(fd, False)
-            done: asyncio.Future[None] = self.loop.create_future()
-            self.closed.append(done)
-            self.loop.add_reader(fd, self._read, fd, sink, done)
+            self._open.append(fd)
+            self.loop.add_reader(fd, self._read, fd, sink)
         self.pidfd = os.pidfd_open(proc.pid)
         self.loop.add_reader(self.pidfd, self._reap)
 
-    def _read(self, fd: int, sink: _Capped, done: asyncio.Future[None]) -> None:
+    def _read(self, fd: int, sink: _Capped) -> None:
         try:
             data = os.read(fd, 65536)
         except BlockingIOError:
@@ -200,42 +136,71 @@ class _Child:
             sink.add(data)
             return
         self.loop.remove_reader(fd)
-        if not done.done():
-            done.set_result(None)
+        self._open.remove(fd)
+        os.close(fd)
+        self._settle()
 
     def _reap(self) -> None:
         self.loop.remove_reader(self.pidfd)
         os.close(self.pidfd)
-        code = self.proc.wait()
-        if not self.exited.done():
-            self.exited.set_result(code)
-
-    async def wait(self, timeout: float | None) -> bool:
-        """True if the child exited within `timeout`."""
-        done, _ = await asyncio.wait([self.exited], timeout=timeout)
-        return bool(done)
-
-    async def drain(self, timeout: float) -> None:
-        """Wait for both pipes to close; children that outlive the shell may hold them."""
-        _, pending = await asyncio.wait(self.closed, timeout=timeout)
-        if pending:
+        self.pidfd = -1
+        self.code = self.proc.wait()
+        sweep.untrack(self.proc.pid)
+        if self._ending:  # what is left of the group goes with it
             _signal_group(self.proc.pid, signal.SIGKILL)
+        for waiter in self._exited:
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._open:
+            self._later(DRAIN_SECONDS, self._drained)
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.code is not None and not self._open:
+            self._finish()
+
+    def _finish(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        if not self.finished.done():
+            self.finished.set_result(None)
+
+    def _later(self, delay: float, callback: Callable[[], None]) -> None:
+        self._timers.append(self.loop.call_later(delay, callback))
+
+    def _drained(self) -> None:
+        """Children that outlive the shell hold its pipes: end its group, stop reading."""
+        _signal_group(self.proc.pid, signal.SIGKILL)
         self.close()
+        self._finish()
+
+    def expire(self) -> None:
+        """The deadline: end the group if the child still runs."""
+        if self.code is None and not self._ending:
+            self.timed_out = True
+            self._end()
+
+    def _end(self) -> None:
+        self._ending = True
+        _signal_group(self.proc.pid, signal.SIGTERM)
+        self._later(self.grace, lambda: _signal_group(self.proc.pid, signal.SIGKILL))
+
+    async def stop(self) -> None:
+        """End the group (a cancellation) and wait for the child's exit."""
+        if self.code is None:
+            if not self._ending:
+                self._end()
+            waiter: asyncio.Future[None] = self.loop.create_future()
+            self._exited.append(waiter)
+            await waiter
+        for timer in self._timers:
+            timer.cancel()
 
     def close(self) -> None:
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None and not stream.closed:
-                self.loop.remove_reader(stream.fileno())
-                stream.close()
-
-    async def end_group(self, grace: float) -> None:
-        """SIGTERM the group, give it `grace` seconds, then SIGKILL whatever is left."""
-        _signal_group(self.proc.pid, signal.SIGTERM)
-        if not await self.wait(grace):
-            _signal_group(self.proc.pid, signal.SIGKILL)
-            await self.exited
-        else:
-            _signal_group(self.proc.pid, signal.SIGKILL)
+        for fd in self._open:
+            self.loop.remove_reader(fd)
+            os.close(fd)
+        self._open.clear()
 
 
 def _pidfd_available() -> bool:
@@ -249,6 +214,57 @@ def _pidfd_available() -> bool:
 
 
 _PIDFD = _pidfd_available()
+_devnull = -1  # one /dev/null for every child's stdin
+
+
+@functools.lru_cache(maxsize=64)
+def _which(name: str, path: str | None) -> str | None:
+    return shutil.which(name, path=path)
+
+
+def _spawn(
+    argv: list[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None
+) -> tuple[subprocess.Popen[bytes], tuple[int, int]]:
+    """Start `argv` in a new session, stdin /dev/null, stdout and stderr into pipes;
+    returns it with the pipes' read ends, its pid tracked (see `sweep.track`).
+
+    A bare command name is looked up on PATH once per process (and again if the file
+    it found has gone): otherwise the child tries every PATH entry in turn."""
+    global _devnull
+    if _devnull < 0:
+        _devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    name = argv[0]
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    found = _which(name, path) if os.sep not in name else None
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        for executable in [found, None] if found else [None]:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    executable=executable,
+                    cwd=cwd,
+                    env=env,
+                    stdin=_devnull,
+                    stdout=out_w,
+                    stderr=err_w,
+                    start_new_session=True,
+                )
+                break
+            except FileNotFoundError:
+                if executable is None:
+                    raise
+                _which.cache_clear()
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    sweep.track(proc.pid)
+    return proc, (out_r, err_r)
 
 
 async def run_process(
@@ -271,31 +287,24 @@ async def run_process(
         return streamed.result
     started = time.monotonic()
     _count_spawn()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    child = _Child(proc, max_output)
-    timed_out = False
+    proc, pipes = _spawn(list(argv), cwd, env)
+    child = _Child(proc, pipes, max_output, grace)
+    deadline = None if timeout is None else child.loop.call_later(timeout, child.expire)
     try:
-        if not await child.wait(timeout):
-            timed_out = True
-            await child.end_group(grace)
-        await child.drain(DRAIN_SECONDS)
+        await child.finished
     except asyncio.CancelledError:
-        await asyncio.shield(child.end_group(grace))
+        await asyncio.shield(child.stop())
         child.close()
         raise
+    finally:
+        if deadline is not None:
+            deadline.cancel()
+    child.close()
     return ProcessResult(
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=None if child.timed_out else child.code,
         stdout=child.out.text(),
         stderr=child.err.text(),
-        timed_out=timed_out,
+        timed_out=child.timed_out,
         duration=time.monotonic() - started,
         truncated=child.out.truncated or child.err.truncated,
     )
@@ -348,18 +357,20 @@ class StreamedProcess:
         """Yield stdout lines; raises FileNotFoundError if the binary is missing."""
         started = time.monotonic()
         _count_spawn()
-        proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            cwd=self.cwd,
-            env=dict(self.env) if self.env is not None else None,
-            stdin=asyncio.subprocess.PIPE
-            if self.stdin_data is not None
-            else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=self.max_line,
-        )
+        with sweep.spawning():  # asyncio waits for the child itself: never reap it
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                cwd=self.cwd,
+                env=dict(self.env) if self.env is not None else None,
+                stdin=asyncio.subprocess.PIPE
+                if self.stdin_data is not None
+                else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=self.max_line,
+            )
+            sweep.track(proc.pid)
         self.pid = proc.pid
         out, err = _Capped(self.max_output), _Capped(self.max_output)
         feeder = asyncio.create_task(self._feed(proc))
@@ -368,29 +379,33 @@ class StreamedProcess:
         timed_out = eof = False
         assert proc.stdout is not None
         try:
-            while True:
+            try:
+                while True:
+                    remaining = None if deadline is None else max(deadline - time.monotonic(), 0)
+                    try:
+                        raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                    except TimeoutError:
+                        timed_out = True
+                        break
+                    if not raw:
+                        eof = True
+                        break
+                    out.add(raw)
+                    yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            finally:
+                feeder.cancel()
+                if not eof:  # the timeout, a consumer that stopped early, or a cancellation
+                    await asyncio.shield(_end_group(proc, self.grace))
+            if not timed_out:
                 remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
                 try:
-                    raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                    await asyncio.wait_for(proc.wait(), remaining)
                 except TimeoutError:
                     timed_out = True
-                    break
-                if not raw:
-                    eof = True
-                    break
-                out.add(raw)
-                yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                    await _end_group(proc, self.grace)
         finally:
-            feeder.cancel()
-            if not eof:  # the timeout, a consumer that stopped early, or a cancellation
-                await asyncio.shield(_end_group(proc, self.grace))
-        if not timed_out:
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                await asyncio.wait_for(proc.wait(), remaining)
-            except TimeoutError:
-                timed_out = True
-                await _end_group(proc, self.grace)
+            if proc.returncode is not None:  # reaped by asyncio; else it still waits for it
+                sweep.untrack(proc.pid)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(err_pump), DRAIN_SECONDS)
         err_pump.cancel()

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import os
 import secrets
 import shutil
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic_core import to_jsonable_python
 
 from swell.adapters.registry import AdapterRegistry, default_registry
 from swell.contracts.registry import ContractTypes, default_contract_types
@@ -30,7 +35,7 @@ from swell.engine.context import (
 from swell.engine.runner import Runner, RunSummary
 from swell.engine.state import RunState
 from swell.engine.steps.registry import StepKinds, default_step_kinds
-from swell.errors import RunStateError, SwellError
+from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
 from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
@@ -43,8 +48,11 @@ from swell.manifest.loader import (
     load_stored_pipeline,
 )
 from swell.store.location import open_store, state_dir_for
-from swell.store.protocols import RunReader, Store
+from swell.store.protocols import RunReader, RunWriter, Store
 from swell.store.rows import RunRow
+
+if TYPE_CHECKING:
+    from swell.ops.rerun import Reuse
 
 FINAL = ("succeeded", "failed", "cancelled")
 
@@ -157,6 +165,37 @@ def create_run(
     return plan
 
 
+def start_from_step(
+    rt: Runtime, loaded: LoadedPipeline, input_text: str, options: RunOptions, reuse: Reuse
+) -> tuple[RunPlan, RunState]:
+    """Record a new run that starts at `reuse.start` with what `reuse.previous` left
+    before it (ops/rerun.py), claimed by this process; returns its plan and state."""
+    from swell.ops.rerun import seed_events
+
+    plan = create_run(rt, loaded, input_text, options)
+    try:
+        events = seed_events(
+            reuse,
+            loaded,
+            rt.registries.step_kinds,
+            input_text=input_text,
+            workspace=plan.workspace,
+            run_dir=plan.run_dir,
+            runs=rt.state_dir / "runs",
+        )
+    except SwellError as exc:
+        failed = ev.RunFinished(status="failed", error=str(exc))
+        failed.run_id, failed.seq, failed.ts = plan.run_id, 1, ev.now_iso()
+        rt.store.emit([failed])
+        rt.store.release(plan.run_id)
+        raise
+    stamp = ev.now_iso()
+    for seq, event in enumerate(events, start=1):
+        event.run_id, event.seq, event.ts = plan.run_id, seq, stamp
+    rt.store.emit(events)
+    return plan, RunState.replay(plan.run_id, events)
+
+
 def _refuse_final(run: RunRow) -> None:
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}; start a new run instead")
@@ -215,10 +254,31 @@ def _missing_steps(loaded: LoadedPipeline, state: RunState) -> list[str]:
     return sorted(used - known)
 
 
+def load_state(store: RunReader, run_id: str) -> RunState:
+    """A stored run's state: its newest snapshot followed by the events after it, or
+    every event when it has no snapshot this version can read (the same state)."""
+    state, after = None, 0
+    found = store.load_snapshot(run_id)
+    if found is not None:
+        try:
+            state = RunState.from_snapshot(json.loads(found[1]))
+        except ValueError:  # another version's, or damaged: replay everything
+            state = None
+        if state is not None and (state.run_id, state.seq) == (run_id, found[0]):
+            after = found[0]
+        else:
+            state = None
+    if state is None:
+        state = RunState(run_id)
+    for event in store.events(run_id, after):
+        state.apply(event)
+    return state
+
+
 def _resumption(rt: Runtime, run: RunRow) -> Resumption:
     loaded, notes = _stored_pipeline(rt, run)
     check_loaded(rt, loaded)
-    state = RunState.replay(run.id, rt.store.events(run.id))
+    state = load_state(rt.store, run.id)
     missing = _missing_steps(loaded, state)
     if missing:
         names = ", ".join(f"'{m}'" for m in missing)
@@ -268,11 +328,83 @@ class StoreControl:
         return self.store.cancel_requested(run_id)
 
 
+SNAPSHOT_EVERY = 1000  # a run's events between two snapshots of its state, at least
+SNAPSHOT_BYTES_PER_EVENT = 256  # and one event more per this many bytes of the last one
+
+
+def _snapshot_every() -> int:
+    """SNAPSHOT_EVERY, or $SWELL_SNAPSHOT_EVERY (tests write snapshots often with it)."""
+    value = os.environ.get("SWELL_SNAPSHOT_EVERY", "")
+    return int(value) if value.isdigit() and int(value) > 0 else SNAPSHOT_EVERY
+
+
+@dataclass
+class _Watched:
+    state: RunState
+    since: int  # events since the last snapshot
+    every: int  # events between snapshots, for the size of the last one
+
+
+class StateSnapshots:
+    """An observer after the store on the event bus: every so many events of a run this
+    process executes, it writes the runner's state down (`RunState.to_snapshot`) in the
+    store, so `swell resume` starts from it and replays only the events after it.
+
+    The store has committed the batch before this sees it, and a snapshot is taken only
+    when the state is exactly the fold of the run's events up to the batch's last. A
+    snapshot is a cache: one that cannot be written is skipped (resume replays more).
+    Writing one costs about its size, so a larger state is written less often: the
+    cost per event stays flat, and so does the number of events a resume replays.
+    """
+
+    def __init__(self, store: RunWriter, every: int | None = None) -> None:
+        self.store = store
+        self.every = every or _snapshot_every()
+        self._runs: dict[str, _Watched] = {}
+
+    def watch(self, run_id: str, state: RunState, *, resumed: bool = False) -> None:
+        """Write snapshots of `state`, the live state of run `run_id`. A resumed run is
+        written down at its first batch: its replay is then no longer than it was."""
+        self._runs[run_id] = _Watched(state, state.seq if resumed else 0, self.every)
+
+    def forget(self, run_id: str) -> None:
+        self._runs.pop(run_id, None)
+
+    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        last: dict[str, int] = {}
+        for event in events:
+            watched = self._runs.get(event.run_id)
+            if watched is not None:
+                watched.since += 1
+                last[event.run_id] = event.seq
+        for run_id, seq in last.items():
+            watched = self._runs[run_id]
+            state = watched.state
+            if watched.since < watched.every or state.seq != seq or state.status in FINAL:
+                continue
+            data = json.dumps(
+                state.to_snapshot(), separators=(",", ":"), default=to_jsonable_python
+            )
+            try:
+                self.store.save_snapshot(run_id, seq, data)
+            except (StoreError, RunNotFound):
+                continue
+            watched.since = 0
+            watched.every = max(self.every, len(data) // SNAPSHOT_BYTES_PER_EVENT)
+
+
 class ChildRunner:
     """Runs sub-pipelines as child runs in this process, sharing the parent's workspace."""
 
-    def __init__(self, rt: Runtime, sink: EventSink, services_for: Callable[[], Services]) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        sink: EventSink,
+        services_for: Callable[[], Services],
+        snapshots: StateSnapshots | None = None,
+    ) -> None:
         self.rt, self.sink, self.services_for = rt, sink, services_for
+        self.snapshots = snapshots
 
     async def run_child(self, request: ChildRequest) -> ChildOutcome:
         step = request.step
@@ -297,11 +429,38 @@ class ChildRunner:
                 request.on_start(plan.run_id, loaded.name)
         except SwellError as exc:
             return ChildOutcome(request.resume_id or "-", "failed", str(exc))
+        runner = Runner(plan, self.services_for(), self.sink, state)
+        if self.snapshots is not None:
+            self.snapshots.watch(plan.run_id, runner.state, resumed=state is not None)
         try:
-            summary = await Runner(plan, self.services_for(), self.sink, state).run()
+            summary = await runner.run()
         finally:
             self.rt.store.release(plan.run_id)
+            if self.snapshots is not None:
+                self.snapshots.forget(plan.run_id)
         return ChildOutcome(summary.run_id, summary.status, summary.error)
+
+
+@dataclass
+class Deadline:
+    """`--timeout`: how long the whole run may take in this process. When it passes,
+    the run is stopped as Ctrl-C stops it (running steps are killed, the run is
+    `interrupted` and `swell resume` continues it), after a warning event saying why."""
+
+    seconds: float
+    expired: bool = False
+
+    def describe(self) -> str:
+        return f"the run timed out after {_duration(self.seconds)} (--timeout)"
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds)
+    if whole != seconds or whole < 60:
+        return f"{seconds:g}s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return "".join(f"{n}{u}" for n, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if n)
 
 
 async def execute(
@@ -311,10 +470,12 @@ async def execute(
     *,
     state: RunState | None = None,
     prompter: GatePrompter | None = None,
+    deadline: Deadline | None = None,
 ) -> RunSummary:
     """Run (or continue) a run this process has claimed to its end, then let it go;
-    Ctrl-C and SIGTERM stop it cleanly."""
-    bus = EventBus(rt.store, *sinks)
+    Ctrl-C and SIGTERM stop it cleanly, and so does the `deadline`."""
+    snapshots = StateSnapshots(rt.store)
+    bus = EventBus(rt.store, snapshots, *sinks)
 
     def services() -> Services:
         return Services(
@@ -324,18 +485,29 @@ async def execute(
             gates=StoreGates(rt.store),
             prompter=prompter,
             control=StoreControl(rt.store),
-            children=ChildRunner(rt, bus, services),
+            children=ChildRunner(rt, bus, services, snapshots),
         )
 
     # everything alive now lives as long as the process; keep the collector off it
     gc.freeze()
     runner = Runner(plan, services(), bus, state)
+    snapshots.watch(plan.run_id, runner.state, resumed=state is not None)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, runner.interrupt)
+
+    def time_out() -> None:
+        assert deadline is not None
+        deadline.expired = True
+        runner.emit([ev.Warning(message=deadline.describe())])
+        runner.interrupt()
+
+    timer = loop.call_later(deadline.seconds, time_out) if deadline else None
     try:
         return await runner.run()
     finally:
+        if timer is not None:
+            timer.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         rt.store.release(plan.run_id)
@@ -351,7 +523,7 @@ def cancel_stored_run(rt: Runtime, run: RunRow) -> list[str]:
             cancelled += cancel_stored_run(rt, child)
     rt.store.claim(run.id)
     try:
-        state = RunState.replay(run.id, rt.store.events(run.id))
+        state = load_state(rt.store, run.id)
         batch: list[ev.BaseEvent] = [
             ev.StepInterrupted(step_id=v.step_id, visit=v.visit, reason="run cancelled")
             for v in state.open.values()

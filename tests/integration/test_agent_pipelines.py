@@ -122,11 +122,11 @@ def test_missing_agent_binary_is_one_clear_failure(tmp_path: Path) -> None:
     write_pipeline(project, "fix", PIPELINE)
     result = swell("run", "fix", "--input", "x", cwd=project)
     assert result.returncode == 1
-    assert (
-        "binary_missing" in result.stdout
-        and "npm install -g @anthropic-ai/claude-code" in result.stdout
-    )
+    # found before the run starts: no run record is left behind
+    assert "not started" in result.stderr and "is not installed" in result.stderr
+    assert "npm install -g @anthropic-ai/claude-code" in result.stderr
     assert "Traceback" not in result.stderr
+    assert swell_json("list", cwd=project) == []
 
 
 @pytest.mark.agent_cli

@@ -16,7 +16,7 @@ import pytest
 from conftest import events, run_id_of, start_swell, swell, swell_json, write_pipeline
 
 CYCLES = 30
-ROUNDS = 400  # more loop rounds than the cycles can use up, so the run outlives them
+ROUNDS = 1500  # more loop rounds than the cycles can use up, so the run outlives them
 
 LOOP = f"""
 kind: WavePipeline

@@ -54,7 +54,7 @@ def test_same_failure_with_different_incidentals_normalizes_equal() -> None:
         ("timed out after 30s", "timed out after 120 seconds"),
         ("took 15ms", "took 2.5 sec"),
         ("expected 3 items, got 4", "expected 5 items, got 17"),
-        ("3 failed, 10 passed in 0.52s", "4 failed, 11 passed in 1.07s"),
+        ("3 failed, 10 passed in 0.52s", "3 failed, 11 passed in 1.07s"),
         ("  spaced   out\n\n  lines  ", "spaced out\nlines"),
     ],
 )
@@ -87,3 +87,54 @@ def test_long_errors_keep_their_tail_within_the_limit() -> None:
     key = normalize_error(text, limit=200)
     assert len(key) <= 200
     assert key.endswith("the real cause")
+
+
+# --- progress: failure counts and failing names are kept ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("3 tests failed", "2 tests failed"),
+        ("2 tests failed", "1 test failed"),
+        ("===== 3 failed, 41 passed in 3.27s =====", "===== 2 failed, 42 passed in 2.9s ====="),
+        ("FAILED (failures=3, errors=1)", "FAILED (failures=2, errors=1)"),
+        ("Tests run: 10, Failures: 2, Errors: 0", "Tests run: 10, Failures: 1, Errors: 0"),
+        ("Found 12 errors in 3 files", "Found 7 errors in 3 files"),
+        ("✖ 5 problems (5 errors, 0 warnings)", "✖ 4 problems (4 errors, 0 warnings)"),
+        ("3 of 10 tests failed", "2 of 10 tests failed"),
+        (
+            "FAILED t.py::test_div[3-0] - ZeroDivisionError",
+            "FAILED t.py::test_div[4-0] - ZeroDivisionError",
+        ),
+        ("FAILED test_login - assert False", "FAILED test_logout - assert False"),
+        # more failures is movement too: a loop getting worse is stopped by max_visits
+        ("1 failed, 9 passed", "4 failed, 6 passed"),
+    ],
+)
+def test_moving_failure_counts_and_names_are_progress(a: str, b: str) -> None:
+    assert normalize_error(a) != normalize_error(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # the same count with incidental differences is the same failure
+        ("3 tests failed at 12:00:01 in 3.2s", "3 tests failed at 13:10:07 in 4.9s"),
+        ("2 failed, 41 passed in 3.27s", "2 failed, 40 passed in 12.9s"),
+        (
+            "Found 3 errors in 2 files (checked 10 files)",
+            "Found 3 errors in 4 files (checked 12 files)",
+        ),
+        # numbers that count nothing failing are still removed
+        ("error 404 at step 3", "error 500 at step 9"),
+        ("FAIL: only 1 attempts", "FAIL: only 2 attempts"),
+    ],
+)
+def test_same_counts_stay_the_same_failure(a: str, b: str) -> None:
+    assert normalize_error(a) == normalize_error(b)
+
+
+def test_counts_are_kept_as_written() -> None:
+    assert normalize_error("2 tests failed in 0.5s") == "2 tests failed in <dur>"
+    assert normalize_error("FAILED (failures=2)") == "FAILED (failures=2)"

@@ -10,6 +10,7 @@ hang or unbounded memory. Deterministic (derandomized), so CI sees the same case
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import resource
@@ -136,6 +137,13 @@ def _nested(depth: int) -> Any:
     return value
 
 
+def _fresh(value: Any) -> Any:
+    """A copy of a drawn ODD_SCALARS value: its lists and dicts are shared by every
+    case, and a later mutation would change them for the cases after it (hypothesis
+    then sees the same draws build different data)."""
+    return copy.deepcopy(value)
+
+
 def mutate_data(draw: Callable[..., Any], data: Any, steps: list[str]) -> Any:
     """One structural mutation of the parsed document, in place."""
     paths = [p for p in _paths(data) if p]
@@ -152,11 +160,11 @@ def mutate_data(draw: Callable[..., Any], data: Any, steps: list[str]) -> Any:
     if kind == "delete":
         del parent[last]
     elif kind == "retype":
-        parent[last] = draw(st.sampled_from(ODD_SCALARS))
+        parent[last] = _fresh(draw(st.sampled_from(ODD_SCALARS)))
     elif kind == "text":
         parent[last] = draw(st.text(max_size=40))
     elif kind == "unknown" and isinstance(parent, dict):
-        parent[draw(st.text(min_size=1, max_size=12))] = draw(st.sampled_from(ODD_SCALARS))
+        parent[draw(st.text(min_size=1, max_size=12))] = _fresh(draw(st.sampled_from(ODD_SCALARS)))
     elif kind == "nest":
         parent[last] = _nested(draw(st.integers(1, 40)))
     elif kind == "repeat" and isinstance(parent, list):

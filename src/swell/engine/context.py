@@ -185,7 +185,8 @@ class VisitContext:
 
     def command_env(self) -> dict[str, str]:
         """The environment of a command run for this visit: swell's own, plus the visit's."""
-        return {**_process_env(), **self.swell_env()}
+        env = _run_env(self.plan.run_id, str(self.workspace.path), str(self.plan.project.root))
+        return {**env, **self.swell_env()}
 
     def timeout_seconds(self) -> float:
         """The step's timeout, else the manifest's default."""
@@ -194,7 +195,13 @@ class VisitContext:
         return self.plan.project.manifest.runtime.step_timeout_seconds
 
 
-@functools.cache
-def _process_env() -> dict[str, str]:
-    # copying os.environ decodes every variable; do it once per process
-    return dict(os.environ)
+@functools.lru_cache(maxsize=16)
+def _run_env(run_id: str, workspace: str, project_root: str) -> dict[str, str]:
+    """swell's environment with the run's variables, built once per run and workspace
+    (copying os.environ decodes every variable); callers copy it, never change it."""
+    return {
+        **os.environ,
+        "SWELL_RUN_ID": run_id,
+        "SWELL_WORKSPACE": workspace,
+        "SWELL_PROJECT_ROOT": project_root,
+    }

@@ -16,15 +16,15 @@ def output_namespace(
 ) -> dict[str, Any]:
     """`exit_code`, `stdout`, `stderr`, `outcome`, and when stdout is JSON, `json` and
     (for an object) its top-level fields by name."""
+    text = stdout.strip()
     ns: dict[str, Any] = {
         "exit_code": exit_code,
-        "stdout": stdout.strip(),
+        "stdout": text,
         "stderr": stderr.strip(),
         "outcome": outcome,
-        "text": stdout.strip(),
+        "text": text,
     }
-    text = stdout.strip()
-    if text[:1] in "{[":
+    if text[:1] in ("{", "["):  # not `in "{["`: that holds for "" too
         try:
             data = json.loads(text)
         except ValueError:

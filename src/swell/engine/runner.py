@@ -14,16 +14,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from swell import sweep
 from swell.engine.completion import Decisions, Limits, Visit, queue
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
+from swell.engine.preload import preload_adapters
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.events.models import FinalStatus, RunStatus
-from swell.process import stop_marked
 from swell.workspace.manager import Workspaces
+
+_STAMP = ("run_id", "seq", "ts")
 
 
 @dataclass
@@ -45,6 +48,9 @@ class Runner:
         self.state = state or RunState(plan.run_id)
         self._tasks: dict[asyncio.Task[StepResult], tuple[Visit, float]] = {}
         self._pending: list[ev.BaseEvent] = []
+        self._done: list[asyncio.Task[StepResult]] = []  # ended visits, not yet recorded
+        self._wake: asyncio.Future[None] | None = None  # what `_next` waits on
+        self._preloaded = False
         self.executor = VisitExecutor(
             plan,
             services,
@@ -72,11 +78,16 @@ class Runner:
         produced is committed before the next visit does any work; batching the
         end of one visit with the start of the next saves a transaction per visit.
         """
-        stamp = ev.now_iso()
+        if not events:
+            return
+        stamp, run_id = ev.now_iso(), self.plan.run_id
         seq = self.state.seq
         for event in events:
             seq += 1
-            event.run_id, event.seq, event.ts = self.plan.run_id, seq, stamp
+            # the stamp is swell's own (no validation to run): set it directly, and
+            # mark it set as an assignment would (a pydantic assignment costs more)
+            event.__dict__.update(run_id=run_id, seq=seq, ts=stamp)
+            event.__pydantic_fields_set__.update(_STAMP)
             self.state.apply(event)
         self._pending.extend(events)
 
@@ -106,6 +117,12 @@ class Runner:
     # -------------------------------------------------------------------- loop
 
     async def run(self) -> RunSummary:
+        """Run to the end. Meanwhile this process adopts the orphans of its steps'
+        processes, so a visit's leftovers are found among its own descendants."""
+        with sweep.adopting():
+            return await self._run()
+
+    async def _run(self) -> RunSummary:
         self.plan.workspace.mkdir(parents=True, exist_ok=True)
         if self.state.started_once:
             await self._resume()
@@ -132,6 +149,7 @@ class Runner:
             raise
 
     async def _loop(self) -> RunSummary:
+        control = self.services.control
         poll = self.plan.options.control_poll_seconds
         last_check = time.monotonic()
         while True:
@@ -144,6 +162,10 @@ class Runner:
                 return await self._finish("failed", starts.fail)
             for visit in starts.visits:
                 self._launch(visit)
+            if not self._preloaded:
+                # after the first visits' own first steps (their processes start)
+                self._preloaded = True
+                asyncio.get_running_loop().call_soon(self._preload)
             if not self._tasks:
                 if self.state.queue:
                     blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
@@ -152,24 +174,52 @@ class Runner:
                     )
                 return await self._finish("succeeded")
             self.flush()
-            done, _ = await asyncio.wait(
-                self._tasks, timeout=poll, return_when=asyncio.FIRST_COMPLETED
-            )
-            if self.services.control and time.monotonic() - last_check >= poll:
+            done = await self._next(poll)
+            if control is not None and time.monotonic() - last_check >= poll:
                 last_check = time.monotonic()
-                if self.services.control.cancel_requested(self.plan.run_id):
+                if control.cancel_requested(self.plan.run_id):
                     self.interrupt("cancelled")
             if self._stop:
                 continue
             for task in done:
                 visit, started = self._tasks.pop(task)
                 duration_ms = int((time.monotonic() - started) * 1000)
-                ended = self.decide.complete(visit, self._result_of(task), duration_ms, self.state)
+                result = self._result_of(task)
+                ended = self.decide.complete(visit, result, duration_ms, self.state)
                 self.record(ended.events)
                 if ended.complete:
                     return await self._finish("succeeded")
                 if ended.fail:
                     return await self._finish("failed", ended.fail)
+
+    def _preload(self) -> None:
+        """Let adapters start loading what the run's prompt steps need (engine/preload.py)."""
+        preload_adapters(self.plan, self.services, self.graph.steps.values())
+
+    async def _next(self, timeout: float) -> list[asyncio.Task[StepResult]]:
+        """Wait until a visit ends, at most `timeout` seconds (then it is time to ask
+        whether the run was cancelled); returns the visits that ended, in the order
+        they did. One future and one timer per wait: a loop of short visits waits
+        thousands of times, and `asyncio.wait` costs several times that."""
+        if not self._done:
+            loop = asyncio.get_running_loop()
+            self._wake = loop.create_future()
+            timer = loop.call_later(timeout, self._wakeup)
+            try:
+                await self._wake
+            finally:
+                timer.cancel()
+                self._wake = None
+        done, self._done = self._done, []
+        return done
+
+    def _wakeup(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def _ended(self, task: asyncio.Task[StepResult]) -> None:
+        self._done.append(task)
+        self._wakeup()
 
     @staticmethod
     def _result_of(task: asyncio.Task[StepResult]) -> StepResult:
@@ -180,6 +230,7 @@ class Runner:
 
     def _launch(self, visit: Visit) -> None:
         task = asyncio.create_task(self.executor.run(visit))
+        task.add_done_callback(self._ended)
         self._tasks[task] = (visit, time.monotonic())
 
     # ------------------------------------------------------------ start and stop
@@ -196,7 +247,7 @@ class Runner:
                 f"SWELL_STEP_ID={open_visit.step_id}",
                 f"SWELL_VISIT={open_visit.visit}",
             ]
-            if await stop_marked(markers):
+            if await sweep.stop_marked(markers):  # everywhere: they were re-parented
                 cleaned.add(key)
         events, continuing = self.decide.resume(self.state, cleaned)
         self.emit(events)

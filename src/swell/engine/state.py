@@ -1,15 +1,19 @@
 """A run's state as a fold over its events.
 
 The runner applies every event it emits to `RunState`; `swell resume` rebuilds the
-same state by replaying the stored events. There is no other source of truth.
+same state by replaying the stored events. There is no other source of truth: a
+snapshot (`to_snapshot`) is the fold of the events up to its seq, written down, so
+`from_snapshot` followed by the events after that seq is the same state as replaying
+them all.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import groupby
+from typing import Any, cast
 
 from swell.engine.graph import Activation
 from swell.events.models import (
@@ -20,6 +24,7 @@ from swell.events.models import (
     RetryRequested,
     ReworkRequested,
     RunStatus,
+    parse_event,
 )
 from swell.threads.fidelity import Entry
 
@@ -87,6 +92,159 @@ class RunState:
         handler = _HANDLERS.get(getattr(ev, "type", ""))
         if handler:
             handler(self, ev)
+
+    # -------------------------------------------------------------- snapshots
+
+    def to_snapshot(self) -> dict[str, Any]:
+        """The state as JSON-able data, versioned; `from_snapshot` reads it back.
+
+        Values from events (context, a round's metadata) are kept as they are: the
+        caller serialises them as the store serialises events.
+        """
+        return {
+            "version": SNAPSHOT_VERSION,
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "status": self.status,
+            "started_once": self.started_once,
+            "total": self.total,
+            "counted": dict(self.counted),
+            "numbered": dict(self.numbered),
+            "context": dict(self.context),
+            "queue": [[a.step_id, a.reason, a.source_step, a.source_visit] for a in self.queue],
+            "open": [_open_data(v) for v in self.open.values()],
+            "finished": sorted(self.finished),
+            "outcomes": _outcome_runs(self.outcomes),
+            "last": {k: [v.visit, v.outcome, v.exit_code] for k, v in self.last.items()},
+            "artifacts": {k: dict(v) for k, v in self.artifacts.items()},
+            "artifact_sha256": {k: dict(v) for k, v in self.artifact_sha256.items()},
+            "breaker": {k: [key, count] for k, (key, count) in self.breaker.items()},
+            "rounds": self.rounds,
+            "thread_rounds": dict(self.thread_rounds),
+            "threads": {
+                name: [[e.round, e.role, e.persona, e.content, e.metadata] for e in entries]
+                for name, entries in self.threads.items()
+            },
+            "summaries": [[name, upto, text] for (name, upto), text in self.summaries.items()],
+            "reworks": {k: _event_data(v) for k, v in self.reworks.items()},
+            "retries": {k: _event_data(v) for k, v in self.retries.items()},
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: Mapping[str, Any]) -> RunState:
+        """The state `to_snapshot` wrote; ValueError for another version or bad data."""
+        if not isinstance(data, Mapping) or data.get("version") != SNAPSHOT_VERSION:
+            found = data.get("version") if isinstance(data, Mapping) else None
+            raise ValueError(f"not a run state snapshot of version {SNAPSHOT_VERSION}: {found!r}")
+        try:
+            return cls._from_snapshot(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"a damaged run state snapshot: {exc!r}") from None
+
+    @classmethod
+    def _from_snapshot(cls, d: Mapping[str, Any]) -> RunState:
+        opened = [_open_visit(v) for v in d["open"]]
+        return cls(
+            run_id=str(d["run_id"]),
+            seq=int(d["seq"]),
+            status=d["status"],
+            counted=Counter(d["counted"]),
+            numbered=Counter(d["numbered"]),
+            total=int(d["total"]),
+            context=dict(d["context"]),
+            queue=[Activation(s, r, ss, sv) for s, r, ss, sv in d["queue"]],
+            open={(v.step_id, v.visit): v for v in opened},
+            finished=set(d["finished"]),
+            outcomes=_outcomes(d["outcomes"]),
+            last={k: StepSummary(v, o, x) for k, (v, o, x) in d["last"].items()},
+            artifacts={k: dict(v) for k, v in d["artifacts"].items()},
+            artifact_sha256={k: dict(v) for k, v in d["artifact_sha256"].items()},
+            breaker={k: (key, count) for k, (key, count) in d["breaker"].items()},
+            rounds=int(d["rounds"]),
+            thread_rounds=Counter(d["thread_rounds"]),
+            threads={
+                name: [
+                    Entry(n, role, persona, content, dict(meta))
+                    for n, role, persona, content, meta in entries
+                ]
+                for name, entries in d["threads"].items()
+            },
+            summaries={(name, upto): text for name, upto, text in d["summaries"]},
+            reworks={k: _event(v, ReworkRequested) for k, v in d["reworks"].items()},
+            retries={k: _event(v, RetryRequested) for k, v in d["retries"].items()},
+            started_once=bool(d["started_once"]),
+        )
+
+
+SNAPSHOT_VERSION = 1
+_OUTCOME_LETTERS: dict[str, Outcome] = {"s": "success", "f": "failure"}
+_LETTERS = {outcome: letter for letter, outcome in _OUTCOME_LETTERS.items()}
+
+
+def _outcome_runs(outcomes: dict[tuple[str, int], Outcome]) -> dict[str, list[list[Any]]]:
+    """Each step's outcomes as runs of consecutive visits: [first visit, "ssf..."]."""
+    by_step: dict[str, list[int]] = {}
+    for step_id, visit in outcomes:
+        by_step.setdefault(step_id, []).append(visit)
+    runs: dict[str, list[list[Any]]] = {}
+    for step_id, visits in by_step.items():
+        visits.sort()
+        for _, group in groupby(enumerate(visits), key=lambda iv: iv[1] - iv[0]):
+            numbers = [v for _, v in group]
+            letters = "".join(_LETTERS[outcomes[(step_id, v)]] for v in numbers)
+            runs.setdefault(step_id, []).append([numbers[0], letters])
+    return runs
+
+
+def _outcomes(runs: Mapping[str, list[list[Any]]]) -> dict[tuple[str, int], Outcome]:
+    return {
+        (step_id, first + i): _OUTCOME_LETTERS[letter]
+        for step_id, step_runs in runs.items()
+        for first, letters in step_runs
+        for i, letter in enumerate(letters)
+    }
+
+
+def _event_data(event: BaseEvent) -> dict[str, Any]:
+    return {
+        "type": getattr(event, "type", ""),
+        **event.model_dump(mode="json", exclude_defaults=True),
+    }
+
+
+def _event(data: Mapping[str, Any], kind: type[BaseEvent]) -> Any:
+    event = parse_event(dict(data))
+    if not isinstance(event, kind):
+        raise ValueError(f"expected a {kind.__name__}, found {type(event).__name__}")
+    return event
+
+
+def _open_data(v: OpenVisit) -> dict[str, Any]:
+    return {
+        "step_id": v.step_id,
+        "visit": v.visit,
+        "kind": v.kind,
+        "source_step": v.source_step,
+        "source_visit": v.source_visit,
+        "gate": _event_data(v.gate) if v.gate else None,
+        "resolution": _event_data(v.resolution) if v.resolution else None,
+        "child_run_id": v.child_run_id,
+    }
+
+
+def _open_visit(d: Mapping[str, Any]) -> OpenVisit:
+    return OpenVisit(
+        step_id=d["step_id"],
+        visit=d["visit"],
+        kind=d["kind"],
+        source_step=d["source_step"],
+        source_visit=d["source_visit"],
+        gate=cast(GateWaiting, _event(d["gate"], GateWaiting)) if d["gate"] else None,
+        resolution=cast(GateResolved, _event(d["resolution"], GateResolved))
+        if d["resolution"]
+        else None,
+        child_run_id=d["child_run_id"],
+    )
 
 
 def _run_started(s: RunState, ev: Any) -> None:

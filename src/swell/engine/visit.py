@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swell import process
-from swell.engine import handover
+from swell import process, sweep
 from swell.engine.completion import Visit
 from swell.engine.context import ContractFailure, RunPlan, Services, StepResult, VisitContext
 from swell.engine.state import RunState
@@ -48,25 +47,26 @@ class VisitExecutor:
             return await self._run(visit)
         except asyncio.CancelledError:
             if process.spawned() != spawned:
-                await asyncio.shield(self.sweep(visit))
+                await asyncio.shield(self.end_leftovers(visit))
             raise
 
-    async def sweep(self, visit: Visit) -> list[process.Marked]:
+    async def end_leftovers(self, visit: Visit) -> list[sweep.Marked]:
         """End the processes of this visit still running: those that left its process
-        groups (`setsid`, `nohup ... &`, double forks) carry its markers."""
+        groups (`setsid`, `nohup ... &`, double forks) carry its markers. Only swell's
+        own processes are read (its descendants, while the runner adopts orphans)."""
         markers = [
             f"SWELL_RUN_ID={self.plan.run_id}",
             f"SWELL_STEP_ID={visit.step.id}",
             f"SWELL_VISIT={visit.visit}",
         ]
         grace = self.plan.project.manifest.runtime.timeouts.process_grace_seconds or 3.0
-        return await process.stop_marked(markers, grace)
+        return await sweep.stop_marked(markers, grace, mine=True)
 
     async def _leftovers(self, ctx: VisitContext, visit: Visit, since: int) -> list[BaseEvent]:
         """Sweep if a process was started since `since`; a warning names what was left."""
         if process.spawned() == since:
             return []
-        left = await self.sweep(visit)
+        left = await self.end_leftovers(visit)
         if not left:
             return []
         names = ", ".join(str(m) for m in sorted(left, key=lambda m: m.pid))
@@ -115,6 +115,8 @@ class VisitExecutor:
             result.outcome = "failure"
             result.error = "; ".join(filter(None, [result.error, *problems]))
         if result.outcome == "success" and owner.handover and owner.handover.all_contracts:
+            from swell.engine import handover  # contracts (and agents) only when a step has some
+
             failed = await handover.check(ctx, result, owner)
             if failed is not None:
                 if failed.policy == "rework":

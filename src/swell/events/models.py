@@ -6,8 +6,10 @@ queued) and the review feedback a reviewer returns, as it is recorded.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
@@ -419,16 +421,60 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+@cache
+def event_adapter() -> TypeAdapter[Event]:
+    """The validator of the whole union, built on first use (readers of stored events
+    validate by kind and never need it)."""
+    return TypeAdapter(Event)
+
+
+# every event kind's model by its `type`
+EVENT_TYPES: dict[str, type[BaseEvent]] = {
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
+}
+# what the store keeps in columns of its own, so not in an event's stored data
+ENVELOPE = frozenset({*BaseEvent.model_fields, "type"})
+_NOT_STORED: set[str] = set(ENVELOPE)
+_ENVELOPE_SET = frozenset(BaseEvent.model_fields)
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:
-    """Parse one stored or NDJSON event."""
+    """Parse one NDJSON event (`event_json`), or one as its fields."""
     if isinstance(data, dict):
-        return EVENT_ADAPTER.validate_python(data)
-    return EVENT_ADAPTER.validate_json(data)
+        return event_adapter().validate_python(data)
+    return event_adapter().validate_json(data)
 
 
 def event_json(event: BaseEvent) -> str:
     """One NDJSON line (no newline); every field is present, unset ones as null."""
     return event.model_dump_json()
+
+
+def event_data(event: BaseEvent) -> str:
+    """The event as a store keeps it next to its envelope columns: a JSON object without
+    the envelope (run_id, seq, ts, type, step_id, visit) and without fields that hold
+    their default value. `stored_event` turns both back into the same event."""
+    return event.model_dump_json(exclude=_NOT_STORED, exclude_defaults=True)
+
+
+def stored_event(
+    kind: str,
+    data: str | bytes,
+    *,
+    run_id: str,
+    seq: int,
+    ts: str,
+    step_id: str | None,
+    visit: int | None,
+) -> Event:
+    """The event a store row holds: its `event_data` (or, in rows written before the
+    store kept events this way, its whole `event_json`) and its envelope columns."""
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:  # a kind this version does not know: the union's own error
+        return parse_event({**json.loads(data), "type": kind})
+    event = cls.model_validate_json(data)
+    # the columns were validated when the event was stored; set them as they are
+    event.__dict__.update(run_id=run_id, seq=seq, ts=ts, step_id=step_id, visit=visit)
+    event.__pydantic_fields_set__ |= _ENVELOPE_SET
+    return event  # type: ignore[return-value]  # cls is the Event member of that kind

@@ -248,15 +248,31 @@ class PipelineMetadata(Strict):
     _name = field_validator("name")(_file_name)
 
 
+# Wave's pipeline I/O types (`input.type`): free text, or a reference to something
+InputType = Literal[
+    "string", "branch_ref", "findings_report", "issue_ref", "plan_ref", "pr_ref",
+    "scope_result", "spec_ref", "work_item_ref", "workspace_ref",
+]  # fmt: skip
+
+
 class InputConfig(Strict):
     source: str | None = None
     schema_: Any = Field(default=None, alias="schema")
     example: str | None = None
     label_filter: str | None = None
     batch_size: int | None = None
+    type: InputType | None = None
 
     IGNORED = ("source", "schema", "example")
     UNSUPPORTED = {"label_filter": "forge input filters", "batch_size": "batched input"}
+
+    @property
+    def required(self) -> bool:
+        """Whether a run needs `--input`: Wave never checks the input; swell requires one
+        when the pipeline declares a typed input (a reference such as `issue_ref` names
+        something, and an empty one names nothing). Free text (`string`, or no `type`)
+        stays optional."""
+        return self.type is not None and self.type != "string"
 
 
 class Requires(Strict):

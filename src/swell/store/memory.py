@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
-from swell.events.models import BaseEvent, Event, event_json, parse_event
+from swell.events.models import BaseEvent, Event, event_data, event_json, stored_event
 from swell.store.records import INSERTS, PRIMARY_KEYS, Record
 from swell.store.rows import (
     ArtifactRow,
@@ -30,10 +30,20 @@ from swell.store.rows import (
     ReviewRow,
     RoundRow,
     RunRow,
+    StepRow,
     VisitRow,
     row_from,
 )
-from swell.store.rules import CANDIDATES, decide, now_iso, one_run, pending
+from swell.store.rules import (
+    CANDIDATES,
+    FINISHED_FOR_GOOD,
+    check_seqs,
+    check_snapshot,
+    decide,
+    now_iso,
+    one_run,
+    pending,
+)
 from swell.store.run_locks import busy, this_process
 
 if TYPE_CHECKING:
@@ -60,6 +70,7 @@ class MemoryDatabase:
     # run id -> (thread, thread_round) -> round: the unique index of the rounds table
     thread_rounds: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
     claims: dict[str, tuple[Owner, int]] = field(default_factory=dict)  # run -> owner, handle
+    snapshots: dict[str, tuple[int, str]] = field(default_factory=dict)  # run -> seq, data
 
     def table(self, name: str, run_id: str) -> Table:
         """One run's rows of a table (to write: it is created when missing)."""
@@ -129,6 +140,11 @@ def _p_round(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
     _insert_round(db, journal, e)
 
 
+def _none_first(value: str | None) -> tuple[bool, str]:
+    """A sort key that puts None first, as SQL orders NULL."""
+    return (value is not None, value or "")
+
+
 def _coalesce(value: Any, default: Any) -> Any:
     return default if value is None else value
 
@@ -165,6 +181,8 @@ def _p_run_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
         error=e.error,
         visits=e.visits,
     )
+    if e.status in FINISHED_FOR_GOOD:
+        journal.delete(db.snapshots, e.run_id)
 
 
 def _p_step_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
@@ -316,10 +334,10 @@ class MemoryStore:
         """Store a batch of events and their projections atomically."""
         if not events:
             return
+        check_seqs(events)
         db = self.database
         with self._write() as journal:
             for event in events:
-                data = event_json(event)
                 kind = getattr(event, "type", "")
                 log = db.table("events", event.run_id)
                 if event.seq in log:
@@ -329,7 +347,7 @@ class MemoryStore:
                     "type": kind,
                     "step_id": event.step_id,
                     "visit": event.visit,
-                    "data": data,
+                    "data": event_data(event),
                 }
                 journal.put(log, event.seq, record)
                 project = PROJECTIONS.get(kind)
@@ -364,6 +382,15 @@ class MemoryStore:
         with self._write() as journal:
             journal.update(self.database.runs, run_id, cancel_requested=1)
 
+    def save_snapshot(self, run_id: str, seq: int, data: str) -> None:
+        with self._write() as journal:
+            db = self.database
+            last = max(db.rows("events", run_id), default=0)
+            check_snapshot(run_id, seq, run_id in db.runs, last, self.location)
+            kept = db.snapshots.get(run_id)
+            if kept is None or seq >= kept[0]:
+                journal.put(db.snapshots, run_id, (seq, data))
+
     # ------------------------------------------------------------------ reading
 
     def get_run(self, run_id: str) -> RunRow:
@@ -389,15 +416,56 @@ class MemoryStore:
             return [self._run(r) for r in runs]
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return [parse_event(data) for data in self.raw_events(run_id, after_seq)]
-
-    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         with self._read() as db:
             log = db.rows("events", run_id)
-            return [log[seq]["data"] for seq in sorted(log) if seq > after_seq]
+            rows = [(seq, log[seq]) for seq in sorted(log) if seq > after_seq]
+        return [
+            stored_event(
+                r["type"],
+                r["data"],
+                run_id=run_id,
+                seq=seq,
+                ts=r["ts"],
+                step_id=r["step_id"],
+                visit=r["visit"],
+            )
+            for seq, r in rows
+        ]
+
+    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
+        return [event_json(event) for event in self.events(run_id, after_seq)]
+
+    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
+        with self._read() as db:
+            return db.snapshots.get(run_id)
 
     def visits(self, run_id: str) -> list[VisitRow]:
         return self._select(VisitRow, "visits", run_id, "started_at")
+
+    def steps(self, run_id: str) -> list[StepRow]:
+        with self._read() as db:
+            first: dict[str, Record] = {}
+            last: dict[str, Record] = {}
+            counts: dict[str, int] = {}
+            for (step_id, visit), row in db.rows("visits", run_id).items():
+                # a step's visits as `visits` orders them: by started_at, then visit
+                key = (_none_first(row["started_at"]), visit)
+                counts[step_id] = counts.get(step_id, 0) + 1
+                if step_id not in first or key < first[step_id]["_key"]:
+                    first[step_id] = {**row, "_key": key}
+                if step_id not in last or key > last[step_id]["_key"]:
+                    last[step_id] = {**row, "_key": key}
+            order = sorted(first, key=lambda s: (first[s]["_key"][0], s))
+            return [
+                StepRow(
+                    step_id=s,
+                    visits=counts[s],
+                    last_visit=last[s]["visit"],
+                    last_status=last[s]["status"],
+                    last_exit_code=last[s]["exit_code"],
+                )
+                for s in order
+            ]
 
     def artifacts(self, run_id: str) -> list[ArtifactRow]:
         return self._select(ArtifactRow, "artifacts", run_id, "created_at")

@@ -186,11 +186,101 @@ def _m4_run_owner_host_and_pipeline_text(db: sqlite3.Connection) -> None:
     )
 
 
+def _m5_snapshots(db: sqlite3.Connection) -> None:
+    # a run's state after event `seq`, so a resume replays only the events after it
+    _run_script(
+        db,
+        """
+        CREATE TABLE snapshots (
+            run_id TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """,
+    )
+
+
+COMPACT_BATCH = 2000  # event rows moved per statement by _m6
+
+
+def _m6_compact_events(db: sqlite3.Connection) -> None:
+    """Events keep what their columns do not (`events.models.event_data`), keyed by
+    `compact.event_id` (a small run number from `event_runs` and the seq) instead of
+    the run id and seq, their time as integer milliseconds (`compact.pack_ts`): the
+    table is rebuilt that way, a batch of rows at a time, in the migration's
+    transaction. A row that does not parse keeps its data (it reads as before)."""
+    from pydantic import ValidationError  # loaded only to migrate: readers stay quick
+
+    from swell.events.models import event_data, stored_event
+    from swell.store.compact import event_id, pack_ts
+
+    _run_script(
+        db,
+        """
+        CREATE TABLE event_runs (
+            num INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL UNIQUE
+        );
+        CREATE TABLE compact_events (
+            id INTEGER PRIMARY KEY,
+            ts NOT NULL,
+            type TEXT NOT NULL,
+            step_id TEXT,
+            visit INTEGER,
+            data TEXT NOT NULL
+        )
+        """,
+    )
+    nums: dict[str, int] = {}
+    after: tuple[str, int] = ("", 0)
+    while True:
+        rows = db.execute(
+            "SELECT run_id, seq, ts, type, step_id, visit, data FROM events "
+            "WHERE (run_id, seq) > (?, ?) ORDER BY run_id, seq LIMIT ?",
+            (*after, COMPACT_BATCH),
+        ).fetchall()
+        if not rows:
+            break
+        moved = []
+        for run_id, seq, ts, kind, step_id, visit, data in rows:
+            if run_id not in nums:
+                cursor = db.execute("INSERT INTO event_runs (run_id) VALUES (?)", (run_id,))
+                nums[run_id] = int(cursor.lastrowid or 0)
+            try:
+                event = stored_event(
+                    kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step_id, visit=visit
+                )
+                data = event_data(event)
+            except (ValidationError, ValueError):
+                pass
+            moved.append((event_id(nums[run_id], seq), pack_ts(ts), kind, step_id, visit, data))
+        db.executemany("INSERT INTO compact_events VALUES (?, ?, ?, ?, ?, ?)", moved)
+        after = (rows[-1][0], rows[-1][1])
+    _run_script(db, "DROP TABLE events; ALTER TABLE compact_events RENAME TO events")
+
+
+def _m7_thread_index_for_threads_only(db: sqlite3.Connection) -> None:
+    # rounds outside any thread are most rounds: they need no entry in the thread index
+    # (which every commit of a visit would otherwise write a page of)
+    _run_script(
+        db,
+        """
+        DROP INDEX rounds_thread;
+        CREATE UNIQUE INDEX rounds_thread ON rounds (run_id, thread, thread_round)
+            WHERE thread IS NOT NULL
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_rounds,
     _m3_reviews,
     _m4_run_owner_host_and_pipeline_text,
+    _m5_snapshots,
+    _m6_compact_events,
+    _m7_thread_index_for_threads_only,
 ]
 
 

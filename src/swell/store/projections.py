@@ -12,18 +12,23 @@ from collections.abc import Callable
 from typing import Any
 
 from swell.store.records import INSERTS, Record
+from swell.store.rules import FINISHED_FOR_GOOD
 
 Projection = Callable[[sqlite3.Connection, Any], None]
 
 
 def _insert(table: str, build: Callable[[Any], Record]) -> Projection:
+    statement = ""  # made from the first record: a build gives its columns in one order
+
     def project(db: sqlite3.Connection, e: Any) -> None:
+        nonlocal statement
         record = build(e)
-        db.execute(
-            f"INSERT OR REPLACE INTO {table} ({', '.join(record)}) "
-            f"VALUES ({', '.join('?' * len(record))})",
-            tuple(record.values()),
-        )
+        if not statement:
+            statement = (
+                f"INSERT OR REPLACE INTO {table} ({', '.join(record)}) "
+                f"VALUES ({', '.join('?' * len(record))})"
+            )
+        db.execute(statement, tuple(record.values()))
 
     return project
 
@@ -51,6 +56,8 @@ def _p_run_finished(db: sqlite3.Connection, e: Any) -> None:
         "UPDATE runs SET status = ?, finished_at = ?, updated_at = ?, error = ?, visits = ? WHERE id = ?",
         (e.status, e.ts, e.ts, e.error, e.visits, e.run_id),
     )
+    if e.status in FINISHED_FOR_GOOD:
+        db.execute("DELETE FROM snapshots WHERE run_id = ?", (e.run_id,))
 
 
 def _p_step_finished(db: sqlite3.Connection, e: Any) -> None:

@@ -18,6 +18,7 @@ from swell.store.rows import (
     ReviewRow,
     RoundRow,
     RunRow,
+    StepRow,
     VisitRow,
 )
 
@@ -85,6 +86,14 @@ class RunWriter(Protocol):
         """Ask the process executing the run to stop it."""
         ...
 
+    def save_snapshot(self, run_id: str, seq: int, data: str) -> None:
+        """Keep `data` (JSON text: the run's state after its events up to `seq`) as the
+        run's snapshot, in place of an older one (one of a later seq stays). StoreError
+        when `seq` is past the run's stored events, RunNotFound when there is no such run.
+        A snapshot is a cache: it is dropped when the run ends for good (succeeded,
+        failed, cancelled)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -108,11 +117,22 @@ class RunReader(Protocol):
         ...
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
-        """The same events as their stored JSON text."""
+        """The same events as NDJSON lines (`event_json`: every field, unset ones null)."""
+        ...
+
+    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
+        """The run's newest snapshot as (seq, data), or None: the run's state is the
+        snapshot's followed by its events after that seq."""
         ...
 
     def visits(self, run_id: str) -> list[VisitRow]:
         """Visits in the order they started."""
+        ...
+
+    def steps(self, run_id: str) -> list[StepRow]:
+        """Each step the run visited, with its number of visits and its last visit: the
+        steps in the order of their first visit (as `visits` lists them), a step's last
+        visit the one `visits` lists last. Computed by the backend, not from every visit."""
         ...
 
     def artifacts(self, run_id: str) -> list[ArtifactRow]: ...

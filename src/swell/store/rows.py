@@ -72,6 +72,17 @@ class VisitRow:
 
 
 @dataclass
+class StepRow:
+    """A step's visits in a run: how many, and how the last one went."""
+
+    step_id: str
+    visits: int  # visits started (interrupted and running ones too)
+    last_visit: int
+    last_status: VisitStatus
+    last_exit_code: int | None
+
+
+@dataclass
 class ArtifactRow:
     step_id: str  # "" for artifacts of the run rather than of a step
     visit: int  # 0 likewise

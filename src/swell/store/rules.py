@@ -1,4 +1,5 @@
-"""Rules every store backend applies the same way: run lookup, gate decisions, timestamps.
+"""Rules every store backend applies the same way: run lookup, gate decisions, timestamps,
+the errors for a batch that repeats events and for snapshots.
 
 A backend fetches the rows; these functions decide, so the errors people see are the
 same whatever the backend.
@@ -9,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from swell.errors import RunNotFound, RunStateError
+from swell.errors import RunNotFound, RunStateError, StoreError
 from swell.store.rows import GateRow, RunRow
+
+if TYPE_CHECKING:
+    from swell.events.models import BaseEvent
 
 
 def now_iso() -> str:
@@ -80,3 +84,40 @@ def pending(gates: Sequence[GateRow], step_id: str, visit: int) -> GateRow | Non
         if waiting and gate.decision:
             return gate
     return None
+
+
+def already_stored(events: Sequence[BaseEvent], stored: set[tuple[str, int]]) -> StoreError:
+    """The error for a batch that repeats a stored event, or one of its own: it names the
+    first such event in the batch."""
+    seen: set[tuple[str, int]] = set()
+    for event in events:
+        key = (event.run_id, event.seq)
+        if key in stored or key in seen:
+            return StoreError(f"event {event.seq} of run {event.run_id} is already stored")
+        seen.add(key)
+    return StoreError("the batch was not stored: an event in it is already stored")
+
+
+MAX_SEQ = (1 << 32) - 1  # the highest seq a store keeps
+
+
+def check_seqs(events: Sequence[BaseEvent]) -> None:
+    """Every event's seq is one a store can keep (0 to MAX_SEQ)."""
+    for event in events:
+        if not 0 <= event.seq <= MAX_SEQ:
+            raise StoreError(
+                f"event {event.seq} of run {event.run_id} has a seq out of range (0 to {MAX_SEQ})"
+            )
+
+
+FINISHED_FOR_GOOD = ("succeeded", "failed", "cancelled")  # a snapshot of these is dropped
+
+
+def check_snapshot(run_id: str, seq: int, found: bool, last_seq: int, where: str) -> None:
+    """A snapshot may be kept of a stored run, up to its last stored event."""
+    if not found:
+        raise RunNotFound(f"no run '{run_id}' in {where}")
+    if seq < 0 or seq > last_seq:
+        raise StoreError(
+            f"a snapshot of run {run_id} at event {seq} is past its stored events ({last_seq})"
+        )

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
+from swell.store.checkpoints import Checkpoints
+from swell.store.compact import event_id, pack_ts, seq_of, unpack_ts
 from swell.store.migrations import migrate
 from swell.store.projections import PROJECTIONS
 from swell.store.rows import (
@@ -26,10 +28,20 @@ from swell.store.rows import (
     ReviewRow,
     RoundRow,
     RunRow,
+    StepRow,
     VisitRow,
     row_from,
 )
-from swell.store.rules import CANDIDATES, decide, now_iso, one_run, pending
+from swell.store.rules import (
+    CANDIDATES,
+    already_stored,
+    check_seqs,
+    check_snapshot,
+    decide,
+    now_iso,
+    one_run,
+    pending,
+)
 from swell.store.run_locks import RunLocks, this_process
 
 if TYPE_CHECKING:
@@ -39,13 +51,23 @@ if TYPE_CHECKING:
 
 R = TypeVar("R", bound="DataclassInstance")
 
+_INSERT_EVENT = "INSERT INTO events (id, ts, type, step_id, visit, data) VALUES (?, ?, ?, ?, ?, ?)"
+# the keys of a run's events after a seq (parameters: run id, seq, run id): see compact.py
+_EVENTS_AFTER = (
+    "id > (SELECT num * 4294967296 FROM event_runs WHERE run_id = ?) + ? "
+    "AND id <= (SELECT num * 4294967296 + 4294967295 FROM event_runs WHERE run_id = ?)"
+)
+
 
 # visits and last_seq are derived for runs still going, so writers need not keep them current
 _RUN_COLS = (
     "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
     "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
     "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
-    "(SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.run_id = runs.id) AS last_seq, "
+    "COALESCE((SELECT e.id FROM events e WHERE e.id BETWEEN "
+    "(SELECT num * 4294967296 FROM event_runs n WHERE n.run_id = runs.id) AND "
+    "(SELECT num * 4294967296 + 4294967295 FROM event_runs n WHERE n.run_id = runs.id) "
+    "ORDER BY e.id DESC LIMIT 1) & 4294967295, 0) AS last_seq, "
     "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
     "owner_host, options"
 )
@@ -77,8 +99,12 @@ class SqliteStore:
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the state database {path}: {exc}") from None
         self.locks = RunLocks(path.parent / "locks")
+        self._nums: dict[str, int] = {}  # run id -> its number in `events`, once committed
+        self._checkpoints: Checkpoints | None = None  # started by the first `emit`
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         self.locks.release_all()
         self.db.close()
 
@@ -144,27 +170,62 @@ class SqliteStore:
         self.locks.release(run_id)
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
-        """Commit a batch of events and their projections atomically."""
+        """Commit a batch of events and their projections atomically: the events in one
+        statement, each stored as its `event_data` next to its envelope columns."""
         if not events:
             return
-        from swell.events.models import event_json  # loaded only by writers: readers stay quick
+        from swell.events.models import event_data  # loaded only by writers: readers stay quick
 
-        with self._tx():
-            for event in events:
-                data = event_json(event)
-                kind = getattr(event, "type", "")
-                try:
-                    self.db.execute(
-                        "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (event.run_id, event.seq, event.ts, kind, event.step_id, event.visit, data),
+        check_seqs(events)
+        if self._checkpoints is None:  # this process writes events: checkpoint off the way
+            self.db.execute("PRAGMA wal_autocheckpoint=0")
+            self._checkpoints = Checkpoints(self.path)
+        stamps: dict[str, int | str] = {}  # a batch's events mostly share one time
+        for event in events:
+            if event.ts not in stamps:
+                stamps[event.ts] = pack_ts(event.ts)
+        try:
+            with self._tx():
+                nums = self._run_nums(events)
+                rows = [
+                    (
+                        event_id(nums[e.run_id], e.seq),
+                        stamps[e.ts],
+                        getattr(e, "type", ""),
+                        e.step_id,
+                        e.visit,
+                        event_data(e),
                     )
+                    for e in events
+                ]
+                try:
+                    self.db.executemany(_INSERT_EVENT, rows)
                 except sqlite3.IntegrityError:
-                    raise StoreError(
-                        f"event {event.seq} of run {event.run_id} is already stored"
-                    ) from None
-                project = PROJECTIONS.get(kind)
-                if project:
-                    project(self.db, event)
+                    raise _Clash from None
+                for event, row in zip(events, rows, strict=True):
+                    project = PROJECTIONS.get(row[2])
+                    if project:
+                        project(self.db, event)
+        except _Clash:
+            # rolled back: which event was stored already (or twice in the batch)?
+            raise already_stored(events, self._stored_seqs(events)) from None
+        self._nums.update(nums)
+        self._checkpoints.committed()
+
+    def save_snapshot(self, run_id: str, seq: int, data: str) -> None:
+        with self._tx():
+            found, last = self.db.execute(
+                "SELECT (SELECT COUNT(*) FROM runs WHERE id = ?), "
+                f"COALESCE((SELECT MAX(id) FROM events WHERE {_EVENTS_AFTER}) & 4294967295, 0)",
+                (run_id, run_id, 0, run_id),
+            ).fetchone()
+            check_snapshot(run_id, seq, bool(found), last, str(self.path))
+            self.db.execute(
+                "INSERT INTO snapshots (run_id, seq, data, created_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, data = excluded.data, "
+                "created_at = excluded.created_at WHERE excluded.seq >= snapshots.seq",
+                (run_id, seq, data, now_iso()),
+            )
 
     def decide_gate(
         self,
@@ -220,15 +281,35 @@ class SqliteStore:
         )
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        from swell.events.models import parse_event
+        from swell.events.models import stored_event
 
-        return [parse_event(data) for data in self.raw_events(run_id, after_seq)]
+        rows = self.db.execute(
+            f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {_EVENTS_AFTER} "
+            "ORDER BY id",
+            (run_id, max(after_seq, 0), run_id),
+        )
+        stamps: dict[int | str, str] = {}
+        events = []
+        for key, stored_ts, kind, step, visit, data in rows:
+            seq = seq_of(key)
+            ts = stamps.get(stored_ts)
+            if ts is None:
+                ts = stamps[stored_ts] = unpack_ts(stored_ts)
+            events.append(
+                stored_event(kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step, visit=visit)
+            )
+        return events
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
-        rows = self.db.execute(
-            "SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after_seq)
-        ).fetchall()
-        return [data for (data,) in rows]
+        from swell.events.models import event_json
+
+        return [event_json(event) for event in self.events(run_id, after_seq)]
+
+    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
+        row = self.db.execute(
+            "SELECT seq, data FROM snapshots WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return (row[0], row[1]) if row else None
 
     def visits(self, run_id: str) -> list[VisitRow]:
         return self._rows(
@@ -237,6 +318,26 @@ class SqliteStore:
             "tokens_in, tokens_out, cost_usd FROM visits WHERE run_id = ? ORDER BY started_at, step_id, visit",
             (run_id,),
         )
+
+    def steps(self, run_id: str) -> list[StepRow]:
+        # one pass in primary key order (no sort) counts each step's visits and finds
+        # where it starts; then each step's last visit, as `visits` orders them
+        groups = self.db.execute(
+            "SELECT step_id, COUNT(*), MIN(started_at), MAX(started_at IS NULL) FROM visits "
+            "WHERE run_id = ? GROUP BY step_id",
+            (run_id,),
+        ).fetchall()
+        # NULL sorts first in SQL: a step with a visit of no start time comes first
+        groups.sort(key=lambda g: (0, "", g[0]) if g[3] else (1, g[2], g[0]))
+        steps = []
+        for step_id, visits, _, _ in groups:
+            visit, status, exit_code = self.db.execute(
+                "SELECT visit, status, exit_code FROM visits WHERE run_id = ? AND step_id = ? "
+                "ORDER BY started_at DESC, visit DESC LIMIT 1",
+                (run_id, step_id),
+            ).fetchone()
+            steps.append(StepRow(step_id, visits, visit, status, exit_code))
+        return steps
 
     def artifacts(self, run_id: str) -> list[ArtifactRow]:
         return self._rows(
@@ -319,6 +420,40 @@ class SqliteStore:
 
     # ---------------------------------------------------------------- internals
 
+    def _run_nums(self, events: Sequence[BaseEvent]) -> dict[str, int]:
+        """The events' runs' numbers in `events`, numbering new ones (in a transaction)."""
+        nums: dict[str, int] = {}
+        for event in events:
+            run_id = event.run_id
+            if run_id in nums:
+                continue
+            num = self._nums.get(run_id)
+            if num is None:
+                row = self.db.execute(
+                    "SELECT num FROM event_runs WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                if row is None:
+                    cursor = self.db.execute(
+                        "INSERT INTO event_runs (run_id) VALUES (?)", (run_id,)
+                    )
+                    row = (cursor.lastrowid,)
+                num = int(row[0])
+            nums[run_id] = num
+        return nums
+
+    def _stored_seqs(self, events: Sequence[BaseEvent]) -> set[tuple[str, int]]:
+        """Which of the events' (run_id, seq) the store holds."""
+        found: set[tuple[str, int]] = set()
+        for run_id in {e.run_id for e in events}:
+            seqs = sorted({e.seq for e in events if e.run_id == run_id})
+            rows = self.db.execute(
+                f"SELECT id FROM events WHERE {_EVENTS_AFTER} "
+                f"AND (id & 4294967295) IN ({', '.join('?' * len(seqs))})",
+                (run_id, 0, run_id, *seqs),
+            )
+            found |= {(run_id, seq_of(key)) for (key,) in rows}
+        return found
+
     def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
         cursor = self.db.execute(sql, params)
         names = [d[0] for d in cursor.description]
@@ -326,6 +461,10 @@ class SqliteStore:
 
     def _tx(self) -> _Transaction:
         return _Transaction(self.db)
+
+
+class _Clash(Exception):
+    """An event's (run_id, seq) is stored already: the batch is rolled back."""
 
 
 class _Transaction:

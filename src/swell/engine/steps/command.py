@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.outputs import output_namespace
 from swell.engine.steps.base import StepKind
@@ -10,7 +12,7 @@ from swell.events.models import Outcome, Warning
 from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import render_script
+from swell.manifest.templates import Rendered, render_script
 from swell.manifest.yamlsrc import Loc
 from swell.process import DEFAULT_MAX_OUTPUT, run_process
 from swell.workspace.artifacts import write_log
@@ -20,6 +22,13 @@ TAIL_CHARS = 4000
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+@functools.lru_cache(maxsize=256)
+def _first_line(script: str) -> str | None:
+    """What progress shows of a script (asked at every visit: cached per script)."""
+    text = script.strip()
+    return text.splitlines()[0][:200] if text else None
 
 
 def script_of(step: Step) -> str:
@@ -33,8 +42,7 @@ class Command(StepKind):
     name = "command"
 
     def detail(self, step: Step) -> str | None:
-        text = script_of(step).strip()
-        return text.splitlines()[0][:200] if text else None
+        return _first_line(script_of(step))
 
     def script_fields(self, step: Step) -> list[Loc]:
         return [("script",)] if step.script is not None else [("exec", "source")]
@@ -48,8 +56,10 @@ class Command(StepKind):
 
     async def run(self, ctx: VisitContext) -> StepResult:
         step = ctx.step
+        script = script_of(step)
         try:
-            rendered = render_script(script_of(step), ctx.namespace)
+            # a script without `{{` has no placeholder: nothing to read or place
+            rendered = render_script(script, ctx.namespace) if "{{" in script else Rendered(script)
         except ExpressionError as exc:  # a script `swell validate` refuses (or a bad template)
             return StepResult(outcome="failure", error=f"script not run: {exc}")
         notes = [

@@ -1,0 +1,141 @@
+"""How long does swell take to start?
+
+Measured against `python -c pass` (the interpreter alone), in the same rounds:
+
+- `swell --version`: the CLI's own start-up (goal: at most 60 ms over python);
+- `swell run one`: a whole run of a one-step command pipeline (`echo hello`) in a
+  project of its own, from the process start to its exit: imports, loading and
+  checking the project, the state database, the workspace, the step, the last
+  commit (goal: at most 180 ms over python).
+
+Every command runs as a fresh process, interleaved (the order rotates each
+round); the minimum and the median of `STARTUP_BENCH_SAMPLES` (default 15) are
+reported, and the goals are judged on the minimum (the machine may be noisy).
+`SWELL_BASELINE_SRC`, the `src/` directory of another checkout, adds the same
+commands for that swell. Then `python -X importtime` of `swell run one` lists the
+modules whose imports cost the most. Exits non-zero only when a command fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+SAMPLES = int(os.environ.get("STARTUP_BENCH_SAMPLES", "15"))
+BASELINE_SRC = os.environ.get("SWELL_BASELINE_SRC")
+PYTHON = sys.executable
+SWELL = str(Path(sys.executable).parent / "swell")
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'swell'; "
+    "from swell.cli.app import main; main()"
+)
+GOALS = {"swell --version": 0.060, "swell run one": 0.180}
+MANIFEST = "apiVersion: v1\nkind: WaveManifest\nmetadata: {name: one}\n"
+PIPELINE = """\
+kind: WavePipeline
+metadata: {name: one}
+steps:
+  - id: hello
+    type: command
+    script: echo hello
+"""
+
+
+class BenchError(Exception):
+    pass
+
+
+def run(argv: Sequence[str], cwd: Path) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "SWELL_STATE_DIR"}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise BenchError(f"{argv} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+    return seconds
+
+
+def project(root: Path) -> Path:
+    (root / ".agents" / "pipelines").mkdir(parents=True)
+    (root / "wave.yaml").write_text(MANIFEST)
+    (root / ".agents" / "pipelines" / "one.yaml").write_text(PIPELINE)
+    return root
+
+
+def commands(tmp: Path) -> dict[str, tuple[list[str], Path]]:
+    swells = {"": [SWELL]}
+    if BASELINE_SRC:
+        swells["@base"] = [PYTHON, "-c", BOOT, str(Path(BASELINE_SRC).resolve())]
+    out: dict[str, tuple[list[str], Path]] = {"python -c pass": ([PYTHON, "-c", "pass"], tmp)}
+    for suffix, argv in swells.items():
+        where = project(tmp / f"project{suffix or '-current'}")
+        out[f"swell{suffix} --version"] = ([*argv, "--version"], tmp)
+        out[f"swell{suffix} run one"] = ([*argv, "run", "one"], where)
+    return out
+
+
+def import_profile(cwd: Path, top: int = 12) -> list[tuple[int, str]]:
+    """(cumulative microseconds, module) of the costliest top-level imports."""
+    proc = subprocess.run(
+        [PYTHON, "-X", "importtime", SWELL, "run", "one"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    rows = []
+    for line in proc.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)", line)
+        if m and len(m.group(3)) <= 2:  # imported by swell's own modules, or at top
+            rows.append((int(m.group(2)), m.group(4)))
+    return sorted(rows, reverse=True)[:top]
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="swell-startup-bench-") as tmp:
+        cmds = commands(Path(tmp))
+        names = list(cmds)
+        times: dict[str, list[float]] = {n: [] for n in names}
+        try:
+            for argv, cwd in cmds.values():  # warm-up: caches, and each project's database
+                run(argv, cwd)
+            for r in range(SAMPLES):
+                order = names[r % len(names) :] + names[: r % len(names)]
+                for name in order:
+                    times[name].append(run(*cmds[name]))
+        except BenchError as exc:
+            print(f"FAILED: {exc}", file=sys.stderr)
+            return 1
+        base_min = min(times["python -c pass"])
+        base_med = statistics.median(times["python -c pass"])
+        print(f"start-up: {SAMPLES} samples each, interleaved; python {PYTHON}")
+        print(f"  {'':<24} {'min':>8} {'median':>8} {'min-python':>11} {'med-python':>11}")
+        for name in names:
+            best, med = min(times[name]), statistics.median(times[name])
+            print(
+                f"  {name:<24} {best * 1e3:6.1f}ms {med * 1e3:6.1f}ms "
+                f"{(best - base_min) * 1e3:9.1f}ms {(med - base_med) * 1e3:9.1f}ms"
+            )
+        for name, goal in GOALS.items():
+            over = min(times[name]) - base_min
+            verdict = "PASS" if over <= goal else "FAIL"
+            print(
+                f"  goal: {name} <= {goal * 1e3:.0f} ms over python: {over * 1e3:.1f} ms  {verdict}"
+            )
+        print("\ncostliest imports of `swell run one` (cumulative, -X importtime, one sample):")
+        for micros, module in import_profile(Path(tmp) / "project-current"):
+            print(f"  {micros / 1000:7.1f} ms  {module}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

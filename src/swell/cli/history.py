@@ -1,0 +1,131 @@
+"""What `swell logs` and `swell artifacts` print: a run's events (filtered, tailed,
+followed) and its artifact files (listed, exported)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from swell.cli.common import print_json
+from swell.cli.pick import run_or_newest
+from swell.ops.logs import LogFilter, keep
+
+if TYPE_CHECKING:
+    from swell.events.models import BaseEvent
+    from swell.store.protocols import RunReader
+
+FOLLOW_POLL = 0.25
+FINAL = ("succeeded", "failed", "cancelled", "interrupted")
+OUTPUT_LINES = 40  # of a visit's output shown with --step
+
+
+class _Render:
+    """Events as `swell logs` prints them: text lines with times, or NDJSON."""
+
+    def __init__(self, run_id: str, json: bool, step: str | None) -> None:
+        from swell.cli.render import ProgressPrinter
+
+        self.printer = ProgressPrinter(root_run=run_id)
+        self.json, self.step = json, step
+
+    def __call__(self, raw: str, event: BaseEvent, keep: bool) -> str | None:
+        from swell.events.models import StepFinished
+
+        line = None if self.json else self.printer.line(event)  # keeps the printer's state
+        if not keep:
+            return None
+        if self.json:
+            return raw
+        if line is None:
+            return None
+        text = f"{event.ts[11:19]} {line}"
+        if self.step and isinstance(event, StepFinished) and event.output_tail:
+            tail = event.output_tail.rstrip().splitlines()[-OUTPUT_LINES:]
+            text += "".join(f"\n    | {out}" for out in tail)
+        return text
+
+
+def _new_events(store: RunReader, run_id: str, after: int) -> Iterator[tuple[str, BaseEvent]]:
+    from swell.events.models import parse_event
+
+    for raw in store.raw_events(run_id, after):
+        yield raw, parse_event(raw)
+
+
+def show_logs(
+    store: RunReader,
+    run_id: str | None,
+    *,
+    follow: bool,
+    tail: int | None,
+    json: bool,
+    where: LogFilter,
+) -> None:
+    """Print the run's events that `where` keeps; the last `tail` of them first, then
+    with `follow` the new ones until the run ends."""
+    run = run_or_newest(store, run_id)
+    render = _Render(run.id, json, where.step)
+    seq = 0
+    first: list[str] = []
+    for raw, event in _new_events(store, run.id, 0):
+        seq = event.seq
+        shown = render(raw, event, keep(event, where))
+        if shown is not None:
+            first.append(shown)
+    if tail is not None:
+        first = first[-tail:] if tail else []
+    for text in first:
+        print(text)
+    sys.stdout.flush()
+    while follow:
+        current = store.get_run(run.id)
+        if current.status in FINAL and seq >= current.last_seq:
+            return
+        time.sleep(FOLLOW_POLL)
+        for raw, event in _new_events(store, run.id, seq):
+            seq = event.seq
+            shown = render(raw, event, keep(event, where))
+            if shown is not None:
+                print(shown, flush=True)
+
+
+def show_artifacts(
+    store: RunReader, run_id: str | None, *, step: str | None, export: Path | None, json: bool
+) -> int:
+    """List the run's artifacts (of one step), or export them; returns the exit code."""
+    from swell.ops.export import export as export_files
+
+    run = run_or_newest(store, run_id)
+    rows = [a for a in store.artifacts(run.id) if step is None or a.step_id == step]
+    if export is not None:
+        done, problems = export_files(rows, export)
+        if json:
+            print_json(
+                {
+                    "run": run.id,
+                    "exported": [{**asdict(d), "target": str(d.target)} for d in done],
+                    "problems": problems,
+                }
+            )
+        else:
+            for d in done:
+                print(f"{d.step}/{d.name} #{d.visit} -> {d.target} ({d.size} B)")
+            for problem in problems:
+                print(f"not exported: {problem}", file=sys.stderr)
+            print(f"exported {len(done)} file{'s' if len(done) != 1 else ''} to {export}")
+        return 1 if problems else 0
+    if json:
+        print_json([asdict(a) for a in rows])
+        return 0
+    if not rows:
+        print("no artifacts" + (f" of step '{step}'" if step else "") + f" in run {run.id}")
+        return 0
+    for a in rows:
+        print(
+            f"{a.step_id:<20} #{a.visit:<3} {a.name:<16} {a.size:>9} B  {a.sha256[:12]}  {a.path}"
+        )
+    return 0

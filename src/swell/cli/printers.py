@@ -1,0 +1,30 @@
+"""`swell run -v`: progress lines, plus a line for every other event."""
+
+from __future__ import annotations
+
+from swell.cli.render import ProgressPrinter
+from swell.events import models as ev
+
+FIELD_CHARS = 160  # of one field's value
+
+
+class VerbosePrinter(ProgressPrinter):
+    """What `ProgressPrinter` shows, and every event it leaves out as `type step: fields`
+    (agent text, usage, thread context, artifacts, queued steps, ...)."""
+
+    def line(self, e: ev.BaseEvent) -> str | None:
+        shown = super().line(e)
+        if shown is not None:
+            return shown
+        kind = str(getattr(e, "type", type(e).__name__))
+        where = ""
+        if e.step_id:
+            where = f" {e.step_id}" + (f" #{e.visit}" if e.visit and e.visit > 1 else "")
+        fields = e.model_dump(exclude={*ev.BaseEvent.model_fields, "type"}, exclude_defaults=True)
+        parts = []
+        for key, value in fields.items():
+            text = " ".join(str(value).split())
+            if len(text) > FIELD_CHARS:
+                text = text[: FIELD_CHARS - 1] + "…"
+            parts.append(f"{key}={text}")
+        return self._c(f"    · {kind}{where}" + (f"  {' '.join(parts)}" if parts else ""), "2")

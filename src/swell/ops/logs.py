@@ -1,0 +1,65 @@
+"""Which of a run's events `swell logs` shows: one step's, errors only, since a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from swell.events.models import BaseEvent
+
+
+@dataclass(frozen=True)
+class LogFilter:
+    step: str | None = None
+    errors: bool = False
+    since: datetime | None = None
+
+
+def since_time(value: str | None, now: datetime | None = None) -> datetime | None:
+    """`--since`: a duration back from now (10m, 2h, 1d) or an ISO time; ValueError if neither."""
+    from swell.manifest.durations import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return (now or datetime.now(UTC)) - timedelta(seconds=parse_duration(value))
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"invalid --since {value!r}: use a duration (10m, 2h, 1d) or a time "
+            "(2025-01-31T12:00:00Z)"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def is_error(event: BaseEvent) -> bool:
+    """What `--errors` keeps: failed visits, contract failures, limits and the breaker,
+    interrupted visits, rejected gates, and a run that did not succeed."""
+    kind = getattr(event, "type", "")
+    if kind == "step.finished":
+        return getattr(event, "outcome", "") == "failure"
+    if kind == "run.finished":
+        return getattr(event, "status", "") != "succeeded"
+    if kind == "gate.resolved":
+        return getattr(event, "decision", "") != "approved"
+    return kind in ("contract.failed", "limit.exceeded", "breaker.tripped", "step.interrupted")
+
+
+def keep(event: BaseEvent, f: LogFilter) -> bool:
+    if f.step and event.step_id != f.step:
+        return False
+    if f.errors and not is_error(event):
+        return False
+    if f.since is not None:
+        try:
+            when = datetime.fromisoformat(event.ts.replace("Z", "+00:00"))
+        except ValueError:
+            return True
+        return when >= f.since
+    return True
+
+
+__all__ = ["LogFilter", "is_error", "keep", "since_time"]

@@ -1,0 +1,359 @@
+"""Checks before a run starts: everything that would make it fail for want of
+something this machine or the project can fix, found before a run record exists.
+
+- an unknown adapter (`--adapter foo`, or one a persona names that no registry has);
+- an agent CLI that is not installed, or an embedded model that is not;
+- no credentials for an adapter the run uses (an API key, or the CLI's login);
+- a persona without the tools a step needs (below);
+- a required input that is missing (`input.type` other than `string`);
+- a worktree workspace without git.
+
+Each finding says what to do about it. A step *needs a write tool* when it declares
+an output artifact with `source: file` (the agent must write that file): its persona
+(or `adapters.NAME.default_permissions`) must allow one of Write, Edit, MultiEdit,
+NotebookEdit, Bash (or the adapter's own names: write_file, replace, run_shell_command,
+write, edit, patch) when it lists `allowed_tools` at all, and must not deny them all. A
+tool limited to some paths (`Write(docs/**)`) counts; a shell limited to some commands
+(`Bash(git log *)`) does not.
+Adapters that cannot enforce permissions are not held to this (nothing is blocked);
+adapters without tools (local, openai) cannot write files at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from swell.errors import SwellError
+from swell.manifest.loader import LoadedPipeline, Project, load_pipeline
+from swell.manifest.models import Pipeline, Step
+from swell.ops import toolchain
+
+if TYPE_CHECKING:
+    from swell.runtime import Registries
+
+TIERS = ("cheapest", "balanced", "strongest")
+SHELL_TOOLS = frozenset({"bash", "shell", "run_shell_command"})
+DEFAULT_WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash"})
+WRITE_TOOLS = SHELL_TOOLS | frozenset(
+    {"write", "edit", "multiedit", "notebookedit", "write_file", "replace", "edit_file",
+     "patch", "apply_patch"}
+)  # fmt: skip
+MAX_DEPTH = 8  # sub-pipelines followed this deep
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason a run cannot start, and what to do about it."""
+
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.message}\n    fix: {self.fix}"
+
+
+class PreflightFailed(SwellError):
+    """The run was not started: the findings say why."""
+
+    def __init__(self, pipeline: str, findings: list[Finding]) -> None:
+        self.findings = findings
+        count = f"{len(findings)} problem{'s' if len(findings) != 1 else ''}"
+        lines = "\n".join(f"  - {f}" for f in findings)
+        super().__init__(f"run of pipeline '{pipeline}' not started, {count}:\n{lines}")
+
+
+@dataclass(frozen=True)
+class AgentUse:
+    """An agent a run may start: a step's persona, or a contract's reviewer."""
+
+    step: str
+    role: str  # "step", or "review" (an agent_review contract's reviewer)
+    persona: str | None
+    adapter: str  # the name in wave.yaml (or a built-in's)
+    adapter_type: str
+    model: str | None
+    pipeline: str  # the pipeline the step belongs to (a sub-pipeline's own name)
+
+
+def resolve_model(project: Project, adapter: str, *choices: str | None) -> str | None:
+    """The first model named in `choices`, else the adapter's default; a tier name
+    maps through the adapter's `tier_models` (as engine/agents.py does)."""
+    config = project.manifest.adapters.get(adapter)
+    model = next((m for m in choices if m), None) or (config.default_model if config else None)
+    if model in TIERS and config and model in config.tier_models:
+        return config.tier_models[model]
+    return model
+
+
+def _reviewers(step: Step, registries: Registries) -> list[str]:
+    found = []
+    for contract in step.handover.all_contracts if step.handover else []:
+        if contract.type not in registries.contract_types:
+            continue
+        kind = registries.contract_types.get(contract.type)
+        try:
+            settings = kind.Settings.model_validate(contract.settings)
+        except ValueError:
+            continue  # `swell validate` reports it
+        name = kind.reviewer(settings)
+        if name:
+            found.append(name)
+    return found
+
+
+def agent_uses(
+    project: Project,
+    loaded: LoadedPipeline,
+    registries: Registries,
+    adapter: str | None = None,
+    model: str | None = None,
+) -> list[AgentUse]:
+    """Every agent the pipeline (and the sub-pipelines it names) may start: each step
+    naming a persona or an adapter (`--adapter` > step > persona), each reviewer."""
+    uses: list[AgentUse] = []
+    seen: set[str] = set()
+
+    def walk(pipe: Pipeline, name: str, depth: int) -> None:
+        seen.add(name)
+        personas = project.manifest.personas
+        for step in pipe.steps:
+            persona = personas.get(step.persona or "")
+            if step.persona or step.adapter:
+                chosen = adapter or step.adapter or (persona.adapter if persona else None)
+                if chosen:
+                    uses.append(_use(project, step, step.persona, chosen, name, model))
+            for reviewer in _reviewers(step, registries):
+                p = personas.get(reviewer)
+                if p and p.adapter:
+                    uses.append(_use(project, step, reviewer, p.adapter, name, None, "review"))
+            child = step.pipeline
+            if child and "{{" not in child and child not in seen and depth < MAX_DEPTH:
+                try:
+                    sub = load_pipeline(project.root, child)
+                except SwellError:
+                    continue  # validation reports it
+                walk(sub.pipeline, sub.name, depth + 1)
+
+    walk(loaded.pipeline, loaded.name, 0)
+    return uses
+
+
+def _use(
+    project: Project,
+    step: Step,
+    persona_name: str | None,
+    adapter: str,
+    pipeline: str,
+    model: str | None,
+    role: str = "step",
+) -> AgentUse:
+    persona = project.manifest.personas.get(persona_name or "")
+    step_model = step.model if role == "step" else None
+    chosen = resolve_model(project, adapter, model, step_model, persona.model if persona else None)
+    type_name = project.manifest.adapter_type(adapter)
+    return AgentUse(step.id, role, persona_name, adapter, type_name, chosen, pipeline)
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def check_run(
+    project: Project,
+    registries: Registries,
+    loaded: LoadedPipeline,
+    *,
+    input_text: str,
+    adapter: str | None = None,
+    model: str | None = None,
+) -> list[Finding]:
+    """What would stop a run of `loaded` from working, before it is created."""
+    found: list[Finding] = []
+    known = set(project.manifest.adapters) | set(registries.adapters)
+    if adapter is not None and adapter not in known:
+        found.append(
+            Finding(
+                f"unknown adapter '{adapter}' (--adapter; known: {', '.join(sorted(known))})",
+                f"use one of those, or add adapters.{adapter} (with its `type`) to wave.yaml",
+            )
+        )
+        return found + _input(loaded, input_text)
+    uses = agent_uses(project, loaded, registries, adapter, model)
+    found += _adapters(project, registries, uses)
+    found += _tools(project, registries, loaded, uses)
+    found += _input(loaded, input_text)
+    found += _git(loaded)
+    return found
+
+
+def _where(use: AgentUse) -> str:
+    who = f"persona '{use.persona}'" if use.persona else f"adapter '{use.adapter}'"
+    what = "reviewer" if use.role == "review" else "step"
+    return f"{what} '{use.step}' ({who})"
+
+
+def _adapters(project: Project, registries: Registries, uses: list[AgentUse]) -> list[Finding]:
+    """One finding per adapter (not per step): unknown, binary, model, credentials."""
+    found: list[Finding] = []
+    by_adapter: dict[str, list[AgentUse]] = {}
+    for use in uses:
+        by_adapter.setdefault(use.adapter, []).append(use)
+    for name, its_uses in by_adapter.items():
+        where = ", ".join(dict.fromkeys(_where(u) for u in its_uses))
+        type_name = project.manifest.adapter_type(name)
+        factory = toolchain.factory_of(registries.adapters, type_name)
+        if factory is None:
+            known = ", ".join(sorted(registries.adapters))
+            found.append(
+                Finding(
+                    f"adapter '{name}' (type '{type_name}', used by {where}) is not available "
+                    f"(known types: {known})",
+                    f"fix adapters.{name}.type in wave.yaml, or install the plugin that provides it",
+                )
+            )
+            continue
+        config = project.manifest.adapters.get(name)
+        options: dict[str, Any] = dict(config.options) if config else {}
+        binary = toolchain.binary_for(project.root, project.manifest, name, registries.adapters)
+        if binary is not None and binary.path is None:
+            found.append(
+                Finding(
+                    f"adapter '{name}' needs the `{binary.wanted}` CLI, which is not installed "
+                    f"(used by {where})",
+                    f"{binary.install}, or set adapters.{name}.binary in wave.yaml to its path",
+                )
+            )
+        if type_name == "local":
+            local = toolchain.local_model(project.root, options)
+            if local.problem:
+                found.append(
+                    Finding(f"adapter '{name}' cannot run (used by {where}): {local.problem}",
+                            toolchain.LOCAL_INSTALL if "install" in local.problem
+                            else f"fix adapters.{name}.options.model_path in wave.yaml")
+                )  # fmt: skip
+        creds = toolchain.credentials(type_name, options)
+        if creds is not None and creds.ok is False:
+            found.append(
+                Finding(
+                    f"adapter '{name}' has no credentials (used by {where}): none of "
+                    f"{', '.join('$' + v for v in creds.wanted)} is set and no login was found",
+                    creds.fix,
+                )
+            )
+    return found
+
+
+def _tool_name(entry: str) -> str:
+    return entry.split("(", 1)[0].strip().lower()
+
+
+def _writes(entry: str) -> bool:
+    """Whether an allowed-tools entry can write files: a file-writing tool, even limited
+    to some paths (`Write(docs/**)`); a shell only when not limited to some commands
+    (`Bash(git log *)` cannot be assumed to write)."""
+    name = _tool_name(entry)
+    if name in SHELL_TOOLS:
+        return "(" not in entry
+    return name in WRITE_TOOLS
+
+
+def can_write(allowed: list[str], denied: list[str]) -> bool:
+    """Whether a persona allowed `allowed` (empty: the adapter's defaults, everything)
+    and denied `denied` has a tool that writes files. A denial with a pattern
+    (`Bash(rm *)`) narrows a tool but does not take it away."""
+    gone = {d.strip().lower() for d in denied if "(" not in d}
+    if not allowed:  # the adapter's defaults: Wave's (Claude Code's) tool names
+        return bool(DEFAULT_WRITE_TOOLS - gone)
+    return any(_writes(a) and _tool_name(a) not in gone for a in allowed)
+
+
+def _tools(
+    project: Project, registries: Registries, loaded: LoadedPipeline, uses: list[AgentUse]
+) -> list[Finding]:
+    found: list[Finding] = []
+    steps = {s.id: s for s in loaded.pipeline.steps}
+    for use in uses:
+        step = steps.get(use.step)
+        if use.role != "step" or use.pipeline != loaded.name or step is None:
+            continue
+        files = [a for a in step.output_artifacts if a.source == "file"]
+        if not files:
+            continue
+        factory = toolchain.factory_of(registries.adapters, use.adapter_type)
+        caps = getattr(factory, "capabilities", None)
+        names = ", ".join(a.path or a.name for a in files)
+        if caps is not None and not caps.tools:
+            found.append(
+                Finding(
+                    f"step '{step.id}' must write {names}, but adapter '{use.adapter}' has no "
+                    "tools and cannot write files",
+                    "declare the artifact with `source: stdout` (the answer becomes the file), "
+                    "or give the step a persona whose adapter has tools",
+                )
+            )
+            continue
+        if not registries.adapters.enforces_permissions(use.adapter_type):
+            continue
+        persona = project.manifest.personas.get(use.persona or "")
+        config = project.manifest.adapters.get(use.adapter)
+        allowed = list(persona.permissions.allowed_tools if persona else [])
+        denied = list(persona.permissions.deny if persona else [])
+        if config:
+            allowed += config.default_permissions.allowed_tools
+            denied += config.default_permissions.deny
+        if not can_write(allowed, denied):
+            who = f"persona '{use.persona}'" if use.persona else f"adapter '{use.adapter}'"
+            field = f"personas.{use.persona}" if use.persona else f"adapters.{use.adapter}"
+            found.append(
+                Finding(
+                    f"step '{step.id}' must write {names}, but {who} may not write files "
+                    f"(allowed_tools: {', '.join(allowed) or 'none'}; "
+                    f"deny: {', '.join(denied) or 'none'})",
+                    f"add Write (or Edit) to {field}.permissions.allowed_tools in wave.yaml",
+                )
+            )
+    return found
+
+
+def _input(loaded: LoadedPipeline, input_text: str) -> list[Finding]:
+    config = loaded.pipeline.input
+    if not config.required or input_text.strip():
+        return []
+    example = f" '{config.example}'" if config.example else " TEXT"
+    return [
+        Finding(
+            f"pipeline '{loaded.name}' needs an input (input.type: {config.type})",
+            f"swell run {loaded.name} --input{example}",
+        )
+    ]
+
+
+def _git(loaded: LoadedPipeline) -> list[Finding]:
+    worktrees = [
+        s.id for s in loaded.pipeline.steps if s.workspace and s.workspace.type == "worktree"
+    ]
+    if not worktrees or toolchain.git_path() is not None:
+        return []
+    return [
+        Finding(
+            f"steps {', '.join(worktrees)} work in git worktrees, but git is not installed",
+            "install git",
+        )
+    ]
+
+
+def raise_findings(pipeline: str, findings: list[Finding]) -> None:
+    if findings:
+        raise PreflightFailed(pipeline, findings)
+
+
+__all__ = [
+    "AgentUse",
+    "Finding",
+    "PreflightFailed",
+    "agent_uses",
+    "can_write",
+    "check_run",
+    "raise_findings",
+    "resolve_model",
+]

@@ -1,0 +1,194 @@
+"""`swell logs --errors --tail --since`, `swell artifacts --step --export`,
+`swell cancel --force`, and the newest run as their default."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import (
+    process_gone,
+    run_id_of,
+    start_swell,
+    swell,
+    swell_json,
+    wait_for,
+    write_pipeline,
+)
+
+
+def loop_run(project: Path) -> str:
+    result = swell("run", "loop", "--input", "x", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return run_id_of(result.stdout)
+
+
+def test_logs_errors_keeps_only_what_went_wrong(project: Path) -> None:
+    run_id = loop_run(project)
+    result = swell("logs", run_id, "--errors", cwd=project)
+    assert result.returncode == 0
+    lines = [ln for ln in result.stdout.splitlines() if not ln.startswith("    ")]
+    assert len(lines) == 2 and all("✗ run-tests" in ln for ln in lines), result.stdout
+    assert "found 1" in result.stdout and "found 2" in result.stdout
+    as_json = swell("logs", run_id, "--errors", "-o", "json", cwd=project)
+    kinds = {(e["type"], e.get("outcome")) for e in map(json.loads, as_json.stdout.splitlines())}
+    assert kinds == {("step.finished", "failure")}
+
+
+def test_logs_tail_and_since(project: Path) -> None:
+    run_id = loop_run(project)
+    everything = swell("logs", run_id, cwd=project).stdout.splitlines()
+    tail = swell("logs", run_id, "--tail", "2", cwd=project).stdout.splitlines()
+    assert tail == everything[-2:]
+    assert "run succeeded" in tail[-1]
+    as_json = swell("logs", run_id, "-n", "3", "-o", "json", cwd=project).stdout.splitlines()
+    assert [json.loads(line)["type"] for line in as_json][-1] == "run.finished"
+    assert len(as_json) == 3
+    assert swell("logs", run_id, "--since", "10m", cwd=project).stdout.splitlines() == everything
+    assert (
+        swell("logs", run_id, "--since", "2000-01-01T00:00:00Z", cwd=project).stdout.splitlines()
+        == everything
+    )
+    assert swell("logs", run_id, "--since", "2999-01-01T00:00:00Z", cwd=project).stdout == ""
+    bad = swell("logs", run_id, "--since", "yesterday", cwd=project)
+    assert bad.returncode == 2 and "--since" in bad.stderr
+    # combined with --step: that step's events and output only
+    step = swell("logs", run_id, "--step", "run-tests", "--errors", "--tail", "1", cwd=project)
+    assert step.stdout.splitlines()[0].endswith("exit 1")
+    assert "    | FAIL test_greeting: expected 3 attempts, found 2" in step.stdout
+
+
+def test_logs_and_artifacts_default_to_the_newest_run(project: Path) -> None:
+    loop_run(project)
+    newest = loop_run(project)
+    logs = swell("logs", "-o", "json", cwd=project)
+    assert {json.loads(line)["run_id"] for line in logs.stdout.splitlines()} == {newest}
+    arts = swell_json("artifacts", cwd=project)
+    assert arts and all(newest in a["path"] for a in arts)
+
+
+def test_nothing_to_default_to(project: Path) -> None:
+    for command in ("logs", "artifacts", "cancel"):
+        result = swell(command, cwd=project)
+        assert result.returncode == 1
+        assert "no runs yet" in result.stderr
+
+
+def test_artifacts_of_one_step_and_their_export(project: Path, tmp_path: Path) -> None:
+    run_id = loop_run(project)
+    rows = swell_json("artifacts", run_id, "--step", "run-tests", cwd=project)
+    assert {(r["step_id"], r["visit"]) for r in rows} == {
+        ("run-tests", 1),
+        ("run-tests", 2),
+        ("run-tests", 3),
+    }
+    text = swell("artifacts", run_id, "--step", "nope", cwd=project)
+    assert "no artifacts of step 'nope'" in text.stdout
+    out = tmp_path / "export"
+    result = swell("artifacts", run_id, "--export", str(out), cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "exported 2 files to" in result.stdout
+    assert (out / "run-tests" / "output.log").read_text().startswith('{"passed": true')
+    assert (out / "implement" / "output.log").read_text() == "implemented attempt 3\n"
+    one = swell(
+        "artifacts", run_id, "--step", "implement", "--export", str(tmp_path / "one"), cwd=project
+    )
+    assert one.returncode == 0
+    assert [p.name for p in (tmp_path / "one").iterdir()] == ["implement"]
+
+
+def test_export_never_follows_links(project: Path, tmp_path: Path) -> None:
+    write_pipeline(
+        project,
+        "plant",
+        """
+kind: WavePipeline
+steps:
+  - id: make
+    script: echo report > report.txt && echo made
+    output_artifacts:
+      - {name: report, path: report.txt}
+""",
+    )
+    run_id = run_id_of(swell("run", "plant", cwd=project).stdout)
+    (report,) = [a for a in swell_json("artifacts", run_id, cwd=project) if a["name"] == "report"]
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret\n")
+    # after the run, its artifact becomes a link to a file outside the workspace
+    Path(report["path"]).unlink()
+    Path(report["path"]).symlink_to(secret)
+    # and the export directory holds a link where the file would go
+    out = tmp_path / "out"
+    (out / "make").mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched\n")
+    (out / "make" / "output.log").symlink_to(victim)
+    result = swell("artifacts", run_id, "--export", str(out), cwd=project)
+    assert result.returncode == 1
+    assert "not exported: make/report:" in result.stderr and "symbolic link" in result.stderr
+    assert not (out / "make" / "report.txt").exists()
+    assert victim.read_text() == "untouched\n"  # the link was replaced, not written through
+    assert not (out / "make" / "output.log").is_symlink()
+    assert (out / "make" / "output.log").read_text() == "made\n"
+    # a file whose content changed since the run is not copied either
+    Path(report["path"]).unlink()
+    Path(report["path"]).write_text("tampered\n")
+    again = swell("artifacts", run_id, "--export", str(tmp_path / "again"), cwd=project)
+    assert "changed since the run wrote it" in again.stderr
+
+
+TRAPPED = """
+kind: WavePipeline
+steps:
+  - id: stubborn
+    script: |
+      trap '' TERM
+      echo "stubborn-marker-{tag}"
+      sleep 120
+"""
+
+
+def test_cancel_force_kills_a_run_that_does_not_stop(project: Path, tmp_path: Path) -> None:
+    tag = tmp_path.name
+    text = (project / "wave.yaml").read_text()
+    # swell itself waits a minute for a step that ignores SIGTERM before it kills it
+    text = text.replace("runtime:\n", "runtime:\n  timeouts: {process_grace_seconds: 60}\n")
+    (project / "wave.yaml").write_text(text)
+    write_pipeline(project, "stubborn", TRAPPED.format(tag=tag))
+    proc = start_swell("run", "stubborn", cwd=project)
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().split()[1]
+    wait_for(lambda: not process_gone(f"stubborn-marker-{tag}"))
+    owner = wait_for(lambda: swell_json("status", run_id, cwd=project)["owner"])
+    result = swell("cancel", run_id, "--force", "--grace", "1", cwd=project, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"killed process {owner['pid']}" in result.stdout
+    assert f"cancelled run {run_id}" in result.stdout
+    proc.wait(timeout=30)
+    proc.communicate()
+    assert swell_json("status", run_id, cwd=project)["status"] == "cancelled"
+    wait_for(lambda: process_gone(f"stubborn-marker-{tag}"), timeout=30)
+    assert not os.path.exists(f"/proc/{owner['pid']}") or proc.returncode is not None
+
+
+def test_cancel_without_force_says_how_to_force(project: Path, tmp_path: Path) -> None:
+    tag = tmp_path.name
+    text = (project / "wave.yaml").read_text()
+    text = text.replace("runtime:\n", "runtime:\n  timeouts: {process_grace_seconds: 60}\n")
+    (project / "wave.yaml").write_text(text)
+    write_pipeline(project, "stubborn", TRAPPED.format(tag=tag))
+    proc = start_swell("run", "stubborn", cwd=project)
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().split()[1]
+    wait_for(lambda: not process_gone(f"stubborn-marker-{tag}"))
+    try:
+        result = swell("cancel", cwd=project, timeout=60)  # the newest run
+        assert result.returncode == 1
+        assert f"`swell cancel {run_id} --force` kills it" in result.stdout
+    finally:
+        forced = swell("cancel", run_id, "--force", "--grace", "0", cwd=project, timeout=60)
+        proc.communicate(timeout=30)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert f"cancelled run {run_id}" in forced.stdout
+    wait_for(lambda: process_gone(f"stubborn-marker-{tag}"), timeout=30)
