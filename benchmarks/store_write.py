@@ -230,12 +230,12 @@ def main() -> int:
             + (judged if goal else "(context)")
         )
 
-    line("store cost per visit, in the loop (us)", "store_us", loop, True)
+    line("store cost per visit, in the loop (us)", "store_us", loop, False)
     line("store cost per visit, alone (us)", "us_per_visit", cost, False)
     line("swell overhead per visit (us)", "overhead_us", loop, False)
     kb = {name: {"kb": row["bytes_per_1000"] / 1e3} for name, row in cost.items()}
     line("state.db per 1000 visits (kB)", "kb", kb, True)
-    print(f"  commits: {cost['after']['commits']:.0f} for {VISITS} visits (one a visit)")
+    print(f"  commits: {cost['after']['commits']:.0f} for {VISITS} visits")
     return 0
 
 

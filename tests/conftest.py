@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from postgres_server import postgres_server  # noqa: F401 - a fixture for every test module
 from twins.proxy import proxy  # noqa: F401 - a fixture for every test module
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,6 +26,7 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No test ever reads or writes a real project's .swell directory."""
     state = tmp_path / "state"
     monkeypatch.setenv("SWELL_STATE_DIR", str(state))
+    monkeypatch.delenv("SWELL_STORE", raising=False)  # SQLite in `state` unless a test says
     return state
 
 

@@ -22,7 +22,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from swell import sweep
+from swell import streaming, sweep
+from swell.streaming import Feed, Stream
 from swell.sweep import Marked, find_marked, marked_groups, stop_marked
 
 __all__ = [
@@ -105,9 +106,15 @@ class _Child:
     """
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], pipes: tuple[int, int], max_output: int, grace: float
+        self,
+        proc: subprocess.Popen[bytes],
+        pipes: tuple[int, int],
+        max_output: int,
+        grace: float,
+        feed: Feed | None = None,
     ) -> None:
         self.proc = proc
+        self.feed = feed
         self.grace = grace
         self.loop = asyncio.get_running_loop()
         self.out, self.err = _Capped(max_output), _Capped(max_output)
@@ -118,6 +125,7 @@ class _Child:
         self._exited: list[asyncio.Future[None]] = []
         self._timers: list[asyncio.TimerHandle] = []
         self._ending = False
+        self._streams: dict[int, Stream] = {pipes[0]: "stdout", pipes[1]: "stderr"}
         for fd, sink in zip(pipes, (self.out, self.err), strict=True):
             os.set_blocking(fd, False)
             self._open.append(fd)
@@ -134,6 +142,8 @@ class _Child:
             data = b""
         if data:
             sink.add(data)
+            if self.feed is not None:
+                self.feed(self._streams[fd], data)
             return
         self.loop.remove_reader(fd)
         self._open.remove(fd)
@@ -275,20 +285,30 @@ async def run_process(
     timeout: float | None = None,
     grace: float = 3.0,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    on_output: Feed | None = None,
 ) -> ProcessResult:
-    """Run `argv` to completion; raises FileNotFoundError if the binary is missing."""
+    """Run `argv` to completion; raises FileNotFoundError if the binary is missing.
+
+    `on_output(stream, data)` sees stdout and stderr as they are read (uncapped: the
+    caller bounds what it keeps); without it, the current visit's feed does
+    (`streaming.current_feed`), so a step kind's output is stored while it runs
+    without the kind passing anything on."""
+    feed = on_output or streaming.current_feed()
     if not _PIDFD:
         streamed = StreamedProcess(
             argv, cwd=cwd, env=env, timeout=timeout, grace=grace, max_output=max_output
         )
-        async for _ in streamed.lines():
-            pass
+        async for line in streamed.lines():
+            if feed is not None:  # this fallback reads stderr only at the end
+                feed("stdout", line.encode() + b"\n")
         assert streamed.result is not None
+        if feed is not None and streamed.result.stderr:
+            feed("stderr", streamed.result.stderr.encode())
         return streamed.result
     started = time.monotonic()
     _count_spawn()
     proc, pipes = _spawn(list(argv), cwd, env)
-    child = _Child(proc, pipes, max_output, grace)
+    child = _Child(proc, pipes, max_output, grace, feed)
     deadline = None if timeout is None else child.loop.call_later(timeout, child.expire)
     try:
         await child.finished

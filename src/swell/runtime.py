@@ -38,6 +38,7 @@ from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
 from swell.manifest.loader import (
     LoadedPipeline,
@@ -47,14 +48,15 @@ from swell.manifest.loader import (
     load_project,
     load_stored_pipeline,
 )
-from swell.store.location import open_store, state_dir_for
+from swell.store.location import open_store, state_dir_for, store_location
 from swell.store.protocols import RunReader, RunWriter, Store
 from swell.store.rows import RunRow
+from swell.streaming import OutputSink, Tee
 
 if TYPE_CHECKING:
     from swell.ops.rerun import Reuse
 
-FINAL = ("succeeded", "failed", "cancelled")
+FINAL = ENDED_FOR_GOOD
 
 
 @dataclass
@@ -92,7 +94,8 @@ class Runtime:
 def open_runtime(start: Path | None = None) -> Runtime:
     project = load_project(start)
     state_dir = state_dir_for(project.root)
-    return Runtime(project, open_store(state_dir / "state.db"), open_registries(), state_dir)
+    store = open_store(store_location(project.root, project.manifest.runtime.store))
+    return Runtime(project, store, open_registries(), state_dir)
 
 
 def check_pipeline(rt: Runtime, name: str) -> tuple[LoadedPipeline, LintReport]:
@@ -471,11 +474,14 @@ async def execute(
     state: RunState | None = None,
     prompter: GatePrompter | None = None,
     deadline: Deadline | None = None,
+    watchers: Sequence[OutputSink] = (),
 ) -> RunSummary:
     """Run (or continue) a run this process has claimed to its end, then let it go;
-    Ctrl-C and SIGTERM stop it cleanly, and so does the `deadline`."""
+    Ctrl-C and SIGTERM stop it cleanly, and so does the `deadline`. Running visits'
+    output goes to the store and then to `watchers` (a live display)."""
     snapshots = StateSnapshots(rt.store)
     bus = EventBus(rt.store, snapshots, *sinks)
+    output: OutputSink = Tee(rt.store, *watchers) if watchers else rt.store
 
     def services() -> Services:
         return Services(
@@ -486,6 +492,7 @@ async def execute(
             prompter=prompter,
             control=StoreControl(rt.store),
             children=ChildRunner(rt, bus, services, snapshots),
+            output=output,
         )
 
     # everything alive now lives as long as the process; keep the collector off it

@@ -174,10 +174,11 @@ def test_a_retried_agent_gets_the_failure_at_the_top_of_its_prompt(h: Harness) -
     assert first.startswith("Write out.json for the ticket")
     (failed,) = result.of(ev.ContractFailed)
     assert second.startswith(
-        "RETRY CONTEXT (attempt 2 of 3)\n"
+        "RETRY CONTEXT (attempt 2 of 3)\n\n"
         f"Your previous attempt failed its checks:\n{failed.error}\n\n"
-        "Write out.json for the ticket"
+        "The end of your previous output:\n```\nv1\n```\n\n"
     )
+    assert "do not start over.\n\nWrite out.json for the ticket" in second
     assert "$.items[0]" in failed.error
     assert [(v, o) for _, v, o in result.visits()] == [(1, "failure"), (2, "success")]
 
@@ -406,3 +407,71 @@ def test_rework_that_never_fixes_it_is_stopped_by_the_breaker(h: Harness) -> Non
     assert (h.workspace(result.run_id) / "fixes.txt").read_text().splitlines() == [
         "fixing after 1"
     ] * 3
+
+
+# ------------------------------------------------- retry.on_failure (after the last attempt)
+
+FAILS_TWICE = "{type: non_empty_file, source: missing.txt}"
+
+
+@pytest.mark.parametrize("after", ["skip", "warn"])
+def test_skip_and_warn_go_on_past_the_step_with_a_warning(h: Harness, after: str) -> None:
+    contracts(h, FAILS_TWICE, retry=f"retry: {{max_attempts: 2, on_failure: {after}}}")
+    result = h.run()
+    assert result.status == "succeeded"
+    assert steps_run(result) == ["produce", "produce", "after"]
+    (absorbed,) = result.of(ev.FailureAbsorbed)
+    assert (absorbed.policy, absorbed.fails_run) == (after, False)
+    assert any(
+        f"retry.on_failure: {after}, the run goes on" in w.message for w in result.of(ev.Warning)
+    )
+
+
+def test_continue_goes_on_and_the_run_ends_failed(h: Harness) -> None:
+    contracts(h, FAILS_TWICE, retry="retry: {max_attempts: 2, on_failure: continue}")
+    result = h.run()
+    assert steps_run(result) == ["produce", "produce", "after"]  # the run went on
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("step 'produce' still fails its contracts after 2 attempts")
+
+
+def test_fail_is_the_default_and_ends_the_run_at_the_last_attempt(h: Harness) -> None:
+    contracts(h, FAILS_TWICE, retry="retry: {max_attempts: 2, on_failure: fail}")
+    result = h.run()
+    assert result.status == "failed" and steps_run(result) == ["produce", "produce"]
+    assert not result.of(ev.FailureAbsorbed)
+
+
+def test_rework_after_the_last_attempt_runs_the_rework_step(h: Harness) -> None:
+    contracts(
+        h,
+        "{type: non_empty_file, source: fixes.txt}",  # the fixer writes it
+        retry="retry: {max_attempts: 2, on_failure: rework, rework_step: fixer}",
+    )
+    result = h.run()
+    assert steps_run(result) == ["produce", "produce", "fixer", "after"]
+    assert result.status == "succeeded"
+    (rework,) = result.of(ev.ReworkRequested)
+    assert (rework.step_id, rework.for_step) == ("fixer", "produce")
+
+
+def test_a_resumed_run_still_ends_failed_after_continue(h: Harness) -> None:
+    contracts(h, FAILS_TWICE, retry="retry: {max_attempts: 2, on_failure: continue}")
+    crashed = h.run(crash_after=3)  # past the absorbed failure, before the run ends
+    result = h.resume(crashed.run_id)
+    assert result.status == "failed"
+
+
+def test_rejected_ends_the_run_rejected_without_retries(h: Harness) -> None:
+    contracts(
+        h,
+        "{type: non_empty_file, source: missing.txt, on_failure: rejected}",
+        retry="retry: {max_attempts: 3}",
+    )
+    result = h.run()
+    assert result.status == "rejected"
+    assert steps_run(result) == ["produce"]  # no retry, and nothing after it
+    assert not result.of(ev.RetryRequested)
+    (finished,) = result.of(ev.RunFinished)
+    assert finished.status == "rejected" and "missing.txt" in (finished.error or "")

@@ -186,7 +186,7 @@ steps:
 
     call = json.loads((project / "calls.jsonl").read_text().splitlines()[0])
     assert (
-        "## Input artifacts\n- plan: `.wave/artifacts/plan` (artifact 'plan' of step 'plan')"
+        "## Input artifacts\n- plan: `.agents/artifacts/plan` (artifact 'plan' of step 'plan')"
         in call["prompt"]
     )
     assert "- `report.md` (report; required, markdown)" in call["prompt"]

@@ -1,7 +1,9 @@
 """Fixtures of the store conformance suite: every test runs once per backend.
 
 A backend is a way to open handles (connections) on one fresh database; adding one
-(Postgres) is one entry in BACKENDS.
+is one entry in BACKENDS. Postgres's database is a fresh schema of the session's server
+(tests/postgres_server.py): skipped when Postgres is not installed, a failure then
+with SWELL_REQUIRE_POSTGRES=1.
 """
 
 from __future__ import annotations
@@ -24,15 +26,22 @@ from swell.store.protocols import Store
 Opener = Callable[[], Store]
 
 
-def _memory(tmp: Path) -> Opener:
+def _memory(request: pytest.FixtureRequest, tmp: Path) -> Opener:
     database = MemoryDatabase()
     return lambda: MemoryStore(database)
 
 
-# backend name -> for a test's tmp_path, how to open a handle on its fresh database
-BACKENDS: dict[str, Callable[[Path], Opener]] = {
-    "sqlite": lambda tmp: lambda: open_store(f"sqlite://{tmp / 'state.db'}"),
+def _postgres(request: pytest.FixtureRequest, tmp: Path) -> Opener:
+    url = request.getfixturevalue("postgres_server").fresh_schema()
+    return lambda: open_store(url)
+
+
+# backend name -> for a test (its request and tmp_path), how to open a handle on its
+# fresh database
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Opener]] = {
+    "sqlite": lambda request, tmp: lambda: open_store(f"sqlite://{tmp / 'state.db'}"),
     "memory": _memory,
+    "postgres": _postgres,
 }
 
 
@@ -52,7 +61,7 @@ class Backend:
 
 @pytest.fixture(params=list(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    database = Backend(request.param, BACKENDS[request.param](tmp_path))
+    database = Backend(request.param, BACKENDS[request.param](request, tmp_path))
     yield database
     for handle in database.handles:
         handle.close()

@@ -46,13 +46,14 @@ def test_swell_sync_is_read_when_the_store_is_opened(
 
 
 @pytest.mark.parametrize(
-    "location", ["postgresql://localhost/swell", "redis://x", "sqlite:", "sqlite:state.db"]
+    "location", ["postgresql:localhost", "redis://x", "sqlite:", "sqlite:state.db"]
 )
 def test_an_unknown_location_names_the_supported_ones(location: str) -> None:
     with pytest.raises(StoreError) as err:
         open_store(location)
     assert str(err.value) == (
-        f"cannot open a store at '{location}': use a path, sqlite:///PATH or memory:"
+        f"cannot open a store at '{location}': use a path, sqlite:///PATH, "
+        "postgresql://HOST/DATABASE or memory:"
     )
 
 

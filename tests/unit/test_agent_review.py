@@ -458,7 +458,7 @@ def test_config_problems() -> None:
     contract = AgentReviewSettings.model_validate(
         {
             "timeout": "soon",
-            "max_tokens": 0,
+            "max_tokens": -1,
             "context": [
                 {"source": "git_diff"},
                 {"artifact": "plan", "max_size": 100},
@@ -473,12 +473,14 @@ def test_config_problems() -> None:
     assert config_problems(contract) == [
         "agent_review needs a reviewer persona: set `reviewer` (or `persona`)",
         "timeout: invalid duration 'soon' (use e.g. 30s, 5m, 2h)",
-        "max_tokens must be more than zero",
+        "max_tokens cannot be negative (0 or leaving it out: no limit)",
         "context[2]: unknown context source 'stdout' (use `source: git_diff` or `artifact: NAME`)",
         "context[3]: `source: artifact` needs `artifact: NAME`",
         "context[4]: give either `artifact: NAME` or `source: git_diff`, not both",
         "context[5]: max_size must be a positive number of characters",
         "context[6]: unknown key(s) lines",
     ]
-    fine = AgentReviewSettings.model_validate({"persona": "critic", "timeout": 90})
+    fine = AgentReviewSettings.model_validate(
+        {"persona": "critic", "timeout": 90, "token_budget": 0}  # Wave's "no budget"
+    )
     assert config_problems(fine) == []

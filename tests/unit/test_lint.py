@@ -58,8 +58,8 @@ def test_unknown_dependency_and_edge_target_and_duplicate_id(proj: ProjectDir) -
     )
     assert at(proj.lint()) == [
         (10, 9, "duplicate step id 'a'"),
-        (5, 20, "unknown dependency 'ghost'"),
-        (9, 17, "edge to unknown step 'nowhere'"),
+        (5, 20, "unknown dependency 'ghost' (known: a, b)"),
+        (9, 17, "edge to unknown step 'nowhere' (known: _complete, _fail, a, b)"),
     ]
 
 
@@ -98,7 +98,7 @@ def test_unknown_persona_adapter_and_missing_prompt_file(proj: ProjectDir) -> No
     )
     assert at(proj.lint()) == [
         (4, 14, "unknown persona 'nobody' (known: dev)"),
-        (8, 14, "unknown adapter 'nope'"),
+        (8, 14, "unknown adapter 'nope' (known: claude, optioned, scripted)"),
         (14, 20, "prompt file prompts/missing.md does not exist"),
     ]
 
@@ -135,7 +135,11 @@ def test_prompt_step_needs_a_persona_and_a_prompt(proj: ProjectDir) -> None:
 def test_unknown_step_type(proj: ProjectDir) -> None:
     proj.pipeline("kind: WavePipeline\nsteps:\n  - id: a\n    type: matrix\n")
     assert at(proj.lint()) == [
-        (4, 11, "unknown step type 'matrix' (known: command, conditional, gate, pipeline, prompt)")
+        (
+            4,
+            11,
+            "unknown step type 'matrix' (known: command, composition, conditional, gate, pipeline, prompt)",
+        )
     ]
 
 
@@ -170,7 +174,11 @@ def test_problems_in_wave_yaml_point_into_wave_yaml(proj: ProjectDir) -> None:
         (4, 3, "adapter type 'mystery' is not available (known: claude, optioned, scripted)"),
         (7, 5, "adapter type 'claude' takes no options"),
         (11, 15, "options.script: Input should be a valid string"),
-        (14, 14, "persona 'dev' uses unknown adapter 'ghost'"),
+        (
+            14,
+            14,
+            "persona 'dev' uses unknown adapter 'ghost' (known: claude, mystery, opt, optioned, plain, scripted)",
+        ),
         (15, 3, "persona 'nobody' has no adapter"),
         (19, 25, "system prompt file personas/writer.md does not exist"),
     ]
@@ -453,7 +461,7 @@ def test_template_variables_that_can_never_resolve(proj: ProjectDir) -> None:
               echo {{ bogus }}
           - id: c
             dependencies: [b]
-            script: "echo {{ steps.a.artifacts.x }} {{ run.name }} {{ input.x }}"
+            script: "echo {{ steps.a.artifacts.x }} {{ run.nam }} {{ input.x }}"
           - id: d
             dependencies: [c]
             persona: dev
@@ -467,7 +475,7 @@ def test_template_variables_that_can_never_resolve(proj: ProjectDir) -> None:
         (7, 13, "template variable 'steps.ghost.artifacts.x' names an unknown step"),
         (7, 13, "unknown template variable 'bogus'"),
         (12, 13, "template variable 'steps.a.artifacts.x': step 'a' declares no such artifact"),
-        (12, 13, "unknown template variable 'run.name' (use run.id)"),
+        (12, 13, "unknown template variable 'run.nam' (use run.id or run.name)"),
         (12, 13, "template variable 'input.x' has no fields"),
         (17, 15, "template variable 'artifacts.plan' names no artifact of this step"),
         (
@@ -576,8 +584,8 @@ def test_inject_artifacts_must_name_declared_artifacts(proj: ProjectDir) -> None
         """
     )
     assert at(proj.lint()) == [
-        (12, 31, "step 'a' declares no output artifact 'plna'"),
-        (13, 18, "unknown step 'zz'"),
+        (12, 31, "step 'a' declares no output artifact 'plna' (did you mean 'plan'?)"),
+        (13, 18, "unknown step 'zz' (known: a, b)"),
     ]
 
 

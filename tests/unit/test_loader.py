@@ -219,9 +219,8 @@ def test_malformed_step_id_is_explained(proj: ProjectDir) -> None:
     assert message.startswith("'id': step id must start with a letter or digit")
 
 
-def test_wave_field_swell_does_not_implement_is_named(proj: ProjectDir) -> None:
-    err = load_errors(
-        proj,
+def test_wave_field_swell_does_not_run_is_a_named_warning(proj: ProjectDir) -> None:
+    proj.pipeline(
         """
         kind: WavePipeline
         steps:
@@ -229,14 +228,16 @@ def test_wave_field_swell_does_not_implement_is_named(proj: ProjectDir) -> None:
             script: echo
             strategy:
               type: matrix
-        """,
+        """
     )
-    assert at(err.problems) == [(5, 5, "`strategy` (matrix strategies) is not supported yet")]
+    loaded = load_pipeline(proj.root, "p")
+    assert at(loaded.warnings, "warning") == [
+        (5, 5, "swell does not run `strategy` (matrix strategies) yet; it is ignored")
+    ]
 
 
-def test_unimplemented_fields_are_found_at_any_depth(proj: ProjectDir) -> None:
-    err = load_errors(
-        proj,
+def test_not_run_fields_are_found_at_any_depth(proj: ProjectDir) -> None:
+    proj.pipeline(
         """
         kind: WavePipeline
         steps:
@@ -246,13 +247,28 @@ def test_unimplemented_fields_are_found_at_any_depth(proj: ProjectDir) -> None:
               inject_artifacts:
                 - artifact: plan
                   pipeline: other
+        hooks: [{name: h, event: run_start, type: command, command: echo}]
+        """
+    )
+    loaded = load_pipeline(proj.root, "p")
+    assert at(loaded.warnings, "warning") == [
+        (8, 11, "swell does not run `pipeline` (cross-pipeline artifacts) yet; it is ignored"),
+        (9, 1, "swell does not run `hooks` (lifecycle hooks) yet; it is ignored"),
+    ]
+
+
+def test_wave_fields_are_type_checked(proj: ProjectDir) -> None:
+    err = load_errors(
+        proj,
+        """
+        kind: WavePipeline
         hooks: {on_start: x}
+        steps:
+          - id: a
+            script: echo
         """,
     )
-    assert at(err.problems) == [
-        (8, 11, "`pipeline` (cross-pipeline artifacts) is not supported yet"),
-        (9, 1, "`hooks` (lifecycle hooks) is not supported yet"),
-    ]
+    assert at(err.problems) == [(2, 8, "'hooks': Input should be a valid list")]
 
 
 def test_unimplemented_field_set_to_null_is_accepted(proj: ProjectDir) -> None:
@@ -272,15 +288,15 @@ def test_every_problem_in_a_file_is_reported_at_once(proj: ProjectDir) -> None:
             scrpt: echo
           - persona: dev
           - id: c
-            strategy: {matrix: [1, 2]}
+            strategy: {type: matrix}
         """,
     )
-    problems = at(err.problems)
+    problems = at(err.problems, None)
     assert problems[0][:2] == (4, 17) and "'max_visits'" in problems[0][2]
     assert problems[1:] == [
         (6, 5, "unknown field 'scrpt' (did you mean 'script'?)"),
         (7, 5, "missing required field 'id'"),
-        (9, 5, "`strategy` (matrix strategies) is not supported yet"),
+        (9, 5, "swell does not run `strategy` (matrix strategies) yet; it is ignored"),
     ]
     # the message a user reads has one line per problem
     assert len(str(err).splitlines()) == 4
@@ -416,24 +432,30 @@ def test_manifest_problems_in_named_entries_are_reported_together(proj: ProjectD
             sandbox: {network: false}
         runtime:
           max_concurrency: 0
-          stall_timeout: 5m
+          stall_timeout: soon
         """
     )
     with pytest.raises(ManifestError) as info:
         load_project(proj.root)
-    problems = at(info.value.problems)
+    problems = at(info.value.problems, None)
     assert [(line, col) for line, col, _ in problems] == [
         (4, 5),
+        (4, 21),
         (8, 18),
         (9, 5),
+        (9, 15),
         (11, 20),
         (12, 3),
+        (12, 18),
     ]
-    assert problems[0][2] == "`hooks_template` (adapter hook templates) is not supported yet"
-    assert problems[1][2].startswith("'temperature': ")
-    assert problems[2][2] == "`sandbox` (persona network sandboxes) is not supported yet"
-    assert problems[3][2].startswith("'max_concurrency': ")
-    assert problems[4][2] == "`stall_timeout` (stall detection) is not supported yet"
+    assert problems[0][2].startswith("swell does not run `hooks_template`")
+    assert problems[1][2].startswith("'hooks_template': ")
+    assert problems[2][2].startswith("'temperature': ")
+    assert problems[3][2].startswith("swell does not run `sandbox` (persona network sandboxes)")
+    assert problems[4][2] == "unknown field 'network'"
+    assert problems[5][2].startswith("'max_concurrency': ")
+    assert problems[6][2].startswith("swell does not run `stall_timeout`")
+    assert "must be a duration" in problems[7][2]
 
 
 def test_union_of_list_and_text_names_both(proj: ProjectDir) -> None:

@@ -34,6 +34,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swell import streaming
 from swell.adapters.base import (
     AdapterSetup,
     AgentEvent,
@@ -443,7 +444,11 @@ class LocalAdapter:
         problem = ""
         for max_string, max_items, overrides in attempts:
             rules = grammar(schema, max_string, max_items)
-            gen = await generate(server, self.body(request, grammar=rules, **overrides))
+            # its tokens are not AgentText (an attempt may be thrown away), but a person
+            # watching the visit sees them arrive (streaming.py: the visit's feed)
+            feed = streaming.current_feed()
+            on_text = None if feed is None else functools.partial(feed, "agent")
+            gen = await generate(server, self.body(request, grammar=rules, **overrides), on_text)
             usage = _add(usage, gen.usage)
             queue.put_nowait(AgentUsageUpdate(usage))
             text = "".join(gen.text)

@@ -93,6 +93,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "thread": ("thread", "thread"),
     "doctor": ("doctor", "doctor"),
     "clean": ("clean", "clean"),
+    "serve": ("serve", "serve"),
 }
 _GLOBAL_WITH_VALUE = ("--project", "-C")
 # what a command imports on its way besides its own module: `entry` imports it first,
@@ -101,6 +102,7 @@ _GLOBAL_WITH_VALUE = ("--project", "-C")
 WARM: dict[str, tuple[str, ...]] = {
     "run": ("swell.runtime", "swell.store.sqlite", "swell.cli.render"),
     "resume": ("swell.runtime", "swell.store.sqlite", "swell.cli.render"),
+    "logs": ("swell.cli.history", "swell.store.sqlite"),
 }
 
 

@@ -51,6 +51,36 @@ def runtime(ctx: typer.Context) -> Runtime:
     return open_runtime(project_dir(ctx))
 
 
+def store_runtime(ctx: typer.Context) -> Runtime:
+    """`runtime(ctx)` for commands that act on stored runs (cancel): a wave.yaml with
+    errors must not lock the user out of their runs, so they get its defaults and a
+    warning instead (`swell validate` shows the problems)."""
+    import sys
+
+    from swell.errors import ManifestError
+
+    try:
+        return runtime(ctx)
+    except ManifestError as exc:
+        from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
+        from swell.manifest.loader import Project
+        from swell.manifest.models import Manifest
+        from swell.manifest.yamlsrc import SourceMap
+        from swell.runtime import Runtime, open_registries
+        from swell.store.location import open_project_store, state_dir_for
+
+        root = find_project_root(project_dir(ctx))
+        path = root / MANIFEST_NAMES[0]
+        n = len(exc.problems)
+        print(
+            f"warning: {path.name} has {n} problem(s) (swell validate); using defaults",
+            file=sys.stderr,
+        )
+        project = Project(root, path, Manifest(kind="WaveManifest"), SourceMap(str(path)))
+        store = open_project_store(project_dir(ctx))
+        return Runtime(project, store, open_registries(), state_dir_for(root))
+
+
 def project_store(ctx: typer.Context) -> Store:
     """The project's store alone, for commands that only read it: no manifest is loaded
     (a broken wave.yaml does not stop them) and neither the engine nor pydantic's event

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from swell.cli.common import RunPrefixArgument, runtime
+from swell.cli.common import RunPrefixArgument, project_store, store_runtime
 from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
@@ -33,14 +33,14 @@ def approve(
     ] = None,
 ) -> None:
     """Approve a waiting gate."""
-    rt = runtime(ctx)
-    run = rt.store.get_run(run_id)
-    gate = rt.store.decide_gate(run.id, step, "approved", choice=choice, by=_who())
+    store = project_store(ctx)  # the store alone: a broken wave.yaml does not lock you out
+    run = store.get_run(run_id)
+    gate = store.decide_gate(run.id, step, "approved", choice=choice, by=_who())
     print(
         f"approved gate '{gate.step_id}' of run {run.id}"
         + (f" (choice {choice})" if choice else "")
     )
-    if rt.store.owner(run.id) is None:
+    if store.owner(run.id) is None:
         print(f"the run is not executing; continue it with: swell resume {run.id}")
 
 
@@ -53,11 +53,11 @@ def reject(
     reason: Annotated[str, typer.Option("--reason", help="Why; shown in the run's events.")] = "",
 ) -> None:
     """Reject a waiting gate (the gate step fails with the reason)."""
-    rt = runtime(ctx)
-    run = rt.store.get_run(run_id)
-    gate = rt.store.decide_gate(run.id, step, "rejected", reason=reason or None, by=_who())
+    store = project_store(ctx)
+    run = store.get_run(run_id)
+    gate = store.decide_gate(run.id, step, "rejected", reason=reason or None, by=_who())
     print(f"rejected gate '{gate.step_id}' of run {run.id}")
-    if rt.store.owner(run.id) is None:
+    if store.owner(run.id) is None:
         print(f"the run is not executing; continue it with: swell resume {run.id}")
 
 
@@ -90,7 +90,7 @@ def cancel(
     from swell.errors import RunBusy, RunStateError
     from swell.runtime import FINAL, cancel_stored_run
 
-    rt = runtime(ctx)
+    rt = store_runtime(ctx)
     run = run_or_newest(rt.store, run_id)
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from swell.cli.common import print_json
 from swell.cli.pick import run_or_newest
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.ops.logs import LogFilter, keep
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from swell.store.protocols import RunReader
 
 FOLLOW_POLL = 0.25
-FINAL = ("succeeded", "failed", "cancelled", "interrupted")
+FINAL = (*ENDED_FOR_GOOD, "interrupted")
 OUTPUT_LINES = 40  # of a visit's output shown with --step
 
 

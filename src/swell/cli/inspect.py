@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,6 +19,7 @@ from swell.cli.common import (
 from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
+    from swell.store.protocols import RunReader
     from swell.store.rows import Owner, RunRow
 
 MAX_LIST = 1_000_000  # `swell list -n`: more than a store holds, less than SQLite's integers
@@ -35,6 +37,26 @@ def _status_word(run: RunRow, owner: Owner | None) -> str:
     if run.status == "running" and owner is None:
         return "running (process gone: swell resume)"
     return run.status
+
+
+def _running_elapsed(store: RunReader, run_id: str) -> dict[tuple[str, int], int]:
+    """How long each running visit of the run has been running (ms), by (step, visit).
+    Read from the store, so it reads the same while the run goes on in another process."""
+    running = [v for v in store.visits(run_id) if v.status == "running" and v.started_at]
+    now = datetime.now(UTC)
+    out: dict[tuple[str, int], int] = {}
+    for visit in running:
+        started = datetime.fromisoformat((visit.started_at or "").replace("Z", "+00:00"))
+        out[(visit.step_id, visit.visit)] = max(int((now - started).total_seconds() * 1000), 0)
+    return out
+
+
+def _seconds(ms: int) -> str:
+    """An elapsed time as progress prints it (1.2s, 3m05s)."""
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s"
+    minutes, secs = divmod(ms // 1000, 60)
+    return f"{minutes}m{secs:02d}s"
 
 
 def list_runs(
@@ -87,11 +109,15 @@ def status(
     context = store.context(run.id)
     children = store.children(run.id)
     reviews = store.reviews(run.id)
+    elapsed = _running_elapsed(store, run.id)
     if output is Output.json:
         print_json(
             {
                 **_run_dict(run, owner),
-                "steps": [asdict(v) for v in store.visits(run.id)],
+                "steps": [
+                    {**asdict(v), "elapsed_ms": elapsed.get((v.step_id, v.visit))}
+                    for v in store.visits(run.id)
+                ],
                 "waiting_gates": [asdict(g) for g in gates],
                 "context": context,
                 "children": [c.id for c in children],
@@ -116,9 +142,11 @@ def status(
         print("\nsteps")
         for step in steps:
             code = step.last_exit_code
+            took = elapsed.get((step.step_id, step.last_visit))
             print(
                 f"  {step.step_id:<24} {step.visits:>3} visits  last: {step.last_status:<11} "
                 f"{'' if code is None else f'exit {code}'}"
+                + ("" if took is None else f"for {_seconds(took)}")
             )
     for g in gates:
         print(f"\nwaiting at gate '{g.step_id}': {g.message or ''}")
@@ -175,8 +203,9 @@ def logs(
     ] = None,
     output: OutputOption = Output.text,
 ) -> None:
-    """A run's events (default: the newest run); with --step, each visit's output too."""
-    from swell.cli.history import show_logs
+    """A run's events (default: the newest run); with --step, each visit's output too
+    (as it was printed, while it runs). --follow ends when the run ends, or with exit
+    code 1 when no process executes the run any more."""
     from swell.ops.logs import LogFilter, since_time
 
     try:
@@ -184,10 +213,26 @@ def logs(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--since") from None
     where = LogFilter(step=step, errors=errors, since=cutoff)
+    if follow or step:  # with the output stored while visits ran
+        from swell.cli.live import show_logs as show_live
+
+        code = show_live(
+            project_store(ctx),
+            run_id,
+            follow=follow,
+            tail=tail,
+            json=output is Output.json,
+            where=where,
+        )
+        if code:
+            raise typer.Exit(code)
+        return
+    from swell.cli.history import show_logs
+
     show_logs(
         project_store(ctx),
         run_id,
-        follow=follow,
+        follow=False,
         tail=tail,
         json=output is Output.json,
         where=where,

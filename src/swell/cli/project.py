@@ -97,34 +97,22 @@ def validate(
     ] = False,
     output: OutputOption = Output.text,
 ) -> None:
-    """Check wave.yaml and pipelines: fields, references, graph, templates."""
-    from swell.errors import ManifestError, Problem, SwellError
-    from swell.manifest.lint import lint_pipeline, lint_project
-    from swell.manifest.loader import load_pipeline, load_project, pipeline_paths
+    """Check wave.yaml and pipelines: fields, references, graph, templates. Every
+    problem of every file is reported in one pass."""
+    from swell.manifest.validation import validate_project
     from swell.runtime import open_registries
 
-    project = load_project(project_dir(ctx))
-    lint_ctx = open_registries().lint_context()
-    problems: list[Problem] = list(lint_project(project, lint_ctx).problems)
-    names = [pipeline] if pipeline and not all_ else sorted(pipeline_paths(project.root))
-    checked = []
-    for name in names:
-        try:
-            loaded = load_pipeline(project.root, name)
-        except ManifestError as exc:
-            problems += exc.problems
-            continue
-        except SwellError as exc:
-            problems.append(Problem(name, 0, 0, str(exc)))
-            continue
-        problems += lint_pipeline(project, loaded, lint_ctx).problems
-        checked.append(name)
+    result = validate_project(
+        project_dir(ctx), open_registries().lint_context(), None if all_ else pipeline
+    )
+    problems, checked = result.problems, result.checked
     errors = [p for p in problems if p.severity == "error"]
     if output is Output.json:
         print_json(
             {
                 "ok": not errors,
                 "pipelines": checked,
+                "failed": result.failed,
                 "problems": [
                     {
                         "file": p.file,
@@ -142,7 +130,7 @@ def validate(
             print(str(p), file=sys.stderr)
         if not errors:
             print(
-                f"ok: {project.manifest_path.name} and {len(checked)} pipeline"
+                f"ok: {result.manifest_name} and {len(checked)} pipeline"
                 f"{'s' if len(checked) != 1 else ''} ({', '.join(checked) or 'none'})"
             )
         else:

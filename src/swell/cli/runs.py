@@ -13,6 +13,7 @@ from swell.cli.common import RunPrefixArgument, runtime
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from swell.cli.live import LiveDisplay
     from swell.engine.context import GatePrompter, RunPlan
     from swell.engine.state import RunState
     from swell.events.bus import EventSink
@@ -20,8 +21,17 @@ if TYPE_CHECKING:
     from swell.manifest.loader import LoadedPipeline
     from swell.ops.rerun import Reuse
     from swell.runtime import Deadline, Runtime
+    from swell.streaming import OutputSink
 
-EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 1, "waiting": 3, "interrupted": 130}
+# `rejected` is an answer (a contract with `on_failure: rejected` turned the work down)
+EXIT_CODES = {
+    "succeeded": 0,
+    "rejected": 0,
+    "failed": 1,
+    "cancelled": 1,
+    "waiting": 3,
+    "interrupted": 130,
+}
 EXIT_TIMEOUT = 124  # as timeout(1): the run took longer than --timeout
 
 
@@ -86,6 +96,31 @@ def _sinks(output: RunOutput, run_id: str, verbose: bool) -> list[EventSink]:
     return [ProgressPrinter(root_run=run_id)]
 
 
+def _live_terminal() -> bool:
+    """Whether progress goes to a terminal that can redraw a live region."""
+    import os
+
+    return sys.stdout.isatty() and os.environ.get("TERM", "") not in ("", "dumb")
+
+
+def _watchers(
+    output: RunOutput, run_id: str, verbose: bool, sinks: list[EventSink]
+) -> tuple[list[EventSink], list[OutputSink], LiveDisplay | None]:
+    """Who shows running steps' output (cli/live.py): the event sinks (the live display
+    replaces the progress printer), the output watchers, and the live display if any."""
+    from swell.cli import live
+
+    if output is RunOutput.quiet:
+        return sinks, [], None
+    if output is RunOutput.json:
+        return sinks, [live.NdjsonOutput()], None
+    if not verbose and _live_terminal():
+        display = live.LiveDisplay(run_id)
+        return [display], [display], display
+    plain = live.PlainOutput()
+    return [*sinks, plain], [plain], None
+
+
 class _Seeded:
     """A run started `--from-step` continues from its seeded events (ops/rerun.py),
     which the engine records as a resume; its terminal was told already."""
@@ -126,12 +161,28 @@ def _execute(
     if output is RunOutput.text and not announced:
         print(f"run {plan.run_id}", flush=True)
     prompter = _prompter(output, plan.options.auto_approve)
-    sinks = _sinks(output, plan.run_id, verbose)
+    sinks, watchers, display = _watchers(
+        output, plan.run_id, verbose, _sinks(output, plan.run_id, verbose)
+    )
     if announced and output is RunOutput.text:
         sinks = [_Seeded(sink) for sink in sinks]
-    summary = asyncio.run(
-        execute(rt, plan, sinks, state=state, prompter=prompter, deadline=deadline)
-    )
+    if display is not None:
+        display.start()
+    try:
+        summary = asyncio.run(
+            execute(
+                rt,
+                plan,
+                sinks,
+                state=state,
+                prompter=prompter,
+                deadline=deadline,
+                watchers=watchers,
+            )
+        )
+    finally:
+        if display is not None:
+            display.stop()
     status, run_id = summary.status, summary.run_id
     timed_out = deadline is not None and deadline.expired
     if timed_out:
@@ -139,6 +190,8 @@ def _execute(
         print(f"{deadline.describe()}; continue with: swell resume {run_id}", file=sys.stderr)
     elif output is RunOutput.quiet and status in ("failed", "cancelled"):
         print(f"error: run {run_id} {status}: {summary.error or status}", file=sys.stderr)
+    elif output is RunOutput.quiet and status == "rejected":
+        print(f"run {run_id} rejected: {summary.error}")
     elif status == "waiting" and output is RunOutput.text:
         print(
             f"run {run_id} is waiting at a gate: `swell approve {run_id}`, then `swell resume {run_id}`"

@@ -35,7 +35,7 @@ from swell.contracts.review_prompt import (
     SYSTEM_PROMPT,
     MalformedReview,
     build_prompt,
-    parse_feedback,
+    parse_answer,
     retry_prompt,
     untitled,
 )
@@ -59,6 +59,7 @@ class AgentReviewSettings(ContractSettings):
     context: list[dict[str, Any]] = Field(default_factory=list)
     source: str | None = None  # a file under review, in the workspace
     timeout: str | int | float | None = None
+    # 0 is "no limit", as an unset number is in Wave (Go's zero value)
     max_tokens: int | None = None
     token_budget: int | None = None
     fail_open: bool | None = None
@@ -94,8 +95,8 @@ def _value_problems(settings: AgentReviewSettings) -> list[str]:
         ("max_tokens", settings.max_tokens),
         ("token_budget", settings.token_budget),
     ):
-        if budget is not None and budget <= 0:
-            problems.append(f"{number} must be more than zero")
+        if budget is not None and budget < 0:
+            problems.append(f"{number} cannot be negative (0 or leaving it out: no limit)")
     for i, item in enumerate(settings.context):
         problem = _item_problem(item)
         if problem:
@@ -107,7 +108,7 @@ def _item_problem(item: dict[str, Any]) -> str | None:
     size = item.get("max_size", item.get("maxSize"))
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
         return "max_size must be a positive number of characters"
-    known = {"source", "artifact", "max_size", "maxSize"}
+    known = {"source", "artifact", "max_size", "maxSize", "diff_base"}
     if set(item) - known:
         return f"unknown key(s) {', '.join(sorted(set(item) - known))}"
     source, artifact = item.get("source"), item.get("artifact")
@@ -116,7 +117,12 @@ def _item_problem(item: dict[str, Any]) -> str | None:
             return "give either `artifact: NAME` or `source: git_diff`, not both"
         return None if isinstance(artifact, str) and artifact else "artifact must be a name"
     if source == "git_diff":
-        return None
+        base = item.get("diff_base")
+        return (
+            None
+            if base is None or (isinstance(base, str) and base)
+            else "diff_base must be a git ref"
+        )
     if source == "artifact":
         return "`source: artifact` needs `artifact: NAME`"
     return f"unknown context source {source!r} (use `source: git_diff` or `artifact: NAME`)"
@@ -336,7 +342,7 @@ async def _converse(
         try:
             if not answer.success:
                 raise MalformedReview(answer.error or "the answer is not valid JSON")
-            feedback = parse_feedback(answer)
+            feedback, warned = parse_answer(answer)
         except MalformedReview as exc:
             problem = str(exc)
             prompt = retry_prompt(base, problem, answer.text)
@@ -344,11 +350,16 @@ async def _converse(
         record["feedback"] = feedback.model_dump()
         _budget_notes(ctx, tally)
         passed = feedback.verdict == "pass"
-        return tally.result(
+        result = tally.result(
             passed=passed,
             error=None if passed else verdict_line(reviewer, feedback),
             feedback=feedback,
         )
+        if warned:  # Wave's `warn`: the work goes on, the warning is recorded
+            warning = f"reviewer '{reviewer}' passed the work with a warning: {feedback.summary}"
+            ctx.notes.append(warning)
+            result.details["warn"] = warning
+        return result
     return _failed(
         ctx,
         tally,

@@ -105,6 +105,8 @@ class ContractContext(Generic[S]):
     default_timeout: float
     run_agent: RunAgent | None = None
     notes: list[str] = field(default_factory=list)  # warnings to record as events
+    details: dict[str, Any] = field(default_factory=dict)  # found on the way, for the result
+    diff_from: Callable[[str], str] | None = None  # changes against a git ref (`diff_base`)
 
     def render(self, text: str) -> str:
         """`text` with its placeholders filled, for paths and prompts (not shell)."""

@@ -10,7 +10,11 @@ know, with a warning), checks `format` where jsonschema can, and resolves relati
 The document: the file at `source` (a template, in the step's workspace), else the
 first of the step's own `output_artifacts` that is JSON (`type: json`, a `.json` path,
 or content that parses), else the visit's stdout when it is JSON (a whole-answer
-```json fence is accepted). Only the step's declared artifacts are candidates:
+```json fence is accepted). Unless `allow_recovery: false`, JSON is recovered from what
+models really write (json_recovery.py: fences, prose around it, comments, trailing
+commas, single quotes, bare keys; `recovery_level` picks how far to go), and what was
+recovered is said in a warning and in the result's details. Only the step's declared
+artifacts are candidates:
 `ctx.artifacts` also holds upstream steps' artifacts, which are not this step's output.
 
 Every error names the JSON path that failed (`$.issues[2].severity: 'urgent' is not
@@ -35,6 +39,7 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
 from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
+from swell.contracts.json_recovery import Level, NotJson, recover
 from swell.contracts.non_empty_file import shown, workspace_path
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
@@ -53,6 +58,32 @@ class JsonSchemaSettings(ContractSettings):
     schema_: Any = Field(default=None, alias="schema")
     schema_path: str | None = None
     source: str | None = None
+    # JSON recovery from real LLM output (json_recovery.py); on unless turned off
+    allow_recovery: bool | None = None
+    recovery_level: Level | None = None  # default progressive, as Wave's
+    disable_wrapper_detection: bool | None = None
+    progressive_validation: bool | None = None  # Wave's; accepted, changes nothing
+
+
+def _loads(ctx: ContractContext[JsonSchemaSettings], text: str, label: str) -> Any:
+    """The JSON in `text`, recovered from fences, prose, comments and the like unless
+    `allow_recovery: false`; what recovery did is recorded for the contract's event."""
+    settings = ctx.settings
+    if settings.allow_recovery is False:
+        return _parse(text, label)
+    try:
+        value, steps = recover(
+            text,
+            settings.recovery_level or "progressive",
+            unwrap=not settings.disable_wrapper_detection,
+        )
+    except NotJson:
+        return _parse(text, label)  # the strict parser's message says where it broke
+    if steps:
+        ctx.notes.append(f"recovered the JSON of {label}: {', '.join(steps)}")
+        recovered = ctx.details.setdefault("recovered", [])
+        recovered += steps
+    return value
 
 
 # ---------------------------------------------------------------------------- the schema
@@ -191,10 +222,10 @@ def _read(path: Path, label: str) -> str:
         raise Unusable(f"cannot read {label}: {exc.strerror or exc}") from None
 
 
-def _document_text(text: str, label: str) -> Any:
+def _document_text(ctx: ContractContext[JsonSchemaSettings], text: str, label: str) -> Any:
     if not text.strip():
         raise Unusable(f"{label} is empty")
-    return _parse(text, label)
+    return _loads(ctx, text, label)
 
 
 def load_document(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str]:
@@ -205,7 +236,7 @@ def load_document(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str]:
         except PathEscape as exc:
             raise Unusable(str(exc)) from None
         label = shown(path, ctx)
-        return _document_text(_read(path, label), label), label
+        return _document_text(ctx, _read(path, label), label), label
     for art in ctx.step.output_artifacts:
         raw = ctx.artifacts.get(art.name) or art.path
         if not raw:
@@ -216,7 +247,7 @@ def load_document(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str]:
             raise Unusable(str(exc)) from None
         label = f"artifact '{art.name}' ({shown(path, ctx)})"
         if (art.type or "").lower() == "json" or path.suffix.lower() == ".json":
-            return _document_text(_read(path, label), label), label
+            return _document_text(ctx, _read(path, label), label), label
         try:
             if not path.is_file() or path.stat().st_size > MAX_SNIFF:
                 continue
@@ -225,8 +256,8 @@ def load_document(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str]:
             continue  # not JSON: not the document
     if ctx.stdout and ctx.stdout.strip():
         try:
-            return json.loads(_unfence(ctx.stdout)), "the step's output"
-        except ValueError:
+            return _loads(ctx, _unfence(ctx.stdout), "the step's output"), "the step's output"
+        except Unusable:
             pass
     raise Unusable(
         "no JSON document to validate: set `source`, or have the step write a .json "
@@ -279,6 +310,7 @@ def _check(ctx: ContractContext[JsonSchemaSettings]) -> ContractResult:
     except Unusable as exc:
         return ContractResult(passed=False, error=str(exc))
     details: dict[str, Any] = {
+        **ctx.details,
         "schema": origin,
         "document": label,
         "draft": dialect(type(checker)),

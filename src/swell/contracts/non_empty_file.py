@@ -5,7 +5,8 @@ empty, holds only whitespace, or is an "error JSON" — an object whose only
 meaningful content is an error (`{"error": "rate limited"}`, `{"errors": [...]}`),
 which is what a tool that failed often writes where its output should be.
 
-`source` is a template (`{{ artifacts.report }}` works) naming a path in the step's
+`source` (default, as in Wave: the step's first output artifact) is a template
+(`{{ artifacts.report }}` works) naming a path in the step's
 workspace; relative paths are taken from the workspace, absolute ones must lie in
 it, and nothing may leave it (symlinks included).
 """
@@ -21,6 +22,7 @@ from typing import Any
 from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Step
 from swell.workspace.paths import PathEscape, inside
 
 CHUNK = 64 * 1024
@@ -117,19 +119,34 @@ class NonEmptyFile(ContractType[NonEmptyFileSettings]):
     Settings = NonEmptyFileSettings
 
     def problems(self, settings: NonEmptyFileSettings, scope: LintScope) -> list[Problem]:
-        if settings.source:
+        if settings.source or default_source(scope.step):
             return []
-        return [scope.problem((), "a non_empty_file contract needs `source`")]
+        return [
+            scope.problem(
+                (), "a non_empty_file contract needs `source` (or a step output artifact)"
+            )
+        ]
 
     async def check(self, ctx: ContractContext[NonEmptyFileSettings]) -> ContractResult:
         return _check(ctx)
 
 
+def default_source(step: Step) -> str | None:
+    """What a contract without `source` checks, as in Wave: the path of the step's
+    first output artifact."""
+    first = step.output_artifacts[0] if step.output_artifacts else None
+    return first.path if first is not None and first.path else None
+
+
 def _check(ctx: ContractContext[NonEmptyFileSettings]) -> ContractResult:
-    if not ctx.settings.source:
-        return _failed("non_empty_file contract needs `source`: the file to check")
+    source = ctx.settings.source or default_source(ctx.step)
+    if not source:
+        return _failed(
+            "non_empty_file contract needs `source` (the file to check), or the step an "
+            "output artifact"
+        )
     try:
-        path = workspace_path(ctx, ctx.settings.source)
+        path = workspace_path(ctx, source)
     except PathEscape as exc:
         return _failed(str(exc))
     name = shown(path, ctx)

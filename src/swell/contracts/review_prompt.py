@@ -147,15 +147,20 @@ def _criteria(ctx: ContractContext[AgentReviewSettings]) -> str:
     return "\n\n".join(parts) or DEFAULT_CRITERIA
 
 
-def _diff_section(ctx: ContractContext[AgentReviewSettings], cap: int) -> str:
+def _diff_section(
+    ctx: ContractContext[AgentReviewSettings], cap: int, base: str | None = None
+) -> str:
+    title = "Changes in the workspace (git diff" + (f" against {base})" if base else ")")
     try:
-        diff = ctx.diff()
+        if base and ctx.diff_from is None:
+            raise ValueError("this run cannot diff against another base")
+        diff = ctx.diff_from(base) if base and ctx.diff_from else ctx.diff()
     except Exception as exc:  # no git, no base commit: the reviewer is told, not the run killed
-        return _section("Changes in the workspace (git diff)", None, str(exc))
+        return _section(title, None, str(exc))
     if not diff.strip():
-        return "## Changes in the workspace (git diff)\n\n(no changes)"
+        return f"## {title}\n\n(no changes)"
     body, note = _capped(diff, cap)
-    return _section("Changes in the workspace (git diff)", body, note, "diff")
+    return _section(title, body, note, "diff")
 
 
 def _artifact_section(
@@ -198,7 +203,8 @@ def build_prompt(ctx: ContractContext[AgentReviewSettings]) -> ReviewPrompt:
         if item.get("artifact"):
             sections.append(_artifact_section(ctx, str(item["artifact"]), cap, notes))
         else:
-            sections.append(_diff_section(ctx, cap))
+            base = item.get("diff_base")
+            sections.append(_diff_section(ctx, cap, ctx.render(str(base)) if base else None))
     if settings.source:
         sections.append(_source_section(ctx, CONTEXT_CAP, notes))
     rules = (
@@ -253,6 +259,28 @@ def _describe(exc: ValidationError) -> str:
 
 def parse_feedback(answer: AgentAnswer) -> ReviewFeedback:
     """ReviewFeedback from the adapter's structured answer when there is one, else the text."""
+    return parse_answer(answer)[0]
+
+
+def _from_wave(data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Wave's reviewer answers in swell's terms: the verdict `warn` is a pass with a
+    warning (True is returned), an issue's `description` is its `detail`."""
+    warned = data.get("verdict") == "warn"
+    data = {**data, "verdict": "pass"} if warned else data
+    issues = data.get("issues")
+    if isinstance(issues, list):
+        data["issues"] = [
+            {**{k: v for k, v in i.items() if k != "description"}, "detail": i["description"]}
+            if isinstance(i, dict) and "description" in i and "detail" not in i
+            else i
+            for i in issues
+        ]
+    return data, warned
+
+
+def parse_answer(answer: AgentAnswer) -> tuple[ReviewFeedback, bool]:
+    """ReviewFeedback from the answer, and whether the reviewer said `warn` (Wave's
+    passing verdict with a warning)."""
     data: Any = answer.structured
     if isinstance(data, str):
         data = extract_json(data)
@@ -260,8 +288,9 @@ def parse_feedback(answer: AgentAnswer) -> ReviewFeedback:
         data = extract_json(answer.text)
     if not isinstance(data, dict):
         raise MalformedReview(f"the answer is a JSON {type(data).__name__}, not an object")
+    data, warned = _from_wave(data)
     try:
-        return ReviewFeedback.model_validate(data)
+        return ReviewFeedback.model_validate(data), warned
     except ValidationError as exc:
         raise MalformedReview(_describe(exc)) from None
 

@@ -7,8 +7,13 @@ it splices values as text, and `context.KEY` (set from command and agent output)
 `input` and artifact paths can all appear in a command, so model output could become
 shell code.
 
-`dir`: the step's workspace by default, `project_root` for the project root, or a
-path inside the workspace. `timeout`: seconds or a duration (`120s`, `5m`), default
+`dir`: by default the project found in the step's workspace by its marker files
+(`MARKERS`: pyproject.toml, package.json, go.mod, Cargo.toml, ...), searched from where
+the step's script runs (its `./` mount) up to the workspace root, else the workspace;
+`project_root` for the project root; or a path inside the workspace. Wave searches
+upwards past the workspace into the user's checkout; swell stops at the workspace,
+since the work the suite checks is there. The command runs with `sh`, or bash when it
+uses a bash feature (as command steps do). `timeout`: seconds or a duration (`120s`, `5m`), default
 the step's timeout. The process runs in its own group via `run_process`; a timeout
 ends the whole group.
 """
@@ -26,13 +31,31 @@ from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
 from swell.manifest.templates import render_script
 from swell.process import run_process
+from swell.workspace.manager import script_dir
 from swell.workspace.paths import PathEscape
+from swell.workspace.shell import shell_for
 
 TAIL_LINES = 60
 TAIL_CHARS = 4000
 MAX_OUTPUT = 1024 * 1024  # the runner keeps the end of the output; the tail is all we show
 GRACE_SECONDS = 3.0
 ENV_PREFIX = "SWELL_C"
+# files that mark a project's root (Wave looks for the first four)
+MARKERS = (
+    "pyproject.toml",
+    "package.json",
+    "go.mod",
+    "Cargo.toml",
+    "setup.py",
+    "setup.cfg",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "Gemfile",
+    "composer.json",
+    "deno.json",
+    "mix.exs",
+)
 
 
 def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
@@ -51,10 +74,24 @@ class TestSuiteSettings(ContractSettings):
     timeout: str | int | float | None = None
 
 
+def marker_root(start: Path, boundary: Path) -> Path | None:
+    """The nearest directory from `start` up to `boundary` holding a project marker."""
+    current, stop = start.resolve(), boundary.resolve()
+    while True:
+        if any((current / marker).is_file() for marker in MARKERS):
+            return current
+        if current == stop or stop not in current.parents:
+            return None
+        current = current.parent
+
+
 def _directory(ctx: ContractContext[TestSuiteSettings]) -> Path:
     raw = (ctx.settings.dir or "").strip()
-    if raw in ("", "."):
+    if raw == ".":
         return ctx.workspace
+    if raw == "":
+        start = script_dir(ctx.workspace, ctx.step.workspace)
+        return marker_root(start, ctx.workspace) or start
     if raw == "project_root":
         return ctx.project_root
     return workspace_path(ctx, raw, "dir")
@@ -104,9 +141,12 @@ async def _check(ctx: ContractContext[TestSuiteSettings]) -> ContractResult:
         return _failed(str(exc))
     if not cwd.is_dir():
         return _failed(f"dir {ctx.settings.dir!r} is not a directory ({cwd})", dir=str(cwd))
+    argv, refusal = shell_for(rendered.text, ctx.command_env.get("PATH"))
+    if argv is None:
+        return _failed(f"command not run: {refusal}", dir=str(cwd))
     try:
         result = await run_process(
-            ["sh", "-c", rendered.text],
+            argv,
             cwd=cwd,
             env={**ctx.command_env, **rendered.env},
             timeout=timeout,

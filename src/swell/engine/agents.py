@@ -26,12 +26,12 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.contracts.base import AgentAnswer
+from swell.engine import tiers
 from swell.engine.context import VisitContext
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import Persona
 
-TIERS = ("cheapest", "balanced", "strongest")
 DEFAULT_SUMMARIZER_ADAPTER = "local"  # the embedded model: runs anywhere, offline
 SUMMARIZER_TIMEOUT = 300.0
 
@@ -67,15 +67,27 @@ def choose_adapter(ctx: VisitContext, persona: Persona | None) -> str:
 
 
 def choose_model(ctx: VisitContext, persona: Persona | None, adapter: str) -> str | None:
-    """`--model` > step > persona > adapter default; tiers map through `tier_models`."""
-    config = ctx.plan.project.manifest.adapters.get(adapter)
-    model = ctx.plan.options.model or ctx.step.model
-    model = (
-        model or (persona.model if persona else None) or (config.default_model if config else None)
+    """The model name the visit runs on (engine/tiers.py: `--model` > step > persona >
+    auto_route > adapter default, tiers resolved, raised one level per retry)."""
+    return tiers.choose(
+        ctx.plan.project.manifest,
+        adapter,
+        cli=ctx.plan.options.model,
+        step=ctx.step,
+        persona_name=ctx.step.persona,
+        persona=persona,
+        attempt=attempt(ctx),
     )
-    if model in TIERS and config and model in config.tier_models:
-        return config.tier_models[model]
-    return model
+
+
+def attempt(ctx: VisitContext) -> int:
+    """Which attempt of its step this visit is: a visit queued by a contract's retry
+    is the attempt its RetryRequested announced; any other visit is a first attempt
+    (a rework or a loop's next visit is new work, not a retry)."""
+    retry = ctx.state.retries.get(ctx.step.id)
+    if ctx.activation.reason == "retry" and retry is not None:
+        return retry.attempt
+    return 1
 
 
 def permissions(
@@ -149,11 +161,15 @@ async def run_helper(ctx: VisitContext, call: HelperCall) -> AgentAnswer:
         "" if call.persona else DEFAULT_SUMMARIZER_ADAPTER
     )
     config = manifest.adapters.get(adapter_name)
-    tier = config.tier_models.get(call.tier) if config and call.tier else None
-    model = call.model or (persona.model if persona else None) or tier
-    model = model or (config.default_model if config else None)
-    if model in TIERS and config and model in config.tier_models:
-        model = config.tier_models[model]
+    wanted = tiers.requested(
+        None,
+        call.model,
+        persona.model if persona else None,
+        call.tier,
+        config.default_model if config else None,
+    )
+    routing = manifest.runtime.routing
+    model = tiers.resolve(wanted, manifest.adapter_type(adapter_name), config, routing)
     allowed, denied = call.tools or permissions(ctx, persona, adapter_name)
     if call.temperature is not None or persona is None:
         temperature = call.temperature

@@ -11,7 +11,7 @@ limits); its methods take the state and what happened.
 from __future__ import annotations
 
 from collections.abc import Collection, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swell.engine.context import ContractFailure, StepResult
@@ -61,6 +61,7 @@ class Completion:
     events: list[ev.BaseEvent]
     complete: bool = False
     fail: str | None = None
+    reject: str | None = None  # a contract with `on_failure: rejected` failed
 
 
 @dataclass(frozen=True)
@@ -151,11 +152,22 @@ class Decisions:
                     f"with the same error: {first}",
                 )
         failure = result.failure
+        if failure is not None and failure.policy == "rejected":
+            return Completion(events, reject=result.error or failure.error)
         if failure is not None and failure.policy == "rework":
             return _rework(visit, failure, state, self.graph, events)
+        absorbed = False
         if failure is not None and failure.policy == "retry":
-            return _retry(visit, failure, state, events)
-        routing = _route(visit, result, context, state, self.graph)
+            retried = _retry(visit, failure, state, events)
+            if retried is not None:
+                return retried
+            after = _after_last_attempt(visit, failure, events)
+            if after.rework:
+                return _rework(visit, after.rework, state, self.graph, events)
+            if after.fail:
+                return Completion(events, fail=after.fail)
+            absorbed = True
+        routing = _route(visit, result, context, state, self.graph, absorbed)
         if routing.route:
             events.append(
                 ev.RouteTaken(
@@ -304,15 +316,23 @@ def _breaker(step: Step, error_key: str, state: RunState, limit: int) -> int | N
 
 
 def _route(
-    visit: Visit, result: StepResult, context: dict[str, str], state: RunState, graph: Graph
+    visit: Visit,
+    result: StepResult,
+    context: dict[str, str],
+    state: RunState,
+    graph: Graph,
+    absorbed: bool = False,
 ) -> Routing:
+    """Where the visit leads; `absorbed`: its failure lets the run go on, as an
+    optional step's does (`retry.on_failure` skip, warn or continue)."""
     step, failed = visit.step, result.outcome == "failure"
     rework = state.reworks.get(step.id) if visit.activation.reason == "rework" else None
     if rework is not None and not failed:
         # the reworked step's contracts now pass: go on as that step would have
         source, source_visit, optional = rework.for_step, rework.for_visit, False
     else:
-        source, source_visit, optional = step.id, visit.visit, failed and step.optional
+        source, source_visit = step.id, visit.visit
+        optional = failed and (step.optional or absorbed)
     return graph.next_steps(
         VisitOutcome(
             source,
@@ -360,17 +380,14 @@ def _rework(
 
 def _retry(
     visit: Visit, failure: ContractFailure, state: RunState, events: list[ev.BaseEvent]
-) -> Completion:
+) -> Completion | None:
+    """The step runs again with the error; None when its attempts are used up."""
     step = visit.step
     previous = state.retries.get(step.id)
     attempt = (previous.attempt if previous else 1) + 1
     limit = max_attempts(step.retry, default=2)  # `on_failure: retry` means at least one more
     if attempt > limit:
-        return Completion(
-            events,
-            fail=f"step '{step.id}' still fails its contracts after {limit} attempts: "
-            f"{failure.error}",
-        )
+        return None
     events += [
         ev.RetryRequested(
             step_id=step.id,
@@ -384,6 +401,41 @@ def _retry(
         ),
     ]
     return Completion(events)
+
+
+@dataclass(frozen=True)
+class AfterLastAttempt:
+    """What `retry.on_failure` makes of a step whose last attempt failed: fail the run,
+    rework it, or (neither) go on past it."""
+
+    fail: str | None = None
+    rework: ContractFailure | None = None
+
+
+def _after_last_attempt(
+    visit: Visit, failure: ContractFailure, events: list[ev.BaseEvent]
+) -> AfterLastAttempt:
+    """`retry.on_failure`: `fail` (the default; `continue` for an optional step),
+    `rework` (its `rework_step` reworks it), or `skip`, `warn`, `continue`: the run goes
+    on as past an optional step, with a warning; after `continue` on a step that is not
+    optional, the run ends failed when it would have succeeded (docs/engine.md)."""
+    step = visit.step
+    limit = max_attempts(step.retry, default=2)
+    message = f"step '{step.id}' still fails its contracts after {limit} attempts: {failure.error}"
+    after = step.retry.on_failure if step.retry else None
+    after = after or ("continue" if step.optional else "fail")
+    if after == "rework":
+        target = step.retry.rework_step if step.retry else None
+        return AfterLastAttempt(rework=replace(failure, rework_step=target))
+    if after == "fail":
+        return AfterLastAttempt(fail=message)
+    stamp: dict[str, Any] = {"step_id": step.id, "visit": visit.visit}
+    fails_run = after == "continue" and not step.optional
+    events += [
+        ev.FailureAbsorbed(policy=after, error=message, fails_run=fails_run, **stamp),
+        ev.Warning(message=f"{message}; retry.on_failure: {after}, the run goes on", **stamp),
+    ]
+    return AfterLastAttempt()
 
 
 def queue(activations: list[Activation], queued: Collection[Activation]) -> list[ev.StepQueued]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from swell.events.models import BaseEvent, GateVerdict, Outcome, ReviewFeedback, RunStatus
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
+from swell.streaming import OutputSink
 
 if TYPE_CHECKING:
     from swell.adapters.registry import AdapterRegistry
@@ -106,13 +107,16 @@ class Services:
     prompter: GatePrompter | None = None
     control: RunControl | None = None
     children: ChildRuns | None = None
+    # where running visits' output is stored as it arrives (engine/output.py); None:
+    # only at the end of each visit, as `step.finished` and the log artifact
+    output: OutputSink | None = None
 
 
 @dataclass(frozen=True)
 class ContractFailure:
     """A contract failure that changes what happens next (fail, retry or rework)."""
 
-    policy: Literal["fail", "retry", "rework"]
+    policy: Literal["fail", "retry", "rework", "rejected"]
     index: int  # the contract's position in the owner's list
     contract_type: str
     error: str

@@ -8,7 +8,11 @@ Checking stops at the first failure whose policy is not continue/warn/skip.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,9 +27,11 @@ from swell.contracts.base import (
 )
 from swell.engine.agents import HelperCall, run_helper
 from swell.engine.context import ContractFailure, StepResult, VisitContext
+from swell.engine.retry import max_attempts
 from swell.events import models as ev
 from swell.events.models import Policy
 from swell.manifest.models import Contract, Step
+from swell.workspace import artifacts, safe
 
 
 def policy_of(contract: Contract) -> Policy:
@@ -40,7 +46,10 @@ def _artifacts(ctx: VisitContext, result: StepResult) -> dict[str, str]:
     found: dict[str, str] = {}
     for arts in ctx.state.artifacts.values():
         found.update(arts)
-    found.update(ctx.namespace.get("artifacts", {}))
+    # injected ones by name (`artifacts.<dep>` holds a dependency's, by name, a level down)
+    found.update(
+        (k, v) for k, v in ctx.namespace.get("artifacts", {}).items() if isinstance(v, str)
+    )
     for event in result.events:
         if isinstance(event, ev.ArtifactWritten) and event.name != "output":
             found[event.name] = event.path
@@ -84,6 +93,7 @@ def _context(
         artifacts=_artifacts(ctx, result),
         stdout=result.stdout,
         diff=ctx.workspace.diff,
+        diff_from=ctx.workspace.diff_from,
         default_timeout=ctx.timeout_seconds(),
         run_agent=_run_agent(ctx),
     )
@@ -97,7 +107,68 @@ async def _run_one(kind: ContractType[Any], cctx: ContractContext[Any]) -> Contr
 
 
 async def check(ctx: VisitContext, result: StepResult, owner: Step) -> ContractFailure | None:
-    """Run `owner`'s contracts for this visit; the failure that stops the visit, if any."""
+    """Run `owner`'s contracts for this visit; the failure that stops the visit, if any.
+
+    As in Wave, a `fail` on a step whose `retry:` allows more than one attempt is a
+    retry: the step runs again with an attempt context (`attempt_context`)."""
+    errors: list[tuple[str, str]] = []  # (contract type, error) of each failed contract
+    failure = await _check(ctx, result, owner, errors)
+    if (
+        failure is not None
+        and failure.policy == "fail"
+        and owner.id == ctx.step.id
+        and max_attempts(owner.retry) > 1
+    ):
+        failure = dataclasses.replace(failure, policy="retry")
+    if failure is not None and failure.policy == "retry":
+        _write_attempt(ctx, result, errors)
+    return failure
+
+
+ATTEMPT_FILE = "attempt-context.json"
+OUTPUT_TAIL = 2000  # characters of the failed attempt's output the next one sees
+
+
+def _write_attempt(ctx: VisitContext, result: StepResult, errors: list[tuple[str, str]]) -> None:
+    """What the next attempt is told (see `attempt_context`), kept in the run directory
+    next to the visit's other files."""
+    data = {
+        "error": result.error,
+        "contract_errors": errors,
+        "output_tail": (result.stdout or result.output_tail or "")[-OUTPUT_TAIL:],
+    }
+    rel = f"{ctx.step.id}/{ctx.visit}/{ATTEMPT_FILE}"
+    with contextlib.suppress(safe.UnsafePath):  # the retry still says the error itself
+        artifacts.write_run_file(ctx.plan.run_dir, rel, json.dumps(data, indent=2).encode())
+
+
+def attempt_context(run_dir: Path, request: ev.RetryRequested) -> str:
+    """The block a retried step's prompt begins with, as Wave's RETRY CONTEXT: which
+    attempt this is, the previous error, every contract error, the end of the previous
+    attempt's output, and to fix the work rather than start over."""
+    data: dict[str, Any] = {}
+    path = run_dir / (request.step_id or "") / str(request.visit or 0) / ATTEMPT_FILE
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    lines = [
+        f"RETRY CONTEXT (attempt {request.attempt} of {request.max_attempts})",
+        f"Your previous attempt failed its checks:\n{request.reason}",
+    ]
+    others = [(t, e) for t, e in data.get("contract_errors", []) if e != request.reason]
+    if others:
+        lines.append("Other contract errors:\n" + "\n".join(f"- {t}: {e}" for t, e in others))
+    if data.get("output_tail"):
+        lines.append(f"The end of your previous output:\n```\n{data['output_tail'].rstrip()}\n```")
+    lines.append(
+        "Fix what the checks found, building on the work already in the workspace; "
+        "do not start over."
+    )
+    return "\n\n".join(lines) + "\n\n"
+
+
+async def _check(
+    ctx: VisitContext, result: StepResult, owner: Step, errors: list[tuple[str, str]]
+) -> ContractFailure | None:
     types = ctx.services.contract_types
     for_step = owner.id if owner.id != ctx.step.id else None
     contracts = owner.handover.all_contracts if owner.handover else []
@@ -122,6 +193,10 @@ async def check(ctx: VisitContext, result: StepResult, owner: Step) -> ContractF
         policy = policy_of(contract)
         if outcome.passed:
             note = "reviewer unavailable; passed because fail_open" if outcome.unavailable else None
+            if outcome.details.get("recovered"):
+                note = "JSON recovered: " + ", ".join(outcome.details["recovered"])
+            if outcome.details.get("warn"):
+                note = str(outcome.details["warn"])
             events.append(
                 ev.ContractPassed(
                     index=index, contract_type=contract.type, note=note, for_step=for_step
@@ -130,6 +205,7 @@ async def check(ctx: VisitContext, result: StepResult, owner: Step) -> ContractF
             ctx.emit([ctx.event(e) for e in events])
             continue
         verdict = outcome.feedback.verdict if outcome.feedback else None
+        errors.append((contract.type, outcome.error or "failed"))
         events.append(
             ev.ContractFailed(
                 index=index,
@@ -213,11 +289,4 @@ def rework_header(request: ev.ReworkRequested, feedback_in_workspace: str | None
     return "\n".join(lines) + "\n\n"
 
 
-def retry_block(request: ev.RetryRequested) -> str:
-    return (
-        f"RETRY CONTEXT (attempt {request.attempt} of {request.max_attempts})\n"
-        f"Your previous attempt failed its checks:\n{request.reason}\n\n"
-    )
-
-
-__all__ = ["check", "policy_of", "retry_block", "rework_header"]
+__all__ = ["attempt_context", "check", "policy_of", "rework_header"]

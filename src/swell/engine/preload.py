@@ -6,8 +6,8 @@ The seam is the adapter registry: an adapter class may offer a classmethod
 When a run starts, the runner asks every adapter its agent steps will use, once per
 (adapter, model), through the registry; the engine never imports an adapter itself.
 Which adapter and model a step uses follows `engine/agents.py` (`choose_adapter`,
-`choose_model`): `--adapter` > step > persona; `--model` > step > persona > the
-adapter's default, tiers mapped through `tier_models`. A preload that cannot start
+`choose_model`): `--adapter` > step > persona; the model as `engine/tiers.py`
+resolves a first attempt (a retry may escalate to a model not preloaded). A preload that cannot start
 (unknown adapter, no model file) does nothing: the step reports it as before.
 """
 
@@ -17,11 +17,11 @@ import contextlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from swell.engine import tiers
+
 if TYPE_CHECKING:
     from swell.engine.context import RunPlan, Services
     from swell.manifest.models import Step
-
-TIERS = ("cheapest", "balanced", "strongest")  # as engine/agents.py
 
 
 def agent_models(plan: RunPlan, steps: Iterable[Step]) -> list[tuple[str, str | None]]:
@@ -33,11 +33,14 @@ def agent_models(plan: RunPlan, steps: Iterable[Step]) -> list[tuple[str, str | 
         name = plan.options.adapter or step.adapter or (persona.adapter if persona else None)
         if not name:
             continue
-        config = manifest.adapters.get(name)
-        model = plan.options.model or step.model or (persona.model if persona else None)
-        model = model or (config.default_model if config else None)
-        if model in TIERS and config and model in config.tier_models:
-            model = config.tier_models[model]
+        model = tiers.choose(
+            manifest,
+            name,
+            cli=plan.options.model,
+            step=step,
+            persona_name=step.persona,
+            persona=persona,
+        )
         if (name, model) not in found:
             found.append((name, model))
     return found

@@ -160,12 +160,24 @@ class Runner:
             self.record(starts.events)
             if starts.fail:
                 return await self._finish("failed", starts.fail)
+            decided: list[tuple[Visit, StepResult, int]] = []
             for visit in starts.visits:
-                self._launch(visit)
+                result = self.services.step_kinds.of(visit.step).route(
+                    visit.step, visit.activation, self.state
+                )
+                if result is None:
+                    self._launch(visit)
+                else:
+                    decided.append((visit, result, 0))
             if not self._preloaded:
                 # after the first visits' own first steps (their processes start)
                 self._preloaded = True
                 asyncio.get_running_loop().call_soon(self._preload)
+            if decided:
+                summary = await self._complete(decided)
+                if summary is not None:
+                    return summary
+                continue  # what they routed to starts before anything is committed
             if not self._tasks:
                 if self.state.queue:
                     blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
@@ -181,16 +193,28 @@ class Runner:
                     self.interrupt("cancelled")
             if self._stop:
                 continue
+            finished: list[tuple[Visit, StepResult, int]] = []
             for task in done:
                 visit, started = self._tasks.pop(task)
                 duration_ms = int((time.monotonic() - started) * 1000)
-                result = self._result_of(task)
-                ended = self.decide.complete(visit, result, duration_ms, self.state)
-                self.record(ended.events)
-                if ended.complete:
-                    return await self._finish("succeeded")
-                if ended.fail:
-                    return await self._finish("failed", ended.fail)
+                finished.append((visit, self._result_of(task), duration_ms))
+            summary = await self._complete(finished)
+            if summary is not None:
+                return summary
+
+    async def _complete(self, visits: list[tuple[Visit, StepResult, int]]) -> RunSummary | None:
+        """Record how each visit ended (with its duration in ms) and where it leads; the
+        run's summary when that ends the run."""
+        for visit, result, duration_ms in visits:
+            ended = self.decide.complete(visit, result, duration_ms, self.state)
+            self.record(ended.events)
+            if ended.complete:
+                return await self._finish("succeeded")
+            if ended.fail:
+                return await self._finish("failed", ended.fail)
+            if ended.reject:
+                return await self._finish("rejected", ended.reject)
+        return None
 
     def _preload(self) -> None:
         """Let adapters start loading what the run's prompt steps need (engine/preload.py)."""
@@ -269,6 +293,9 @@ class Runner:
 
     async def _finish(self, status: FinalStatus, error: str | None = None) -> RunSummary:
         running = await self._cancel_tasks()
+        if status == "succeeded" and self.state.carried_failures:
+            # steps the run went on past (`retry.on_failure: continue`) still fail it
+            status, error = "failed", "; ".join(self.state.carried_failures)
         self.emit(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
         return RunSummary(self.plan.run_id, status, error, self.state.total)
 

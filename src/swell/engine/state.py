@@ -75,6 +75,8 @@ class RunState:
     # contract failures waiting to be handled: rework step -> the request, step -> retry
     reworks: dict[str, ReworkRequested] = field(default_factory=dict)
     retries: dict[str, RetryRequested] = field(default_factory=dict)
+    # failures the run went on past (`retry.on_failure: continue`) that make it end failed
+    carried_failures: list[str] = field(default_factory=list)
     started_once: bool = False
 
     @classmethod
@@ -128,6 +130,7 @@ class RunState:
             "summaries": [[name, upto, text] for (name, upto), text in self.summaries.items()],
             "reworks": {k: _event_data(v) for k, v in self.reworks.items()},
             "retries": {k: _event_data(v) for k, v in self.retries.items()},
+            "carried_failures": list(self.carried_failures),
         }
 
     @classmethod
@@ -173,6 +176,7 @@ class RunState:
             reworks={k: _event(v, ReworkRequested) for k, v in d["reworks"].items()},
             retries={k: _event(v, RetryRequested) for k, v in d["retries"].items()},
             started_once=bool(d["started_once"]),
+            carried_failures=list(d.get("carried_failures", [])),  # not in older snapshots
         )
 
 
@@ -346,6 +350,11 @@ def _child(s: RunState, ev: Any) -> None:
         visit.child_run_id = ev.child_run_id
 
 
+def _failure_absorbed(s: RunState, ev: Any) -> None:
+    if ev.fails_run:
+        s.carried_failures.append(ev.error)
+
+
 _HANDLERS = {
     "run.started": _run_started,
     "run.resumed": _run_status("running"),
@@ -358,6 +367,7 @@ _HANDLERS = {
     "round.recorded": _round,
     "thread.summarized": _summary,
     "rework.requested": _rework,
+    "failure.absorbed": _failure_absorbed,
     "retry.requested": _retry,
     "context.set": _context,
     "artifact.written": _artifact,

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swell import process, sweep
+from swell import process, streaming, sweep
 from swell.engine.completion import Visit
 from swell.engine.context import ContractFailure, RunPlan, Services, StepResult, VisitContext
+from swell.engine.output import VisitOutput, tee_events
 from swell.engine.state import RunState
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
@@ -88,6 +89,8 @@ class VisitExecutor:
         injected, problems = inject_artifacts(self.state, step, ws.path)
         if problems:
             return StepResult(outcome="failure", error="; ".join(problems))
+        sink = self.services.output
+        output = None if sink is None else VisitOutput(sink, self.plan.run_id, step.id, visit.visit)
         ctx = VisitContext(
             plan=self.plan,
             services=self.services,
@@ -96,11 +99,16 @@ class VisitExecutor:
             activation=visit.activation,
             state=self.state,
             namespace=namespace(self.plan, self.state, step, ws.path, injected),
-            emit=self.emit,
+            emit=self.emit if output is None else tee_events(self.emit, output),
             workspace=ws,
             resumed=visit.resumed,
         )
-        result = await self.services.step_kinds.of(step).run(ctx)
+        try:  # the kind's processes and agents report their output as they go
+            with streaming.feeding(None if output is None else output.feed):
+                result = await self.services.step_kinds.of(step).run(ctx)
+        finally:  # a cancelled visit keeps what it printed, too
+            if output is not None:
+                output.close()
         # nothing may still change the workspace while it is checked
         result.events += await self._leftovers(ctx, visit, spawned)
         spawned = process.spawned()

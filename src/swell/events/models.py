@@ -13,14 +13,15 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from swell.events.statuses import ENDED_FOR_GOOD as ENDED_FOR_GOOD
+from swell.events.statuses import FinalStatus as FinalStatus
+from swell.events.statuses import RunStatus as RunStatus
+
 Outcome = Literal["success", "failure"]
-RunStatus = Literal[
-    "pending", "running", "waiting", "succeeded", "failed", "cancelled", "interrupted"
-]
-FinalStatus = Literal["succeeded", "failed", "cancelled", "interrupted"]
+
 ActivationReason = Literal["entry", "edge", "dependency", "choice", "resume", "retry", "rework"]
 GateVerdict = Literal["approved", "rejected", "timeout"]
-Policy = Literal["fail", "retry", "rework", "continue", "warn", "skip"]
+Policy = Literal["fail", "retry", "rework", "continue", "warn", "skip", "rejected"]
 # how progress output shows a step's visits: not at all (a router: its route line
 # says what it decided), one line when it starts and ends, or also its final answer
 Progress = Literal["hidden", "line", "answer"]
@@ -252,6 +253,17 @@ class RetryRequested(BaseEvent):
     reason: str
 
 
+class FailureAbsorbed(BaseEvent):
+    """A step still failed after its last attempt and `retry.on_failure` (skip, warn,
+    continue) lets the run go on past it; `fails_run`: the run ends failed anyway
+    (`continue` on a step that is not optional)."""
+
+    type: Literal["failure.absorbed"] = "failure.absorbed"
+    policy: Literal["skip", "warn", "continue"]
+    error: str
+    fails_run: bool = False
+
+
 class RelayTriggered(BaseEvent):
     """The agent's context passed the relay threshold; it is being stopped."""
 
@@ -402,6 +414,7 @@ Event = Annotated[
     | ReviewCompleted
     | ReworkRequested
     | RetryRequested
+    | FailureAbsorbed
     | RelayTriggered
     | RelayCheckpoint
     | RelayResumed

@@ -21,8 +21,11 @@ from swell.manifest.graph_checks import check_graph
 from swell.manifest.lint_context import LintContext, LintScope, contract_loc
 from swell.manifest.loader import LoadedPipeline, Project, validation_problems
 from swell.manifest.models import Contract, Step
+from swell.manifest.suggest import did_you_mean, unknown
 from swell.manifest.template_checks import check_templates
+from swell.manifest.template_names import declared
 from swell.manifest.templates import parse_template
+from swell.manifest.wave_checks import check_wave_fields
 
 TERMINALS = ("_complete", "_fail")
 
@@ -46,7 +49,7 @@ class LintReport:
 
 def lint_project(project: Project, ctx: LintContext) -> LintReport:
     """Checks on wave.yaml alone: personas, adapters, prompt files."""
-    report = LintReport()
+    report = LintReport(list(project.warnings))
     m, src = project.manifest, project.source
     for name, config in m.adapters.items():
         kind = m.adapter_type(name)
@@ -83,7 +86,7 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
         report.problems.append(
             src.problem(
                 ("runtime", "relay", "summarizer_persona"),
-                f"unknown summarizer persona '{relay.summarizer_persona}'",
+                unknown("summarizer persona", relay.summarizer_persona, m.personas),
             )
         )
     if relay.strategy and relay.strategy != "summarize_to_checkpoint":
@@ -100,7 +103,9 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
         elif persona.adapter not in m.adapters and persona.adapter not in ctx.adapter_types:
             report.problems.append(
                 src.problem(
-                    (*loc, "adapter"), f"persona '{name}' uses unknown adapter '{persona.adapter}'"
+                    (*loc, "adapter"),
+                    f"persona '{name}' uses "
+                    + unknown("adapter", persona.adapter, [*m.adapters, *ctx.adapter_types]),
                 )
             )
         if persona.system_prompt_file:
@@ -117,7 +122,7 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
 
 def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) -> LintReport:
     """Every graph, reference and template check on one pipeline."""
-    report = LintReport()
+    report = LintReport(list(loaded.warnings))
     p, src = loaded.pipeline, loaded.source
     add = report.problems.append
     steps = p.steps
@@ -152,12 +157,13 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
             if dep == step.id:
                 add(src.problem((*loc, "dependencies", j), f"step '{step.id}' depends on itself"))
             elif dep not in ids:
-                add(src.problem((*loc, "dependencies", j), f"unknown dependency '{dep}'"))
+                add(src.problem((*loc, "dependencies", j), unknown("dependency", dep, ids)))
         for j, edge in enumerate(step.edges):
             if edge.target not in ids and edge.target not in TERMINALS:
                 add(
                     src.problem(
-                        (*loc, "edges", j, "target"), f"edge to unknown step '{edge.target}'"
+                        (*loc, "edges", j, "target"),
+                        f"edge to {unknown('step', edge.target, [*ids, *TERMINALS])}",
                     )
                 )
             try:
@@ -231,16 +237,15 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                 add(
                     src.problem(
                         (*loc, "memory", "inject_artifacts", j, "step"),
-                        f"unknown step '{ref.step}'",
+                        unknown("step", ref.step, ids),
                     )
                 )
-            elif ref.step and ref.artifact not in {
-                a.name for a in steps[ids[ref.step]].output_artifacts
-            }:
+            elif ref.step and ref.artifact not in declared(steps[ids[ref.step]]):
+                hint = did_you_mean(ref.artifact, declared(steps[ids[ref.step]]))
                 add(
                     src.problem(
                         (*loc, "memory", "inject_artifacts", j, "artifact"),
-                        f"step '{ref.step}' declares no output artifact '{ref.artifact}'",
+                        f"step '{ref.step}' declares no output artifact '{ref.artifact}'{hint}",
                     )
                 )
         if step.output:
@@ -259,6 +264,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                 )
             )
 
+    report.problems += check_wave_fields(project, loaded)
     if report.errors:
         return report  # graph checks need valid references
     report.problems += check_graph(loaded, dependents, lambda s: ctx.step_kinds.get(s.kind))
@@ -279,7 +285,8 @@ def _lint_workspace(
     if config.ref and config.ref not in ids:
         add(
             src.problem(
-                (*loc, "workspace", "ref"), f"workspace.ref names unknown step '{config.ref}'"
+                (*loc, "workspace", "ref"),
+                f"workspace.ref names {unknown('step', config.ref, ids)}",
             )
         )
     for j, mount in enumerate(config.mount):
@@ -357,7 +364,9 @@ def _lint_rework(scope: LintScope, contract: Contract, report: LintReport) -> No
         )
     elif target not in scope.ids:
         report.problems.append(
-            scope.problem(("rework_step",), f"rework_step names unknown step '{target}'")
+            scope.problem(
+                ("rework_step",), f"rework_step names {unknown('step', target, scope.ids)}"
+            )
         )
     elif not scope.loaded.pipeline.steps[scope.ids[target]].rework_only:
         report.problems.append(

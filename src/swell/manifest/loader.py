@@ -5,20 +5,23 @@ from __future__ import annotations
 import difflib
 import os
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from swell.errors import ManifestError, PipelineNotFound, Problem, ProjectNotFound
 from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
-from swell.manifest.models import Manifest, Pipeline, Strict, name_problem
+from swell.manifest.models import Manifest, Pipeline, name_problem
+from swell.manifest.models_base import Strict
+from swell.manifest.partial import validate_partially
 from swell.manifest.yamlsrc import Loc, SourceMap, YamlDoc, load_yaml, parse_yaml
 
 PIPELINE_DIRS = (".agents/pipelines", ".wave/pipelines")
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass
@@ -27,6 +30,7 @@ class Project:
     manifest_path: Path
     manifest: Manifest
     source: SourceMap
+    warnings: list[Problem] = field(default_factory=list)  # found while loading
 
 
 @dataclass
@@ -36,6 +40,7 @@ class LoadedPipeline:
     pipeline: Pipeline
     source: SourceMap
     text: str = ""  # the file as it was loaded (a run keeps it, and resumes from it)
+    warnings: list[Problem] = field(default_factory=list)  # found while loading
 
 
 def display_path(path: Path) -> str:
@@ -51,6 +56,8 @@ def _readable(err: dict[str, Any], model: type[BaseModel], loc: Loc) -> tuple[st
     """A human sentence for one pydantic error; True when it is about a key."""
     kind = err["type"]
     field = str(loc[-1]) if loc else ""
+    if field == "[key]" and len(loc) >= 3:  # pydantic's loc for a mapping's key
+        field = f"{loc[-3]}"
     if kind == "extra_forbidden":
         parent = _model_at(model, loc[:-1])
         known = sorted(parent.model_fields) if parent else []
@@ -120,21 +127,46 @@ def validation_problems(
     return problems
 
 
-def _validate(model: type[M], data: Any, source: SourceMap) -> M:
+@dataclass
+class Checked(Generic[T]):
+    """A file's model with its invalid values left out (None when nothing is left),
+    every problem found (errors and warnings), and the source map of that model."""
+
+    obj: T | None
+    problems: list[Problem]
+    source: SourceMap
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+
+def check_model(model: type[M], data: Any, source: SourceMap) -> Checked[M]:
+    """Every field-level problem of `data` as `model`, and the model of what is valid."""
     if not isinstance(data, dict):
-        raise ManifestError([source.problem((), "expected a mapping at the top of the file")])
-    problems: list[Problem] = []
-    obj: M | None = None
-    try:
-        obj = model.model_validate(data)
-    except ValidationError as exc:
-        problems = validation_problems(exc, model, source)
-    # unimplemented Wave fields are found in the raw data, so they are reported
+        return Checked(
+            None, [source.problem((), "expected a mapping at the top of the file")], source
+        )
+    obj, problems, pruned = validate_partially(
+        model,
+        data,
+        lambda exc: validation_problems(exc, model, source),
+        set(_UNION_TAGS),
+        source,
+    )
+    # Wave fields swell does not run are found in the raw data, so they are reported
     # together with every other problem of the file
     problems.extend(_unsupported(model, data, (), source))
-    if problems or obj is None:
-        raise ManifestError(sorted(_dedupe(problems), key=lambda p: (p.line, p.col)))
-    return obj
+    return Checked(obj, sorted(_dedupe(problems), key=lambda p: (p.line, p.col)), pruned)
+
+
+def _validate(model: type[M], data: Any, source: SourceMap) -> tuple[M, list[Problem]]:
+    """The model of `data`, and its warnings; ManifestError with every problem if any
+    is an error."""
+    checked = check_model(model, data, source)
+    if checked.errors or checked.obj is None:
+        raise ManifestError(checked.problems)
+    return checked.obj, checked.problems
 
 
 # pydantic adds these to `loc` for union members; they are not keys in the file
@@ -159,7 +191,8 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
 
 
 def _unsupported(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> list[Problem]:
-    """Problems for Wave fields that are set in `data` but not implemented yet."""
+    """Problems for Wave fields that are set in `data` but not implemented (an error)
+    or not run yet (a warning naming the field)."""
     if isinstance(annotation, type) and issubclass(annotation, Strict):
         if not isinstance(data, dict):
             return []
@@ -168,11 +201,15 @@ def _unsupported(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> lis
         problems: list[Problem] = []
         for key, value in data.items():
             what = annotation.UNSUPPORTED.get(key)
+            not_run = annotation.NOT_RUN.get(key)
             if what and value not in (None, [], {}, False):
                 problems.append(
                     source.problem((*loc, key), f"`{key}` ({what}) is not supported yet", key=True)
                 )
-            elif key in fields:
+            elif not_run and value not in (None, [], {}, False):
+                message = f"swell does not run `{key}` ({not_run}) yet; it is ignored"
+                problems.append(source.problem((*loc, key), message, key=True, severity="warning"))
+            if not what and key in fields:
                 problems.extend(_unsupported(fields[key].annotation, value, (*loc, key), source))
         return problems
     origin = typing.get_origin(annotation)
@@ -198,9 +235,24 @@ def load_project(root: Path | None = None) -> Project:
         path = project_root / name
         if path.is_file():
             doc = load_yaml(path, display_path(path))
-            manifest = _validate(Manifest, doc.data, doc.source)
-            return Project(project_root, path, manifest, doc.source)
+            manifest, warnings = _validate(Manifest, doc.data, doc.source)
+            return Project(project_root, path, manifest, doc.source, warnings)
     raise ProjectNotFound(f"no manifest in {project_root}")  # pragma: no cover
+
+
+def check_project(root: Path | None = None) -> tuple[Project | None, list[Problem]]:
+    """The project with its manifest's invalid values left out, and every problem of
+    the manifest (None when it cannot be read or nothing valid is left)."""
+    project_root = find_project_root(root)
+    path = next(p for n in MANIFEST_NAMES if (p := project_root / n).is_file())
+    try:
+        doc = load_yaml(path, display_path(path))
+    except ManifestError as exc:
+        return None, exc.problems
+    checked = check_model(Manifest, doc.data, doc.source)
+    if checked.obj is None:
+        return None, checked.problems
+    return Project(project_root, path, checked.obj, checked.source), checked.problems
 
 
 def pipeline_paths(root: Path) -> dict[str, Path]:
@@ -270,10 +322,31 @@ def load_stored_pipeline(path: Path, text: str) -> LoadedPipeline:
 
 
 def _pipeline(path: Path, doc: YamlDoc) -> LoadedPipeline:
-    pipeline = _validate(Pipeline, doc.data, doc.source)
+    pipeline, warnings = _validate(Pipeline, doc.data, doc.source)
     name = pipeline.metadata.name or path.stem
     problem = name_problem(name)  # metadata.name itself was checked by its model
     if problem:
         message = f"the pipeline's name {name!r} (its file name) {problem}; set metadata.name"
         raise ManifestError([Problem(doc.source.file, 1, 1, message)])
-    return LoadedPipeline(name, path, pipeline, doc.source, doc.text)
+    return LoadedPipeline(name, path, pipeline, doc.source, doc.text, warnings)
+
+
+def check_pipeline_file(
+    root: Path, name_or_path: str
+) -> tuple[LoadedPipeline | None, list[Problem]]:
+    """A pipeline with its invalid values left out, and every field-level problem of it
+    (None when it cannot be read or nothing valid is left); PipelineNotFound as usual."""
+    path = resolve_pipeline(root, name_or_path)
+    try:
+        doc = load_yaml(path, display_path(path))
+    except ManifestError as exc:
+        return None, exc.problems
+    checked = check_model(Pipeline, doc.data, doc.source)
+    if checked.obj is None:
+        return None, checked.problems
+    name = checked.obj.metadata.name or path.stem
+    problem = name_problem(name)
+    if problem:
+        message = f"the pipeline's name {name!r} (its file name) {problem}; set metadata.name"
+        return None, [*checked.problems, Problem(doc.source.file, 1, 1, message)]
+    return LoadedPipeline(name, path, checked.obj, checked.source, doc.text), checked.problems

@@ -1,17 +1,49 @@
 """Pydantic models of wave.yaml (WaveManifest) and pipeline files (WavePipeline).
 
 Every model forbids unknown fields. Wave fields swell accepts but that have no
-effect are listed in `IGNORED`; Wave fields that would change behaviour and are not
-implemented yet are listed in `UNSUPPORTED` and rejected by the loader with a clear
-message (docs/manifest.md keeps both lists).
+effect are listed in `IGNORED`; Wave fields that would change behaviour but whose
+runtime swell does not execute yet are listed in `NOT_RUN` (the loader warns when one
+is set); `UNSUPPORTED` fields are refused. docs/manifest.md keeps the lists. The models
+of Wave's less central fields are in `wave_models.py`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+
+from swell.manifest.models_base import Strict
+from swell.manifest.wave_models import (
+    AggregateConfig,
+    AuditConfig,
+    BranchConfig,
+    ChatContext,
+    CostConfig,
+    EvolutionConfig,
+    InputSchema,
+    IterateConfig,
+    LifecycleHook,
+    LoopConfig,
+    MatrixStrategy,
+    MetaConfig,
+    Outcome,
+    PersonaHooks,
+    PersonaSandbox,
+    PipelineOutput,
+    RetrosConfig,
+    RoutingConfig,
+    SandboxConfig,
+    ServerConfig,
+    SkillConfig,
+    StepInput,
+    SubPipelineConfig,
+    ValidationRule,
+    check_duration,
+    check_tiers,
+    check_token_scopes,
+)
 
 Fidelity = Literal["full", "compact", "summary", "fresh"]
 
@@ -72,15 +104,6 @@ def _branch_name(value: str | None) -> str | None:
     return value
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
-
-    # field name -> what it is, for "`strategy` (matrix strategies) is not supported yet"
-    UNSUPPORTED: ClassVar[dict[str, str]] = {}
-    # Wave fields accepted for compatibility that swell does not act on
-    IGNORED: ClassVar[tuple[str, ...]] = ()
-
-
 # --------------------------------------------------------------------------- manifest
 
 
@@ -102,16 +125,17 @@ class AdapterConfig(Strict):
     type: str | None = None  # implementation; defaults to the adapter's key
     binary: str | None = None
     default_model: str | None = None
-    tier_models: dict[str, str] = Field(default_factory=dict)
+    tier_models: dict[str, str] = Field(default_factory=dict)  # tier -> model
     default_permissions: Permissions = Field(default_factory=Permissions)
     options: dict[str, Any] = Field(default_factory=dict)  # validated by the adapter
     mode: str | None = None
     output_format: str | None = None
     project_files: list[str] = Field(default_factory=list)
-    hooks_template: Any = None
+    hooks_template: str | None = None
 
-    UNSUPPORTED = {"hooks_template": "adapter hook templates"}
-    IGNORED = ("mode", "output_format", "project_files")
+    NOT_RUN = {"hooks_template": "adapter hook templates"}
+
+    _tiers = field_validator("tier_models")(check_tiers)
 
 
 class Persona(Strict):
@@ -122,17 +146,20 @@ class Persona(Strict):
     temperature: float | None = None
     model: str | None = None
     permissions: Permissions = Field(default_factory=Permissions)
-    hooks: Any = None
-    sandbox: Any = None
-    skills: Any = None
+    hooks: PersonaHooks = Field(default_factory=PersonaHooks)
+    sandbox: PersonaSandbox | None = None
+    skills: list[str] = Field(default_factory=list)
     token_scopes: list[str] = Field(default_factory=list)
 
-    UNSUPPORTED = {
+    NOT_RUN = {
         "hooks": "persona tool hooks",
         "sandbox": "persona network sandboxes",
         "skills": "skills",
+        "token_scopes": "forge token scope checks",
     }
-    IGNORED = ("description", "token_scopes")
+    IGNORED = ("description",)
+
+    _scopes = field_validator("token_scopes")(check_token_scopes)
 
 
 class Timeouts(Strict):
@@ -177,6 +204,9 @@ class ArtifactsConfig(Strict):
 
 class Runtime(Strict):
     workspace_root: str | None = None
+    # where runs are kept (store/location.py): a path, sqlite:///PATH or postgresql://...;
+    # $SWELL_STORE wins over it; unset, SQLite in the state directory
+    store: str | None = None
     max_concurrency: int | None = Field(default=None, ge=1)
     max_concurrent_workers: int | None = Field(default=None, ge=1)
     default_timeout_minutes: float | None = Field(default=None, gt=0)
@@ -185,21 +215,25 @@ class Runtime(Strict):
     relay: RelayConfig = Field(default_factory=RelayConfig)
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
     artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)
-    audit: Any = None
-    meta_pipeline: Any = None
-    routing: Any = None
-    sandbox: Any = None
-    stall_timeout: Any = None
-    fallbacks: Any = None
-    cost: Any = None
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    meta_pipeline: MetaConfig = Field(default_factory=MetaConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    sandbox: SandboxConfig | None = None
+    stall_timeout: str | None = None
+    fallbacks: dict[str, list[str]] = Field(default_factory=dict)
+    cost: CostConfig = Field(default_factory=CostConfig)
+    retros: RetrosConfig = Field(default_factory=RetrosConfig)
 
-    UNSUPPORTED = {
+    NOT_RUN = {
         "sandbox": "runtime sandboxing (bubblewrap/docker)",
-        "stall_timeout": "stall detection",
+        "stall_timeout": "the stall watchdog",
         "fallbacks": "adapter fallback chains",
-        "cost": "cost budgets",
+        "cost": "the cost ledger",
+        "retros": "retrospectives",
     }
-    IGNORED = ("audit", "meta_pipeline", "routing", "pipeline_id_hash_length", "workspace_root")
+    IGNORED = ("audit", "meta_pipeline", "pipeline_id_hash_length", "workspace_root")
+
+    _stall = field_validator("stall_timeout")(check_duration)
 
     @property
     def concurrency(self) -> int:
@@ -217,22 +251,29 @@ class Manifest(Strict):
     apiVersion: str | None = None
     kind: Literal["WaveManifest", "SwellManifest"]
     metadata: Metadata = Field(default_factory=Metadata)
-    project: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    project: dict[str, Any] = Field(default_factory=dict)  # any YAML value (lists, services)
     ontology: Any = None
     adapters: dict[str, AdapterConfig] = Field(default_factory=dict)
     personas: dict[str, Persona] = Field(default_factory=dict)
     runtime: Runtime = Field(default_factory=Runtime)
-    server: Any = None
-    skills: Any = None
-    hooks: Any = None
+    server: ServerConfig | None = None
+    skills: list[str] = Field(default_factory=list)
+    hooks: list[LifecycleHook] = Field(default_factory=list)
+    evolution: EvolutionConfig | None = None
 
-    UNSUPPORTED = {"server": "server mode", "skills": "skills", "hooks": "lifecycle hooks"}
-    IGNORED = ("apiVersion", "metadata", "ontology")
+    NOT_RUN = {"server": "server mode", "skills": "skills", "hooks": "lifecycle hooks"}
+    IGNORED = ("apiVersion", "metadata", "ontology", "evolution")
 
     def adapter_type(self, name: str) -> str:
         """The implementation behind adapter `name` (its `type`, else the name)."""
         config = self.adapters.get(name)
-        return config.type if config and config.type else name
+        if config and config.type:
+            return config.type
+        # Wave runs `opencode-*` entries (opencode-glm, ...) with the opencode runner and
+        # that entry's `binary`
+        if name.lower().startswith("opencode-"):
+            return "opencode"
+        return name
 
 
 # --------------------------------------------------------------------------- pipeline
@@ -257,14 +298,14 @@ InputType = Literal[
 
 class InputConfig(Strict):
     source: str | None = None
-    schema_: Any = Field(default=None, alias="schema")
+    schema_: InputSchema | None = Field(default=None, alias="schema")
     example: str | None = None
     label_filter: str | None = None
-    batch_size: int | None = None
+    batch_size: int | None = Field(default=None, ge=0)
     type: InputType | None = None
 
     IGNORED = ("source", "schema", "example")
-    UNSUPPORTED = {"label_filter": "forge input filters", "batch_size": "batched input"}
+    NOT_RUN = {"label_filter": "forge input filters", "batch_size": "batched input"}
 
     @property
     def required(self) -> bool:
@@ -277,9 +318,9 @@ class InputConfig(Strict):
 
 class Requires(Strict):
     tools: list[str] = Field(default_factory=list)
-    skills: Any = None
+    skills: dict[str, SkillConfig] = Field(default_factory=dict)
 
-    UNSUPPORTED = {"skills": "skills"}
+    NOT_RUN = {"skills": "skills"}
 
 
 class Edge(Strict):
@@ -294,7 +335,7 @@ class Exec(Strict):
     command: str | None = None
     args: str | None = None
 
-    UNSUPPORTED = {"command": "slash commands", "args": "slash commands"}
+    NOT_RUN = {"command": "slash commands", "args": "slash commands"}
 
 
 class ArtifactDef(Strict):
@@ -314,9 +355,9 @@ class ArtifactRef(Strict):
     type: str | None = None
     schema_path: str | None = None
     optional: bool = False
-    pipeline: str | None = None
+    pipeline: str | None = None  # another pipeline's `pipeline_outputs` name
 
-    UNSUPPORTED = {"pipeline": "cross-pipeline artifacts"}
+    NOT_RUN = {"pipeline": "cross-pipeline artifacts"}
 
     # the copy's file name is `as`, else `artifact`
     _names = field_validator("artifact", "as_")(_file_name)
@@ -331,6 +372,7 @@ class Mount(Strict):
     source: str
     target: str | None = None
     mode: Literal["readonly", "readwrite"] | None = None
+    subset_from: str | None = None  # "STEP.ARTIFACT[.json.path]": copy only the files it lists
 
 
 class WorkspaceConfig(Strict):
@@ -351,7 +393,9 @@ class Contract(Strict):
     model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     type: str
-    on_failure: Literal["fail", "retry", "rework", "continue", "warn", "skip"] | None = None
+    on_failure: (
+        Literal["fail", "retry", "rework", "continue", "warn", "skip", "rejected"] | None
+    ) = None
     must_pass: bool | None = None
     max_retries: int | None = None
     rework_step: str | None = None
@@ -390,8 +434,9 @@ class Retry(Strict):
     base_delay: str | int | float | None = None
     max_delay: str | int | float | None = None
     adapt_prompt: bool | None = None
-    on_failure: str | None = None
+    on_failure: Literal["fail", "skip", "continue", "warn", "rework"] | None = None
     rework_step: str | None = None
+    no_escalate: bool = False  # engine/tiers.py: a retry keeps its tier
 
 
 class GateChoice(Strict):
@@ -448,22 +493,30 @@ class Step(Strict):
     rework_only: bool = False
     optional: bool = False
     contexts: Any = None
-    outcomes: Any = None
-    strategy: Any = None
-    validation: Any = None
-    max_concurrent_agents: Any = None
-    concurrency: Any = None
-    iterate: Any = None
-    branch: Any = None
-    loop: Any = None
-    aggregate: Any = None
+    outcomes: list[Outcome] = Field(default_factory=list)
+    strategy: MatrixStrategy | None = None
+    validation: list[ValidationRule] = Field(default_factory=list)
+    max_concurrent_agents: int | None = Field(default=None, ge=0)
+    concurrency: int | None = Field(default=None, ge=0)
+    skills: list[str] = Field(default_factory=list)
+    permissions: Permissions | None = None
+    input_ref: StepInput | None = None
+    config: SubPipelineConfig | None = None
+    iterate: IterateConfig | None = None
+    branch: BranchConfig | None = None
+    loop: LoopConfig | None = None
+    aggregate: AggregateConfig | None = None
 
-    UNSUPPORTED = {
+    NOT_RUN = {
         "strategy": "matrix strategies",
         "outcomes": "outcome extraction",
         "validation": "validation rules",
-        "max_concurrent_agents": "per-step agent concurrency",
+        "max_concurrent_agents": "the sub-agent hint",
         "concurrency": "per-step concurrency",
+        "skills": "skills",
+        "permissions": "step permission overlays",
+        "input_ref": "typed sub-pipeline input",
+        "config": "sub-pipeline config",
         "iterate": "iteration",
         "branch": "branch composition",
         "loop": "loop composition (use edges)",
@@ -489,6 +542,8 @@ class Step(Strict):
         """The step type: explicit `type`, else inferred from the fields present."""
         if self.type:
             return self.type
+        if any(f is not None for f in (self.iterate, self.aggregate, self.branch, self.loop)):
+            return "composition"  # Wave's composition steps (engine/steps/composition.py)
         if self.pipeline:
             return "pipeline"
         if self.gate:
@@ -505,13 +560,13 @@ class Pipeline(Strict):
     requires: Requires = Field(default_factory=Requires)
     steps: list[Step]
     max_step_visits: int = Field(default=50, ge=1)
-    pipeline_outputs: Any = None
-    chat_context: Any = None
-    skills: Any = None
-    hooks: Any = None
+    pipeline_outputs: dict[str, PipelineOutput] = Field(default_factory=dict)
+    chat_context: ChatContext | None = None
+    skills: list[str] = Field(default_factory=list)
+    hooks: list[LifecycleHook] = Field(default_factory=list)
 
-    UNSUPPORTED = {
-        "pipeline_outputs": "pipeline output aliases",
+    NOT_RUN = {
+        "pipeline_outputs": "pipeline outputs for parents and later pipelines",
         "skills": "skills",
         "hooks": "lifecycle hooks",
     }

@@ -5,6 +5,7 @@ before any run starts; docs/security.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from swell.errors import Problem
@@ -12,11 +13,12 @@ from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintContext, contract_loc
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
+from swell.manifest.template_names import Names, not_rendered, unresolvable
 from swell.manifest.templates import ScriptRefused, Template, analyse_script, parse_template
 from swell.manifest.yamlsrc import SourceMap
 
-SIMPLE_VARS = {"input", "pipeline_id", "pipeline_name", "step_id", "workspace", "project_root"}
-STEP_FIELDS = {"outcome", "exit_code", "artifacts", "visit"}
+# fields Wave renders with step-output references (`{{ STEP.output }}`, `.out.NAME`)
+COMPOSITION_FIELDS = {("input",), ("iterate", "over"), ("aggregate", "from"), ("branch", "on")}
 
 
 def template_sources(step: Step, root: Path) -> list[tuple[tuple[str | int, ...], str]]:
@@ -33,6 +35,18 @@ def template_sources(step: Step, root: Path) -> list[tuple[tuple[str | int, ...]
         out.append((("script",), step.script))
     if step.input:
         out.append((("input",), step.input))
+    # Wave renders these too: templated persona and pipeline names, composition fields
+    extra: list[tuple[tuple[str | int, ...], str | None]] = [
+        (("persona",), step.persona),
+        (("pipeline",), step.pipeline),
+        (("iterate", "over"), step.iterate.over if step.iterate else None),
+        (("aggregate", "from"), step.aggregate.from_ if step.aggregate else None),
+        (("branch", "on"), step.branch.on if step.branch else None),
+        (("loop", "until"), step.loop.until if step.loop else None),
+    ]
+    for where, text in extra:
+        if text and "{{" in text:
+            out.append((where, text))
     if step.workspace and step.workspace.branch:
         out.append((("workspace", "branch"), step.workspace.branch))
     if step.gate:
@@ -80,6 +94,15 @@ def check_templates(
     pipeline = loaded.pipeline
     own_artifacts = {a.name for a in step.output_artifacts}
     injected = {ref.as_ or ref.artifact for ref in step.memory.inject_artifacts}
+    steps = {s.id: s for s in pipeline.steps}
+    base = Names(
+        steps=steps,
+        project=project.manifest.project,
+        context_keys=context_keys,
+        artifacts=own_artifacts | injected,
+        dependencies=step.dependencies,
+        gates=[s.id for s in pipeline.steps if s.gate is not None],
+    )
     scripts = script_sources(step, lint)
     project_ns = {"project": dict(project.manifest.project)}
     for where, text in template_sources(step, project.root):
@@ -97,58 +120,31 @@ def check_templates(
             else:
                 for warning in analysis.warnings:
                     add(place.problem(warning.offset, warning.message, "warning"))
+        names = dataclasses.replace(
+            base,
+            composition=where in COMPOSITION_FIELDS,
+            iterate=step.iterate is not None and where in (("pipeline",), ("input",)),
+        )
         for path in tpl.variables():
-            reason = _unresolvable(
-                path, project, pipeline.steps, ids, context_keys, own_artifacts | injected
-            )
+            reason = unresolvable(path, names)
             if reason:
                 add(src.problem((*loc, *where), reason))
-    return problems
+                continue
+            note = not_rendered(path, names)
+            if note:
+                add(src.problem((*loc, *where), note, severity="warning"))
+    return _dedupe(problems)
 
 
-def _unresolvable(
-    path: tuple[str | int, ...],
-    project: Project,
-    steps: list[Step],
-    ids: dict[str, int],
-    context_keys: set[str],
-    artifacts: set[str],
-) -> str | None:
-    name = ".".join(str(p) for p in path)
-    root, rest = str(path[0]), path[1:]
-    if root in SIMPLE_VARS:
-        return None if not rest else f"template variable '{name}' has no fields"
-    if root == "run":
-        return (
-            None
-            if [str(r) for r in rest] == ["id"]
-            else f"unknown template variable '{name}' (use run.id)"
-        )
-    if root == "project":
-        if rest and str(rest[0]) in project.manifest.project:
-            return None
-        return f"template variable '{name}' is not set in wave.yaml `project:`"
-    if root == "context":
-        if rest and str(rest[0]) in context_keys:
-            return None
-        return f"template variable '{name}' is never set by any step's output.context"
-    if root == "artifacts":
-        if rest and str(rest[0]) in artifacts:
-            return None
-        return f"template variable '{name}' names no artifact of this step"
-    if root == "steps":
-        if not rest or str(rest[0]) not in ids:
-            return f"template variable '{name}' names an unknown step"
-        if len(rest) < 2 or str(rest[1]) not in STEP_FIELDS:
-            return (
-                f"template variable '{name}': use steps.ID.artifacts.NAME, .outcome or .exit_code"
-            )
-        if str(rest[1]) == "artifacts":
-            declared = {a.name for a in steps[ids[str(rest[0])]].output_artifacts}
-            if len(rest) < 3 or str(rest[2]) not in declared:
-                return f"template variable '{name}': step '{rest[0]}' declares no such artifact"
-        return None
-    return f"unknown template variable '{name}'"
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    """One problem per place and message (a prompt names `forge.type` ten times)."""
+    seen: set[tuple[int, int, str]] = set()
+    out: list[Problem] = []
+    for p in problems:
+        if (p.line, p.col, p.message) not in seen:
+            seen.add((p.line, p.col, p.message))
+            out.append(p)
+    return out
 
 
 class _Placer:

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.protocols import RunReader
 from swell.store.rows import RunRow
 from swell.workspace import safe
 
-ENDED = ("succeeded", "failed", "cancelled")
+ENDED = ENDED_FOR_GOOD
 SCAN = 1_000_000  # runs read from the store
 GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 

@@ -62,4 +62,18 @@ def keep(event: BaseEvent, f: LogFilter) -> bool:
     return True
 
 
-__all__ = ["LogFilter", "is_error", "keep", "since_time"]
+def keep_chunk(ts: str, f: LogFilter) -> bool:
+    """Whether a visit's stored output chunk (stamped `ts`) is shown: never with
+    `--errors` (a failure's output is in its error), else when it is recent enough.
+    The step filter is the store's (`output(step_id=...)`)."""
+    if f.errors:
+        return False
+    if f.since is not None:
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")) >= f.since
+        except ValueError:
+            return True
+    return True
+
+
+__all__ = ["LogFilter", "is_error", "keep", "keep_chunk", "since_time"]

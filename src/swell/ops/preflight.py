@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from swell.engine import tiers
 from swell.errors import SwellError
 from swell.manifest.loader import LoadedPipeline, Project, load_pipeline
 from swell.manifest.models import Pipeline, Step
@@ -32,7 +33,6 @@ from swell.ops import toolchain
 if TYPE_CHECKING:
     from swell.runtime import Registries
 
-TIERS = ("cheapest", "balanced", "strongest")
 SHELL_TOOLS = frozenset({"bash", "shell", "run_shell_command"})
 DEFAULT_WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash"})
 WRITE_TOOLS = SHELL_TOOLS | frozenset(
@@ -77,13 +77,15 @@ class AgentUse:
 
 
 def resolve_model(project: Project, adapter: str, *choices: str | None) -> str | None:
-    """The first model named in `choices`, else the adapter's default; a tier name
-    maps through the adapter's `tier_models` (as engine/agents.py does)."""
-    config = project.manifest.adapters.get(adapter)
-    model = next((m for m in choices if m), None) or (config.default_model if config else None)
-    if model in TIERS and config and model in config.tier_models:
-        return config.tier_models[model]
-    return model
+    """The model a first attempt runs on, as engine/tiers.py resolves it: `choices` are
+    (`--model`, step model, persona model), any of them may be missing or None; else
+    the adapter's default. A tier never shows: it is resolved to its model."""
+    cli, step_model, persona_model = (*choices, None, None, None)[:3]
+    manifest = project.manifest
+    config = manifest.adapters.get(adapter)
+    default = config.default_model if config else None
+    model = tiers.requested(cli, step_model, persona_model, None, default)
+    return tiers.resolve(model, manifest.adapter_type(adapter), config, manifest.runtime.routing)
 
 
 def _reviewers(step: Step, registries: Registries) -> list[str]:

@@ -2,7 +2,8 @@
 
 `open_store(location)` reads the location and the store settings in the environment
 and returns a `Store`; nothing else constructs a backend. A project's state is in
-`.swell/` at its root, or in $SWELL_STATE_DIR.
+`.swell/` at its root, or in $SWELL_STATE_DIR; its store is SQLite there unless
+$SWELL_STORE or `runtime.store` in wave.yaml names another (`store_location`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from swell.errors import StoreError
 from swell.manifest.discovery import find_project_root
 from swell.store.protocols import Store
 
-LOCATIONS = "a path, sqlite:///PATH or memory:"
+LOCATIONS = "a path, sqlite:///PATH, postgresql://HOST/DATABASE or memory:"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: C:\ is a path
 
 
@@ -25,6 +26,7 @@ def open_store(location: str | Path) -> Store:
     - a path, or `sqlite:///abs/state.db` (`sqlite://rel/state.db`): SQLite in that
       file; SWELL_SYNC=full makes every commit survive power loss (synchronous=FULL).
     - `memory:`: a new in-memory database (more handles on it: `MemoryStore(store.database)`).
+    - `postgresql://` or `postgres://` URL: Postgres (needs `pip install 'swell[postgres]'`).
     """
     if isinstance(location, Path):
         return _sqlite(location)
@@ -38,6 +40,8 @@ def open_store(location: str | Path) -> Store:
         from swell.store.memory import MemoryStore
 
         return MemoryStore()
+    if scheme in ("postgres", "postgresql") and rest.startswith("//"):
+        return _postgres(location)
     raise StoreError(f"cannot open a store at '{location}': use {LOCATIONS}")
 
 
@@ -48,6 +52,48 @@ def _sqlite(path: Path) -> Store:
     return SqliteStore(path, synchronous=sync)
 
 
+def _postgres(url: str) -> Store:
+    try:
+        from swell.store.postgres import PostgresStore  # its driver only when used
+    except ImportError as exc:
+        if exc.name not in ("psycopg", "psycopg_binary", "psycopg_c"):
+            raise
+        raise StoreError(
+            "the Postgres store needs psycopg: pip install 'swell[postgres]'"
+        ) from None
+    return PostgresStore(url)
+
+
+def store_location(root: Path, configured: str | None = None) -> str | Path:
+    """Where the project at `root` keeps its runs: $SWELL_STORE, else `configured`
+    (`runtime.store` in wave.yaml), else SQLite in its state directory."""
+    return os.environ.get("SWELL_STORE") or configured or state_dir_for(root) / "state.db"
+
+
+def _manifest_store(root: Path) -> str | None:
+    """`runtime.store` of the project's wave.yaml, read without loading the manifest (only
+    when the file mentions a store: YAML is not parsed otherwise)."""
+    from swell.manifest.discovery import MANIFEST_NAMES
+
+    for name in MANIFEST_NAMES:
+        try:
+            text = (root / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "store" not in text:
+            return None
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return None  # the manifest's own loader reports it
+        runtime = data.get("runtime") if isinstance(data, dict) else None
+        store = runtime.get("store") if isinstance(runtime, dict) else None
+        return store if isinstance(store, str) and store else None
+    return None
+
+
 def state_dir_for(root: Path) -> Path:
     """`.swell/` in the project, unless SWELL_STATE_DIR points elsewhere."""
     override = os.environ.get("SWELL_STATE_DIR")
@@ -56,4 +102,5 @@ def state_dir_for(root: Path) -> Path:
 
 def open_project_store(start: Path | None = None) -> Store:
     """The store of the project at or above `start`, found without loading the manifest."""
-    return open_store(state_dir_for(find_project_root(start)) / "state.db")
+    root = find_project_root(start)
+    return open_store(store_location(root, _manifest_store(root)))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
 from swell.events.models import BaseEvent, Event, event_data, event_json, stored_event
+from swell.store.output import MemoryOutput
 from swell.store.records import INSERTS, PRIMARY_KEYS, Record
 from swell.store.rows import (
     ArtifactRow,
@@ -45,6 +46,8 @@ from swell.store.rules import (
     pending,
 )
 from swell.store.run_locks import busy, this_process
+from swell.store.waiting import poll_for_events
+from swell.streaming import OutputChunk
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -71,6 +74,7 @@ class MemoryDatabase:
     thread_rounds: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
     claims: dict[str, tuple[Owner, int]] = field(default_factory=dict)  # run -> owner, handle
     snapshots: dict[str, tuple[int, str]] = field(default_factory=dict)  # run -> seq, data
+    output: MemoryOutput = field(default_factory=MemoryOutput)  # running visits' output
 
     def table(self, name: str, run_id: str) -> Table:
         """One run's rows of a table (to write: it is created when missing)."""
@@ -494,6 +498,9 @@ class MemoryStore:
             run = db.runs.get(run_id)
             return run["pipeline_text"] if run else None
 
+    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
+        return poll_for_events(self, run_id, after_seq, timeout)  # no cross-process signal
+
     def cancel_requested(self, run_id: str) -> bool:
         with self._read() as db:
             run = db.runs.get(run_id)
@@ -521,6 +528,27 @@ class MemoryStore:
                 keys = {n: (r,) for (t, n), r in index.items() if t == thread}
             wanted = sorted(n for n in keys if first <= n <= last)
             return [row_from(RoundRow, {**table[keys[n]], "id": n}) for n in wanted]
+
+    # ------------------------------------------------------------------ output
+
+    def write_output(self, chunks: Sequence[OutputChunk]) -> None:
+        with self._read() as db:
+            db.output.write(chunks)
+
+    def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
+        with self._read() as db:
+            db.output.drop(run_id, step_id, visit, seqs)
+
+    def output(
+        self,
+        run_id: str,
+        *,
+        after_id: int = 0,
+        step_id: str | None = None,
+        visit: int | None = None,
+    ) -> list[OutputChunk]:
+        with self._read() as db:
+            return db.output.read(run_id, after_id, step_id, visit)
 
     # ---------------------------------------------------------------- internals
 

@@ -273,6 +273,13 @@ def _m7_thread_index_for_threads_only(db: sqlite3.Connection) -> None:
     )
 
 
+def _m8_output(db: sqlite3.Connection) -> None:
+    # running visits' output, stored as it arrives (store/output.py)
+    from swell.store.output import CREATE
+
+    _run_script(db, CREATE)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_rounds,
@@ -281,6 +288,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m5_snapshots,
     _m6_compact_events,
     _m7_thread_index_for_threads_only,
+    _m8_output,
 ]
 
 

@@ -24,6 +24,7 @@ from swell.store.rows import (
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent, Event
+    from swell.streaming import OutputChunk
 
 
 class RunWriter(Protocol):
@@ -164,6 +165,12 @@ class RunReader(Protocol):
         """The pipeline file as it was when the run was created (None: not kept)."""
         ...
 
+    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
+        """Block until the run has an event after `after_seq` (True) or `timeout` seconds
+        pass (False): Postgres is woken by the commit (LISTEN/NOTIFY), the others poll
+        (`store/waiting.py`). For followers such as `swell logs --follow`."""
+        ...
+
 
 class ThreadReader(Protocol):
     """A run's rounds by id, for `swell thread` (ids are the thread's own when one is named)."""
@@ -179,5 +186,31 @@ class ThreadReader(Protocol):
         ...
 
 
-class Store(RunWriter, RunReader, ThreadReader, Protocol):
+class OutputStore(Protocol):
+    """Running visits' output (store/output.py): the engine writes it through
+    `streaming.OutputSink` (these two writing methods), `swell logs` reads it."""
+
+    def write_output(self, chunks: Sequence[OutputChunk]) -> None:
+        """Keep one visit's chunks, committed when this returns (a (visit, seq) stored
+        already is replaced)."""
+        ...
+
+    def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
+        """Delete the visit's chunks whose seq is in `seqs` (a range)."""
+        ...
+
+    def output(
+        self,
+        run_id: str,
+        *,
+        after_id: int = 0,
+        step_id: str | None = None,
+        visit: int | None = None,
+    ) -> list[OutputChunk]:
+        """The run's chunks stored after chunk `after_id` (of one step, one visit), in
+        the order they were stored."""
+        ...
+
+
+class Store(RunWriter, RunReader, ThreadReader, OutputStore, Protocol):
     """Everything a store backend provides."""

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from swell.errors import RunNotFound, RunStateError, StoreError
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.rows import GateRow, RunRow
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def check_seqs(events: Sequence[BaseEvent]) -> None:
             )
 
 
-FINISHED_FOR_GOOD = ("succeeded", "failed", "cancelled")  # a snapshot of these is dropped
+FINISHED_FOR_GOOD = ENDED_FOR_GOOD  # a snapshot of these is dropped
 
 
 def check_snapshot(run_id: str, seq: int, found: bool, last_seq: int, where: str) -> None:

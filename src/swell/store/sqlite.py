@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
+from swell.store import output as output_table
 from swell.store.checkpoints import Checkpoints
 from swell.store.compact import event_id, pack_ts, seq_of, unpack_ts
 from swell.store.migrations import migrate
@@ -43,11 +44,13 @@ from swell.store.rules import (
     pending,
 )
 from swell.store.run_locks import RunLocks, this_process
+from swell.store.waiting import poll_for_events
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from swell.events.models import BaseEvent, Event
+    from swell.streaming import OutputChunk
 
 R = TypeVar("R", bound="DataclassInstance")
 
@@ -380,6 +383,9 @@ class SqliteStore:
         row = self.db.execute("SELECT pipeline_text FROM runs WHERE id = ?", (run_id,)).fetchone()
         return row[0] if row else None
 
+    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
+        return poll_for_events(self, run_id, after_seq, timeout)  # no cross-process signal
+
     def cancel_requested(self, run_id: str) -> bool:
         row = self.db.execute(
             "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)
@@ -417,6 +423,30 @@ class SqliteStore:
             "WHERE run_id = ? AND thread = ? AND thread_round BETWEEN ? AND ? ORDER BY thread_round",
             (run_id, thread, first, last),
         )
+
+    # ------------------------------------------------------------------ output
+
+    def write_output(self, chunks: Sequence[OutputChunk]) -> None:
+        if not chunks:
+            return
+        with self._tx():
+            output_table.write(self.db, chunks)
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
+
+    def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
+        with self._tx():
+            output_table.drop(self.db, run_id, step_id, visit, seqs)
+
+    def output(
+        self,
+        run_id: str,
+        *,
+        after_id: int = 0,
+        step_id: str | None = None,
+        visit: int | None = None,
+    ) -> list[OutputChunk]:
+        return output_table.read(self.db, run_id, after_id, step_id, visit)
 
     # ---------------------------------------------------------------- internals
 

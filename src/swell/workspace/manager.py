@@ -2,20 +2,50 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
-from swell.manifest.models import Step, branch_problem
+from swell.manifest.models import Mount, Step, WorkspaceConfig, branch_problem
+from swell.workspace.mounts import SubsetError, subset_paths
+from swell.workspace.paths import PathEscape, inside
 from swell.workspace.workspace import (
     Workspace,
     WorkspaceError,
     add_mounts,
+    mount_target,
     open_directory,
     open_worktree,
     restore_mounts,
 )
 
 DEFAULT_BRANCH = "swell/{{ run.id }}"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")  # a name a template path can spell
+
+
+def workspace_config(steps: dict[str, Step], step: Step) -> WorkspaceConfig | None:
+    """The step's `workspace:`, following `ref: STEP` to the step that defines it;
+    raises WorkspaceError when a ref leads nowhere (or in a circle)."""
+    config = step.workspace
+    seen: set[str] = set()
+    while config is not None and config.ref:
+        if config.ref in seen or config.ref not in steps:
+            raise WorkspaceError(
+                f"step '{step.id}': workspace.ref '{config.ref}' does not lead to a step"
+            )
+        seen.add(config.ref)
+        config = steps[config.ref].workspace
+    return config
+
+
+def script_dir(workspace: Path, config: WorkspaceConfig | None) -> Path:
+    """Where a command step's script runs: as in Wave, the target of the step's first
+    mount of the project itself (`source: ./` or `.`), else the workspace."""
+    for mount in config.mount if config is not None else []:
+        if mount.source.strip() in (".", "./", ""):
+            target = mount_target(mount)
+            return workspace if target == "." else workspace / target
+    return workspace
 
 
 class Workspaces:
@@ -31,15 +61,7 @@ class Workspaces:
 
     def for_step(self, step: Step, render: Callable[[str], str]) -> Workspace:
         """The workspace `step` runs in; raises WorkspaceError when it cannot be made."""
-        config = step.workspace
-        seen: set[str] = set()
-        while config is not None and config.ref:
-            if config.ref in seen or config.ref not in self.steps:
-                raise WorkspaceError(
-                    f"step '{step.id}': workspace.ref '{config.ref}' does not lead to a step"
-                )
-            seen.add(config.ref)
-            config = self.steps[config.ref].workspace
+        config = workspace_config(self.steps, step)
         if config is not None and config.type == "worktree":
             branch = render(config.branch or DEFAULT_BRANCH)
             problem = branch_problem(branch)
@@ -55,9 +77,50 @@ class Workspaces:
             if key not in self._by_key:
                 self._by_key[key] = open_directory(self.default)
         workspace = self._by_key[key]
-        if config is not None and config.mount and not workspace.mounts:
-            add_mounts(workspace, self.project_root, config.mount)
+        if config is not None and config.mount:
+            subsets = self._subsets(step, config.mount, render, workspace)
+            add_mounts(workspace, self.project_root, config.mount, subsets=subsets)
         return workspace
+
+    def _subsets(
+        self, step: Step, mounts: list[Mount], render: Callable[[str], str], ws: Workspace
+    ) -> dict[int, list[str]]:
+        """The files each `subset_from` mount copies (mount index -> paths).
+
+        `subset_from: STEP.ARTIFACT[.json.path]`: the artifact is read where the run
+        recorded it (the manager sees the run only through `render`, the template
+        namespace, so it asks for `steps.STEP.artifacts.ARTIFACT`). As in Wave, an
+        artifact that is not there keeps the whole source (with a note); a path that
+        gives no list of paths fails the visit. Listed paths that leave the source,
+        are links or do not exist are left out, with a note."""
+        found: dict[int, list[str]] = {}
+        done = {m.target for m in ws.mounts}
+        for index, mount in enumerate(mounts):
+            if not mount.subset_from or mount_target(mount) in done:
+                continue
+            producer, _, rest = mount.subset_from.partition(".")
+            name, _, path = rest.partition(".")
+            what = f"step '{step.id}': subset_from {mount.subset_from!r}"
+            artifact = ""
+            if _NAME.fullmatch(producer) and _NAME.fullmatch(name):
+                artifact = render(f"{{{{ steps.{producer}.artifacts.{name} }}}}")
+            if not artifact or not Path(artifact).is_file():
+                ws.notes.append(
+                    f"{what}: artifact '{name}' of step '{producer}' is not available; "
+                    "copying the whole source"
+                )
+                continue
+            try:
+                source = inside(self.project_root, mount.source.removeprefix("./") or ".")
+                kept, left = subset_paths(Path(artifact), path, source)
+            except (PathEscape, SubsetError) as exc:
+                raise WorkspaceError(f"{what}: {exc}") from None
+            if left:
+                ws.notes.append(
+                    f"{what}: not copied (outside the source, links or missing): " + ", ".join(left)
+                )
+            found[index] = kept
+        return found
 
     def after_visit(self, workspace: Workspace) -> list[str]:
         """Problems a visit left (writes into read-only mounts, which are undone)."""
@@ -67,4 +130,4 @@ class Workspaces:
         return problems
 
 
-__all__ = ["WorkspaceError", "Workspaces"]
+__all__ = ["WorkspaceError", "Workspaces", "script_dir", "workspace_config"]

@@ -24,6 +24,7 @@ from pathlib import Path
 from swell.errors import SwellError
 from swell.manifest.models import Mount
 from swell.workspace import safe
+from swell.workspace.mounts import copy_source
 from swell.workspace.paths import PathEscape, inside
 
 _GIT_ENV = {
@@ -58,9 +59,11 @@ def git(cwd: Path, *args: str) -> str:
 
 @dataclass
 class MountRecord:
-    target: str  # relative to the workspace
+    target: str  # relative to the workspace ("." for the workspace itself)
     readonly: bool
     digest: str
+    source: Path | None = None  # what was copied (inside the project)
+    only: list[str] | None = None  # `subset_from`: the files of `source` copied
 
 
 @dataclass
@@ -70,7 +73,7 @@ class Workspace:
     base: str | None = None  # the commit diffs are taken against
     branch: str | None = None
     mounts: list[MountRecord] = field(default_factory=list)
-    mount_specs: list[Mount] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings for the next visit to record
     git_dir: Path | None = None  # a worktree's own git directory, in the project's .git
 
     def git(self, *args: str) -> str:
@@ -100,17 +103,30 @@ class Workspace:
                 options += ["-c", f"filter.{name}.{setting}"]
         return options
 
-    def _diff(self, *options: str) -> str:
-        if self.base is None:
+    def _diff(self, *options: str, base: str | None = None) -> str:
+        base = base or self.base
+        if base is None:
             raise WorkspaceError(f"workspace {self.path} has no base to diff against")
         where = self.git_options()
         _run_git(self.path, (*where, "add", "--all", "--intent-to-add"))
         flags = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
-        return _run_git(self.path, (*where, "diff", *flags, *options, self.base))
+        return _run_git(self.path, (*where, "diff", *flags, *options, base))
 
     def diff(self) -> str:
         """The workspace's changes against its base, untracked files included."""
         return self._diff()
+
+    def diff_from(self, ref: str) -> str:
+        """The workspace's changes against the commit `ref` names (a review's
+        `diff_base`), untracked files included. The ref is resolved to a commit first,
+        so it can never be read as an option."""
+        if not ref or ref.startswith("-"):
+            raise WorkspaceError(f"diff base {ref!r} is not a git ref")
+        try:
+            commit = self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+        except WorkspaceError:
+            raise WorkspaceError(f"diff base {ref!r} names no commit here") from None
+        return self._diff(base=commit)
 
     def changed_files(self) -> list[str]:
         if self.base is None:
@@ -221,43 +237,76 @@ def _read_meta(meta: Path) -> str | None:
 
 
 def add_mounts(
-    ws: Workspace, project_root: Path, mounts: list[Mount], *, repair: bool = False
+    ws: Workspace,
+    project_root: Path,
+    mounts: list[Mount],
+    *,
+    repair: bool = False,
+    subsets: dict[int, list[str]] | None = None,
 ) -> None:
-    """Copy each mount's source into the workspace; read-only ones are always fresh
-    copies, lose their write bits and are fingerprinted so a visit that changes them is
-    caught (root ignores mode bits). A link where a mount goes is replaced; a link on
-    the way there that leaves the workspace is an error, or with `repair` replaced too."""
-    ws.mount_specs = list(mounts)
-    for mount in mounts:
+    """Copy each mount's source into the workspace (`mounts.copy_source`: Wave's
+    skip-list, never the workspace itself); read-only ones are always fresh copies,
+    lose their write bits and are fingerprinted so a visit that changes them is caught
+    (root ignores mode bits). `subsets`: mount index -> the only files to copy
+    (`subset_from`). A mount whose target is already in the workspace is not copied
+    again. A link where a mount goes is replaced; a link on the way there that leaves
+    the workspace is an error, or with `repair` replaced too."""
+    done = {m.target for m in ws.mounts}
+    for index, mount in enumerate(mounts):
         try:
             source = inside(project_root, mount.source.removeprefix("./") or ".")
         except PathEscape:
             raise WorkspaceError(f"mount source {mount.source!r} is outside the project") from None
-        rel = (mount.target or mount.source).lstrip("/").removeprefix("./") or Path(
-            mount.source
-        ).name
-        try:
-            target = safe.place(ws.path, rel, repair=repair)
-        except safe.UnsafePath as exc:
-            raise WorkspaceError(f"mount target {rel!r}: {exc}") from None
+        rel = mount_target(mount)
+        if rel in done:
+            continue
         readonly = mount.mode == "readonly"
-        if readonly or safe.is_link(target):
-            safe.remove(target)
-        if not os.path.lexists(target):
-            if source.is_dir():
-                shutil.copytree(source, target, symlinks=True)
-            else:
-                shutil.copy2(source, target)
+        if rel == ".":
+            if readonly:
+                raise WorkspaceError(
+                    f"mount {mount.source!r}: a read-only mount needs a `target` of its own"
+                )
+            target = ws.path
+        else:
+            try:
+                target = safe.place(ws.path, rel, repair=repair)
+            except safe.UnsafePath as exc:
+                raise WorkspaceError(f"mount target {rel!r}: {exc}") from None
+            if readonly or safe.is_link(target):
+                safe.remove(target)
+        only = (subsets or {}).get(index)
+        if rel == "." or not os.path.lexists(target):
+            copy_source(source, target, only)
         if readonly:
             safe.set_writable(target, False)
-        ws.mounts.append(MountRecord(rel, readonly, safe.tree_digest(target)))
+        done.add(rel)
+        ws.mounts.append(MountRecord(rel, readonly, safe.tree_digest(target), source, only))
+
+
+def mount_target(mount: Mount) -> str:
+    """Where a mount goes, relative to the workspace ("." for the workspace itself).
+    Wave drops a leading `/` from `target`; without one, the source's own path is used."""
+    if mount.target is not None:
+        rel = mount.target.lstrip("/").removeprefix("./").rstrip("/")
+        return rel or "."
+    rel = mount.source.lstrip("/").removeprefix("./").rstrip("/")
+    return rel if rel not in ("", ".") else "."
 
 
 def restore_mounts(ws: Workspace, project_root: Path) -> None:
     """Put read-only mounts back as they were in the project (links a step put on the
     way to them are removed, never followed)."""
-    ws.mounts = []
-    add_mounts(ws, project_root, ws.mount_specs, repair=True)
+    for record in ws.mounts:
+        if not record.readonly or record.source is None:
+            continue
+        try:
+            target = safe.place(ws.path, record.target, repair=True)
+        except safe.UnsafePath as exc:
+            raise WorkspaceError(f"mount target {record.target!r}: {exc}") from None
+        safe.remove(target)
+        copy_source(record.source, target, record.only)
+        safe.set_writable(target, False)
+        record.digest = safe.tree_digest(target)
 
 
 __all__ = [
@@ -265,6 +314,7 @@ __all__ = [
     "WorkspaceError",
     "add_mounts",
     "git",
+    "mount_target",
     "open_directory",
     "open_worktree",
     "restore_mounts",

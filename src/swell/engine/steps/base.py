@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.graph import Activation
+from swell.engine.state import RunState
 from swell.errors import Problem
 from swell.events.models import Progress
 from swell.manifest.lint_context import LintScope
@@ -31,6 +33,13 @@ class StepKind:
 
     async def run(self, ctx: VisitContext) -> StepResult:
         raise NotImplementedError
+
+    def route(self, step: Step, activation: Activation, state: RunState) -> StepResult | None:
+        """The visit's result when it is decided from the run's state alone (no workspace,
+        process, agent or file), else None. The runner takes such a result at once,
+        without a task, and commits its events with the next visit's start: a router in
+        a loop of short steps would otherwise cost a transaction and a task per round."""
+        return None
 
     def detail(self, step: Step) -> str | None:
         """One line for people saying what a visit does (the command, the sub-pipeline)."""

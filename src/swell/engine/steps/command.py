@@ -1,10 +1,16 @@
-"""`type: command`: a shell script, no tokens. Outcome is exit code 0."""
+"""`type: command`: a shell script, no tokens. Outcome is exit code 0.
+
+Scripts run with `sh`, as Wave runs them, or with bash when they use a bash feature
+(`set -o pipefail`, `<( )`, ...) that dash, `sh` on Debian and Ubuntu, rejects
+(workspace/shell.py). A script that needs bash where there is none fails before it
+runs, naming the feature (docs/engine.md, "Command steps")."""
 
 from __future__ import annotations
 
 import functools
 
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.inputs import prepare
 from swell.engine.outputs import output_namespace
 from swell.engine.steps.base import StepKind
 from swell.errors import Problem
@@ -16,6 +22,8 @@ from swell.manifest.templates import Rendered, render_script
 from swell.manifest.yamlsrc import Loc
 from swell.process import DEFAULT_MAX_OUTPUT, run_process
 from swell.workspace.artifacts import write_log
+from swell.workspace.manager import WorkspaceError, script_dir, workspace_config
+from swell.workspace.shell import shell_for
 
 TAIL_CHARS = 4000
 
@@ -57,21 +65,36 @@ class Command(StepKind):
     async def run(self, ctx: VisitContext) -> StepResult:
         step = ctx.step
         script = script_of(step)
+        inputs = prepare(ctx)  # before rendering: it adds `deps.*` and `artifacts.<dep>.*`
+        if inputs.problems:
+            return StepResult(
+                outcome="failure", error="; ".join(inputs.problems), events=inputs.events
+            )
         try:
             # a script without `{{` has no placeholder: nothing to read or place
             rendered = render_script(script, ctx.namespace) if "{{" in script else Rendered(script)
         except ExpressionError as exc:  # a script `swell validate` refuses (or a bad template)
-            return StepResult(outcome="failure", error=f"script not run: {exc}")
-        notes = [
+            return StepResult(
+                outcome="failure", error=f"script not run: {exc}", events=inputs.events
+            )
+        notes = inputs.events + [
             ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
             for m in rendered.missing
         ]
-        env = {**ctx.command_env(), **rendered.env}
+        env = {**ctx.command_env(), **inputs.env, **rendered.env}
+        argv, refusal = shell_for(rendered.text, env.get("PATH"))
+        if argv is None:
+            return StepResult(outcome="failure", error=f"script not run: {refusal}", events=notes)
+        try:
+            steps = {s.id: s for s in ctx.plan.pipeline.pipeline.steps}
+            cwd = script_dir(ctx.workspace.path, workspace_config(steps, step))
+        except WorkspaceError as exc:
+            return StepResult(outcome="failure", error=str(exc), events=notes)
         runtime = ctx.plan.project.manifest.runtime
         timeout = ctx.timeout_seconds()
         result = await run_process(
-            ["sh", "-c", rendered.text],
-            cwd=ctx.workspace.path,
+            argv,
+            cwd=cwd,
             env=env,
             timeout=timeout,
             grace=runtime.timeouts.process_grace_seconds or 3.0,

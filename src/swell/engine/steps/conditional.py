@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.graph import Activation
+from swell.engine.state import RunState
 from swell.engine.steps.base import StepKind
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Step
 
 
 class Conditional(StepKind):
@@ -21,12 +24,20 @@ class Conditional(StepKind):
         return [scope.problem((), f"conditional step '{scope.step.id}' needs edges")]
 
     async def run(self, ctx: VisitContext) -> StepResult:
-        source, visit = ctx.activation.source_step, ctx.activation.source_visit
-        outcome = (
-            ctx.state.outcomes.get((source, visit), "success") if source and visit else "success"
-        )
-        error = f"'{source}' failed" if outcome == "failure" else None
-        return StepResult(outcome=outcome, error=error)
+        return _outcome_of_source(ctx.activation, ctx.state)
+
+    def route(self, step: Step, activation: Activation, state: RunState) -> StepResult | None:
+        # a router with files to take in or hand over needs its visit's workspace
+        if step.output_artifacts or step.handover or step.memory.inject_artifacts:
+            return None
+        return _outcome_of_source(activation, state)
+
+
+def _outcome_of_source(activation: Activation, state: RunState) -> StepResult:
+    source, visit = activation.source_step, activation.source_visit
+    outcome = state.outcomes.get((source, visit), "success") if source and visit else "success"
+    error = f"'{source}' failed" if outcome == "failure" else None
+    return StepResult(outcome=outcome, error=error)
 
 
 KIND = Conditional()

@@ -19,7 +19,8 @@ from swell.engine.agents import (
     visit_env,
 )
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.handover import retry_block, rework_header
+from swell.engine.handover import attempt_context, rework_header
+from swell.engine.inputs import prepare
 from swell.engine.outputs import output_namespace
 from swell.engine.retry import retry_delay
 from swell.engine.steps.base import StepKind
@@ -27,9 +28,12 @@ from swell.engine.visit import INJECTED_DIR
 from swell.errors import TRANSIENT_KINDS, Problem
 from swell.events import models as ev
 from swell.manifest.lint_context import LintScope
+from swell.manifest.suggest import unknown
+from swell.manifest.template_names import FORGE_TYPES
 from swell.manifest.templates import render_text
 from swell.relay.settings import relay_settings
 from swell.threads.fidelity import with_context
+from swell.workspace import safe
 
 INLINE_LIMIT = 20_000  # characters of an input artifact put into a tool-less agent's prompt
 
@@ -58,7 +62,7 @@ def follow_up(ctx: VisitContext) -> str:
             copy = os.path.relpath(target, ctx.workspace.path)
         return rework_header(request, copy)
     if reason == "retry" and ctx.step.id in ctx.state.retries:
-        return retry_block(ctx.state.retries[ctx.step.id])
+        return attempt_context(ctx.plan.run_dir, ctx.state.retries[ctx.step.id])
     return ""
 
 
@@ -97,6 +101,26 @@ def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def answer_to_outputs(ctx: VisitContext, text: str) -> list[str]:
+    """As Wave does: a declared output file the agent did not write gets the agent's
+    final answer (an agent that answers instead of writing still hands its work on).
+    Returns the paths written."""
+    written = []
+    for art in ctx.step.output_artifacts:
+        if art.source != "file" or not art.path:
+            continue
+        rel = render_text(art.path, ctx.namespace).text
+        try:
+            target = safe.place(ctx.workspace.path, rel)
+            if os.path.lexists(target):
+                continue
+            safe.replace(target, text.encode("utf-8", errors="replace"))
+        except safe.UnsafePath:
+            continue  # the artifact check after the visit reports a path that cannot be used
+        written.append(rel)
+    return written
+
+
 class Prompt(StepKind):
     name = "prompt"
     progress = "answer"
@@ -112,10 +136,21 @@ def _persona_problems(scope: LintScope) -> list[Problem]:
     step, personas = scope.step, scope.project.manifest.personas
     if not step.persona and not step.adapter:
         return [scope.problem((), f"prompt step '{step.id}' needs a persona")]
+    if step.persona and "{{" in step.persona:
+        return _templated_persona(scope, step.persona)
     if step.persona and step.persona not in personas:
-        known = ", ".join(sorted(personas)) or "none defined"
-        return [scope.problem(("persona",), f"unknown persona '{step.persona}' (known: {known})")]
+        return [scope.problem(("persona",), unknown("persona", step.persona, personas))]
     return []
+
+
+def _templated_persona(scope: LintScope, name: str) -> list[Problem]:
+    """Wave renders persona names (`{{ forge.type }}-commenter`): at least one forge
+    must give a persona wave.yaml defines."""
+    personas = scope.project.manifest.personas
+    found = [f for f in FORGE_TYPES if render_text(name, {"forge": {"type": f}}).text in personas]
+    if found:
+        return []
+    return [scope.problem(("persona",), f"no forge gives a persona of wave.yaml for '{name}'")]
 
 
 def _source_problems(scope: LintScope) -> list[Problem]:
@@ -135,7 +170,9 @@ def _adapter_problems(scope: LintScope) -> list[Problem]:
     """An unknown adapter, or one that cannot enforce the persona's denied tools."""
     step, m, known = scope.step, scope.project.manifest, scope.lint.adapter_types
     if step.adapter and step.adapter not in m.adapters and step.adapter not in known:
-        return [scope.problem(("adapter",), f"unknown adapter '{step.adapter}'")]
+        return [
+            scope.problem(("adapter",), unknown("adapter", step.adapter, [*m.adapters, *known]))
+        ]
     persona = m.personas.get(step.persona or "")
     adapter = step.adapter or (persona.adapter if persona else None)
     if not adapter:
@@ -168,6 +205,10 @@ def _adapter_problems(scope: LintScope) -> list[Problem]:
 async def _visit(ctx: VisitContext) -> StepResult:
     project = ctx.plan.project
     persona = project.manifest.personas.get(ctx.step.persona or "")
+    inputs = prepare(ctx)  # before the prompt is rendered: it adds `deps.*`
+    if inputs.problems:
+        return StepResult(outcome="failure", error="; ".join(inputs.problems), events=inputs.events)
+    ctx.emit(inputs.events)
     try:
         adapter_name = choose_adapter(ctx, persona)
         adapter = make_adapter(ctx, adapter_name)
@@ -232,6 +273,8 @@ async def _visit(ctx: VisitContext) -> StepResult:
         )
     ok = result.success
     outcome: ev.Outcome = "success" if ok else "failure"
+    if ok and result.text:
+        answer_to_outputs(ctx, result.text)
     return StepResult(
         outcome=outcome,
         error=None if ok else f"{result.error_kind or 'agent'}: {result.error or 'failed'}",

@@ -14,6 +14,7 @@ BUILTIN = {
     "conditional": "swell.engine.steps.conditional:KIND",
     "gate": "swell.engine.steps.gate:KIND",
     "pipeline": "swell.engine.steps.pipeline:KIND",
+    "composition": "swell.engine.steps.composition:KIND",
 }
 
 

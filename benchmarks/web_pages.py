@@ -1,0 +1,124 @@
+"""How long the dashboard's busiest pages take on the server, on big stores.
+
+Builds (through the store's writer API, as the run loop writes) one state database
+holding a run of 10,000 visits (the loop pipeline of store_lib, 3,334 iterations) and
+10,000 small runs beside it, then serves the app in process (httpx's ASGI transport,
+no network) and times, median of several requests each:
+
+- the run page (`/runs/RUN`, HTML: graph, steps, first page of visits, gates, ...),
+  goal < 100 ms;
+- the runs page (`/`, HTML: the newest 50 runs of 10,000, with their totals),
+  goal < 150 ms;
+- their JSON twins, and a filtered runs page, for context.
+
+It prints the query plans of the paged queries (EXPLAIN QUERY PLAN): every one
+should search an index, none scan a table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from store_lib import loop_batches, verdict, write_project
+
+from swell.events import models as ev
+from swell.store.location import open_store
+
+VISITS = 10_000
+RUNS = 10_000
+SAMPLES = 15
+RUN = "loop-20261124-000000-bench"
+
+
+def build(root: Path) -> None:
+    write_project(root, VISITS // 3 + 1)
+    store = open_store(root / ".swell" / "state.db")
+    pipeline = (root / ".agents" / "pipelines" / "loop.yaml").read_text()
+    store.create_run(
+        run_id=RUN, pipeline="loop", input_text="", workspace=str(root), pipeline_text=pipeline
+    )
+    for batch in loop_batches(RUN, VISITS, VISITS // 3 + 1, workspace=str(root)):
+        store.emit(batch)
+    for n in range(RUNS):
+        run_id = f"small-20261124-{n:06d}"
+        store.create_run(run_id=run_id, pipeline=f"p{n % 7}", input_text="x", workspace="/ws")
+        stamp = f"2026-11-24T01:{n // 6000 % 60:02d}:{n // 100 % 60:02d}.{n % 1000:03d}Z"
+        batch: list[ev.BaseEvent] = [
+            ev.RunStarted(pipeline=f"p{n % 7}", workspace="/ws"),
+            ev.StepStarted(step_id="s", visit=1, kind="command"),
+            ev.StepFinished(step_id="s", visit=1, outcome="success", tokens_in=10, cost_usd=0.01),
+            ev.RunFinished(status="succeeded", visits=1, duration_ms=5),
+        ]
+        for seq, event in enumerate(batch, 1):
+            event.run_id, event.seq, event.ts = run_id, seq, stamp
+        store.emit(batch)
+    store.close()
+
+
+async def timings(root: Path, urls: list[str]) -> dict[str, float]:
+    from swell.web.app import create_app
+    from swell.web.state import ServeSettings
+
+    app = create_app(ServeSettings(root=root))
+    out = {}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        for url in urls:
+            assert (await http.get(url)).status_code == 200, url  # warm
+            samples = []
+            for _ in range(SAMPLES):
+                start = time.perf_counter()
+                response = await http.get(url)
+                samples.append((time.perf_counter() - start) * 1000)
+                assert response.status_code == 200
+            out[url] = statistics.median(samples)
+    return out
+
+
+def plans(db_path: Path) -> None:
+    db = sqlite3.connect(db_path)
+    queries = {
+        "runs page": "SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 50",
+        "runs page, one pipeline": "SELECT id FROM runs WHERE pipeline = 'p3' "
+        "ORDER BY created_at DESC, rowid DESC LIMIT 50",
+        "totals of a page": "SELECT run_id, SUM(tokens_in) FROM visits WHERE run_id IN ('a','b') "
+        "GROUP BY run_id",
+        "children of a page": "SELECT parent_run_id, COUNT(*) FROM runs "
+        "WHERE parent_run_id IN ('a') GROUP BY parent_run_id",
+        "visits page": "SELECT step_id FROM visits WHERE run_id = 'x' "
+        "ORDER BY started_at DESC, step_id DESC, visit DESC LIMIT 50",
+        "one visit": "SELECT step_id FROM visits WHERE run_id = 'x' AND step_id = 's' AND visit = 1",
+    }
+    for name, sql in queries.items():
+        plan = "; ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        print(f"  plan  {name:26} {plan}")
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="swell-web-bench-") as tmp:
+        root = Path(tmp)
+        start = time.perf_counter()
+        build(root)
+        print(
+            f"built {VISITS:,}-visit run and {RUNS:,} runs in {time.perf_counter() - start:.1f} s"
+        )
+        urls = [f"/runs/{RUN}", "/", f"/api/runs/{RUN}", "/api/runs", "/?pipeline=p3&page=20"]
+        found = asyncio.run(timings(root, urls))
+        for url, ms in found.items():
+            print(f"  {ms:7.1f} ms  {url}")
+        plans(root / ".swell" / "state.db")
+        run_ms, runs_ms = found[f"/runs/{RUN}"], found["/"]
+        print(f"run page, {VISITS:,} visits: {run_ms:.1f} ms (goal < 100)  {verdict(run_ms < 100)}")
+        print(f"runs page, {RUNS:,} runs: {runs_ms:.1f} ms (goal < 150)  {verdict(runs_ms < 150)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Pydantic models of the Wave fields swell accepts beyond its core (`models.py`).
+
+They are here so `models.py` stays the map of what swell runs. Each model checks
+types and allowed values the way Wave's decoder and loader do; a field whose runtime
+swell does not execute yet is listed in its model's `NOT_RUN`, and the loader turns
+it into a named warning ("swell does not run `X` yet; it is ignored").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from swell.manifest.models_base import Strict
+
+# Wave's model tiers (`model: cheapest`); `routing.complexity_map` and `tier_models` map them
+Tier = Literal["cheapest", "balanced", "strongest"]
+TIERS: tuple[str, ...] = ("cheapest", "balanced", "strongest")
+
+# Wave's shared pipeline I/O type names (`input.type`, `pipeline_outputs.*.type`):
+# free text, or a reference to something (internal/contract/schemas/shared)
+SHARED_TYPES: tuple[str, ...] = (
+    "string", "branch_ref", "findings_report", "issue_ref", "plan_ref", "pr_ref",
+    "scope_result", "spec_ref", "work_item_ref", "workspace_ref",
+)  # fmt: skip
+
+# --------------------------------------------------------------------------- wave.yaml
+
+_SCOPE = re.compile(r"(issues|pulls|repos|actions|packages):(read|write|admin)(@[A-Za-z_]\w*)?")
+_DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+|0")
+
+
+def check_token_scopes(value: list[str]) -> list[str]:
+    """`personas.*.token_scopes`: Wave's form RESOURCE:LEVEL[@ENV]."""
+    for scope in value:
+        if not _SCOPE.fullmatch(scope):
+            raise ValueError(
+                f"token scope {scope!r} must look like RESOURCE:LEVEL[@ENV] (resource: "
+                "issues, pulls, repos, actions, packages; level: read, write, admin)"
+            )
+    return value
+
+
+def check_duration(value: str | None) -> str | None:
+    """A Go duration ("10m", "90s", "1h30m"). Wave silently disables the stall
+    watchdog on a bad one; swell says so."""
+    if value is not None and not _DURATION.fullmatch(value):
+        raise ValueError(f"{value!r} must be a duration such as 10m or 90s")
+    return value
+
+
+def check_tiers(value: dict[str, str]) -> dict[str, str]:
+    """`tier_models` keys are tiers."""
+    wrong = sorted(set(value) - set(TIERS))
+    if wrong:
+        raise ValueError(f"unknown tier(s) {', '.join(wrong)} (tiers: {', '.join(TIERS)})")
+    return value
+
+
+class CostConfig(Strict):
+    """`runtime.cost`: the run's cost ledger (engine/cost.py)."""
+
+    enabled: bool = False
+    budget_ceiling: float = Field(default=0.0, ge=0)
+    warn_at: float = Field(default=0.0, ge=0)
+    currency: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Wave's rule: the ledger is on when enabled or when a ceiling is set."""
+        return self.enabled or self.budget_ceiling > 0
+
+
+class RoutingRule(Strict):
+    pattern: str | None = None
+    pipeline: str
+    priority: int = 0
+    match_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class RoutingConfig(Strict):
+    """`runtime.routing`: tiers to models, and (for `wave do`) inputs to pipelines."""
+
+    default: str | None = None
+    rules: list[RoutingRule] = Field(default_factory=list)
+    auto_route: bool = False
+    complexity_map: dict[Tier, str] = Field(default_factory=dict)
+    default_tier: Tier | None = None
+
+    NOT_RUN = {
+        "rules": "input routing rules",
+        "default": "input routing",
+        # Wave reads `default_tier` nowhere either (auto_route falls back to balanced)
+        "default_tier": "a default tier",
+    }
+
+
+class SandboxConfig(Strict):
+    enabled: bool = False
+    backend: Literal["none", "bubblewrap", "docker"] | None = None
+    docker_image: str | None = None
+    default_allowed_domains: list[str] = Field(default_factory=list)
+    env_passthrough: list[str] = Field(default_factory=list)
+
+
+class AuditConfig(Strict):
+    log_dir: str | None = None
+    log_all_tool_calls: bool = False
+    log_all_file_operations: bool = False
+
+
+class MetaConfig(Strict):
+    max_depth: int | None = Field(default=None, ge=0)
+    max_total_steps: int | None = Field(default=None, ge=0)
+    max_total_tokens: int | None = Field(default=None, ge=0)
+    timeout_minutes: float | None = Field(default=None, ge=0)
+
+
+class RetrosConfig(Strict):
+    enabled: bool | None = None
+    narrate: bool | None = None
+    narrate_model: str | None = None
+
+
+class ServerAuth(Strict):
+    mode: str | None = None
+    jwt_secret: str | None = None
+
+
+class ServerTLS(Strict):
+    enabled: bool = False
+    cert: str | None = None
+    key: str | None = None
+    ca: str | None = None
+
+
+class ServerConfig(Strict):
+    bind: str | None = None
+    max_concurrent: int | None = Field(default=None, ge=0)
+    auth: ServerAuth = Field(default_factory=ServerAuth)
+    tls: ServerTLS = Field(default_factory=ServerTLS)
+
+
+class EvolutionConfig(Strict):
+    enabled: bool | None = None
+    every_n_window: int | None = None
+    every_n_judge_drop: float | None = None
+    drift_window: int | None = None
+    drift_pass_drop: float | None = None
+    retry_window: int | None = None
+    retry_avg_threshold: float | None = None
+
+
+class LifecycleHook(Strict):
+    name: str
+    event: str
+    type: Literal["command", "http", "llm_judge", "script"]
+    command: str | None = None
+    url: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+    script: str | None = None
+    matcher: str | None = None
+    blocking: bool | None = None
+    fail_open: bool | None = None
+    timeout: str | None = None
+
+
+class HookRule(Strict):
+    matcher: str | None = None
+    command: str
+
+
+class PersonaHooks(Strict):
+    PreToolUse: list[HookRule] = Field(default_factory=list)
+    PostToolUse: list[HookRule] = Field(default_factory=list)
+
+
+class PersonaSandbox(Strict):
+    allowed_domains: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- pipelines
+
+
+class InputSchema(Strict):
+    type: str | None = None
+    description: str | None = None
+
+
+class PipelineOutput(Strict):
+    """`pipeline_outputs.NAME`: a step's artifact this pipeline exposes under NAME."""
+
+    step: str
+    artifact: str
+    field: str | None = None  # a JSON path into the artifact
+    type: str | None = None
+
+
+class ChatContext(Strict):
+    artifact_summaries: list[str] = Field(default_factory=list)
+    suggested_questions: list[str] = Field(default_factory=list)
+    focus_areas: list[str] = Field(default_factory=list)
+    max_context_tokens: int | None = Field(default=None, ge=0)
+
+
+class SkillConfig(Strict):
+    """`requires.skills.NAME`: how an external skill is installed and checked."""
+
+    install: str | None = None
+    init: str | None = None
+    check: str | None = None
+    commands_glob: str | None = None
+    optional: bool = False
+
+
+OutcomeType = Literal["pr", "issue", "url", "deployment", "file", "artifact"]
+
+
+class Outcome(Strict):
+    """`outcomes[]`: a deliverable read from a step's output file."""
+
+    type: OutcomeType
+    extract_from: str
+    json_path: str | None = None
+    json_path_label: str | None = None
+    label: str | None = None
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> Outcome:
+        # file and artifact outcomes register the file itself; the others read a value
+        if self.type not in ("file", "artifact") and not self.json_path:
+            raise ValueError(f"a `{self.type}` outcome needs `json_path`")
+        return self
+
+
+class MatrixStrategy(Strict):
+    type: str
+    items_source: str | None = None
+    item_key: str | None = None
+    max_concurrency: int | None = Field(default=None, ge=0)
+    item_id_key: str | None = None
+    dependency_key: str | None = None
+    child_pipeline: str | None = None
+    input_template: str | None = None
+    stacked: bool = False
+
+
+class ValidationRule(Strict):
+    type: str
+    target: str | None = None
+    schema_: str | None = Field(default=None, alias="schema")
+    on_failure: str | None = None
+    max_retries: int | None = None
+
+
+class IterateConfig(Strict):
+    over: str
+    mode: Literal["parallel", "sequential"] | None = None
+    max_concurrent: int | None = Field(default=None, ge=0)
+    on_failure: Literal["fail", "continue", "skip"] | None = None
+
+
+class BranchConfig(Strict):
+    on: str
+    cases: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_on(cls, data: Any) -> Any:
+        # YAML 1.1 reads the key `on` as true; Wave's decoder (YAML 1.2) reads "on"
+        if isinstance(data, dict) and "on" not in data:
+            data = {("on" if k in (True, "True") else k): v for k, v in data.items()}
+        return data
+
+
+class AggregateConfig(Strict):
+    from_: str = Field(alias="from")
+    into: str
+    strategy: Literal["merge_arrays", "concat", "reduce"]
+    key: str | None = None
+
+
+class SubPipelineConfig(Strict):
+    inject: list[str] = Field(default_factory=list)
+    extract: list[str] = Field(default_factory=list)
+    timeout: str | None = None
+    max_cycles: int | None = Field(default=None, ge=0)
+    stop_condition: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class StepInput(Strict):
+    from_: str | None = Field(default=None, alias="from")
+    literal: str | None = None
+
+
+class LoopConfig(Strict):
+    max_iterations: int = Field(ge=1)
+    until: str | None = None
+    # Wave's sub-steps; each is checked as a step when swell runs loops (NOT_RUN on Step)
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+
+
+__all__ = [
+    "SHARED_TYPES",
+    "TIERS",
+    "AggregateConfig",
+    "AuditConfig",
+    "BranchConfig",
+    "ChatContext",
+    "CostConfig",
+    "EvolutionConfig",
+    "InputSchema",
+    "IterateConfig",
+    "LifecycleHook",
+    "LoopConfig",
+    "MatrixStrategy",
+    "MetaConfig",
+    "Outcome",
+    "PersonaHooks",
+    "PersonaSandbox",
+    "PipelineOutput",
+    "RetrosConfig",
+    "RoutingConfig",
+    "SandboxConfig",
+    "ServerConfig",
+    "SkillConfig",
+    "StepInput",
+    "SubPipelineConfig",
+    "Tier",
+    "ValidationRule",
+]

@@ -1,0 +1,275 @@
+"""Paged reads for the dashboard (`swell serve`): one page of runs or visits at a time.
+
+`RunReader.list_runs` and `visits` return everything, which is what the CLI prints;
+a page of a 10,000-run store or a 10,000-visit run must cost a page, not the store.
+`page_reader(store)` gives SQLite's own queries (ordered by an index, LIMIT/OFFSET)
+and, for any other backend, the same answers computed from the `RunReader` methods,
+so the dashboard works over every store and is fast over SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from swell.store.rows import RunRow, VisitRow, row_from
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from swell.store.protocols import Store
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a page lists; times are ISO 8601 text compared with `created_at`."""
+
+    pipeline: str | None = None
+    status: str | None = None
+    since: str | None = None
+    until: str | None = None
+    include_children: bool = True
+
+    def keeps(self, run: RunRow) -> bool:
+        return (
+            (self.pipeline is None or run.pipeline == self.pipeline)
+            and (self.status is None or run.status == self.status)
+            and (self.since is None or run.created_at >= self.since)
+            and (self.until is None or run.created_at <= self.until)
+            and (self.include_children or run.parent_run_id is None)
+        )
+
+
+@dataclass
+class RunTotals:
+    """What a run's visits add up to, and how many sub-pipeline runs it started."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    children: int = 0
+
+
+@dataclass
+class RunPage:
+    runs: list[RunRow]
+    totals: dict[str, RunTotals]
+    total: int  # runs matching the filter, on every page
+
+
+@dataclass
+class VisitPage:
+    visits: list[VisitRow]  # newest first
+    total: int
+
+
+@dataclass
+class VisitDetail:
+    output_tail: str | None
+    events: list[dict[str, Any]] = field(default_factory=list)  # the visit's events, as JSON
+
+
+class PageReader(Protocol):
+    def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage: ...
+
+    def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage: ...
+
+    def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail: ...
+
+    def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None: ...
+
+    def totals(self, run_ids: Sequence[str]) -> dict[str, RunTotals]: ...
+
+    def pipeline_names(self) -> list[str]: ...
+
+
+def page_reader(store: Store) -> PageReader:
+    from swell.store.sqlite import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        return SqlitePages(store.db)
+    return ReaderPages(store)
+
+
+def _event_dict(line: str) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(line)
+    return value
+
+
+class ReaderPages:
+    """Pages computed from the `RunReader` methods (any backend; reads everything)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
+        runs = [r for r in self.store.list_runs(10**9, filt.include_children) if filt.keeps(r)]
+        page = runs[offset : offset + limit]
+        return RunPage(page, self.totals([r.id for r in page]), len(runs))
+
+    def totals(self, run_ids: Sequence[str]) -> dict[str, RunTotals]:
+        totals = {}
+        for run_id in run_ids:
+            visits = self.store.visits(run_id)
+            totals[run_id] = RunTotals(
+                sum(v.tokens_in for v in visits),
+                sum(v.tokens_out for v in visits),
+                sum(v.cost_usd for v in visits),
+                len(self.store.children(run_id)),
+            )
+        return totals
+
+    def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
+        return next(
+            (v for v in self.store.visits(run_id) if (v.step_id, v.visit) == (step_id, visit)),
+            None,
+        )
+
+    def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
+        visits = list(reversed(self.store.visits(run_id)))
+        return VisitPage(visits[offset : offset + limit], len(visits))
+
+    def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
+        events = [_event_dict(line) for line in self.store.raw_events(run_id)]
+        mine = [e for e in events if e.get("step_id") == step_id and e.get("visit") == visit]
+        tail = next(
+            (e.get("output_tail") for e in reversed(mine) if e["type"] == "step.finished"), None
+        )
+        return VisitDetail(tail, mine)
+
+    def pipeline_names(self) -> list[str]:
+        return sorted({r.pipeline for r in self.store.list_runs(10**9)})
+
+
+_VISIT_COLS = (
+    "step_id, visit, kind, status, outcome, exit_code, error, started_at, finished_at, "
+    "duration_ms, tokens_in, tokens_out, cost_usd"
+)
+
+
+class SqlitePages:
+    """SQLite's queries: runs by the `runs_created` index, visits by their key."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
+        from swell.store.sqlite import _RUN_COLS  # the same columns `list_runs` reads
+
+        where, params = _run_where(filt)
+        total = self.db.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
+        names = [d.split(" AS ")[-1].strip() for d in _split_cols(_RUN_COLS)]
+        rows = self.db.execute(
+            f"SELECT {_RUN_COLS} FROM runs {where} "
+            "ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        ).fetchall()
+        runs = [row_from(RunRow, dict(zip(names, row, strict=True))) for row in rows]
+        return RunPage(runs, self.totals([r.id for r in runs]), int(total))
+
+    def totals(self, ids: Sequence[str]) -> dict[str, RunTotals]:
+        totals = {run_id: RunTotals() for run_id in ids}
+        if not ids:
+            return totals
+        marks = ", ".join("?" * len(ids))
+        for run_id, t_in, t_out, cost in self.db.execute(
+            "SELECT run_id, SUM(tokens_in), SUM(tokens_out), SUM(cost_usd) FROM visits "
+            f"WHERE run_id IN ({marks}) GROUP BY run_id",
+            tuple(ids),
+        ):
+            totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
+        for parent, count in self.db.execute(
+            f"SELECT parent_run_id, COUNT(*) FROM runs WHERE parent_run_id IN ({marks}) "
+            "GROUP BY parent_run_id",
+            tuple(ids),
+        ):
+            totals[parent].children = int(count)
+        return totals
+
+    def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
+        total = self.db.execute(
+            "SELECT COUNT(*) FROM visits WHERE run_id = ?", (run_id,)
+        ).fetchone()[0]
+        rows = self.db.execute(
+            f"SELECT {_VISIT_COLS} FROM visits WHERE run_id = ? "
+            "ORDER BY started_at DESC, step_id DESC, visit DESC LIMIT ? OFFSET ?",
+            (run_id, limit, offset),
+        ).fetchall()
+        names = [c.strip() for c in _VISIT_COLS.split(",")]
+        visits = [row_from(VisitRow, dict(zip(names, row, strict=True))) for row in rows]
+        return VisitPage(visits, int(total))
+
+    def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
+        row = self.db.execute(
+            f"SELECT {_VISIT_COLS} FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
+            (run_id, step_id, visit),
+        ).fetchone()
+        names = [c.strip() for c in _VISIT_COLS.split(",")]
+        return row_from(VisitRow, dict(zip(names, row, strict=True))) if row else None
+
+    def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
+        from swell.events.models import event_json, stored_event
+        from swell.store.compact import seq_of, unpack_ts
+        from swell.store.sqlite import _EVENTS_AFTER
+
+        tail = self.db.execute(
+            "SELECT output_tail FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
+            (run_id, step_id, visit),
+        ).fetchone()
+        rows = self.db.execute(
+            f"SELECT id, ts, type, data FROM events WHERE {_EVENTS_AFTER} "
+            "AND step_id = ? AND visit = ? ORDER BY id",
+            (run_id, 0, run_id, step_id, visit),
+        )
+        events = [
+            _event_dict(
+                event_json(
+                    stored_event(
+                        kind,
+                        data,
+                        run_id=run_id,
+                        seq=seq_of(key),
+                        ts=unpack_ts(ts),
+                        step_id=step_id,
+                        visit=visit,
+                    )
+                )
+            )
+            for key, ts, kind, data in rows
+        ]
+        return VisitDetail(tail[0] if tail else None, events)
+
+    def pipeline_names(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT DISTINCT pipeline FROM runs ORDER BY 1")]
+
+
+def _split_cols(cols: str) -> list[str]:
+    """Top-level comma-separated expressions (commas inside parentheses stay)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(cols):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(cols[start:i])
+            start = i + 1
+    parts.append(cols[start:])
+    return parts
+
+
+def _run_where(filt: RunFilter) -> tuple[str, tuple[Any, ...]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, op, value in (
+        ("pipeline", "=", filt.pipeline),
+        ("status", "=", filt.status),
+        ("created_at", ">=", filt.since),
+        ("created_at", "<=", filt.until),
+    ):
+        if value is not None:
+            clauses.append(f"{column} {op} ?")
+            params.append(value)
+    if not filt.include_children:
+        clauses.append("parent_run_id IS NULL")
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", tuple(params)

@@ -1,0 +1,578 @@
+"""The shared store: Postgres, for several machines (or many processes) on one database.
+
+Chosen by `open_store` for a `postgres://` or `postgresql://` URL (psycopg 3's
+conninfo: `?options=-csearch_path%3Dmyschema` puts swell's tables in a schema of
+their own). The tables are SQLite's (`postgres_migrations.py`); the projections are
+`postgres_projections.py`; lookups and gate decisions are `rules.py`, so errors read
+as they do over SQLite.
+
+**Claims** are session-level advisory locks (`pg_try_advisory_lock`), one per run
+(a 64-bit key hashed from the schema and the run id), taken on the handle's own
+connection: the server drops them when that connection ends, however the process
+holding it ends (kill -9 included: the server sees the socket close), so liveness
+follows the connection as an OS file lock follows the process for SQLite
+(`run_locks.py`). `owner` asks `pg_locks` whether the lock is held, and names the
+pid and host the holder recorded in `runs` when it claimed. A connection pooler in
+transaction mode would break session locks: connect directly, or through a pool in
+session mode.
+
+**Waking followers**: `emit` sends `NOTIFY` on the store's channel (one per schema,
+`swell_events_<hash>`) in the emitting transaction, with the run id as payload;
+`wait_for_events` LISTENs on a second connection, so a follower wakes when events
+commit instead of polling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from swell.errors import RunNotFound, StoreError, SwellError
+from swell.store.postgres_migrations import migrate
+from swell.store.postgres_projections import PROJECTIONS
+from swell.store.rows import (
+    ArtifactRow,
+    GateRow,
+    Owner,
+    ReviewRow,
+    RoundRow,
+    RunRow,
+    StepRow,
+    VisitRow,
+    row_from,
+)
+from swell.store.rules import (
+    CANDIDATES,
+    already_stored,
+    check_seqs,
+    check_snapshot,
+    decide,
+    now_iso,
+    one_run,
+    pending,
+)
+from swell.store.run_locks import busy, this_process
+from swell.streaming import OutputChunk
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from swell.events.models import BaseEvent, Event
+
+R = TypeVar("R", bound="DataclassInstance")
+Connection = psycopg.Connection[tuple[Any, ...]]
+Cursor = psycopg.Cursor[tuple[Any, ...]]
+
+# visits and last_seq are derived for runs still going, as SQLite does
+_RUN_COLS = (
+    "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
+    "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
+    "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
+    "COALESCE((SELECT MAX(e.seq) FROM events e WHERE e.run_id = runs.id), 0) AS last_seq, "
+    "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
+    "owner_host, options"
+)
+_GATE_COLS = (
+    "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
+    "reason, decided_by"
+)
+# a batch of events is one statement, whatever its size
+_INSERT_EVENTS = (
+    "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) "
+    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
+    "%s::int[], %s::text[])"
+)
+# the holder of a run's advisory lock in this database, and who it recorded as executor
+_HOLDER = (
+    "SELECT l.pid, r.owner_backend, r.owner_pid, r.owner_host FROM pg_locks l "
+    "LEFT JOIN runs r ON r.id = %s WHERE l.locktype = 'advisory' AND l.granted "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 1"
+)
+_OUTPUT_COLS = "id, run_id, step_id, visit, stream, seq, ts, text"
+_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")
+
+
+def redacted(url: str) -> str:
+    """The URL as messages show it: without its password."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+class PostgresStore:
+    """Runs, events and their projections in a Postgres database (one schema of it)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = redacted(url)
+        try:
+            self.db: Connection = psycopg.connect(url, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the Postgres store at {self.where}: {exc}") from None
+        try:
+            migrate(self.db)
+            row = self.db.execute("SELECT current_schema()").fetchone()
+        except psycopg.Error as exc:
+            self.db.close()
+            raise StoreError(f"cannot prepare the Postgres store at {self.where}: {exc}") from None
+        self.schema = str(row[0]) if row else "public"
+        digest = hashlib.sha256(self.schema.encode()).hexdigest()[:16]
+        self.channel = f"swell_events_{digest}"
+        self._lock = threading.RLock()  # one statement or transaction at a time per handle
+        self._held: set[str] = set()  # runs this handle's connection holds the lock of
+        self._listener: Connection | None = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._held.clear()
+            if self._listener is not None:
+                self._listener.close()
+            self.db.close()  # the server releases the connection's advisory locks
+
+    # ------------------------------------------------------------------ writing
+
+    def create_run(
+        self,
+        *,
+        run_id: str,
+        pipeline: str,
+        input_text: str,
+        workspace: str,
+        pipeline_path: str | None = None,
+        project_root: str | None = None,
+        parent_run_id: str | None = None,
+        parent_step_id: str | None = None,
+        options: dict[str, Any] | None = None,
+        pipeline_text: str | None = None,
+    ) -> None:
+        stamp = now_iso()
+        try:
+            with self._tx() as cur:
+                cur.execute(
+                    "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, "
+                    "parent_run_id, parent_step_id, workspace, options, created_at, updated_at, "
+                    "owner_pid, pipeline_text) "
+                    "VALUES (%s, %s, %s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (
+                        run_id,
+                        pipeline,
+                        pipeline_path,
+                        project_root,
+                        input_text,
+                        parent_run_id,
+                        parent_step_id,
+                        workspace,
+                        json.dumps(options or {}),
+                        stamp,
+                        stamp,
+                        os.getpid(),
+                        pipeline_text,
+                    ),
+                )
+        except _Clash:
+            raise StoreError(f"run {run_id} already exists") from None
+
+    def claim(self, run_id: str) -> None:
+        """Take the run's advisory lock on this handle's connection (RunBusy naming the
+        holder when another connection has it) and record this process as executor."""
+        owner = this_process()
+        with self._lock:
+            if run_id not in self._held:
+                row = self._one("SELECT pg_try_advisory_lock(%s)", (self._key(run_id),))
+                if not (row and row[0]):
+                    raise busy(run_id, self._holder(run_id, wait=True))
+                self._held.add(run_id)
+            try:
+                with self._tx() as cur:
+                    cur.execute(
+                        "UPDATE runs SET owner_pid = %s, owner_host = %s, "
+                        "owner_backend = pg_backend_pid(), updated_at = %s WHERE id = %s",
+                        (owner.pid, owner.host, now_iso(), run_id),
+                    )
+                    found = cur.rowcount
+                if not found:
+                    raise RunNotFound(f"no run '{run_id}' in {self.where}")
+            except BaseException:
+                self.release(run_id)
+                raise
+
+    def release(self, run_id: str) -> None:
+        with self._lock:
+            if run_id in self._held:
+                self._held.discard(run_id)
+                self._one("SELECT pg_advisory_unlock(%s)", (self._key(run_id),))
+
+    def emit(self, events: Sequence[BaseEvent]) -> None:
+        """Commit a batch of events (one INSERT) and their projections atomically, and
+        notify followers when it commits."""
+        if not events:
+            return
+        from swell.events.models import event_data  # loaded only by writers: readers stay quick
+
+        check_seqs(events)
+        columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
+        for e in events:
+            row = (e.run_id, e.seq, e.ts, getattr(e, "type", ""), e.step_id, e.visit)
+            for column, value in zip(columns, (*row, event_data(e)), strict=True):
+                column.append(value)
+        try:
+            with self._tx() as cur:
+                cur.execute(_INSERT_EVENTS, columns)
+                for event, kind in zip(events, columns[3], strict=True):
+                    project = PROJECTIONS.get(kind)
+                    if project:
+                        project(cur, event)
+                for run_id in dict.fromkeys(columns[0]):
+                    cur.execute("SELECT pg_notify(%s, %s)", (self.channel, run_id))
+        except _Clash:
+            # rolled back: which event was stored already (or twice in the batch)?
+            raise already_stored(events, self._stored_seqs(events)) from None
+
+    def save_snapshot(self, run_id: str, seq: int, data: str) -> None:
+        with self._tx() as cur:
+            found, last = cur.execute(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = %s), "
+                "COALESCE((SELECT MAX(seq) FROM events WHERE run_id = %s), 0)",
+                (run_id, run_id),
+            ).fetchone() or (False, 0)
+            check_snapshot(run_id, seq, bool(found), int(last), self.where)
+            cur.execute(
+                "INSERT INTO snapshots (run_id, seq, data, created_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (run_id) DO UPDATE SET seq = EXCLUDED.seq, data = EXCLUDED.data, "
+                "created_at = EXCLUDED.created_at WHERE EXCLUDED.seq >= snapshots.seq",
+                (run_id, seq, data, now_iso()),
+            )
+
+    def decide_gate(
+        self,
+        run_id: str,
+        step_id: str | None,
+        decision: Literal["approved", "rejected"],
+        *,
+        choice: str | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> GateRow:
+        """Record a person's decision on a waiting gate; the running process acts on it."""
+        with self._tx() as cur:
+            # the run's gate rows stay as read until this commits (two deciders queue here)
+            cur.execute("SELECT 1 FROM gates WHERE run_id = %s FOR UPDATE", (run_id,))
+            gate = decide(self.gates(run_id), run_id, step_id, decision, choice, reason, by)
+            cur.execute(
+                "UPDATE gates SET decision = %s, choice = %s, reason = %s, decided_by = %s, "
+                "decided_at = %s WHERE run_id = %s AND step_id = %s AND visit = %s",
+                (decision, choice, reason, by, now_iso(), run_id, gate.step_id, gate.visit),
+            )
+            return gate
+
+    def request_cancel(self, run_id: str) -> None:
+        with self._tx() as cur:
+            cur.execute("UPDATE runs SET cancel_requested = TRUE WHERE id = %s", (run_id,))
+
+    # ------------------------------------------------------------------ reading
+
+    def get_run(self, run_id: str) -> RunRow:
+        rows = self._rows(RunRow, f"SELECT {_RUN_COLS} FROM runs WHERE id = %s", (run_id,))
+        if not rows and run_id:
+            # a prefix, compared exactly (LIKE would treat _ and % as wildcards)
+            rows = self._rows(
+                RunRow,
+                f"SELECT {_RUN_COLS} FROM runs WHERE left(id, %s) = %s "
+                "ORDER BY created_at DESC, num DESC LIMIT %s",
+                (len(run_id), run_id, CANDIDATES + 1),
+            )
+        return one_run(run_id, rows, self.where)
+
+    def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
+        where = "" if include_children else "WHERE parent_run_id IS NULL"
+        return self._rows(
+            RunRow,
+            f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY created_at DESC, num DESC LIMIT %s",
+            (limit if limit >= 0 else None,),  # LIMIT NULL: all, as SQLite's LIMIT -1
+        )
+
+    def children(self, run_id: str) -> list[RunRow]:
+        return self._rows(
+            RunRow,
+            f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id = %s ORDER BY created_at, num",
+            (run_id,),
+        )
+
+    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        from swell.events.models import stored_event
+
+        rows = self._all(
+            "SELECT seq, ts, type, step_id, visit, data FROM events "
+            "WHERE run_id = %s AND seq > %s ORDER BY seq",
+            (run_id, max(after_seq, 0)),
+        )
+        return [
+            stored_event(kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step, visit=visit)
+            for seq, ts, kind, step, visit, data in rows
+        ]
+
+    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
+        from swell.events.models import event_json
+
+        return [event_json(event) for event in self.events(run_id, after_seq)]
+
+    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
+        row = self._one("SELECT seq, data FROM snapshots WHERE run_id = %s", (run_id,))
+        return (int(row[0]), str(row[1])) if row else None
+
+    def visits(self, run_id: str) -> list[VisitRow]:
+        return self._rows(
+            VisitRow,
+            "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, "
+            "finished_at, duration_ms, tokens_in, tokens_out, cost_usd FROM visits "
+            "WHERE run_id = %s ORDER BY started_at NULLS FIRST, step_id, visit",
+            (run_id,),
+        )
+
+    def steps(self, run_id: str) -> list[StepRow]:
+        # each step's count and where it starts, then each step's last visit as `visits`
+        # orders them (SQLite's NULL order: first going up, last going down)
+        groups = self._all(
+            "SELECT step_id, COUNT(*), MIN(started_at), bool_or(started_at IS NULL) "
+            "FROM visits WHERE run_id = %s GROUP BY step_id",
+            (run_id,),
+        )
+        lasts = {
+            step: (visit, status, exit_code)
+            for step, visit, status, exit_code in self._all(
+                "SELECT DISTINCT ON (step_id) step_id, visit, status, exit_code FROM visits "
+                "WHERE run_id = %s ORDER BY step_id, started_at DESC NULLS LAST, visit DESC",
+                (run_id,),
+            )
+        }
+        groups.sort(key=lambda g: (0, "", g[0]) if g[3] else (1, g[2], g[0]))
+        return [StepRow(step, int(count), *lasts[step]) for step, count, _, _ in groups]
+
+    def artifacts(self, run_id: str) -> list[ArtifactRow]:
+        return self._rows(
+            ArtifactRow,
+            "SELECT step_id, visit, name, path, sha256, size, type FROM artifacts "
+            "WHERE run_id = %s ORDER BY created_at, step_id, visit, name",
+            (run_id,),
+        )
+
+    def context(self, run_id: str) -> dict[str, str]:
+        rows = self._all("SELECT key, value FROM context WHERE run_id = %s ORDER BY key", (run_id,))
+        return {str(key): str(value) for key, value in rows}
+
+    def gates(self, run_id: str) -> list[GateRow]:
+        return self._rows(
+            GateRow,
+            f"SELECT {_GATE_COLS} FROM gates WHERE run_id = %s ORDER BY created_at, step_id, visit",
+            (run_id,),
+        )
+
+    def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
+        """A decision recorded for a gate the run has not acted on yet."""
+        return pending(self.gates(run_id), step_id, visit)
+
+    def reviews(self, run_id: str) -> list[ReviewRow]:
+        return self._rows(
+            ReviewRow,
+            "SELECT step_id, visit, contract, for_step, reviewer, adapter, model, verdict, "
+            "issues, suggestions, confidence, summary, error, tokens_in, tokens_out, cost_usd, "
+            "duration_ms, ts FROM reviews WHERE run_id = %s ORDER BY ts, step_id, visit, contract",
+            (run_id,),
+        )
+
+    def owner(self, run_id: str) -> Owner | None:
+        with self._lock:
+            if run_id in self._held:
+                return this_process()
+            return self._holder(run_id, wait=False)
+
+    def pipeline_text(self, run_id: str) -> str | None:
+        row = self._one("SELECT pipeline_text FROM runs WHERE id = %s", (run_id,))
+        return row[0] if row else None
+
+    def cancel_requested(self, run_id: str) -> bool:
+        row = self._one("SELECT cancel_requested FROM runs WHERE id = %s", (run_id,))
+        return bool(row and row[0])
+
+    # ------------------------------------------------------------------ rounds
+
+    def round_count(self, run_id: str, thread: str | None) -> int:
+        if thread is None:
+            row = self._one("SELECT MAX(round) FROM rounds WHERE run_id = %s", (run_id,))
+        else:
+            row = self._one(
+                "SELECT MAX(thread_round) FROM rounds WHERE run_id = %s AND thread = %s",
+                (run_id, thread),
+            )
+        return int(row[0] or 0) if row else 0
+
+    def rounds_between(
+        self, run_id: str, thread: str | None, first: int, last: int
+    ) -> list[RoundRow]:
+        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
+        if thread is None:
+            return self._rows(
+                RoundRow,
+                "SELECT round AS id, role, ts, metadata, content, thread FROM rounds "
+                "WHERE run_id = %s AND round BETWEEN %s AND %s ORDER BY round",
+                (run_id, first, last),
+            )
+        return self._rows(
+            RoundRow,
+            "SELECT thread_round AS id, role, ts, metadata, content, thread FROM rounds "
+            "WHERE run_id = %s AND thread = %s AND thread_round BETWEEN %s AND %s "
+            "ORDER BY thread_round",
+            (run_id, thread, first, last),
+        )
+
+    # ------------------------------------------------------------------ output
+
+    def write_output(self, chunks: Sequence[OutputChunk]) -> None:
+        """Chunks in the order given; one stored already moves to the end with a new id,
+        as SQLite's INSERT OR REPLACE does."""
+        if not chunks:
+            return
+        with self._tx() as cur:
+            cur.executemany(
+                "INSERT INTO output (run_id, step_id, visit, stream, seq, ts, text) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (run_id, step_id, visit, seq) DO UPDATE SET id = DEFAULT, "
+                "stream = EXCLUDED.stream, ts = EXCLUDED.ts, text = EXCLUDED.text",
+                [(c.run_id, c.step_id, c.visit, c.stream, c.seq, c.ts, c.text) for c in chunks],
+            )
+
+    def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
+        with self._tx() as cur:
+            cur.execute(
+                "DELETE FROM output WHERE run_id = %s AND step_id = %s AND visit = %s "
+                "AND seq >= %s AND seq < %s",
+                (run_id, step_id, visit, seqs.start, seqs.stop),
+            )
+
+    def output(
+        self,
+        run_id: str,
+        *,
+        after_id: int = 0,
+        step_id: str | None = None,
+        visit: int | None = None,
+    ) -> list[OutputChunk]:
+        rows = self._all(
+            f"SELECT {_OUTPUT_COLS} FROM output WHERE run_id = %s AND id > %s "
+            "AND (%s::text IS NULL OR step_id = %s) AND (%s::int IS NULL OR visit = %s) "
+            "ORDER BY id",
+            (run_id, after_id, step_id, step_id, visit, visit),
+        )
+        return [OutputChunk(r[1], r[2], r[3], r[4], r[5], r[6], r[7], id=r[0]) for r in rows]
+
+    # ------------------------------------------------------------------ following
+
+    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
+        """Wait until the run has an event after `after_seq` (True) or `timeout` seconds
+        pass (False): woken by the NOTIFY `emit` sends, not by polling."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        listener = self._listen()
+        while True:
+            row = self._one("SELECT MAX(seq) FROM events WHERE run_id = %s", (run_id,))
+            if row and row[0] is not None and row[0] > after_seq:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                for _ in listener.notifies(timeout=remaining, stop_after=1):
+                    pass
+            except psycopg.Error as exc:
+                raise StoreError(f"lost the Postgres store at {self.where}: {exc}") from None
+
+    # ---------------------------------------------------------------- internals
+
+    def _listen(self) -> Connection:
+        with self._lock:
+            return self._listener or self._new_listener()
+
+    def _new_listener(self) -> Connection:
+        if self._listener is None:
+            try:
+                listener = psycopg.connect(self.url, autocommit=True)
+                listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot listen to the store at {self.where}: {exc}") from None
+            self._listener = listener
+        return self._listener
+
+    def _key(self, run_id: str) -> int:
+        """The run's advisory lock key: 64 bits of a hash of the schema and the run id."""
+        digest = hashlib.sha256(f"swell.run\0{self.schema}\0{run_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+    def _holder(self, run_id: str, *, wait: bool) -> Owner | None:
+        """The process holding the run's lock, or None when no connection holds it.
+        Just after a process takes the lock it has not yet recorded itself: `wait`
+        a moment for it, as `run_locks` does."""
+        key = self._key(run_id)
+        params = (run_id, (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)
+        deadline = time.monotonic() + (1.0 if wait else 0.0)
+        while True:
+            row = self._one(_HOLDER, params)
+            if row is None:
+                return None
+            backend, recorded, pid, host = row
+            if recorded == backend or time.monotonic() >= deadline:
+                return Owner(int(pid), str(host)) if pid is not None and host else Owner(0, "?")
+            time.sleep(0.01)
+
+    def _stored_seqs(self, events: Sequence[BaseEvent]) -> set[tuple[str, int]]:
+        """Which of the events' (run_id, seq) the store holds."""
+        found: set[tuple[str, int]] = set()
+        for run_id in {e.run_id for e in events}:
+            seqs = sorted({e.seq for e in events if e.run_id == run_id})
+            rows = self._all(
+                "SELECT seq FROM events WHERE run_id = %s AND seq = ANY(%s)", (run_id, seqs)
+            )
+            found |= {(run_id, int(seq)) for (seq,) in rows}
+        return found
+
+    def _rows(self, cls: type[R], query: str, params: tuple[Any, ...]) -> list[R]:
+        with self._lock, self._errors():
+            cur = self.db.execute(query.encode(), params)
+            names = [d.name for d in cur.description or ()]
+            return [row_from(cls, dict(zip(names, row, strict=True))) for row in cur.fetchall()]
+
+    def _all(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock, self._errors():
+            return self.db.execute(query.encode(), params).fetchall()
+
+    def _one(self, query: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self._lock, self._errors():
+            return self.db.execute(query.encode(), params).fetchone()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Cursor]:
+        """One transaction on this handle's connection; a unique key clash is `_Clash`."""
+        with self._lock, self._errors(), self.db.transaction(), self.db.cursor() as cur:
+            yield cur
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.errors.UniqueViolation:
+            raise _Clash from None
+        except SwellError:
+            raise
+        except psycopg.Error as exc:
+            raise StoreError(f"the Postgres store at {self.where} failed: {exc}") from None
+
+
+class _Clash(Exception):
+    """A row's unique key is stored already: the transaction is rolled back."""

@@ -1,0 +1,80 @@
+"""What the dashboard's buttons do: the same store calls and runtime functions as
+`swell approve`, `swell reject` and `swell cancel` (cli/gates.py)."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from swell.errors import RunBusy, RunStateError
+from swell.store.protocols import Store
+from swell.web.models import ActionResult
+
+if TYPE_CHECKING:
+    from swell.runtime import Runtime
+
+FINAL = ("succeeded", "failed", "cancelled")
+
+
+def _who() -> str:
+    try:
+        return f"{getpass.getuser()} (web)"
+    except Exception:
+        return "web"
+
+
+def decide(
+    store: Store,
+    run_id: str,
+    step_id: str | None,
+    decision: Literal["approved", "rejected"],
+    *,
+    choice: str | None = None,
+    reason: str | None = None,
+) -> ActionResult:
+    """Record a decision on a waiting gate, as `swell approve`/`reject` do; the process
+    executing the run picks it up (RunStateError when no gate fits)."""
+    run = store.get_run(run_id)
+    gate = store.decide_gate(run.id, step_id, decision, choice=choice, reason=reason, by=_who())
+    word = "approved" if decision == "approved" else "rejected"
+    message = f"{word} gate '{gate.step_id}' of run {run.id}" + (
+        f" (choice {choice})" if choice else ""
+    )
+    if store.owner(run.id) is None:
+        message += f"; the run is not executing: continue it with `swell resume {run.id}`"
+    return ActionResult(ok=True, message=message)
+
+
+def cancel(store: Store, root: Path, run_id: str) -> ActionResult:
+    """`swell cancel RUN` without waiting: a run no process executes is closed as
+    cancelled here (runtime.cancel_stored_run); otherwise its process is asked to stop
+    (Store.request_cancel) and the page shows when it has."""
+    run = store.get_run(run_id)
+    if run.status in FINAL:
+        raise RunStateError(f"run {run.id} already {run.status}")
+    if store.owner(run.id) is None:
+        from swell.runtime import cancel_stored_run  # the engine loads only for this
+
+        try:
+            done = cancel_stored_run(_runtime(store, root), run)
+            return ActionResult(ok=True, message="cancelled run " + ", ".join(done))
+        except RunBusy:
+            pass  # a process took the run up meanwhile: ask it to stop
+    store.request_cancel(run.id)
+    return ActionResult(ok=True, message=f"cancel requested for run {run.id}")
+
+
+def _runtime(store: Store, root: Path) -> Runtime:
+    """A Runtime around the dashboard's store; cancelling reads nothing of the manifest
+    (a broken wave.yaml must not keep a run from being cancelled)."""
+    from swell.manifest.discovery import MANIFEST_NAMES
+    from swell.manifest.loader import Project
+    from swell.manifest.models import Manifest
+    from swell.manifest.yamlsrc import SourceMap
+    from swell.runtime import Runtime, open_registries
+    from swell.store.location import state_dir_for
+
+    path = root / MANIFEST_NAMES[0]
+    project = Project(root, path, Manifest(kind="WaveManifest"), SourceMap(str(path)))
+    return Runtime(project, store, open_registries(), state_dir_for(root))

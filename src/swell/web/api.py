@@ -1,0 +1,208 @@
+"""The JSON API (`/api/...`): every page's data, the live streams, the actions.
+FastAPI builds its OpenAPI description (`/openapi.json`, `/docs`) from these."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Header, HTTPException, Query, Request
+from fastapi.responses import Response, StreamingResponse
+
+from swell.store.pages import RunFilter
+from swell.web import actions, data, live
+from swell.web import models as m
+from swell.web.artifacts import read_artifact
+from swell.web.graph import graph_of, render_svg
+from swell.web.state import app_state
+
+router = APIRouter(prefix="/api")
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def run_filter(
+    pipeline: str | None, status: str | None, since: str | None, until: str | None, roots: bool
+) -> RunFilter:
+    return RunFilter(
+        pipeline=pipeline or None,
+        status=status or None,
+        since=since or None,
+        until=until or None,
+        include_children=not roots,
+    )
+
+
+@router.get("/runs", response_model=m.RunsPage)
+async def runs(
+    request: Request,
+    pipeline: str | None = None,
+    status: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    roots: bool = False,
+    page: Annotated[int, Query(ge=1)] = 1,
+    per_page: Annotated[int, Query(ge=1, le=data.MAX_PER_PAGE)] = data.PER_PAGE,
+) -> m.RunsPage:
+    filt = run_filter(pipeline, status, since, until, roots)
+    return data.runs_page(app_state(request).reader, filt, page, per_page)
+
+
+@router.get("/runs/{run_id}", response_model=m.RunDetail)
+async def run(
+    request: Request,
+    run_id: str,
+    page: Annotated[int, Query(ge=1)] = 1,
+    per_page: Annotated[int, Query(ge=1, le=data.MAX_PER_PAGE)] = data.PER_PAGE,
+) -> m.RunDetail:
+    return data.run_detail(app_state(request).reader, run_id, page, per_page)
+
+
+@router.get("/runs/{run_id}/visits/{step_id}/{visit}", response_model=m.VisitDetail)
+async def visit(request: Request, run_id: str, step_id: str, visit: int) -> m.VisitDetail:
+    found = data.visit_detail(app_state(request).reader, run_id, step_id, visit)
+    if found is None:
+        raise HTTPException(404, f"run {run_id} has no visit {visit} of step '{step_id}'")
+    return found
+
+
+@router.get("/runs/{run_id}/thread", response_model=m.ThreadPage)
+async def thread(
+    request: Request,
+    run_id: str,
+    thread: str | None = None,
+    before: Annotated[int | None, Query(ge=1)] = None,
+    budget: Annotated[int, Query(ge=1, le=1_000_000)] = 8000,
+) -> m.ThreadPage:
+    """One page of the run's rounds, as `swell thread` shows them (same retrieval)."""
+    return data.thread_page(app_state(request).reader, run_id, thread, before, budget)
+
+
+def graph_svg(request: Request, run_id: str) -> str | None:
+    store = app_state(request).reader.store
+    run_row = store.get_run(run_id)
+    text = store.pipeline_text(run_row.id)
+    graph = graph_of(text, run_row.pipeline) if text else None
+    if graph is None:
+        return None
+    steps = store.steps(run_row.id)
+    return render_svg(
+        graph, {s.step_id: s.visits for s in steps}, {s.step_id: s.last_status for s in steps}
+    )
+
+
+@router.get("/runs/{run_id}/graph.svg", response_class=Response)
+async def graph(request: Request, run_id: str) -> Response:
+    """The pipeline as the run stored it at its start, with visit counts per step."""
+    svg = graph_svg(request, run_id)
+    if svg is None:
+        raise HTTPException(404, "the run kept no readable copy of its pipeline")
+    return Response(svg, media_type="image/svg+xml")
+
+
+@router.get("/runs/{run_id}/artifacts/{step_id}/{visit}/{name}", response_class=Response)
+async def artifact(request: Request, run_id: str, step_id: str, visit: int, name: str) -> Response:
+    """An artifact's file, only where the store recorded it inside the run's workspace.
+    Served as plain text or bytes to download, never as a page of its own."""
+    store = app_state(request).reader.store
+    run_row = store.get_run(run_id)
+    step = "" if step_id == "_" else step_id
+    row = next(
+        (
+            a
+            for a in store.artifacts(run_row.id)
+            if (a.step_id, a.visit, a.name) == (step, visit, name)
+        ),
+        None,
+    )
+    if row is None:
+        raise HTTPException(404, "no such artifact")
+    body = read_artifact(run_row.workspace, row.path)
+    headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
+    try:
+        body.decode("utf-8")
+        return Response(body, media_type="text/plain; charset=utf-8", headers=headers)
+    except UnicodeDecodeError:
+        headers["Content-Disposition"] = "attachment"
+        return Response(body, media_type="application/octet-stream", headers=headers)
+
+
+@router.get("/runs/{run_id}/events")
+async def events(
+    request: Request, run_id: str, after: Annotated[int, Query(ge=0)] = 0
+) -> list[dict[str, object]]:
+    """The run's events after seq `after` (at most 1000), as `swell logs -o json` has them."""
+    store = app_state(request).reader.store
+    run_row = store.get_run(run_id)
+    return [json.loads(line) for line in store.raw_events(run_row.id, after)[:1000]]
+
+
+@router.get("/runs/{run_id}/stream")
+async def stream(
+    request: Request,
+    run_id: str,
+    after: Annotated[int | None, Query(ge=0)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """Server-Sent Events: the run's events as they are stored; `id` is the seq."""
+    store = app_state(request).reader.store
+    run_row = store.get_run(run_id)
+    start = live.start_seq(last_event_id, after)
+    return StreamingResponse(
+        live.run_events(store, run_row.id, start, request),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+    )
+
+
+@router.get("/stream")
+async def runs_stream(request: Request) -> StreamingResponse:
+    """Server-Sent Events: a `runs` event whenever the newest runs change."""
+    return StreamingResponse(
+        live.runs_changes(app_state(request).reader.store, request),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+    )
+
+
+@router.get("/pipelines", response_model=m.Pipelines)
+async def pipelines(request: Request) -> m.Pipelines:
+    return data.pipelines_state(app_state(request).settings.root)
+
+
+@router.get("/csrf", response_model=m.CsrfToken)
+async def csrf(request: Request) -> m.CsrfToken:
+    """The token every POST carries in `X-CSRF-Token` (readable only by who may read
+    the API: the browser keeps other sites from reading it)."""
+    return m.CsrfToken(token=app_state(request).guard.csrf)
+
+
+def require_csrf(request: Request) -> None:
+    if not app_state(request).guard.csrf_ok(request, None):
+        raise HTTPException(403, "missing or wrong CSRF token (X-CSRF-Token; see /api/csrf)")
+
+
+@router.post("/runs/{run_id}/gates/{step_id}/approve", response_model=m.ActionResult)
+async def approve(
+    request: Request, run_id: str, step_id: str, body: m.GateDecision | None = None
+) -> m.ActionResult:
+    require_csrf(request)
+    store = app_state(request).reader.store
+    choice = body.choice if body else None
+    return actions.decide(store, run_id, step_id, "approved", choice=choice)
+
+
+@router.post("/runs/{run_id}/gates/{step_id}/reject", response_model=m.ActionResult)
+async def reject(
+    request: Request, run_id: str, step_id: str, body: m.GateDecision | None = None
+) -> m.ActionResult:
+    require_csrf(request)
+    store = app_state(request).reader.store
+    reason = body.reason if body else None
+    return actions.decide(store, run_id, step_id, "rejected", reason=reason)
+
+
+@router.post("/runs/{run_id}/cancel", response_model=m.ActionResult)
+async def cancel(request: Request, run_id: str) -> m.ActionResult:
+    require_csrf(request)
+    state = app_state(request)
+    return actions.cancel(state.reader.store, state.settings.root, run_id)

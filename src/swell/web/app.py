@@ -1,0 +1,92 @@
+"""`create_app(settings)`: the dashboard's ASGI app. Opening the store and building the
+templates happen here, when the app is made, never at import time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from swell.errors import RunNotFound, RunStateError, SwellError
+from swell.store.pages import page_reader
+from swell.store.protocols import Store
+from swell.web import api, views
+from swell.web.data import Reader
+from swell.web.security import Guard, middleware
+from swell.web.state import AppState, ServeSettings, new_csrf
+from swell.workspace.safe import UnsafePath
+
+HERE = Path(__file__).parent
+
+
+def templates() -> Any:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from swell.web import text
+
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
+    env.filters["clean"] = text.clean
+    env.filters["short"] = text.short
+    env.filters["q"] = text.path_part
+    env.filters["ms"] = _ms
+    return env
+
+
+def _ms(value: int | None) -> str:
+    if value is None:
+        return "-"
+    if value < 1000:
+        return f"{value} ms"
+    seconds = value / 1000
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _status_of(exc: SwellError) -> int:
+    if isinstance(exc, RunNotFound):
+        return 404
+    if isinstance(exc, UnsafePath):
+        return 403
+    if isinstance(exc, RunStateError):
+        return 409
+    return 400
+
+
+async def _swell_error(request: Request, exc: Exception) -> Response:
+    """A user's error (unknown run, no waiting gate, unsafe path) is one message."""
+    status = _status_of(exc) if isinstance(exc, SwellError) else 500
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+    return PlainTextResponse(str(exc), status_code=status)
+
+
+def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
+    """The app over `settings`' store (or the `store` given, for tests)."""
+    from swell.store.location import open_project_store
+
+    store = store or open_project_store(settings.root)
+    state = AppState(
+        settings=settings,
+        reader=Reader(store, page_reader(store)),
+        guard=Guard(settings.token, new_csrf()),
+        templates=templates(),
+    )
+    app = FastAPI(
+        title="swell dashboard",
+        version="1",
+        openapi_url="/api/openapi.json",
+        docs_url=None,  # FastAPI's docs pages load their scripts from a CDN: not here
+        redoc_url=None,
+    )
+    app.state.swell = state
+    app.middleware("http")(middleware(state.guard))
+    app.add_exception_handler(SwellError, _swell_error)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.include_router(api.router)
+    app.include_router(views.router)
+    return app

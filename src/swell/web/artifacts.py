@@ -1,0 +1,50 @@
+"""Serving an artifact file: only a path the store recorded for the run, and only
+when it lies inside the run's workspace (no `..`, no symbolic link anywhere on the
+way, a regular file opened without following links: workspace/safe.py's rules)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from swell.workspace.safe import UnsafePath, is_link, open_regular
+
+MAX_BYTES = 20 * 1024 * 1024  # what the dashboard serves of one file
+
+
+def _inside(workspace: Path, recorded: str) -> Path:
+    path = Path(recorded)
+    if ".." in path.parts:
+        raise UnsafePath(f"artifact path {recorded!r} contains '..'")
+    if is_link(workspace):
+        raise UnsafePath("the run's workspace is a symbolic link")
+    root = workspace.resolve()
+    if not path.is_absolute():
+        rel = path
+    elif path.is_relative_to(workspace):
+        rel = path.relative_to(workspace)
+    elif path.is_relative_to(root):
+        rel = path.relative_to(root)
+    else:
+        raise UnsafePath(f"artifact path {recorded!r} is outside the run's workspace")
+    current = root
+    for part in rel.parts:
+        current = current / part
+        if is_link(current):
+            raise UnsafePath(f"artifact path {recorded!r} goes through a symbolic link")
+    return current
+
+
+def read_artifact(workspace: str | None, recorded: str) -> bytes:
+    """The artifact's bytes (at most MAX_BYTES); UnsafePath when it may not be served."""
+    if not workspace:
+        raise UnsafePath("the run has no workspace")
+    fd = open_regular(_inside(Path(workspace), recorded))
+    try:
+        chunks, size = [], 0
+        while size < MAX_BYTES and (data := os.read(fd, min(1 << 20, MAX_BYTES - size))):
+            chunks.append(data)
+            size += len(data)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

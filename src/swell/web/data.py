@@ -1,0 +1,307 @@
+"""What each page shows, read from the store and returned as the API's models.
+
+Pages and the JSON API call the same functions, so the API has every page's data.
+Reads go through the store's reader protocols, and through `store.pages` for the
+paged lists (a page of a 10,000-visit run reads one page of visits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swell.store.pages import PageReader, RunFilter, RunTotals
+from swell.store.protocols import Store
+from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, VisitRow
+from swell.threads.retrieval import retrieve
+from swell.web import models as m
+from swell.web.text import clean, path_part
+
+FINAL = ("succeeded", "failed", "cancelled")
+PER_PAGE = 50
+MAX_PER_PAGE = 500
+ARTIFACTS_SHOWN = 200  # a run page lists this many; a visit's page lists all of its own
+
+
+@dataclass
+class Reader:
+    """The store and its paged reads, as the app holds them."""
+
+    store: Store
+    pages: PageReader
+
+
+def _pages(total: int, per_page: int) -> int:
+    return max(1, -(-total // per_page))
+
+
+def _duration(run: RunRow) -> int | None:
+    from datetime import datetime
+
+    if not run.started_at:
+        return None
+    end = run.finished_at or run.updated_at
+    if not end:
+        return None
+    try:
+        start_t = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
+        end_t = datetime.fromisoformat(end.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0, int((end_t - start_t).total_seconds() * 1000))
+
+
+def run_summary(run: RunRow, totals: RunTotals) -> m.RunSummary:
+    return m.RunSummary(
+        id=run.id,
+        pipeline=run.pipeline,
+        status=run.status,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        duration_ms=_duration(run),
+        visits=run.visits,
+        tokens_in=totals.tokens_in,
+        tokens_out=totals.tokens_out,
+        cost_usd=totals.cost_usd,
+        parent_run_id=run.parent_run_id,
+        parent_step_id=run.parent_step_id,
+        children=totals.children,
+        error=clean(run.error, max_text=5_000) or None,
+        input=clean(run.input, max_text=5_000),
+    )
+
+
+def runs_page(reader: Reader, filt: RunFilter, page: int, per_page: int) -> m.RunsPage:
+    per_page = min(max(per_page, 1), MAX_PER_PAGE)
+    page = max(page, 1)
+    found = reader.pages.runs_page(filt, (page - 1) * per_page, per_page)
+    return m.RunsPage(
+        runs=[run_summary(r, found.totals.get(r.id, RunTotals())) for r in found.runs],
+        total=found.total,
+        page=page,
+        per_page=per_page,
+        pages=_pages(found.total, per_page),
+        pipelines=reader.pages.pipeline_names(),
+        filters={
+            "pipeline": filt.pipeline,
+            "status": filt.status,
+            "since": filt.since,
+            "until": filt.until,
+            "roots": None if filt.include_children else "1",
+        },
+    )
+
+
+def visit_model(v: VisitRow) -> m.Visit:
+    return m.Visit(
+        step_id=v.step_id,
+        visit=v.visit,
+        kind=v.kind,
+        status=v.status,
+        outcome=v.outcome,
+        exit_code=v.exit_code,
+        error=clean(v.error, max_text=5_000) or None,
+        started_at=v.started_at,
+        finished_at=v.finished_at,
+        duration_ms=v.duration_ms,
+        tokens_in=v.tokens_in,
+        tokens_out=v.tokens_out,
+        cost_usd=v.cost_usd,
+    )
+
+
+def gate_model(g: GateRow) -> m.Gate:
+    return m.Gate(
+        step_id=g.step_id,
+        visit=g.visit,
+        gate_type=g.gate_type,
+        status=g.status,
+        message=clean(g.message, max_text=10_000) or None,
+        choices=g.choices,
+        deadline=g.deadline,
+        decision=g.decision,
+        choice=g.choice,
+        reason=clean(g.reason, max_text=10_000) or None,
+        decided_by=g.decided_by,
+    )
+
+
+def artifact_model(run_id: str, a: ArtifactRow) -> m.Artifact:
+    url = (
+        f"/api/runs/{path_part(run_id)}/artifacts/{path_part(a.step_id or '_')}/{a.visit}/"
+        f"{path_part(a.name)}"
+    )
+    return m.Artifact(
+        step_id=a.step_id,
+        visit=a.visit,
+        name=a.name,
+        path=a.path,
+        sha256=a.sha256,
+        size=a.size,
+        type=a.type,
+        url=url,
+    )
+
+
+def review_model(r: ReviewRow) -> m.Review:
+    issues = [
+        {k: clean(v, max_text=5_000) if isinstance(v, str) else v for k, v in issue.items()}
+        for issue in r.issues
+    ]
+    return m.Review(
+        step_id=r.step_id,
+        visit=r.visit,
+        contract=r.contract,
+        for_step=r.for_step,
+        reviewer=r.reviewer,
+        verdict=r.verdict,
+        issues=issues,
+        suggestions=[clean(s, max_text=5_000) for s in r.suggestions],
+        confidence=r.confidence,
+        summary=clean(r.summary, max_text=10_000) or None,
+        error=clean(r.error, max_text=5_000) or None,
+    )
+
+
+def _totals(reader: Reader, run: RunRow) -> RunTotals:
+    return reader.pages.totals([run.id]).get(run.id, RunTotals())
+
+
+def _with_totals(reader: Reader, runs: list[RunRow]) -> list[tuple[RunRow, RunTotals]]:
+    totals = reader.pages.totals([r.id for r in runs])
+    return [(r, totals.get(r.id, RunTotals())) for r in runs]
+
+
+def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDetail:
+    store = reader.store
+    run = store.get_run(run_id)
+    per_page = min(max(per_page, 1), MAX_PER_PAGE)
+    page = max(page, 1)
+    visits = reader.pages.visits_page(run.id, (page - 1) * per_page, per_page)
+    steps = store.steps(run.id)
+    gates = [gate_model(g) for g in store.gates(run.id)]
+    children = store.children(run.id)
+    artifacts = store.artifacts(run.id)
+    return m.RunDetail(
+        run=run_summary(run, _totals(reader, run)),
+        workspace=run.workspace,
+        owner_alive=store.owner(run.id) is not None,
+        steps=[
+            m.StepSummary(
+                step_id=s.step_id,
+                visits=s.visits,
+                last_visit=s.last_visit,
+                last_status=s.last_status,
+                last_exit_code=s.last_exit_code,
+            )
+            for s in steps
+        ],
+        running=[s.step_id for s in steps if s.last_status == "running"],
+        visits=[visit_model(v) for v in visits.visits],
+        visits_total=visits.total,
+        page=page,
+        per_page=per_page,
+        pages=_pages(visits.total, per_page),
+        gates=gates,
+        waiting_gates=[g for g in gates if g.status == "waiting" and g.decision is None],
+        children=[run_summary(c, t) for c, t in _with_totals(reader, children)],
+        context={k: clean(v, max_text=2_000) for k, v in store.context(run.id).items()},
+        artifacts=[artifact_model(run.id, a) for a in artifacts[:ARTIFACTS_SHOWN]],
+        artifacts_total=len(artifacts),
+        last_seq=run.last_seq,
+        final=run.status in FINAL,
+    )
+
+
+def _contract(event: dict[str, Any]) -> m.ContractResult:
+    passed = event["type"] == "contract.passed"
+    detail = event.get("note") if passed else event.get("error")
+    if not passed and event.get("policy"):
+        detail = f"{detail} (on_failure: {event['policy']})"
+    return m.ContractResult(
+        index=event.get("index"),
+        contract_type=event.get("contract_type"),
+        passed=passed,
+        detail=clean(detail, max_text=10_000),
+    )
+
+
+def _inert(event: dict[str, Any]) -> dict[str, Any]:
+    return {k: clean(v, max_text=10_000) if isinstance(v, str) else v for k, v in event.items()}
+
+
+def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.VisitDetail | None:
+    store = reader.store
+    run = store.get_run(run_id)
+    row = reader.pages.visit(run.id, step_id, visit)
+    if row is None:
+        return None
+    found = reader.pages.visit_detail(run.id, step_id, visit)
+    events = found.events
+    return m.VisitDetail(
+        run_id=run.id,
+        visit=visit_model(row),
+        output_tail=clean(found.output_tail),
+        contracts=[_contract(e) for e in events if e["type"].startswith("contract.")],
+        reviews=[
+            review_model(r)
+            for r in store.reviews(run.id)
+            if r.step_id == step_id and r.visit == visit
+        ],
+        retries=[_inert(e) for e in events if e["type"] in ("retry.requested", "rework.requested")],
+        artifacts=[
+            artifact_model(run.id, a)
+            for a in store.artifacts(run.id)
+            if a.step_id == step_id and a.visit == visit
+        ],
+        events=[_inert(e) for e in events],
+    )
+
+
+def thread_page(
+    reader: Reader, run_id: str, thread: str | None, before: int | None, budget: int
+) -> m.ThreadPage:
+    """The same page `swell thread` prints (threads.retrieval)."""
+    run = reader.store.get_run(run_id)
+    page = retrieve(reader.store, run.id, thread, budget, before)
+    return m.ThreadPage(
+        run_id=run.id,
+        thread=thread,
+        total=page.total,
+        rounds=[
+            m.Round(
+                id=r.id,
+                role=r.role or "unknown",
+                ts=r.ts,
+                metadata=r.metadata,
+                content=clean(r.content),
+            )
+            for r in page.head + page.tail
+        ],
+        head=len(page.head),
+        omitted=page.omitted,
+        load_before=page.load_before,
+    )
+
+
+def pipelines_state(root: Path) -> m.Pipelines:
+    """`swell validate` for every pipeline of the project: which load and lint clean."""
+    from swell.manifest.validation import validate_project
+    from swell.runtime import open_registries  # the registries lint asks about step kinds
+
+    result = validate_project(root, open_registries().lint_context(), None)
+    errors = [p for p in result.problems if p.severity == "error"]
+
+    def of(name: str) -> list[str]:
+        return [str(p) for p in result.problems if Path(p.file).stem == name]
+
+    named = {name for name in result.checked}
+    return m.Pipelines(
+        ok=not errors,
+        manifest_problems=[str(p) for p in result.problems if Path(p.file).stem not in named],
+        pipelines=[
+            m.PipelineState(name=name, ok=name not in result.failed, problems=of(name))
+            for name in sorted(result.checked)
+        ],
+    )

@@ -1,0 +1,84 @@
+"""Server-Sent Events that tail the store: runs started from any terminal show live.
+
+The stream polls the store for the run's events after the last seq it sent (no
+in-process broker: the process executing the run may be any other). Each event's seq
+is its SSE `id`, so a browser that reconnects sends `Last-Event-ID` and the stream
+resumes after it without losing or repeating an event. The stream ends with an `end`
+event once the run has ended for good and every event was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+
+from swell.store.protocols import Store
+
+POLL_SECONDS = 0.25
+HEARTBEAT_SECONDS = 15.0  # a comment line keeps proxies from closing an idle stream
+FINAL = ("succeeded", "failed", "cancelled")
+BATCH = 500  # events sent per poll at most, so one poll never holds the loop long
+
+
+def start_seq(last_event_id: str | None, after: int | None) -> int:
+    """Where a stream starts: after the browser's Last-Event-ID, else `?after=`."""
+    if last_event_id and last_event_id.strip().isdigit():
+        return int(last_event_id.strip())
+    return max(after or 0, 0)
+
+
+def frame(seq: int, kind: str, data: str) -> str:
+    # data is one JSON line (no newline inside), so it is one `data:` field
+    return f"id: {seq}\nevent: {kind}\ndata: {data}\n\n"
+
+
+async def run_events(
+    store: Store, run_id: str, after: int, request: Request | None = None
+) -> AsyncIterator[str]:
+    """SSE frames of the run's events after `after`, as they are stored."""
+    yield "retry: 1000\n\n"
+    idle = 0.0
+    while True:
+        if request is not None and await request.is_disconnected():
+            return
+        lines = store.raw_events(run_id, after)[:BATCH]
+        for line in lines:
+            event = json.loads(line)
+            after = int(event["seq"])
+            yield frame(after, "swell", line)
+        if lines:
+            idle = 0.0
+            continue
+        if store.get_run(run_id).status in FINAL and not store.raw_events(run_id, after):
+            yield f"id: {after}\nevent: end\ndata: {{}}\n\n"
+            return
+        await asyncio.sleep(POLL_SECONDS)
+        idle += POLL_SECONDS
+        if idle >= HEARTBEAT_SECONDS:
+            idle = 0.0
+            yield ": keep-alive\n\n"
+
+
+async def runs_changes(store: Store, request: Request | None = None) -> AsyncIterator[str]:
+    """A `runs` event whenever the newest runs change (a run starts, moves on, ends):
+    the runs page then reloads its table."""
+    yield "retry: 2000\n\n"
+    last: list[tuple[str, str, int]] | None = None
+    idle = 0.0
+    while True:
+        if request is not None and await request.is_disconnected():
+            return
+        now = [(r.id, str(r.status), r.last_seq) for r in store.list_runs(50)]
+        if now != last:
+            if last is not None:
+                yield f"event: runs\ndata: {json.dumps({'count': len(now)})}\n\n"
+            last = now
+            idle = 0.0
+        await asyncio.sleep(POLL_SECONDS * 4)
+        idle += POLL_SECONDS * 4
+        if idle >= HEARTBEAT_SECONDS:
+            idle = 0.0
+            yield ": keep-alive\n\n"

@@ -1,0 +1,58 @@
+// swell dashboard: live updates with EventSource. Plain JavaScript, no dependencies.
+// Everything agents produced reaches the page either as server-rendered (escaped)
+// HTML fragments or through textContent, never as markup built here.
+"use strict";
+
+function refresh(box) {
+  if (!box || box.dataset.loading) { if (box) box.dataset.again = "1"; return; }
+  box.dataset.loading = "1";
+  fetch(box.dataset.fragment, { credentials: "same-origin" })
+    .then(function (r) { return r.ok ? r.text() : null; })
+    .then(function (html) { if (html !== null) box.innerHTML = html; })
+    .finally(function () {
+      delete box.dataset.loading;
+      if (box.dataset.again) { delete box.dataset.again; setTimeout(function () { refresh(box); }, 300); }
+    });
+}
+
+function throttled(fn, ms) {
+  var timer = null;
+  return function () {
+    if (timer) return;
+    timer = setTimeout(function () { timer = null; fn(); }, ms);
+  };
+}
+
+function watchRun(url) {
+  var log = document.getElementById("event-log");
+  var box = document.getElementById("live-run");
+  var update = throttled(function () { refresh(box); }, 500);
+  // EventSource sends Last-Event-ID itself when it reconnects: no event is lost
+  var source = new EventSource(url, { withCredentials: true });
+  source.addEventListener("swell", function (msg) {
+    var event = JSON.parse(msg.data);
+    if (log) {
+      var item = document.createElement("li");
+      var what = "#" + event.seq + " " + event.type;
+      if (event.step_id) what += " " + event.step_id + (event.visit ? " #" + event.visit : "");
+      item.textContent = what;
+      log.appendChild(item);
+      while (log.childNodes.length > 500) log.removeChild(log.firstChild);
+    }
+    update();
+  });
+  source.addEventListener("end", function () { source.close(); refresh(box); });
+}
+
+function watchRuns(url) {
+  var box = document.getElementById("live-table");
+  var update = throttled(function () { refresh(box); }, 1000);
+  var source = new EventSource(url, { withCredentials: true });
+  source.addEventListener("runs", update);
+}
+
+document.addEventListener("DOMContentLoaded", function () {
+  var body = document.body;
+  if (body.dataset.liveRun && !body.dataset.final) watchRun(body.dataset.liveRun);
+  if (body.dataset.liveRuns) watchRuns(body.dataset.liveRuns);
+});

@@ -1,0 +1,134 @@
+"""The HTML pages: each renders one of the API's models with a Jinja2 template
+(autoescape on). `?fragment=1` returns only the part live updates replace."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from swell.errors import SwellError
+from swell.web import actions, data
+from swell.web.api import graph_svg, run_filter
+from swell.web.state import app_state
+from swell.web.text import path_part
+
+router = APIRouter(include_in_schema=False)
+# pages run only the package's own script and styles: were some agent output ever to
+# slip through escaping, an inline script or a foreign resource would still not load
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+def render(request: Request, template: str, **context: Any) -> HTMLResponse:
+    state = app_state(request)
+    page = state.templates.get_template(template)
+    html = page.render(csrf=state.guard.csrf, message=request.query_params.get("msg"), **context)
+    return HTMLResponse(html, headers={"Content-Security-Policy": CSP})
+
+
+def _int(value: str | None, default: int) -> int:
+    return int(value) if value and value.isdigit() and int(value) > 0 else default
+
+
+@router.get("/")
+async def runs_page(request: Request) -> Response:
+    q = request.query_params
+    filt = run_filter(
+        q.get("pipeline"), q.get("status"), q.get("since"), q.get("until"), q.get("roots") == "1"
+    )
+    per_page = min(_int(q.get("per_page"), data.PER_PAGE), data.MAX_PER_PAGE)
+    found = data.runs_page(app_state(request).reader, filt, _int(q.get("page"), 1), per_page)
+    template = "runs_table.html" if q.get("fragment") else "runs.html"
+    return render(request, template, runs=found, query=_query(q, drop=("page", "fragment")))
+
+
+def _query(q: Any, drop: tuple[str, ...]) -> str:
+    return "&".join(f"{quote(k)}={quote(v)}" for k, v in q.items() if k not in drop and v)
+
+
+@router.get("/runs/{run_id}")
+async def run_page(request: Request, run_id: str) -> Response:
+    q = request.query_params
+    reader = app_state(request).reader
+    detail = data.run_detail(reader, run_id, _int(q.get("page"), 1), data.PER_PAGE)
+    template = "run_live.html" if q.get("fragment") else "run.html"
+    return render(request, template, d=detail, svg=graph_svg(request, detail.run.id))
+
+
+@router.get("/runs/{run_id}/visits/{step_id}/{visit}")
+async def visit_page(request: Request, run_id: str, step_id: str, visit: int) -> Response:
+    found = data.visit_detail(app_state(request).reader, run_id, step_id, visit)
+    if found is None:
+        raise HTTPException(404, f"run {run_id} has no visit {visit} of step '{step_id}'")
+    return render(request, "visit.html", v=found)
+
+
+@router.get("/runs/{run_id}/thread")
+async def thread_page(request: Request, run_id: str) -> Response:
+    q = request.query_params
+    before = _int(q.get("before"), 0) or None
+    budget = min(_int(q.get("budget"), 8000), 1_000_000)
+    page = data.thread_page(
+        app_state(request).reader, run_id, q.get("thread") or None, before, budget
+    )
+    return render(request, "thread.html", t=page, budget=budget)
+
+
+@router.get("/pipelines")
+async def pipelines_page(request: Request) -> Response:
+    return render(
+        request, "pipelines.html", p=data.pipelines_state(app_state(request).settings.root)
+    )
+
+
+async def _form(request: Request) -> dict[str, str]:
+    # urlencoded forms only (no multipart dependency); the last value of a field wins
+    body = (await request.body()).decode("utf-8", "replace")
+    return {k: v[-1] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+
+def _back(run_id: str, message: str) -> RedirectResponse:
+    return RedirectResponse(f"/runs/{path_part(run_id)}?msg={quote(message)}", status_code=303)
+
+
+async def _checked_form(request: Request) -> dict[str, str]:
+    form = await _form(request)
+    if not app_state(request).guard.csrf_ok(request, form.get("csrf")):
+        raise HTTPException(403, "missing or wrong CSRF token")
+    return form
+
+
+@router.post("/runs/{run_id}/gates/{step_id}/{verdict}")
+async def gate_form(request: Request, run_id: str, step_id: str, verdict: str) -> Response:
+    form = await _checked_form(request)
+    if verdict not in ("approve", "reject"):
+        raise HTTPException(404)
+    store = app_state(request).reader.store
+    try:
+        if verdict == "approve":
+            done = actions.decide(
+                store, run_id, step_id, "approved", choice=form.get("choice") or None
+            )
+        else:
+            done = actions.decide(
+                store, run_id, step_id, "rejected", reason=form.get("reason") or None
+            )
+    except SwellError as exc:
+        return _back(run_id, f"error: {exc}")
+    return _back(run_id, done.message)
+
+
+@router.post("/runs/{run_id}/cancel")
+async def cancel_form(request: Request, run_id: str) -> Response:
+    await _checked_form(request)
+    state = app_state(request)
+    try:
+        done = actions.cancel(state.reader.store, state.settings.root, run_id)
+    except SwellError as exc:
+        return _back(run_id, f"error: {exc}")
+    return _back(run_id, done.message)

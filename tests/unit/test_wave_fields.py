@@ -1,0 +1,170 @@
+"""Wave's fields in swell's models and lint: accepted with Wave's meaning, checked, and
+a named warning for each one swell does not run yet; partial validation keeps the
+rest of a file checkable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from manifest_helpers import LINT_CONTEXT, ProjectDir, at, make_project
+
+from swell.errors import ManifestError
+from swell.manifest.loader import load_pipeline, load_project
+from swell.manifest.models import Manifest, Pipeline
+from swell.manifest.validation import validate_project
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProjectDir:
+    return make_project(tmp_path, monkeypatch)
+
+
+def test_project_values_of_any_yaml_type(proj: ProjectDir) -> None:
+    proj.manifest(
+        "kind: WaveManifest\nproject:\n  test_file_pattern: ['*_test.go']\n"
+        "  services: {api: {path: api}}\n  retries: 3\n"
+    )
+    project = load_project(proj.root)
+    assert project.manifest.project["test_file_pattern"] == ["*_test.go"]
+    assert project.manifest.project["services"] == {"api": {"path": "api"}}
+
+
+def test_opencode_family_adapters_resolve_to_opencode() -> None:
+    m = Manifest.model_validate(
+        {"kind": "WaveManifest", "adapters": {"opencode-glm": {"binary": "oc"}, "claude": {}}}
+    )
+    assert m.adapter_type("opencode-glm") == "opencode"
+    assert m.adapter_type("claude") == "claude"
+    assert m.adapter_type("opencodex") == "opencodex"  # only the `opencode-` family
+
+
+@pytest.mark.parametrize(
+    ("scope", "ok"),
+    [("issues:read", True), ("pulls:write@GH_TOKEN", True), ("pulls:own", False), ("x", False)],
+)
+def test_token_scopes_are_checked(scope: str, ok: bool) -> None:
+    data = {"kind": "WaveManifest", "personas": {"p": {"adapter": "a", "token_scopes": [scope]}}}
+    if ok:
+        Manifest.model_validate(data)
+    else:
+        with pytest.raises(ValueError, match="RESOURCE:LEVEL"):
+            Manifest.model_validate(data)
+
+
+def test_runtime_cost_routing_and_stall_timeout_are_typed(proj: ProjectDir) -> None:
+    proj.manifest(
+        """\
+        kind: WaveManifest
+        adapters:
+          claude: {tier_models: {fastest: x}}
+        runtime:
+          stall_timeout: ten minutes
+          cost: {budget_ceiling: -1}
+          routing: {complexity_map: {cheap: m}}
+        """.replace("        ", "")
+    )
+    with pytest.raises(ManifestError) as info:
+        load_project(proj.root)
+    messages = " | ".join(m for _, _, m in at(info.value.problems))
+    assert "unknown tier(s) fastest" in messages
+    assert "must be a duration" in messages
+    assert "'budget_ceiling'" in messages
+    assert "'complexity_map'" in messages
+
+
+def test_branch_on_is_read_as_wave_reads_it() -> None:
+    # YAML 1.1 reads the key `on` as true; Wave (YAML 1.2) reads "on"
+    step = {"id": "b", "branch": {"True": "{{ input }}", "cases": {"x": "p"}}}
+    pipeline = Pipeline.model_validate({"kind": "WavePipeline", "steps": [step]})
+    assert pipeline.steps[0].branch is not None and pipeline.steps[0].branch.on == "{{ input }}"
+    assert pipeline.steps[0].kind == "composition"
+
+
+def test_outcomes_need_a_json_path_except_files() -> None:
+    base = {"kind": "WavePipeline"}
+    ok = {"id": "a", "script": "x", "outcomes": [{"type": "file", "extract_from": "f"}]}
+    Pipeline.model_validate({**base, "steps": [ok]})
+    bad = {"id": "a", "script": "x", "outcomes": [{"type": "pr", "extract_from": "f"}]}
+    with pytest.raises(ValueError, match="needs `json_path`"):
+        Pipeline.model_validate({**base, "steps": [bad]})
+
+
+def test_a_removed_list_item_does_not_shift_later_problems(proj: ProjectDir) -> None:
+    # step 2 has no id and is left out; step 3's problems must still point at step 3
+    proj.pipeline(
+        """\
+        kind: WavePipeline
+        steps:
+          - id: a
+            script: echo
+          - script: echo
+          - id: c
+            dependencies: [nope]
+            script: echo
+        """.replace("        ", "")
+    )
+    result = validate_project(proj.root, LINT_CONTEXT, "p")
+    assert [(p.line, p.col) for p in result.errors] == [(5, 5), (7, 20)]
+    assert "missing required field 'id'" in result.errors[0].message
+    assert "unknown dependency 'nope'" in result.errors[1].message
+
+
+def test_not_run_fields_warn_and_composition_steps_fail_loudly(proj: ProjectDir) -> None:
+    proj.pipeline(
+        """\
+        kind: WavePipeline
+        steps:
+          - id: a
+            script: echo
+            max_concurrent_agents: 3
+          - id: agg
+            dependencies: [a]
+            aggregate: {from: "{{ a.output }}", into: out.json, strategy: concat}
+        """.replace("        ", "")
+    )
+    loaded = load_pipeline(proj.root, "p")
+    assert loaded.pipeline.steps[1].kind == "composition"
+    warnings = [m for _, _, m in at(proj.lint(), "warning")]
+    assert any("swell does not run `max_concurrent_agents`" in w for w in warnings)
+    assert any("swell does not run `aggregate`" in w for w in warnings)
+    assert any("`{{ a.output }}`" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ("{{ forge.cli_tool }}", None),
+        ("{{ forge.cli_tol }}", "did you mean 'cli_tool'"),
+        ("{{ gate.approve.choice }}", None),
+        ("{{ gate.aprove.choice }}", "did you mean 'approve'"),
+        ("{{ deps.a.plan }}", None),
+        ("{{ deps.a.pla }}", "did you mean 'plan'"),
+        ("{{ artifacts.a.plan }}", None),
+        ("{{ env.profile }}", None),
+        ("{{ a.out.plan }}", "rendered only in composition fields"),
+        ("{{ item }}", "only in an `iterate` step"),
+    ],
+)
+def test_wave_template_namespaces(proj: ProjectDir, template: str, problem: str | None) -> None:
+    proj.pipeline(
+        f"""\
+        kind: WavePipeline
+        steps:
+          - id: a
+            script: echo > plan.md
+            output_artifacts: [{{name: plan, path: plan.md}}]
+          - id: approve
+            dependencies: [a]
+            gate: {{type: approval, auto: true}}
+          - id: b
+            dependencies: [approve, a]
+            persona: dev
+            exec: {{source: "x {template}"}}
+        """.replace("        ", "")
+    )
+    errors = [m for _, _, m in at(proj.lint())]
+    if problem is None:
+        assert errors == []
+    else:
+        assert len(errors) == 1 and problem in errors[0], errors
