@@ -83,8 +83,10 @@ def test_a_crash_at_every_batch_boundary_then_resume_loses_and_repeats_nothing(
         h = looping(tmp_path / f"crash-{crash_after}")
         crashed = h.run(crash_after=crash_after)
         if not crashed.crashed:
-            # the whole run fitted in `crash_after` batches: every boundary was tried
-            assert crash_after > 10
+            # the whole run fitted in `crash_after` batches: every boundary was tried.
+            # A batch a command visit at least (9; lint's may share implement's), the
+            # routers' events going out with the next visit's start
+            assert crash_after > 8
             assert outcome(crashed) == FINAL
             break
         run_id = crashed.run_id
