@@ -116,7 +116,7 @@ def main() -> int:
             swells["before"] = [PYTHON, "-c", BOOT, str(before)]
         projects = {}
         for name in swells:
-            projects[name] = Path(tmp) / name
+            projects[name] = Path(tmp) / "projects" / name  # `tmp/before` holds its code
             shutil.copytree(EXAMPLES, projects[name], ignore=shutil.ignore_patterns(".swell"))
             (projects[name] / ".agents" / "pipelines" / "build-plan.yaml").write_text(BUILD_PLAN)
         cases = [(name, pipeline) for pipeline in ("hello", "build-plan") for name in swells]

@@ -3,6 +3,8 @@ written, the steps summary `swell status` prints, and run state snapshots."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from event_samples import samples
@@ -55,7 +57,7 @@ def _steps_from_visits(visits: list[VisitRow]) -> list[StepRow]:
     for v in visits:
         by_step.setdefault(v.step_id, []).append(v)
     return [
-        StepRow(s, len(vs), vs[-1].visit, vs[-1].status, vs[-1].exit_code)
+        StepRow(s, len(vs), vs[-1].visit, vs[-1].status, vs[-1].exit_code, vs[-1].started_at)
         for s, vs in by_step.items()
     ]
 
@@ -72,11 +74,15 @@ def test_steps_count_visits_and_show_each_steps_last(store: Store, new_run: NewR
     w.emit(ev.StepStarted(step_id="implement", visit=4, kind="command"))
     w.emit(ev.StepInterrupted(step_id="implement", visit=4, reason="killed"))
     steps = store.steps("r1")
-    assert steps == [
+    assert [dataclasses.replace(s, last_started_at=None) for s in steps] == [
         StepRow("implement", 4, 4, "interrupted", None),
         StepRow("test", 3, 3, "failed", 3),
         StepRow("gate", 1, 1, "running", None),
     ]
+    # the last visit's start: what `swell status` shows a running visit's time from
+    visits = {(v.step_id, v.visit): v for v in store.visits("r1")}
+    assert all(s.last_started_at == visits[s.step_id, s.last_visit].started_at for s in steps)
+    assert all(s.last_started_at for s in steps)
     assert steps == _steps_from_visits(store.visits("r1"))
     assert store.steps("missing") == []
 
@@ -99,7 +105,7 @@ def test_steps_follow_the_order_visits_are_listed_in(store: Store, new_run: NewR
     w.emit(ev.StepStarted(step_id="lint", visit=1, kind="command"))
     steps = store.steps("r1")
     assert steps == _steps_from_visits(store.visits("r1"))
-    assert steps == [
+    assert [dataclasses.replace(s, last_started_at=None) for s in steps] == [
         StepRow("lint", 2, 1, "running", None),
         StepRow("build", 2, 2, "succeeded", 0),
     ]

@@ -19,8 +19,7 @@ from swell.cli.common import (
 from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
-    from swell.store.protocols import RunReader
-    from swell.store.rows import Owner, RunRow
+    from swell.store.rows import Owner, RunRow, StepRow
 
 MAX_LIST = 1_000_000  # `swell list -n`: more than a store holds, less than SQLite's integers
 
@@ -39,15 +38,19 @@ def _status_word(run: RunRow, owner: Owner | None) -> str:
     return run.status
 
 
-def _running_elapsed(store: RunReader, run_id: str) -> dict[tuple[str, int], int]:
+def _running_elapsed(steps: list[StepRow]) -> dict[tuple[str, int], int]:
     """How long each running visit of the run has been running (ms), by (step, visit).
-    Read from the store, so it reads the same while the run goes on in another process."""
-    running = [v for v in store.visits(run_id) if v.status == "running" and v.started_at]
+    Read from the store, so it reads the same while the run goes on in another process;
+    a step runs one visit at a time, its last, so the steps' summary has them all (a
+    30,000-visit run's visits are not read)."""
     now = datetime.now(UTC)
     out: dict[tuple[str, int], int] = {}
-    for visit in running:
-        started = datetime.fromisoformat((visit.started_at or "").replace("Z", "+00:00"))
-        out[(visit.step_id, visit.visit)] = max(int((now - started).total_seconds() * 1000), 0)
+    for step in steps:
+        if step.last_status != "running" or not step.last_started_at:
+            continue
+        started = datetime.fromisoformat(step.last_started_at.replace("Z", "+00:00"))
+        elapsed = int((now - started).total_seconds() * 1000)
+        out[(step.step_id, step.last_visit)] = max(elapsed, 0)
     return out
 
 
@@ -109,7 +112,8 @@ def status(
     context = store.context(run.id)
     children = store.children(run.id)
     reviews = store.reviews(run.id)
-    elapsed = _running_elapsed(store, run.id)
+    steps = store.steps(run.id)  # counted by the store: a long run has many visits
+    elapsed = _running_elapsed(steps)
     if output is Output.json:
         print_json(
             {
@@ -137,7 +141,6 @@ def status(
     )
     if run.parent_run_id:
         print(f"parent    {run.parent_run_id} (step {run.parent_step_id})")
-    steps = store.steps(run.id)  # counted by the store: a long run has many visits
     if steps:
         print("\nsteps")
         for step in steps:

@@ -467,6 +467,7 @@ class MemoryStore:
                     last_visit=last[s]["visit"],
                     last_status=last[s]["status"],
                     last_exit_code=last[s]["exit_code"],
+                    last_started_at=last[s]["started_at"],
                 )
                 for s in order
             ]

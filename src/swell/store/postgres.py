@@ -347,9 +347,10 @@ class PostgresStore:
             (run_id,),
         )
         lasts = {
-            step: (visit, status, exit_code)
-            for step, visit, status, exit_code in self._all(
-                "SELECT DISTINCT ON (step_id) step_id, visit, status, exit_code FROM visits "
+            step: (visit, status, exit_code, started_at)
+            for step, visit, status, exit_code, started_at in self._all(
+                "SELECT DISTINCT ON (step_id) step_id, visit, status, exit_code, started_at "
+                "FROM visits "
                 "WHERE run_id = %s ORDER BY step_id, started_at DESC NULLS LAST, visit DESC",
                 (run_id,),
             )

@@ -80,6 +80,7 @@ class StepRow:
     last_visit: int
     last_status: VisitStatus
     last_exit_code: int | None
+    last_started_at: str | None = None  # when the last visit started (its elapsed time)
 
 
 @dataclass

@@ -334,12 +334,12 @@ class SqliteStore:
         groups.sort(key=lambda g: (0, "", g[0]) if g[3] else (1, g[2], g[0]))
         steps = []
         for step_id, visits, _, _ in groups:
-            visit, status, exit_code = self.db.execute(
-                "SELECT visit, status, exit_code FROM visits WHERE run_id = ? AND step_id = ? "
-                "ORDER BY started_at DESC, visit DESC LIMIT 1",
+            visit, status, exit_code, started_at = self.db.execute(
+                "SELECT visit, status, exit_code, started_at FROM visits "
+                "WHERE run_id = ? AND step_id = ? ORDER BY started_at DESC, visit DESC LIMIT 1",
                 (run_id, step_id),
             ).fetchone()
-            steps.append(StepRow(step_id, visits, visit, status, exit_code))
+            steps.append(StepRow(step_id, visits, visit, status, exit_code, started_at))
         return steps
 
     def artifacts(self, run_id: str) -> list[ArtifactRow]:
