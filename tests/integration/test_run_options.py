@@ -292,3 +292,29 @@ def test_verbose_shows_every_event(project: Path) -> None:
     assert "· step.queued implement  reason=entry" in verbose.stdout
     assert "· artifact.written implement  name=output" in verbose.stdout
     assert "✓ implement" in verbose.stdout  # the usual lines stay
+
+
+ECHO_INPUT = """
+kind: WavePipeline
+metadata: {name: echo-input}
+steps:
+  - id: say
+    script: echo "got {{ input }}" > said.txt
+"""
+
+
+def test_the_input_may_follow_the_pipeline_as_wave_takes_it(project: Path) -> None:
+    write_pipeline(project, "echo-input", ECHO_INPUT)
+    result = swell("run", "echo-input", "fix the login bug", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    status = swell_json("status", run_id_of(result.stdout), cwd=project)
+    assert status["input"] == "fix the login bug"
+    assert (Path(status["workspace"]) / "said.txt").read_text() == "got fix the login bug\n"
+
+
+def test_the_input_given_twice_is_refused(project: Path) -> None:
+    write_pipeline(project, "echo-input", ECHO_INPUT)
+    result = swell("run", "echo-input", "one", "--input", "two", cwd=project)
+    assert result.returncode == 2
+    assert "give the input once" in result.stderr and "Traceback" not in result.stderr
+    assert swell_json("list", cwd=project) == []

@@ -4,7 +4,6 @@ followed) and its artifact files (listed, exported)."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -12,15 +11,12 @@ from typing import TYPE_CHECKING
 
 from swell.cli.common import print_json
 from swell.cli.pick import run_or_newest
-from swell.events.statuses import ENDED_FOR_GOOD
 from swell.ops.logs import LogFilter, keep
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent
     from swell.store.protocols import RunReader
 
-FOLLOW_POLL = 0.25
-FINAL = (*ENDED_FOR_GOOD, "interrupted")
 OUTPUT_LINES = 40  # of a visit's output shown with --step
 
 
@@ -58,22 +54,14 @@ def _new_events(store: RunReader, run_id: str, after: int) -> Iterator[tuple[str
 
 
 def show_logs(
-    store: RunReader,
-    run_id: str | None,
-    *,
-    follow: bool,
-    tail: int | None,
-    json: bool,
-    where: LogFilter,
+    store: RunReader, run_id: str | None, *, tail: int | None, json: bool, where: LogFilter
 ) -> None:
-    """Print the run's events that `where` keeps; the last `tail` of them first, then
-    with `follow` the new ones until the run ends."""
+    """Print the run's events that `where` keeps (the last `tail` of them). Following a
+    run, and its visits' stored output, are `cli/live.py`'s."""
     run = run_or_newest(store, run_id)
     render = _Render(run.id, json, where.step)
-    seq = 0
     first: list[str] = []
     for raw, event in _new_events(store, run.id, 0):
-        seq = event.seq
         shown = render(raw, event, keep(event, where))
         if shown is not None:
             first.append(shown)
@@ -82,16 +70,6 @@ def show_logs(
     for text in first:
         print(text)
     sys.stdout.flush()
-    while follow:
-        current = store.get_run(run.id)
-        if current.status in FINAL and seq >= current.last_seq:
-            return
-        time.sleep(FOLLOW_POLL)
-        for raw, event in _new_events(store, run.id, seq):
-            seq = event.seq
-            shown = render(raw, event, keep(event, where))
-            if shown is not None:
-                print(shown, flush=True)
 
 
 def show_artifacts(

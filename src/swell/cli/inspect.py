@@ -235,7 +235,6 @@ def logs(
     show_logs(
         project_store(ctx),
         run_id,
-        follow=False,
         tail=tail,
         json=output is Output.json,
         where=where,

@@ -206,6 +206,14 @@ def run(
     pipeline: Annotated[
         str, typer.Argument(help="Pipeline name (in .agents/pipelines/) or file path.")
     ],
+    positional_input: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[INPUT]",
+            help='The run\'s input, as Wave takes it (`swell run fix "the bug"`); '
+            "the same as --input.",
+        ),
+    ] = None,
     input_text: Annotated[
         str | None,
         typer.Option(
@@ -272,6 +280,13 @@ def run(
 
     if previous is not None and from_step is None:
         raise typer.BadParameter("--run needs --from-step", param_hint="--run")
+    if positional_input is not None and input_text is not None:
+        raise typer.BadParameter(
+            "give the input once: as the argument after the pipeline, or as --input",
+            param_hint="INPUT",
+        )
+    if positional_input is not None:
+        input_text = positional_input
     deadline = _deadline(timeout)
     rt = runtime(ctx)
     loaded, report = check_pipeline(rt, pipeline)
