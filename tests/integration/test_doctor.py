@@ -7,9 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-import pytest
-
-from agent_clis import cli_dir
+from agent_clis import cli_path
 from conftest import swell
 
 CLIS = ("claude", "codex", "gemini", "opencode")
@@ -67,9 +65,9 @@ def test_doctor_on_the_examples_is_happy_without_agent_clis(project: Path, tmp_p
 
 
 def test_doctor_finds_the_real_agent_clis_and_their_versions(project: Path, tmp_path: Path) -> None:
-    bin_dir = cli_dir() / "node_modules" / ".bin"
-    if not all((bin_dir / c).exists() for c in CLIS):
-        pytest.skip(f"agent CLIs are not installed in {bin_dir}")
+    bin_dir = cli_path(CLIS[0]).parent  # skips, or fails under SWELL_REQUIRE_AGENT_CLIS
+    for cli in CLIS:
+        cli_path(cli)
     use_claude(project)
     env = clean_env(tmp_path, f"{bin_dir}:/usr/bin:/bin", ANTHROPIC_API_KEY="sk-test")
     result = swell("doctor", "-o", "json", cwd=project, env=env, timeout=180)
@@ -99,9 +97,7 @@ def test_missing_cli_and_key_the_project_uses_fail_with_fixes(
 
 
 def test_a_binary_configured_in_wave_yaml_is_the_one_checked(project: Path, tmp_path: Path) -> None:
-    bin_dir = cli_dir() / "node_modules" / ".bin"
-    if not (bin_dir / "codex").exists():
-        pytest.skip("codex is not installed")
+    bin_dir = cli_path("codex").parent  # skips, or fails under SWELL_REQUIRE_AGENT_CLIS
     text = (
         (project / "wave.yaml")
         .read_text()

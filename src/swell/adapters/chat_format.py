@@ -14,6 +14,8 @@ from typing import Any
 from swell.adapters.base import Usage
 from swell.errors import AgentCrashed, AgentError, ContextExhausted
 
+# how servers say "the prompt does not fit": OpenAI's code, llama.cpp's type, and the
+# words of vLLM, Ollama, LM Studio and gateways that only send a message
 CONTEXT_CODES = {"context_length_exceeded", "exceed_context_size_error"}
 CONTEXT_TEXT = re.compile(
     r"context length|context window|context size|maximum context|prompt is too long",

@@ -35,6 +35,7 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
+from swell.adapters.chat_format import error_from_body, message_of, parse_json, usage_of
 from swell.errors import (
     AgentCrashed,
     AgentError,
@@ -47,15 +48,6 @@ from swell.errors import (
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CONNECT_TIMEOUT_S = 10.0
-
-# how servers say "the prompt does not fit": OpenAI's code, llama.cpp's type, and the
-# words of vLLM, Ollama, LM Studio and gateways that only send a message
-_CONTEXT_CODES = {"context_length_exceeded", "exceed_context_size_error"}
-_CONTEXT_TEXT = re.compile(
-    r"context length|context window|context size|maximum context|prompt is too long",
-    re.IGNORECASE,
-)
-_FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
 
 Queue: TypeAlias = asyncio.Queue[AgentEvent | None]
 
@@ -290,25 +282,6 @@ def _take(data: Any, answer: _Answer, queue: Queue) -> None:
         queue.put_nowait(AgentUsageUpdate(answer.usage))
 
 
-def usage_of(raw: dict[str, Any]) -> Usage:
-    """OpenAI usage → swell Usage (input_tokens excludes cache reads, as elsewhere)."""
-    prompt = int(raw.get("prompt_tokens") or 0)
-    details = raw.get("prompt_tokens_details")
-    cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
-    return Usage(
-        input_tokens=max(prompt - cached, 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cache_read_tokens=cached,
-    )
-
-
-def parse_json(text: str) -> Any:
-    """The JSON value of a model's answer; tolerates one ```json fence around it."""
-    candidate = text.strip()
-    fenced = _FENCE.match(candidate)
-    return json.loads(fenced.group(1) if fenced else candidate)
-
-
 def schema_name(schema: dict[str, Any]) -> str:
     """A `json_schema.name` OpenAI accepts: the schema's title, cleaned, or "output"."""
     title = schema.get("title")
@@ -327,7 +300,7 @@ def http_error(response: httpx.Response, url: str, model: str, key_env: str) -> 
         body = response.text[:300] or response.reason_phrase
     status = response.status_code
     where = f"{url} answered {status}"
-    message = _message(body)
+    message = message_of(body)
     if status in (401, 403):
         return AuthFailed(f"{where}: {message} (check ${key_env})")
     if status in (429, 503, 529):
@@ -341,23 +314,6 @@ def http_error(response: httpx.Response, url: str, model: str, key_env: str) -> 
     if isinstance(found, ContextExhausted) or status >= 500:
         return found
     return AgentError(str(found))  # the server rejected the request itself
-
-
-def _message(body: Any) -> str:
-    error = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(error, dict):
-        return str(error.get("message") or error.get("detail") or json.dumps(error)[:300])
-    return str(error)[:300]
-
-
-def error_from_body(body: Any, where: str) -> AgentError:
-    """ContextExhausted when the error says the prompt does not fit, else AgentCrashed."""
-    error = body.get("error", body) if isinstance(body, dict) else body
-    message = _message(body)
-    codes = {str(error.get(k)) for k in ("code", "type")} if isinstance(error, dict) else set()
-    if codes & _CONTEXT_CODES or _CONTEXT_TEXT.search(message):
-        return ContextExhausted(f"{where}: {message}")
-    return AgentCrashed(f"{where}: {message}")
 
 
 __all__ = ["OpenAIAdapter", "OpenAIOptions", "http_error", "parse_json", "usage_of"]

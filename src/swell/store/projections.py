@@ -1,26 +1,33 @@
 """SQLite's query tables, kept up to date from events in the same transaction.
 
 Rows an event adds come from `records.INSERTS`, shared with every backend; the
-functions here change rows already there. Events of other kinds are only stored in
-`events`.
+functions in `UPDATES` change rows already there, in SQL both SQL backends run
+(`?` placeholders; Postgres's store translates them, postgres_projections.py).
+Events of other kinds are only stored in `events`.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from swell.store.records import INSERTS, Record
 from swell.store.rules import FINISHED_FOR_GOOD
 
-Projection = Callable[[sqlite3.Connection, Any], None]
+
+class Executes(Protocol):
+    """What a projection writes through: a connection or cursor in the transaction."""
+
+    def execute(self, sql: str, params: Sequence[Any], /) -> Any: ...
+
+
+Projection = Callable[[Executes, Any], None]
 
 
 def _insert(table: str, build: Callable[[Any], Record]) -> Projection:
     statement = ""  # made from the first record: a build gives its columns in one order
 
-    def project(db: sqlite3.Connection, e: Any) -> None:
+    def project(db: Executes, e: Any) -> None:
         nonlocal statement
         record = build(e)
         if not statement:
@@ -34,7 +41,7 @@ def _insert(table: str, build: Callable[[Any], Record]) -> Projection:
 
 
 def _p_run_status(status: str) -> Projection:
-    def project(db: sqlite3.Connection, e: Any) -> None:
+    def project(db: Executes, e: Any) -> None:
         db.execute(
             "UPDATE runs SET status = ?, started_at = COALESCE(started_at, ?), updated_at = ? WHERE id = ?",
             (status, e.ts, e.ts, e.run_id),
@@ -43,15 +50,15 @@ def _p_run_status(status: str) -> Projection:
     return project
 
 
-def _p_run_resumed(db: sqlite3.Connection, e: Any) -> None:
+def _p_run_resumed(db: Executes, e: Any) -> None:
     db.execute(
-        "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, cancel_requested = 0, "
+        "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, cancel_requested = ?, "
         "updated_at = ? WHERE id = ?",
-        (e.ts, e.run_id),
+        (False, e.ts, e.run_id),
     )
 
 
-def _p_run_finished(db: sqlite3.Connection, e: Any) -> None:
+def _p_run_finished(db: Executes, e: Any) -> None:
     db.execute(
         "UPDATE runs SET status = ?, finished_at = ?, updated_at = ?, error = ?, visits = ? WHERE id = ?",
         (e.status, e.ts, e.ts, e.error, e.visits, e.run_id),
@@ -60,7 +67,7 @@ def _p_run_finished(db: sqlite3.Connection, e: Any) -> None:
         db.execute("DELETE FROM snapshots WHERE run_id = ?", (e.run_id,))
 
 
-def _p_step_finished(db: sqlite3.Connection, e: Any) -> None:
+def _p_step_finished(db: Executes, e: Any) -> None:
     db.execute(
         "UPDATE visits SET status = ?, outcome = ?, exit_code = ?, error = ?, error_key = ?, output_tail = ?, "
         "tokens_in = ?, tokens_out = ?, cost_usd = ?, finished_at = ?, duration_ms = ? "
@@ -84,7 +91,7 @@ def _p_step_finished(db: sqlite3.Connection, e: Any) -> None:
     )
 
 
-def _p_step_interrupted(db: sqlite3.Connection, e: Any) -> None:
+def _p_step_interrupted(db: Executes, e: Any) -> None:
     db.execute(
         "UPDATE visits SET status = 'interrupted', finished_at = ?, error = ? "
         "WHERE run_id = ? AND step_id = ? AND visit = ?",
@@ -97,7 +104,7 @@ def _p_step_interrupted(db: sqlite3.Connection, e: Any) -> None:
     )
 
 
-def _p_gate_resolved(db: sqlite3.Connection, e: Any) -> None:
+def _p_gate_resolved(db: Executes, e: Any) -> None:
     db.execute(
         "UPDATE gates SET status = ?, decision = ?, choice = ?, reason = ?, decided_by = COALESCE(decided_by, ?), "
         "decided_at = COALESCE(decided_at, ?) WHERE run_id = ? AND step_id = ? AND visit = ?",
@@ -108,8 +115,8 @@ def _p_gate_resolved(db: sqlite3.Connection, e: Any) -> None:
     )
 
 
-PROJECTIONS: dict[str, Projection] = {
-    **{kind: _insert(table, build) for kind, (table, build) in INSERTS.items()},
+# the events that change rows already there, the same in every SQL backend
+UPDATES: dict[str, Projection] = {
     "run.started": _p_run_status("running"),
     "run.resumed": _p_run_resumed,
     "run.waiting": _p_run_status("waiting"),
@@ -117,4 +124,9 @@ PROJECTIONS: dict[str, Projection] = {
     "step.finished": _p_step_finished,
     "step.interrupted": _p_step_interrupted,
     "gate.resolved": _p_gate_resolved,
+}
+
+PROJECTIONS: dict[str, Projection] = {
+    **{kind: _insert(table, build) for kind, (table, build) in INSERTS.items()},
+    **UPDATES,
 }

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from swell.errors import RunBusy, RunStateError
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.protocols import Store
 from swell.web.models import ActionResult
 
 if TYPE_CHECKING:
     from swell.runtime import Runtime
 
-FINAL = ("succeeded", "failed", "cancelled")
+FINAL = ENDED_FOR_GOOD
 
 
 def _who() -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.pages import PageReader, RunFilter, RunTotals
 from swell.store.protocols import Store
 from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, VisitRow
@@ -17,7 +18,7 @@ from swell.threads.retrieval import retrieve
 from swell.web import models as m
 from swell.web.text import clean, path_part
 
-FINAL = ("succeeded", "failed", "cancelled")
+FINAL = ENDED_FOR_GOOD
 PER_PAGE = 50
 MAX_PER_PAGE = 500
 ARTIFACTS_SHOWN = 200  # a run page lists this many; a visit's page lists all of its own

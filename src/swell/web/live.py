@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.protocols import Store
 
 POLL_SECONDS = 0.25
 HEARTBEAT_SECONDS = 15.0  # a comment line keeps proxies from closing an idle stream
-FINAL = ("succeeded", "failed", "cancelled")
+FINAL = ENDED_FOR_GOOD
 BATCH = 500  # events sent per poll at most, so one poll never holds the loop long
 
 
