@@ -38,6 +38,7 @@ from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
+from swell.events.redact import RedactedOutput, Redactor
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
 from swell.manifest.loader import (
@@ -132,11 +133,14 @@ def create_run(
     *,
     parent: RunPlan | None = None,
     parent_step: str | None = None,
+    own_workspace: bool = False,
 ) -> RunPlan:
-    """Record a new run, claimed by this process, and return its plan."""
+    """Record a new run, claimed by this process, and return its plan. A child run works
+    in its parent's workspace unless it has one of its own (an iterate item)."""
     _check_tools(loaded)
     run_id = new_run_id(loaded.name)
-    workspace = parent.workspace if parent else rt.state_dir / "workspaces" / run_id
+    shared = parent is not None and not own_workspace
+    workspace = parent.workspace if shared and parent else rt.state_dir / "workspaces" / run_id
     plan = RunPlan(
         run_id=run_id,
         project=rt.project,
@@ -161,11 +165,28 @@ def create_run(
             "auto_approve": options.auto_approve,
             "adapter": options.adapter,
             "model": options.model,
+            **_composition_options(options),
         },
         pipeline_text=loaded.text,
     )
     rt.store.claim(run_id)
     return plan
+
+
+def _retro_observers(rt: Runtime) -> list[EventSink]:
+    """`runtime.retros` with `narrate: true`: the narrated retro kept at a run's end."""
+    if not rt.project.manifest.runtime.retros.narrate:
+        return []  # nothing to keep; the retro package stays unimported
+    from swell.retro.record import retro_observers
+
+    return list(retro_observers(rt))
+
+
+def _composition_options(options: RunOptions) -> dict[str, object]:
+    """What a sub-pipeline run keeps from its parent step's `config` (only when set)."""
+    kept: dict[str, object] = {"env": options.env, "artifacts": options.artifacts}
+    kept["max_cycles"] = options.max_cycles
+    return {k: v for k, v in kept.items() if v}
 
 
 def start_from_step(
@@ -294,6 +315,9 @@ def _resumption(rt: Runtime, run: RunRow) -> Resumption:
         auto_approve=bool(opts.get("auto_approve")),
         adapter=opts.get("adapter"),
         model=opts.get("model"),
+        env=dict(opts.get("env") or {}),
+        artifacts=dict(opts.get("artifacts") or {}),
+        max_cycles=opts.get("max_cycles"),
     )
     parent_ws = Path(run.workspace) if run.workspace else rt.state_dir / "workspaces" / run.id
     plan = RunPlan(
@@ -415,18 +439,22 @@ class ChildRunner:
             if request.resume_id:
                 run = self.rt.store.get_run(request.resume_id)
                 if run.status in FINAL:
-                    return ChildOutcome(run.id, run.status, run.error)
+                    left = load_state(self.rt.store, run.id)
+                    return ChildOutcome(
+                        run.id, run.status, run.error, left.artifacts, dict(left.context)
+                    )
                 resumed = claim_for_resume(self.rt, run.id)
                 plan, state = resumed.plan, resumed.state
             else:
-                loaded, _ = check_pipeline(self.rt, step.pipeline or "")
+                loaded, _ = check_pipeline(self.rt, request.pipeline or step.pipeline or "")
                 plan = create_run(
                     self.rt,
                     loaded,
                     request.input,
-                    request.parent.options,
+                    request.options or request.parent.options,
                     parent=request.parent,
                     parent_step=step.id,
+                    own_workspace=request.own_workspace,
                 )
                 state = None
                 request.on_start(plan.run_id, loaded.name)
@@ -441,7 +469,10 @@ class ChildRunner:
             self.rt.store.release(plan.run_id)
             if self.snapshots is not None:
                 self.snapshots.forget(plan.run_id)
-        return ChildOutcome(summary.run_id, summary.status, summary.error)
+        left = runner.state
+        return ChildOutcome(
+            summary.run_id, summary.status, summary.error, left.artifacts, dict(left.context)
+        )
 
 
 @dataclass
@@ -480,8 +511,11 @@ async def execute(
     Ctrl-C and SIGTERM stop it cleanly, and so does the `deadline`. Running visits'
     output goes to the store and then to `watchers` (a live display)."""
     snapshots = StateSnapshots(rt.store)
-    bus = EventBus(rt.store, snapshots, *sinks)
-    output: OutputSink = Tee(rt.store, *watchers) if watchers else rt.store
+    redactor = Redactor.from_environ(os.environ)
+    bus = EventBus(rt.store, snapshots, *sinks, *_retro_observers(rt), redact=redactor.events)
+    output: OutputSink = RedactedOutput(
+        Tee(rt.store, *watchers) if watchers else rt.store, redactor
+    )
 
     def services() -> Services:
         return Services(
@@ -493,6 +527,8 @@ async def execute(
             control=StoreControl(rt.store),
             children=ChildRunner(rt, bus, services, snapshots),
             output=output,
+            runs=rt.store,
+            redact=redactor.text,
         )
 
     # everything alive now lives as long as the process; keep the collector off it

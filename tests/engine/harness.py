@@ -143,20 +143,34 @@ class FakeChildren:
             events = h.sink.of(request.resume_id)
             finished = [e for e in events if isinstance(e, ev.RunFinished)]
             if finished:
-                return ChildOutcome(request.resume_id, finished[-1].status, finished[-1].error)
+                left = RunState.replay(request.resume_id, events)
+                return ChildOutcome(
+                    request.resume_id,
+                    finished[-1].status,
+                    finished[-1].error,
+                    left.artifacts,
+                    dict(left.context),
+                )
             plan = h.runs[request.resume_id].plan
             state = RunState.replay(plan.run_id, events)
         else:
-            name = request.step.pipeline or ""
+            name = request.pipeline or request.step.pipeline or ""
             plan = h.plan(name, request.input, parent=request.parent, parent_step=request.step.id)
+            plan.options = request.options or plan.options
+            if request.own_workspace:  # an iterate item's child works apart
+                plan.workspace = self.harness.root / ".swell" / "workspaces" / plan.run_id
             request.on_start(plan.run_id, plan.pipeline.name)
             state = None
+        runner = h.start(plan, state)
         try:
-            summary = await h.start(plan, state).run()
+            summary = await runner.run()
         except Crash:
             h.runs[plan.run_id].crashed = True  # the process died inside the child
             raise
-        return ChildOutcome(summary.run_id, summary.status, summary.error)
+        left = runner.state
+        return ChildOutcome(
+            summary.run_id, summary.status, summary.error, left.artifacts, dict(left.context)
+        )
 
 
 @dataclass

@@ -107,6 +107,7 @@ steps:
         - {type: non_empty_file}
         - {type: agent_review, reviewer: reviewer, on_failure: rework}
         - {type: llm_judge}
+        - {type: spec_derived_test}
 """,
     )
     result = swell("validate", "selfie", cwd=project)
@@ -119,4 +120,5 @@ steps:
     assert "warning: the test_suite contract runs after an agent_review" in err
     assert "a non_empty_file contract needs `source`" in err
     assert "on_failure: rework needs a `rework_step`" in err
-    assert "unknown contract type 'llm_judge'" in err
+    assert "an llm_judge contract needs at least one criterion" in err
+    assert "unknown contract type 'spec_derived_test'" in err

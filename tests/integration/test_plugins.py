@@ -83,7 +83,7 @@ def test_without_the_plugin_its_types_are_unknown(project: Path) -> None:
     result = swell("validate", "plugged", cwd=project)
     assert result.returncode == 1
     assert (
-        "unknown step type 'shout' (known: command, composition, conditional, gate, pipeline, prompt)"
-        in result.stderr
+        "unknown step type 'shout' (known: aggregate, branch, command, concurrency, "
+        "conditional, gate, iterate, loop, matrix, pipeline, prompt)" in result.stderr
     )
     assert "unknown contract type 'min_words'" in result.stderr

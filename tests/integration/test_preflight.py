@@ -48,7 +48,7 @@ def test_unknown_adapter_is_reported_before_a_run_exists(project: Path) -> None:
     result = swell("run", "loop", "--adapter", "foo", cwd=project)
     assert result.returncode == 1
     assert "unknown adapter 'foo'" in result.stderr
-    assert "known: claude, codex" in result.stderr
+    assert "known: browser, claude, codex" in result.stderr
     assert "fix: use one of those, or add adapters.foo" in result.stderr
     assert "Traceback" not in result.stderr and "AdapterUnknown(" not in result.stderr
     assert result.stdout == ""

@@ -118,6 +118,39 @@ steps:
     assert (project / "specs" / "spec.md").read_text() == "the spec\n"
 
 
+def test_a_step_in_a_read_only_mount_writes_its_outputs_under_agents(
+    project: Path, isolated_state: Path
+) -> None:
+    # Wave's pattern: the script runs in the project's mount, writes .agents/output there
+    write_pipeline(
+        project,
+        "ro-out",
+        """
+kind: WavePipeline
+metadata: {name: ro-out}
+steps:
+  - id: read
+    type: command
+    workspace:
+      mount: [{source: ./, target: /project, mode: readonly}]
+    script: |
+      mkdir -p .agents/output
+      grep -c . wave.yaml > .agents/output/count.txt
+    output_artifacts: [{name: count, path: .agents/output/count.txt, required: true}]
+    handover:
+      contract: {type: non_empty_file, source: .agents/output/count.txt}
+""",
+    )
+    result = swell("run", "ro-out", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "✓ contract 1 non_empty_file" in result.stdout  # found where the script wrote it
+    ws = isolated_state / "workspaces" / run_id_of(result.stdout)
+    lines = [ln for ln in (project / "wave.yaml").read_text().splitlines() if ln]
+    count = ws / "project" / ".agents" / "output" / "count.txt"
+    assert count.read_text().strip() == str(len(lines))
+    assert not (project / ".agents" / "output").exists()  # the project is untouched
+
+
 def test_injected_artifacts_land_in_the_consumer_workspace(
     project: Path, isolated_state: Path
 ) -> None:

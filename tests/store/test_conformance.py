@@ -202,8 +202,11 @@ def test_visits_of_started_finished_and_interrupted_steps(store: Store, new_run:
         "tokens_in": 0,
         "tokens_out": 0,
         "cost_usd": 0.0,
+        "adapter": None,
+        "model": None,
     }
     assert (agent.status, agent.outcome) == ("succeeded", "success")
+    assert agent.model == "m"  # a finished visit that names none keeps the started one's
     assert (agent.started_at, agent.finished_at) == (t[1], t[3])
     assert cols(agent, " ".join(usage)) == tuple(usage.values())
     assert cols(build2, "status error outcome") == ("interrupted", "process killed", None)
@@ -212,6 +215,38 @@ def test_visits_of_started_finished_and_interrupted_steps(store: Store, new_run:
     assert isinstance(build2.cost_usd, float) and build2.tokens_in == 0
     # while the run goes on, its visit count is its finished (not interrupted) visits
     assert store.get_run("r1").visits == 2
+
+
+def test_an_agent_visits_model_and_cost_are_kept_and_summed_by_step(
+    store: Store, new_run: NewRun
+) -> None:
+    """The model an agent visit ran on is known once it ran: its `step.finished` fills
+    the visit's adapter and model; `steps` sums a step's cost and names its last model."""
+    w = new_run("r1")
+    started(w)
+    for n, model, cost in ((1, "claude-haiku-4-5", 0.25), (2, "claude-opus-4", 1.5)):
+        w.emit(ev.StepStarted(step_id="write", visit=n, kind="prompt", persona="dev"))
+        w.emit(
+            ev.StepFinished(
+                step_id="write",
+                visit=n,
+                outcome="success",
+                cost_usd=cost,
+                adapter="claude",
+                model=model,
+            )
+        )
+    w.emit(ev.StepStarted(step_id="check", visit=1, kind="command"))
+    w.emit(ev.StepFinished(step_id="check", visit=1, outcome="success", exit_code=0))
+    visits = store.visits("r1")
+    assert [(v.step_id, v.adapter, v.model, v.cost_usd) for v in visits] == [
+        ("write", "claude", "claude-haiku-4-5", 0.25),
+        ("write", "claude", "claude-opus-4", 1.5),
+        ("check", None, None, 0.0),
+    ]
+    steps = {s.step_id: s for s in store.steps("r1")}
+    assert (steps["write"].cost_usd, steps["write"].last_model) == (1.75, "claude-opus-4")
+    assert (steps["check"].cost_usd, steps["check"].last_model) == (0.0, None)
 
 
 def test_visits_started_together_go_by_step_then_visit(store: Store, new_run: NewRun) -> None:

@@ -226,13 +226,13 @@ def test_wave_field_swell_does_not_run_is_a_named_warning(proj: ProjectDir) -> N
         steps:
           - id: a
             script: echo
-            strategy:
-              type: matrix
+            validation:
+              - type: schema
         """
     )
     loaded = load_pipeline(proj.root, "p")
     assert at(loaded.warnings, "warning") == [
-        (5, 5, "swell does not run `strategy` (matrix strategies) yet; it is ignored")
+        (5, 5, "swell does not run `validation` (validation rules) yet; it is ignored")
     ]
 
 
@@ -242,17 +242,17 @@ def test_not_run_fields_are_found_at_any_depth(proj: ProjectDir) -> None:
         kind: WavePipeline
         steps:
           - id: a
-            script: echo
-            memory:
-              inject_artifacts:
-                - artifact: plan
-                  pipeline: other
+            exec: {type: prompt, source: "do {{ task }}"}
+            strategy:
+              type: matrix
+              items_source: items.json
+              stacked: true
         hooks: [{name: h, event: run_start, type: command, command: echo}]
         """
     )
     loaded = load_pipeline(proj.root, "p")
     assert at(loaded.warnings, "warning") == [
-        (8, 11, "swell does not run `pipeline` (cross-pipeline artifacts) yet; it is ignored"),
+        (8, 7, "swell does not run `stacked` (stacked matrix branches) yet; it is ignored"),
         (9, 1, "swell does not run `hooks` (lifecycle hooks) yet; it is ignored"),
     ]
 
@@ -288,7 +288,7 @@ def test_every_problem_in_a_file_is_reported_at_once(proj: ProjectDir) -> None:
             scrpt: echo
           - persona: dev
           - id: c
-            strategy: {type: matrix}
+            validation: [{type: schema}]
         """,
     )
     problems = at(err.problems, None)
@@ -296,7 +296,7 @@ def test_every_problem_in_a_file_is_reported_at_once(proj: ProjectDir) -> None:
     assert problems[1:] == [
         (6, 5, "unknown field 'scrpt' (did you mean 'script'?)"),
         (7, 5, "missing required field 'id'"),
-        (9, 5, "swell does not run `strategy` (matrix strategies) yet; it is ignored"),
+        (9, 5, "swell does not run `validation` (validation rules) yet; it is ignored"),
     ]
     # the message a user reads has one line per problem
     assert len(str(err).splitlines()) == 4
@@ -445,7 +445,6 @@ def test_manifest_problems_in_named_entries_are_reported_together(proj: ProjectD
         (9, 5),
         (9, 15),
         (11, 20),
-        (12, 3),
         (12, 18),
     ]
     assert problems[0][2].startswith("swell does not run `hooks_template`")
@@ -454,8 +453,7 @@ def test_manifest_problems_in_named_entries_are_reported_together(proj: ProjectD
     assert problems[3][2].startswith("swell does not run `sandbox` (persona network sandboxes)")
     assert problems[4][2] == "unknown field 'network'"
     assert problems[5][2].startswith("'max_concurrency': ")
-    assert problems[6][2].startswith("swell does not run `stall_timeout`")
-    assert "must be a duration" in problems[7][2]
+    assert "must be a duration" in problems[6][2]  # the stall watchdog runs: no warning
 
 
 def test_union_of_list_and_text_names_both(proj: ProjectDir) -> None:

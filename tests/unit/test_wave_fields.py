@@ -78,7 +78,7 @@ def test_branch_on_is_read_as_wave_reads_it() -> None:
     step = {"id": "b", "branch": {"True": "{{ input }}", "cases": {"x": "p"}}}
     pipeline = Pipeline.model_validate({"kind": "WavePipeline", "steps": [step]})
     assert pipeline.steps[0].branch is not None and pipeline.steps[0].branch.on == "{{ input }}"
-    assert pipeline.steps[0].kind == "composition"
+    assert pipeline.steps[0].kind == "branch"
 
 
 def test_outcomes_need_a_json_path_except_files() -> None:
@@ -110,25 +110,25 @@ def test_a_removed_list_item_does_not_shift_later_problems(proj: ProjectDir) -> 
     assert "unknown dependency 'nope'" in result.errors[1].message
 
 
-def test_not_run_fields_warn_and_composition_steps_fail_loudly(proj: ProjectDir) -> None:
+def test_not_run_fields_warn_and_composition_steps_are_kinds(proj: ProjectDir) -> None:
     proj.pipeline(
         """\
         kind: WavePipeline
         steps:
           - id: a
             script: echo
-            max_concurrent_agents: 3
+            validation: [{type: schema}]
           - id: agg
             dependencies: [a]
             aggregate: {from: "{{ a.output }}", into: out.json, strategy: concat}
         """.replace("        ", "")
     )
     loaded = load_pipeline(proj.root, "p")
-    assert loaded.pipeline.steps[1].kind == "composition"
+    assert loaded.pipeline.steps[1].kind == "aggregate"
     warnings = [m for _, _, m in at(proj.lint(), "warning")]
-    assert any("swell does not run `max_concurrent_agents`" in w for w in warnings)
-    assert any("swell does not run `aggregate`" in w for w in warnings)
-    assert any("`{{ a.output }}`" in w for w in warnings)
+    assert any("swell does not run `validation`" in w for w in warnings)
+    # composition steps run (docs/composition.md): neither they nor step outputs warn
+    assert not any("`aggregate`" in w or "a.output" in w for w in warnings)
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,13 @@ in-process client over the app (httpx's ASGI transport)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -75,3 +78,34 @@ def server(project: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _missing() -> str | None:
+    if not (os.access(CHROMIUM, os.X_OK) or shutil.which("chromium")):
+        return "chromium is not installed (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed"
+    return None
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    missing = _missing()
+    if missing:
+        if os.environ.get("SWELL_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"SWELL_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
+    executable = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()

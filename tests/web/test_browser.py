@@ -6,46 +6,13 @@ which makes that a failure. Playwright's own browser downloads are never used.""
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
+import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import HOSTILE, run_pipeline, server  # noqa: F401 - a fixture
+from helpers import HOSTILE, page, run_pipeline, server  # noqa: F401 - fixtures
 
-from conftest import run_id_of, start_swell, swell_json, wait_for, write_pipeline
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-def _missing() -> str | None:
-    if not (os.access(CHROMIUM, os.X_OK) or shutil.which("chromium")):
-        return "chromium is not installed (apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is not installed"
-    return None
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    missing = _missing()
-    if missing:
-        if os.environ.get("SWELL_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"SWELL_REQUIRE_BROWSER=1 but {missing}")
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-
-    executable = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
+from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
 
 
 def test_approve_in_the_browser_and_follow_live(project: Path, server: str, page: Any) -> None:  # noqa: F811 - the fixture
@@ -97,7 +64,7 @@ steps:
 def test_run_page_follows_a_run_from_another_terminal(
     project: Path,
     server: str,  # noqa: F811 - the fixture
-    page: Any,
+    page: Any,  # noqa: F811 - the fixture
 ) -> None:
     from playwright.sync_api import expect
 
@@ -111,6 +78,63 @@ def test_run_page_follows_a_run_from_another_terminal(
         expect(page.locator("#live-run .badge").first).to_have_text("succeeded", timeout=20000)
         expect(page.locator("#event-log li").last).to_contain_text("run.finished")
         expect(page.locator("g.step.running")).to_have_count(0)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_review_verdict_and_thread_paging_in_the_browser(
+    project: Path,
+    server: str,  # noqa: F811 - the fixture
+    page: Any,  # noqa: F811 - the fixture
+) -> None:
+    from playwright.sync_api import expect
+
+    reviewed = swell("run", "impl-issue", "--input", "add a greeting", cwd=project)
+    assert reviewed.returncode == 0, reviewed.stdout + reviewed.stderr
+    run_id = run_id_of(reviewed.stdout)
+    page.goto(f"{server}/runs/{run_id}")
+    page.click("a[href$='/visits/implement/1']")  # from the run's visits to the reviewed one
+    review = page.locator("section.review")
+    expect(review.locator("h3")).to_contain_text("reviewer: rework")
+    expect(review).to_contain_text("debugging print left in library code")
+    # the thread, one round a page: "load earlier" brings the rounds it left out
+    page.goto(f"{server}/runs/{run_id}/thread?budget=1")
+    expect(page.locator("p.omitted")).to_contain_text("rounds omitted")
+    shown = page.locator("h2, h3").all_inner_texts()
+    page.click("p.omitted a")
+    expect(page).to_have_url(re.compile(r"thread\?before=\d+&budget=1"))
+    assert page.locator("h2, h3").all_inner_texts() != shown
+
+
+CHATTY = """kind: WavePipeline
+metadata: {name: chatty}
+steps:
+  - id: talk
+    type: command
+    script: for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.3; done
+"""
+
+
+def test_a_running_visits_output_grows_on_its_page(
+    project: Path,
+    server: str,  # noqa: F811 - the fixture
+    page: Any,  # noqa: F811 - the fixture
+) -> None:
+    from playwright.sync_api import expect
+
+    write_pipeline(project, "chatty", CHATTY)
+    proc = start_swell("run", "chatty", cwd=project)
+    try:
+        run_id = run_id_of(proc.stdout.readline())
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["steps"])
+        page.goto(f"{server}/runs/{run_id}/visits/talk/1")
+        # no reload: the page's EventSource appends the rest as it is printed
+        expect(page.locator("#live-output")).to_contain_text("line 6", timeout=20000)
+        text = page.locator("#live-output").inner_text()
+        assert text.count("line 1") == 1  # what the page showed first is not sent again
         proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

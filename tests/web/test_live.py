@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from helpers import server  # noqa: F401 - a fixture
 
-from conftest import events, run_id_of, start_swell, swell_json, wait_for, write_pipeline
+from conftest import events, run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
 
 TICKS = """kind: WavePipeline
 metadata: {name: ticks}
@@ -138,3 +138,70 @@ def _up(url: str) -> bool:
         return httpx.get(f"{url}/api/runs", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+REJECTED = """kind: WavePipeline
+metadata: {name: triage}
+steps:
+  - id: assess
+    script: echo "not reproducible" > verdict.txt
+    handover:
+      contracts:
+        - type: test_suite
+          command: grep -q reproducible-yes verdict.txt
+          on_failure: rejected
+"""
+
+
+def test_stream_of_a_rejected_run_ends(project: Path, server: str) -> None:  # noqa: F811 - the fixture
+    write_pipeline(project, "triage", REJECTED)
+    run_id = run_id_of(swell("run", "triage", cwd=project).stdout)
+    kinds: list[str] = []
+
+    def read() -> None:
+        with httpx.stream("GET", f"{server}/api/runs/{run_id}/stream", timeout=10) as response:
+            for _, kind, data in _frames(response):
+                kinds.append(kind if kind == "end" else json.loads(data)["type"])
+                if kind == "end":
+                    break
+
+    # keep-alive comments would hold a stream that never ends open forever
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert kinds[-2:] == ["run.finished", "end"], kinds
+
+
+CHATTY = """kind: WavePipeline
+metadata: {name: chatty}
+steps:
+  - id: talk
+    type: command
+    script: for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.3; done
+"""
+
+
+def test_a_running_visits_output_streams_to_its_page(project: Path, server: str) -> None:  # noqa: F811 - the fixture
+    write_pipeline(project, "chatty", CHATTY)
+    proc = start_swell("run", "chatty", cwd=project)
+    run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
+    visit_url = f"{server}/runs/{run_id}/visits/talk/1"
+    wait_for(lambda: "line 1" in httpx.get(visit_url, timeout=5).text, timeout=30)
+    page = httpx.get(visit_url, timeout=5).text
+    assert 'id="live-output"' in page and "Output (live)" in page
+    texts: list[str] = []
+    running_at_first = None
+    url = f"{server}/api/runs/{run_id}/visits/talk/1/output"
+    with httpx.stream("GET", url, timeout=30) as response:
+        for _, kind, data in _frames(response):
+            if kind == "end":
+                break
+            texts.append(json.loads(data)["text"])
+            if running_at_first is None:
+                detail = httpx.get(f"{server}/api/runs/{run_id}/visits/talk/1", timeout=5).json()
+                running_at_first = detail["visit"]["status"] == "running"
+    proc.communicate(timeout=60)
+    assert running_at_first  # output arrived while the step still ran
+    assert "".join(texts).split() == [w for i in range(1, 7) for w in ("line", str(i))]
+    # once the visit is over its page shows the tail instead
+    assert "Output (tail)" in httpx.get(visit_url, timeout=5).text

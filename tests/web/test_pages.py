@@ -166,3 +166,23 @@ def test_parent_and_child_runs_are_linked(project: Path) -> None:
     assert f'<a href="/runs/{child["id"]}">' in page
     _, _, roots = get(project, "/api/runs?roots=true")
     assert roots is not None and [r["id"] for r in roots["runs"]] == [parent]  # type: ignore[union-attr]
+
+
+def test_visit_page_shows_the_prompt_as_sent(project: Path) -> None:
+    result = swell("run", "agent-loop", "--input", "greet <script>x()</script> people", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    _, _, visit = get(project, f"/api/runs/{run_id}/visits/implement/2")
+    assert visit is not None
+    # the rendered template: the input and the previous visit's test result are in it
+    assert "Task: greet <script>x()</script> people" in visit["prompt"]  # type: ignore[operator]
+    assert "Last test result: false" in visit["prompt"]  # type: ignore[operator]
+    persona = (project / ".agents" / "personas" / "implementer.md").read_text().strip()
+    assert visit["system_prompt"].strip() == persona  # type: ignore[union-attr]
+    assert all(e["type"] != "prompt.rendered" for e in visit["events"])  # type: ignore[union-attr]
+    status, html, _ = get(project, f"/runs/{run_id}/visits/implement/2")
+    assert status == 200 and "Prompt as sent" in html
+    assert "<script>x()" not in html and "&lt;script&gt;x()" in html
+    # a command visit has no prompt
+    _, _, command = get(project, f"/api/runs/{run_id}/visits/run-tests/1")
+    assert command is not None and command["prompt"] is None

@@ -18,6 +18,17 @@ class Capabilities:
     tools: bool = False
     enforces_permissions: bool = False
     json_schema: bool = False
+    # takes the step's own rendered prompt and nothing else (no thread context, no
+    # artifact sections, no retry or rework header): the prompt is data, not prose
+    raw_prompt: bool = False
+    # its answer is the content of the step's declared output files (Wave's missing-file
+    # fallback), so a step may declare file outputs though the adapter has no tools
+    answer_fills_outputs: bool = False
+    # where in its workspace the agent finds skills (`<dir>/<name>/SKILL.md`); "" when
+    # it has no skills (engine/skills.py warns then)
+    skills_dir: str = ""
+    # it can spawn sub-agents (`max_concurrent_agents` becomes a hint in its prompt)
+    subagents: bool = False
 
 
 class Usage(BaseModel):
@@ -50,6 +61,14 @@ class AgentRequest(BaseModel):
     visit: int = 1
 
 
+class AgentArtifact(BaseModel):
+    """A file the agent wrote that its visit records as an artifact (a screenshot)."""
+
+    name: str
+    path: str  # relative to the request's workspace
+    type: str | None = None
+
+
 class AgentResult(BaseModel):
     success: bool
     text: str = ""
@@ -59,6 +78,7 @@ class AgentResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     session_id: str | None = None
     files_changed: list[str] = Field(default_factory=list)
+    artifacts: list[AgentArtifact] = Field(default_factory=list)
 
     @classmethod
     def failed(cls, error: AgentError, **fields: Any) -> AgentResult:

@@ -84,7 +84,12 @@ class ClaudeAdapter(CliAdapter[ClaudeOptions]):
     name = "claude"
     npm_package = "@anthropic-ai/claude-code"
     capabilities = Capabilities(
-        resume=True, tools=True, enforces_permissions=True, json_schema=True
+        resume=True,
+        tools=True,
+        enforces_permissions=True,
+        json_schema=True,
+        skills_dir=".claude/skills",
+        subagents=True,
     )
     env_passthrough: tuple[str, ...] = (
         "ANTHROPIC_*",

@@ -237,7 +237,11 @@ class CodexAdapter(CliAdapter[CodexOptions]):
     name = "codex"
     npm_package = "@openai/codex"
     capabilities = Capabilities(
-        resume=True, tools=True, enforces_permissions=False, json_schema=True
+        resume=True,
+        tools=True,
+        enforces_permissions=False,
+        json_schema=True,
+        skills_dir=".agents/skills",
     )
     env_passthrough: tuple[str, ...] = (
         "CODEX_HOME",

@@ -134,7 +134,11 @@ class GeminiAdapter(CliAdapter[GeminiOptions]):
     npm_package = "@google/gemini-cli"
     visit_marker = MARKER
     capabilities = Capabilities(
-        resume=True, tools=True, enforces_permissions=True, json_schema=False
+        resume=True,
+        tools=True,
+        enforces_permissions=True,
+        json_schema=False,
+        skills_dir=".agents/skills",
     )
     env_passthrough: tuple[str, ...] = (
         "GEMINI_*",

@@ -148,7 +148,11 @@ class OpencodeAdapter(CliAdapter[OpencodeOptions]):
     npm_package = "opencode-ai"
     visit_marker = MARKER
     capabilities = Capabilities(
-        resume=True, tools=True, enforces_permissions=True, json_schema=False
+        resume=True,
+        tools=True,
+        enforces_permissions=True,
+        json_schema=False,
+        skills_dir=".agents/skills",
     )
     # opencode's own settings and the keys of the providers it knows best
     env_passthrough: tuple[str, ...] = (

@@ -28,6 +28,7 @@ BUILTIN = {
     "local": "swell.adapters.local:LocalAdapter",
     "gemini": "swell.adapters.gemini:GeminiAdapter",
     "opencode": "swell.adapters.opencode:OpencodeAdapter",
+    "browser": "swell.adapters.browser:BrowserAdapter",
 }
 
 

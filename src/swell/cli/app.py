@@ -94,6 +94,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "doctor"),
     "clean": ("clean", "clean"),
     "serve": ("serve", "serve"),
+    "retro": ("retro", "retro"),  # a group: `retro RUN`, `retro stats`
+    "worker": ("worker", "worker"),
 }
 _GLOBAL_WITH_VALUE = ("--project", "-C")
 # what a command imports on its way besides its own module: `entry` imports it first,
@@ -129,6 +131,7 @@ def _register(argv: list[str] | None = None) -> None:
     named = _command_named(argv) if argv is not None else None
     wanted = list(COMMANDS) if named is None else [named] if named else []
     registered = {command.name for command in app.registered_commands}
+    registered |= {group.name for group in app.registered_groups}
     if not registered:
         _keep_argument_help()
     for name in wanted:
@@ -136,7 +139,10 @@ def _register(argv: list[str] | None = None) -> None:
             continue
         module, function = COMMANDS[name]
         command = getattr(importlib.import_module(f"swell.cli.{module}"), function)
-        app.command(name)(command)
+        if isinstance(command, typer.Typer):  # a group of subcommands
+            app.add_typer(command, name=name)
+        else:
+            app.command(name)(command)
 
 
 def _undecodable(arg: str) -> bool:

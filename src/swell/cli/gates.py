@@ -13,6 +13,7 @@ from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
     from swell.runtime import Runtime
+    from swell.store.rows import RunRow
 
 
 def _who() -> str:
@@ -31,11 +32,18 @@ def approve(
     choice: Annotated[
         str | None, typer.Option("--choice", help="Choice key, for gates with choices.")
     ] = None,
+    text: Annotated[
+        str, typer.Option("--text", help="A note with the decision: `{{ gate.STEP.text }}`.")
+    ] = "",
 ) -> None:
     """Approve a waiting gate."""
     store = project_store(ctx)  # the store alone: a broken wave.yaml does not lock you out
     run = store.get_run(run_id)
-    gate = store.decide_gate(run.id, step, "approved", choice=choice, by=_who())
+    if _on_engine(run, step, "approved", choice=choice, reason=text or None):
+        return
+    gate = store.decide_gate(
+        run.id, step, "approved", choice=choice, reason=text or None, by=_who()
+    )
     print(
         f"approved gate '{gate.step_id}' of run {run.id}"
         + (f" (choice {choice})" if choice else "")
@@ -55,10 +63,26 @@ def reject(
     """Reject a waiting gate (the gate step fails with the reason)."""
     store = project_store(ctx)
     run = store.get_run(run_id)
+    if _on_engine(run, step, "rejected", choice=None, reason=reason or None):
+        return
     gate = store.decide_gate(run.id, step, "rejected", reason=reason or None, by=_who())
     print(f"rejected gate '{gate.step_id}' of run {run.id}")
     if store.owner(run.id) is None:
         print(f"the run is not executing; continue it with: swell resume {run.id}")
+
+
+def _on_engine(run: RunRow, step: str | None, decision: str, **given: str | None) -> bool:
+    """Deliver the decision to the run's workflow when the Temporal engine executes it."""
+    from swell.cli.worker import decide_on_engine, engine_of
+    from swell.events.statuses import ENDED_FOR_GOOD
+
+    engine = engine_of(run)
+    if engine is None or run.status in ENDED_FOR_GOOD:  # an ended run: the store answers
+        return False
+    gate = decide_on_engine(run, engine, step, decision=decision, by=_who(), **given)
+    choice = given.get("choice")
+    print(f"{decision} gate '{gate}' of run {run.id}" + (f" (choice {choice})" if choice else ""))
+    return True
 
 
 def cancel(
@@ -94,6 +118,12 @@ def cancel(
     run = run_or_newest(rt.store, run_id)
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}")
+    from swell.cli.worker import cancel_on_engine, engine_of
+
+    engine = engine_of(run)
+    if engine is not None:  # the Temporal engine executes it: cancel its workflow
+        cancel_on_engine(rt.store, run, engine)
+        return
     if rt.store.owner(run.id) is None:
         try:
             for cancelled in cancel_stored_run(rt, run):

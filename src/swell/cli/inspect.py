@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from swell.cli import ledger
 from swell.cli.common import (
     Output,
     OutputOption,
@@ -19,6 +20,7 @@ from swell.cli.common import (
 from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
+    from swell.store.protocols import RunReader
     from swell.store.rows import Owner, RunRow, StepRow
 
 MAX_LIST = 1_000_000  # `swell list -n`: more than a store holds, less than SQLite's integers
@@ -28,11 +30,18 @@ def _run_dict(run: RunRow, owner: Owner | None) -> dict[str, Any]:
     hidden = ("options", "owner_pid", "owner_host")
     data = {k: v for k, v in asdict(run).items() if k not in hidden}
     data["owner"] = asdict(owner) if owner else None  # the process executing it now
-    data["stale"] = run.status in ("running",) and owner is None
+    # a run the Temporal engine executes has no owning process here, and is not stale
+    data["stale"] = run.status in ("running",) and owner is None and not _on_engine(run)
     return data
 
 
+def _on_engine(run: RunRow) -> bool:
+    return run.options.get("engine") == "temporal"  # executors/temporal/client.py
+
+
 def _status_word(run: RunRow, owner: Owner | None) -> str:
+    if run.status == "running" and _on_engine(run):
+        return "running (on the Temporal engine)"
     if run.status == "running" and owner is None:
         return "running (process gone: swell resume)"
     return run.status
@@ -114,6 +123,15 @@ def status(
     reviews = store.reviews(run.id)
     steps = store.steps(run.id)  # counted by the store: a long run has many visits
     elapsed = _running_elapsed(steps)
+    spent, outputs = ledger.run_cost(steps, reviews), ledger.outputs_of(store, run.id)
+    from swell.events import models as ev
+
+    outcomes = [
+        {"step_id": e.step_id, "visit": e.visit, "type": e.kind, "label": e.label,
+         "value": e.value, "description": e.description}
+        for e in store.events_of_kind(run.id, ["outcome.recorded"])
+        if isinstance(e, ev.OutcomeRecorded)
+    ]  # fmt: skip
     if output is Output.json:
         print_json(
             {
@@ -125,7 +143,11 @@ def status(
                 "waiting_gates": [asdict(g) for g in gates],
                 "context": context,
                 "children": [c.id for c in children],
+                "child_runs": _child_runs(store, run.id, children),
                 "reviews": [asdict(r) for r in reviews],
+                "cost_usd": spent,
+                "pipeline_outputs": ledger.outputs_json(outputs),
+                "outcomes": outcomes,
             }
         )
         return
@@ -135,6 +157,8 @@ def status(
     if run.error:
         print(f"error     {run.error}")
     print(f"visits    {run.visits}")
+    if spent:
+        print(f"cost      {ledger.money(spent)}")
     print(
         f"started   {run.started_at or run.created_at}"
         + (f"   finished {run.finished_at}" if run.finished_at else "")
@@ -150,6 +174,7 @@ def status(
                 f"  {step.step_id:<24} {step.visits:>3} visits  last: {step.last_status:<11} "
                 f"{'' if code is None else f'exit {code}'}"
                 + ("" if took is None else f"for {_seconds(took)}")
+                + ledger.step_note(step)
             )
     for g in gates:
         print(f"\nwaiting at gate '{g.step_id}': {g.message or ''}")
@@ -165,14 +190,21 @@ def status(
                 f"  {r.step_id} #{r.visit}: {r.reviewer} → {r.verdict or 'no verdict'}"
                 f"  ({len(r.issues)} issues, {r.tokens_in}→{r.tokens_out} tok)"
             )
+    if outcomes:
+        print("\noutcomes")
+        for o in outcomes:
+            print(f"  {o['label']}: {o['value']}   (step {o['step_id']})")
+    ledger.print_outputs(outputs)
     if context:
         print("\ncontext")
         for key, value in context.items():
             print(f"  {key} = {value}")
     if children:
         print("\nsub-pipelines")
-        for c in children:
-            print(f"  {c.id}  {c.status}")
+        for c in _child_runs(store, run.id, children):
+            item = "" if c["item"] is None else f" item {c['item']}"
+            where = f"{c['step_id']}{item}" if c["step_id"] else ""
+            print(f"  {where:<24} {c['pipeline'] or '':<20} {c['status']:<11} {c['run_id']}")
 
 
 def logs(
@@ -265,3 +297,30 @@ def artifacts(
     )
     if code:
         raise typer.Exit(code)
+
+
+def _child_runs(store: RunReader, run_id: str, children: list[RunRow]) -> list[dict[str, Any]]:
+    """Each child run with the step (and the iterate item) that started it, in the order
+    they started; children started before items were recorded have `item` None."""
+    from swell.events import models as ev
+
+    started = {
+        e.child_run_id: e
+        for e in store.events_of_kind(run_id, ["child.started"])
+        if isinstance(e, ev.ChildRunStarted)
+    }
+    rows = []
+    for child in children:
+        event = started.get(child.id)
+        rows.append(
+            {
+                "run_id": child.id,
+                "status": child.status,
+                "step_id": event.step_id if event else child.parent_step_id,
+                "visit": event.visit if event else None,
+                "item": event.item if event else None,
+                "pipeline": event.pipeline if event else child.pipeline,
+            }
+        )
+    rows.sort(key=lambda r: (r["step_id"] or "", r["visit"] or 0, r["item"] or 0))
+    return rows

@@ -149,6 +149,10 @@ class ProgressPrinter:
             )
         if isinstance(e, ev.Warning):
             return self._c(f"  warning: {e.message}", "33")
+        if isinstance(e, ev.BudgetWarning):
+            return self._c(f"  budget warning: {e.message}", "33")
+        if isinstance(e, ev.BudgetExceeded):
+            return self._c(f"! {e.message}", "31")
         if isinstance(e, ev.AgentToolCall):
             target = f" {e.target}" if e.target else ""
             return self._c(f"    · {e.name}{target}", "2")

@@ -266,6 +266,15 @@ def run(
         ),
     ] = False,
     timeout: TimeoutOption = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            metavar="ENGINE",
+            help="Who executes the run: `local` (this process) or `temporal` (swell workers "
+            "through a Temporal server; docs/scale-out.md). Default: runtime.engine, else local.",
+        ),
+    ] = None,
     output: RunOutputOption = RunOutput.text,
     verbose: VerboseOption = False,
 ) -> None:
@@ -298,6 +307,9 @@ def run(
     findings = preflight.check_run(
         rt.project, rt.registries, loaded, input_text=text, adapter=adapter, model=model
     )
+    if output is not RunOutput.quiet:
+        for note in preflight.run_warnings(rt.project, rt.registries, loaded):
+            print(f"warning: {note}", file=sys.stderr)
     if dry_run:
         from swell.cli.dryrun import show_plan
 
@@ -305,6 +317,10 @@ def run(
         raise typer.Exit(1 if findings else 0)
     preflight.raise_findings(loaded.name, findings)
     options = RunOptions(auto_approve=auto_approve, adapter=adapter, model=model)
+    if _engine(rt, engine, from_step, timeout) == "temporal":
+        from swell.cli.worker import run_on_engine
+
+        run_on_engine(rt, loaded, text, options, output, verbose=verbose, detach=detach)
     state = None
     if reuse is not None:
         plan, state = start_from_step(rt, loaded, text, options, reuse)
@@ -318,6 +334,19 @@ def run(
     _execute(
         rt, plan, output, verbose=verbose, state=state, deadline=deadline, announced=bool(reuse)
     )
+
+
+def _engine(rt: Runtime, engine: str | None, from_step: str | None, timeout: str | None) -> str:
+    """`--engine`, else runtime.engine, else local; what the engine cannot do yet is refused."""
+    chosen = engine or rt.project.manifest.runtime.engine or "local"
+    if chosen not in ("local", "temporal"):
+        raise typer.BadParameter(
+            f"unknown engine '{chosen}': local or temporal", param_hint="--engine"
+        )
+    if chosen == "temporal" and (from_step or timeout):
+        flag = "--from-step" if from_step else "--timeout"
+        raise typer.BadParameter("not available with the temporal engine yet", param_hint=flag)
+    return chosen
 
 
 def _reuse(rt: Runtime, loaded: LoadedPipeline, from_step: str, previous: str | None) -> Reuse:
@@ -374,8 +403,19 @@ def resume(
 
     deadline = _deadline(timeout)
     rt = runtime(ctx)
+    _refuse_engine_run(rt, run_id)
     resumed = claim_for_resume(rt, run_id)
     if output is not RunOutput.quiet:
         for note in resumed.notes:
             print(f"note: {note}", file=sys.stderr)
     _execute(rt, resumed.plan, output, verbose=verbose, state=resumed.state, deadline=deadline)
+
+
+def _refuse_engine_run(rt: Runtime, run_id: str) -> None:
+    """A run the Temporal engine executes goes on there; nothing here resumes it."""
+    from swell.cli.worker import engine_of, refuse_resume
+
+    run = rt.store.get_run(run_id)
+    engine = engine_of(run)
+    if engine is not None:
+        refuse_resume(run, engine)

@@ -242,9 +242,7 @@ def _failed(ctx: ContractContext[AgentReviewSettings], tally: _Tally, error: str
     return tally.result(passed=False, error=error)
 
 
-def _record(
-    ctx: ContractContext[AgentReviewSettings], record: dict[str, Any], tally: _Tally
-) -> None:
+def _record(ctx: ContractContext[Any], record: dict[str, Any], tally: _Tally) -> None:
     """The whole exchange, for people asking why a review said what it said."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", ctx.step.id)
     path = ctx.run_dir / "reviews" / f"{name}.v{ctx.visit}.c{ctx.index}.json"

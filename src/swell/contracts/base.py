@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from swell.errors import AgentErrorKind, Problem
-from swell.events.models import ReviewFeedback, ReviewIssue
+from swell.events.models import BaseEvent, ReviewFeedback, ReviewIssue
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
@@ -59,7 +59,7 @@ class ContractResult(BaseModel):
 class AgentCall:
     """A contract asking a persona for an answer (a reviewer's verdict)."""
 
-    persona: str
+    persona: str | None  # None: the embedded local model, with no persona (llm_judge)
     system: str
     prompt: str
     json_schema: dict[str, Any] | None
@@ -107,6 +107,14 @@ class ContractContext(Generic[S]):
     notes: list[str] = field(default_factory=list)  # warnings to record as events
     details: dict[str, Any] = field(default_factory=dict)  # found on the way, for the result
     diff_from: Callable[[str], str] | None = None  # changes against a git ref (`diff_base`)
+    # git on the step's workspace (args -> stdout; raises SwellError), for commit-level checks
+    git: Callable[..., str] | None = None
+    # what this visit has emitted so far, oldest first (event_contains)
+    events: Callable[[], Sequence[BaseEvent]] | None = None
+    must_pass: bool | None = None  # the contract's `must_pass`, as written
+    # what relative source paths start from: a command step's script directory (inside
+    # the workspace), as its declared outputs do; None: the workspace
+    outputs_dir: Path | None = None
 
     def render(self, text: str) -> str:
         """`text` with its placeholders filled, for paths and prompts (not shell)."""

@@ -62,7 +62,8 @@ class NonEmptyFileSettings(ContractSettings):
 
 
 def workspace_path(ctx: ContractContext[Any], raw: str, what: str = "source") -> Path:
-    """The workspace path a templated `raw` names; PathEscape if it leaves the workspace."""
+    """The workspace path a templated `raw` names (a relative one from `outputs_dir`);
+    PathEscape if it leaves the workspace."""
     text = ctx.render(raw).strip()
     if not text:
         raise PathEscape(f"{what} {raw!r} renders to an empty path")
@@ -71,9 +72,10 @@ def workspace_path(ctx: ContractContext[Any], raw: str, what: str = "source") ->
         if target != root and root not in target.parents:
             raise PathEscape(f"{what} {text!r} is outside the step's workspace")
         return target
+    start = ctx.outputs_dir or ctx.workspace
     try:
-        return inside(ctx.workspace, text)
-    except PathEscape:
+        return inside(ctx.workspace, str(start.relative_to(ctx.workspace) / text))
+    except (PathEscape, ValueError):
         raise PathEscape(f"{what} {text!r} escapes the step's workspace") from None
 
 

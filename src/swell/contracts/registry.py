@@ -16,6 +16,14 @@ BUILTIN = {
     "json_schema": "swell.contracts.json_schema:TYPE",
     "non_empty_file": "swell.contracts.non_empty_file:TYPE",
     "agent_review": "swell.contracts.agent_review:TYPE",
+    "llm_judge": "swell.contracts.llm_judge:TYPE",
+    "test_diff": "swell.contracts.test_diff:TYPE",
+    "test_count_baseline": "swell.contracts.test_count_baseline:TYPE",
+    "source_diff": "swell.contracts.source_diff:TYPE",
+    "format": "swell.contracts.format:TYPE",
+    "markdown_spec": "swell.contracts.markdown_spec:TYPE",
+    "typescript_interface": "swell.contracts.typescript_interface:TYPE",
+    "event_contains": "swell.contracts.event_contains:TYPE",
 }
 
 

@@ -4,6 +4,7 @@ helper personas that work for a visit (summarizers, reviewers)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -26,7 +27,7 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.contracts.base import AgentAnswer
-from swell.engine import tiers
+from swell.engine import cost, stall, tiers
 from swell.engine.context import VisitContext
 from swell.errors import SwellError
 from swell.events import models as ev
@@ -93,13 +94,14 @@ def attempt(ctx: VisitContext) -> int:
 def permissions(
     ctx: VisitContext, persona: Persona | None, adapter: str
 ) -> tuple[list[str], list[str]]:
-    """Allowed and denied tools, merged from persona and adapter defaults; deny wins."""
+    """Allowed and denied tools, merged (as Wave does) from the step's `permissions`,
+    the persona's and the adapter's defaults: the union of each list; deny wins."""
     config = ctx.plan.project.manifest.adapters.get(adapter)
     allowed: list[str] = []
     denied: list[str] = []
-    for perms in ([persona.permissions] if persona else []) + (
-        [config.default_permissions] if config else []
-    ):
+    layers = [ctx.step.permissions, persona.permissions if persona else None]
+    layers.append(config.default_permissions if config else None)
+    for perms in (p for p in layers if p is not None):
         allowed += [t for t in perms.allowed_tools if t not in allowed]
         denied += [t for t in perms.deny if t not in denied]
     return [t for t in allowed if t not in denied], denied
@@ -202,7 +204,12 @@ async def run_helper(ctx: VisitContext, call: HelperCall) -> AgentAnswer:
         error_kind=result.error_kind,
         tokens_in=result.usage.input_tokens + result.usage.cache_read_tokens,
         tokens_out=result.usage.output_tokens,
-        cost_usd=result.usage.cost_usd or 0.0,
+        cost_usd=cost.visit_cost(
+            model,
+            result.usage.input_tokens + result.usage.cache_read_tokens,
+            result.usage.output_tokens,
+            result.usage.cost_usd,
+        ),
         adapter=adapter_name,
         model=model,
     )
@@ -247,6 +254,7 @@ async def drive(
     request: AgentRequest,
     emit: Callable[[ev.BaseEvent], None] | None,
     stop_when: Callable[[Usage], bool] | None = None,
+    stall_s: float | None = None,
 ) -> Drive:
     """Run the adapter, turning its stream into run events.
 
@@ -254,41 +262,67 @@ async def drive(
     process group ended) at the next turn boundary (`AgentTurnEnded`: every tool call
     the model asked for has returned), so the work in flight is done before a relay
     summarizes it. An agent that finishes first is not stopped; an adapter that never
-    reports turn boundaries cannot be stopped mid-step."""
+    reports turn boundaries cannot be stopped mid-step. `stall_s`: the stall watchdog
+    (engine/stall.py); a stalled agent is stopped and its result is a timeout."""
     out = Drive(None)
     stream = adapter.run(request)
+    loop = asyncio.get_running_loop()
+    watchdog = stall.Watchdog(stall_s, loop.time) if stall_s else None
     full = False  # stop_when said so; waiting for the turn to end
     try:
-        async for item in stream:
-            event: ev.BaseEvent | None = None
-            if isinstance(item, AgentFinished):
-                out.result = item.result
-            elif isinstance(item, AgentText):
-                out.transcript.append(("said", item.text))
-                event = ev.AgentText(text=item.text)
-            elif isinstance(item, AgentToolCall):
-                out.transcript.append(("tool", f"{item.name} {item.target or ''}".strip()))
-                event = ev.AgentToolCall(name=item.name, target=item.target)
-            elif isinstance(item, AgentUsageUpdate):
-                u = out.last_usage = item.usage
-                event = ev.AgentUsage(
-                    input_tokens=u.input_tokens,
-                    output_tokens=u.output_tokens,
-                    cache_read_tokens=u.cache_read_tokens,
-                    cache_write_tokens=u.cache_write_tokens,
-                    cost_usd=u.cost_usd,
-                )
-                full = full or (stop_when is not None and stop_when(u))
-            elif isinstance(item, AgentSessionStarted):
-                out.session_id = item.session_id
-                event = ev.AgentSession(session_id=item.session_id)
-            elif isinstance(item, AgentTurnEnded) and full:
-                out.stopped = True
-                break
-            if event is not None and emit is not None:
-                emit(event)
+        async with asyncio.timeout_at(watchdog.deadline() if watchdog else None) as limit:
+            async for item in stream:
+                if watchdog is not None:
+                    watchdog.saw(item)
+                    limit.reschedule(watchdog.deadline())
+                if isinstance(item, AgentTurnEnded) and full:
+                    out.stopped = True
+                    break
+                full = _take(item, out, emit, stop_when) or full
+    except TimeoutError:
+        if watchdog is None or not limit.expired():
+            raise
+        out.result = AgentResult(success=False, error=watchdog.error(), error_kind="timeout")
+        if emit is not None:
+            emit(ev.Warning(message=watchdog.error()))
     finally:
         close = getattr(stream, "aclose", None)  # ends the agent's process group if it still runs
         if close is not None:
             await close()
     return out
+
+
+def _take(
+    item: object,
+    out: Drive,
+    emit: Callable[[ev.BaseEvent], None] | None,
+    stop_when: Callable[[Usage], bool] | None,
+) -> bool:
+    """Record one streamed item in `out` and as a run event; True when `stop_when`
+    says the agent's context is full."""
+    event: ev.BaseEvent | None = None
+    full = False
+    if isinstance(item, AgentFinished):
+        out.result = item.result
+    elif isinstance(item, AgentText):
+        out.transcript.append(("said", item.text))
+        event = ev.AgentText(text=item.text)
+    elif isinstance(item, AgentToolCall):
+        out.transcript.append(("tool", f"{item.name} {item.target or ''}".strip()))
+        event = ev.AgentToolCall(name=item.name, target=item.target)
+    elif isinstance(item, AgentUsageUpdate):
+        u = out.last_usage = item.usage
+        event = ev.AgentUsage(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+            cost_usd=u.cost_usd,
+        )
+        full = stop_when is not None and stop_when(u)
+    elif isinstance(item, AgentSessionStarted):
+        out.session_id = item.session_id
+        event = ev.AgentSession(session_id=item.session_id)
+    if event is not None and emit is not None:
+        emit(event)
+    return full

@@ -14,6 +14,7 @@ from collections.abc import Collection, Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from swell.engine import cost
 from swell.engine.context import ContractFailure, StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import normalize_error
@@ -33,6 +34,7 @@ class Limits:
     concurrency: int
     breaker_limit: int
     max_step_visits: int
+    budget: cost.Budget = field(default_factory=cost.Budget)  # runtime.cost
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,10 @@ class Decisions:
             if act.step_id in busy or not self.graph.deps_met(act.step_id, state.finished):
                 continue
             step = self.graph.steps[act.step_id]
-            limit = limit_reached(step, state, self.limits.max_step_visits, started=len(out.visits))
+            started = len(out.visits)
+            limit: tuple[ev.BaseEvent, str] | None = limit_reached(
+                step, state, self.limits.max_step_visits, started=started
+            ) or cost.exceeded(self.limits.budget, state.cost_usd, step.id)
             if limit is not None:
                 event, message = limit
                 return Starts(events=[event], fail=message)
@@ -136,9 +141,15 @@ class Decisions:
                 tokens_out=result.tokens_out,
                 cost_usd=result.cost_usd,
                 optional_failure=failed and step.optional,
+                adapter=result.adapter,
+                model=result.model,
                 **stamp,
             )
         )
+        total = state.cost_usd + result.cost_usd
+        warned = cost.warning(self.limits.budget, total, state.budget_warned)
+        if warned is not None:
+            events.append(warned.model_copy(update=stamp))
         if kind.records_round:
             events.append(round_of(visit, result, duration_ms, state))
         if error_key is not None:

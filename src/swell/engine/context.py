@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from swell.adapters.registry import AdapterRegistry
     from swell.contracts.registry import ContractTypes
     from swell.engine.graph import Activation
+    from swell.engine.pipeline_outputs import OutputsReader
     from swell.engine.state import OpenVisit, RunState
     from swell.engine.steps.registry import StepKinds
     from swell.workspace.workspace import Workspace
@@ -57,6 +58,9 @@ class ChildRequest:
     input: str
     resume_id: str | None  # continue this existing child instead of starting one
     on_start: Callable[[str, str], None]  # (child run id, pipeline) once it is recorded
+    pipeline: str | None = None  # the pipeline to run (rendered), else `step.pipeline`
+    options: RunOptions | None = None  # the child's own (env, handed artifacts), else the parent's
+    own_workspace: bool = False  # a workspace of its own (iterate items), else the parent's
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,9 @@ class ChildOutcome:
     run_id: str
     status: RunStatus
     error: str | None = None
+    # what the child left: its artifacts (step -> name -> path) and context values
+    artifacts: dict[str, dict[str, str]] = field(default_factory=dict)
+    context: dict[str, str] = field(default_factory=dict)
 
 
 class ChildRuns(Protocol):
@@ -79,6 +86,10 @@ class RunOptions:
     model: str | None = None  # `swell run --model`
     gate_poll_seconds: float = 0.5
     control_poll_seconds: float = 0.5
+    # a sub-pipeline's, from its parent step's `config` (docs/composition.md)
+    env: dict[str, str] = field(default_factory=dict)  # `{{ env.K }}`
+    artifacts: dict[str, str] = field(default_factory=dict)  # `{{ artifacts.NAME }}`: paths
+    max_cycles: int | None = None  # `loop.max_iterations` where a loop sets none
 
 
 @dataclass
@@ -95,6 +106,21 @@ class RunPlan:
     parent_step_id: str | None = None
     options: RunOptions = field(default_factory=RunOptions)
 
+    @functools.cached_property
+    def forge(self) -> dict[str, str]:
+        """`{{ forge.* }}`: detected (git runs) when a template first asks, then kept, so
+        a run's prompts never change forge midway."""
+        from swell.engine.forge import detect
+
+        return detect(self.project.root, self.project.manifest.metadata.forge).variables()
+
+    @functools.cached_property
+    def branch(self) -> dict[str, str]:
+        """`{{ branch_name }}` and `{{ feature_num }}` of the project, at the run's start."""
+        from swell.engine.forge import git_variables
+
+        return git_variables(self.project.root)
+
 
 @dataclass
 class Services:
@@ -110,6 +136,12 @@ class Services:
     # where running visits' output is stored as it arrives (engine/output.py); None:
     # only at the end of each visit, as `step.finished` and the log artifact
     output: OutputSink | None = None
+    # masks secrets in text swell writes outside the event log (a command's log file);
+    # events and output are masked on their way to the store (events/redact.py)
+    redact: Callable[[str], str] | None = None
+    # the project's stored runs, for pipeline outputs (engine/pipeline_outputs.py): a
+    # sub-pipeline's outputs, `inject_artifacts[].pipeline`; None: not available
+    runs: OutputsReader | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +176,11 @@ class StepResult:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
+    adapter: str | None = None  # an agent visit's adapter and model, as resolved
+    # what the step's declared output paths are relative to: a command step's script
+    # directory (the project's mount, as Wave runs it); None: the workspace
+    outputs_dir: Path | None = None
+    model: str | None = None
     # a contract failure that decides what happens next (see engine/handover.py)
     failure: ContractFailure | None = None
     # how the visit reads in the run's history (`swell thread`)
@@ -165,6 +202,17 @@ class VisitContext:
     emit: Callable[[Sequence[BaseEvent]], None]  # stamps and commits events now
     workspace: Workspace  # where this visit works
     resumed: OpenVisit | None = None  # set when continuing a visit after resume
+    # what `emit` sent so far in this visit, oldest first (the event_contains contract)
+    emitted: list[BaseEvent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        commit = self.emit
+
+        def keep(events: Sequence[BaseEvent]) -> None:
+            commit(events)
+            self.emitted.extend(events)
+
+        self.emit = keep
 
     def event(self, ev: BaseEvent) -> BaseEvent:
         ev.step_id = self.step.id

@@ -96,6 +96,9 @@ def _context(
         diff_from=ctx.workspace.diff_from,
         default_timeout=ctx.timeout_seconds(),
         run_agent=_run_agent(ctx),
+        git=ctx.workspace.git,
+        events=lambda: [*ctx.emitted, *result.events],
+        outputs_dir=result.outputs_dir,
     )
 
 
@@ -185,6 +188,7 @@ async def _check(
             if reviewer is not None:
                 ctx.emit([ctx.event(ev.ReviewStarted(index=index, reviewer=reviewer))])
             cctx = _context(ctx, result, owner, settings, index)
+            cctx.must_pass = contract.must_pass
             outcome = await _run_one(kind, cctx)
             notes = cctx.notes
         events: list[ev.BaseEvent] = [ev.Warning(message=note) for note in notes]

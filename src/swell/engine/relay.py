@@ -7,6 +7,7 @@ import hashlib
 from dataclasses import dataclass
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Usage
+from swell.engine import stall
 from swell.engine.agents import SUMMARIZER_TIMEOUT, Drive, HelperCall, drive, run_helper
 from swell.engine.context import VisitContext
 from swell.events import models as ev
@@ -53,9 +54,10 @@ async def run(
         ctx.emit([ctx.event(event)])
 
     task = request.prompt
+    stall_s = stall.seconds(ctx.plan.project.manifest.runtime.stall_timeout)
     while True:
         stop = (lambda u: context_tokens(u) >= settings.limit) if settings else None
-        instance = await drive(adapter, request, emit, stop)
+        instance = await drive(adapter, request, emit, stop, stall_s)
         if not instance.stopped or settings is None:
             out.result = instance.result
             return out

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from swell import sweep
+from swell.engine import cost
 from swell.engine.completion import Decisions, Limits, Visit, queue
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
@@ -66,6 +67,7 @@ class Runner:
             concurrency=runtime.concurrency,
             breaker_limit=runtime.circuit_breaker.limit,
             max_step_visits=plan.pipeline.pipeline.max_step_visits,
+            budget=cost.Budget.of(runtime.cost),
         )
         self.decide = Decisions(self.graph, services.step_kinds, limits)
 

@@ -41,6 +41,7 @@ class OpenVisit:
     gate: GateWaiting | None = None
     resolution: GateResolved | None = None
     child_run_id: str | None = None
+    children: dict[int, str] = field(default_factory=dict)  # iterate item -> child run id
 
 
 @dataclass
@@ -78,6 +79,12 @@ class RunState:
     # failures the run went on past (`retry.on_failure: continue`) that make it end failed
     carried_failures: list[str] = field(default_factory=list)
     started_once: bool = False
+    # what the run spent so far (visits and reviews; engine/cost.py), and whether the
+    # budget's one warning was given
+    cost_usd: float = 0.0
+    budget_warned: bool = False
+    # each gate step's last decision, for `{{ gate.ID.* }}`
+    gates: dict[str, GateResolved] = field(default_factory=dict)
 
     @classmethod
     def replay(cls, run_id: str, events: Iterable[BaseEvent]) -> RunState:
@@ -131,6 +138,9 @@ class RunState:
             "reworks": {k: _event_data(v) for k, v in self.reworks.items()},
             "retries": {k: _event_data(v) for k, v in self.retries.items()},
             "carried_failures": list(self.carried_failures),
+            "cost_usd": self.cost_usd,
+            "budget_warned": self.budget_warned,
+            "gates": {k: _event_data(v) for k, v in self.gates.items()},
         }
 
     @classmethod
@@ -177,6 +187,9 @@ class RunState:
             retries={k: _event(v, RetryRequested) for k, v in d["retries"].items()},
             started_once=bool(d["started_once"]),
             carried_failures=list(d.get("carried_failures", [])),  # not in older snapshots
+            cost_usd=float(d.get("cost_usd", 0.0)),  # nor these
+            budget_warned=bool(d.get("budget_warned", False)),
+            gates={k: _event(v, GateResolved) for k, v in d.get("gates", {}).items()},
         )
 
 
@@ -233,6 +246,7 @@ def _open_data(v: OpenVisit) -> dict[str, Any]:
         "gate": _event_data(v.gate) if v.gate else None,
         "resolution": _event_data(v.resolution) if v.resolution else None,
         "child_run_id": v.child_run_id,
+        "children": {str(k): c for k, c in v.children.items()},
     }
 
 
@@ -248,6 +262,7 @@ def _open_visit(d: Mapping[str, Any]) -> OpenVisit:
         if d["resolution"]
         else None,
         child_run_id=d["child_run_id"],
+        children={int(k): c for k, c in d.get("children", {}).items()},  # not in older ones
     )
 
 
@@ -289,6 +304,7 @@ def _finished(s: RunState, ev: Any) -> None:
     s.finished.add(ev.step_id)
     s.outcomes[(ev.step_id, ev.visit)] = ev.outcome
     s.last[ev.step_id] = StepSummary(ev.visit, ev.outcome, ev.exit_code)
+    s.cost_usd += ev.cost_usd
     if ev.error_key is not None:
         previous = s.breaker.get(ev.step_id)
         count = previous[1] + 1 if previous and previous[0] == ev.error_key else 1
@@ -341,6 +357,8 @@ def _gate_resolved(s: RunState, ev: Any) -> None:
     visit = s.open.get((ev.step_id, ev.visit))
     if visit:
         visit.resolution = ev
+    if ev.step_id:
+        s.gates[ev.step_id] = ev
     s.status = "running"
 
 
@@ -348,6 +366,16 @@ def _child(s: RunState, ev: Any) -> None:
     visit = s.open.get((ev.step_id, ev.visit))
     if visit:
         visit.child_run_id = ev.child_run_id
+        if ev.item is not None:
+            visit.children[ev.item] = ev.child_run_id
+
+
+def _spent(s: RunState, ev: Any) -> None:
+    s.cost_usd += ev.cost_usd
+
+
+def _budget_warned(s: RunState, ev: Any) -> None:
+    s.budget_warned = True
 
 
 def _failure_absorbed(s: RunState, ev: Any) -> None:
@@ -368,6 +396,8 @@ _HANDLERS = {
     "thread.summarized": _summary,
     "rework.requested": _rework,
     "failure.absorbed": _failure_absorbed,
+    "review.completed": _spent,
+    "budget.warning": _budget_warned,
     "retry.requested": _retry,
     "context.set": _context,
     "artifact.written": _artifact,

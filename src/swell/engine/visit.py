@@ -8,19 +8,21 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swell import process, streaming, sweep
+from swell.engine import pipeline_outputs
 from swell.engine.completion import Visit
 from swell.engine.context import ContractFailure, RunPlan, Services, StepResult, VisitContext
 from swell.engine.output import VisitOutput, tee_events
 from swell.engine.state import RunState
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
-from swell.manifest.models import Step
+from swell.manifest.models import ArtifactRef, Step
+from swell.manifest.template_names import FORGE_FIELDS
 from swell.manifest.templates import render_text
 from swell.workspace import artifacts, safe
 from swell.workspace.manager import Workspaces
@@ -86,7 +88,13 @@ class VisitExecutor:
             )
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc))
-        injected, problems = inject_artifacts(self.state, step, ws.path)
+        others = pipeline_outputs.lookup_in(
+            self.services.runs,
+            run_id=self.plan.run_id,
+            parent_run_id=self.plan.parent_run_id,
+            project_root=str(self.plan.project.root),
+        )
+        injected, problems = inject_artifacts(self.state, step, ws.path, others)
         if problems:
             return StepResult(outcome="failure", error="; ".join(problems))
         sink = self.services.output
@@ -114,7 +122,8 @@ class VisitExecutor:
         spawned = process.spawned()
         problems = self.workspaces.after_visit(ws)
         if step.output_artifacts:
-            found, missing = artifacts.collect(ws.path, step.output_artifacts, result.stdout)
+            base = result.outputs_dir or ws.path
+            found, missing = artifacts.collect(base, step.output_artifacts, result.stdout)
             for art in found:
                 art.step_id, art.visit = step.id, visit.visit
             result.events += found
@@ -136,6 +145,10 @@ class VisitExecutor:
                     f"'{owner.id}' failed: {failed.error}"
                 )
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
+        if result.outcome == "success" and step.outcomes:
+            from swell.engine import outcomes
+
+            result.events += [ctx.event(e) for e in outcomes.extract(step, ws.path)]
         return result
 
     def _write_feedback(
@@ -182,7 +195,7 @@ def namespace(
         }
         for sid, s in state.last.items()
     }
-    arts = dict(injected)
+    arts = {**plan.options.artifacts, **injected}  # a sub-pipeline's handed artifacts first
     for art in step.output_artifacts:
         if art.path:
             arts.setdefault(art.name, str(workspace / art.path))
@@ -190,7 +203,7 @@ def namespace(
         "input": plan.input,
         "pipeline_id": plan.run_id,
         "pipeline_name": plan.pipeline.name,
-        "run": {"id": plan.run_id},
+        "run": {"id": plan.run_id, "name": plan.pipeline.name},
         "step_id": step.id,
         "workspace": str(workspace),
         "project_root": str(plan.project.root),
@@ -198,7 +211,67 @@ def namespace(
         "context": dict(state.context),
         "artifacts": arts,
         "steps": steps,
+        "forge": Deferred(FORGE_FIELDS, lambda: plan.forge),
+        **plan.branch,
+        "gate": gate_variables(plan, state),
+        # composition (docs/composition.md): a sub-pipeline's `config.env`, and whether
+        # a sub-pipeline step's `config.stop_condition` held
+        "env": dict(plan.options.env),
+        "sub_pipeline_stop": state.context.get("sub_pipeline_stop", ""),
     }
+
+
+class Deferred(Mapping[str, Any]):
+    """A namespace entry whose values are looked up when a template first reads one:
+    forge detection runs git, which a run whose templates never ask should not pay."""
+
+    def __init__(self, keys: Collection[str], load: Callable[[], Mapping[str, Any]]) -> None:
+        self._keys, self._load = tuple(sorted(keys)), load
+        self._values: Mapping[str, Any] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys:
+            raise KeyError(key)
+        if self._values is None:
+            self._values = self._load()
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __str__(self) -> str:  # `{{ forge }}` reads as a dict would (expressions.to_text)
+        return json.dumps(dict(self), sort_keys=True)
+
+
+# who decides a gate without a person; their reasons are not a person's text
+AUTOMATIC = ("auto", "timeout", "timer")
+
+
+def gate_variables(plan: RunPlan, state: RunState) -> dict[str, dict[str, str]]:
+    """`{{ gate.ID.choice }}` (the choice's label), `.key`, `.text` (what the person
+    wrote with the decision), `.timestamp` (RFC 3339) and `.target`, per decided gate.
+    `{{`/`}}` are removed from what a person wrote, as Wave does, so it cannot add
+    placeholders to what is rendered after it."""
+    out: dict[str, dict[str, str]] = {}
+    for step_id, resolved in state.gates.items():
+        gate = next((s.gate for s in plan.pipeline.pipeline.steps if s.id == step_id), None)
+        labels = {c.key: c.label for c in gate.choices} if gate else {}
+        text = "" if resolved.by in AUTOMATIC else (resolved.reason or "")
+        out[step_id] = {
+            "choice": _strip(labels.get(resolved.choice or "", resolved.choice or "")),
+            "key": _strip(resolved.choice or ""),
+            "text": _strip(text),
+            "timestamp": resolved.ts,
+            "target": _strip(resolved.target or ""),
+        }
+    return out
+
+
+def _strip(text: str) -> str:
+    return text.replace("{{", "").replace("}}", "")
 
 
 def base_namespace(plan: RunPlan, state: RunState, step: Step) -> dict[str, Any]:
@@ -210,8 +283,12 @@ def render(ns: dict[str, Any]) -> Any:
     return lambda text: render_text(text, ns).text
 
 
+def _no_runs(ref: ArtifactRef) -> tuple[str, str]:
+    raise pipeline_outputs.NotFound("no stored runs to read pipeline outputs from")
+
+
 def inject_artifacts(
-    state: RunState, step: Step, workspace: Path
+    state: RunState, step: Step, workspace: Path, others: pipeline_outputs.Lookup | None = None
 ) -> tuple[dict[str, str], list[str]]:
     """Copy the artifacts a step asks for into `.wave/artifacts/<as>` of its workspace.
 
@@ -219,7 +296,8 @@ def inject_artifacts(
     a link a later step put in its place) whose content hashes to the sha256 recorded
     when it was written. The copy replaces whatever is at `.wave/artifacts/<as>`
     (never writing through a link). Returns name -> path of each copy, and problems
-    (an artifact that is missing and not optional, a link, a changed file).
+    (an artifact that is missing and not optional, a link, a changed file). `others`
+    finds `pipeline:` entries (another run's outputs: engine/pipeline_outputs.py).
     """
     injected: dict[str, str] = {}
     problems: list[str] = []
@@ -229,9 +307,20 @@ def inject_artifacts(
         source = producer.get(ref.artifact)
         sha256 = state.artifact_sha256.get(ref.step or "", {}).get(ref.artifact)
         what = f"input artifact '{ref.artifact}' of step '{ref.step}'"
+        missing = f"{what} is not available (has '{ref.step}' run?)"
+        if ref.pipeline:
+            what = f"input artifact '{ref.artifact}' of pipeline '{ref.pipeline}'"
+            try:
+                source, sha256 = (others or _no_runs)(ref)
+            except pipeline_outputs.WrongType as exc:
+                problems.append(str(exc))
+                continue
+            except pipeline_outputs.NotFound as exc:
+                source = None
+                missing = f"{what} is not available: {exc}"
         if source is None or sha256 is None or not os.path.lexists(source):
             if not ref.optional:
-                problems.append(f"{what} is not available (has '{ref.step}' run?)")
+                problems.append(missing)
             continue
         if safe.is_link(Path(source)):
             problems.append(

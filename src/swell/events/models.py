@@ -130,6 +130,8 @@ class StepFinished(BaseEvent):
     tokens_out: int = 0
     cost_usd: float = 0.0
     optional_failure: bool = False
+    adapter: str | None = None  # an agent visit's, once resolved (StepStarted cannot know it)
+    model: str | None = None
 
 
 class StepInterrupted(BaseEvent):
@@ -318,6 +320,7 @@ class ChildRunStarted(BaseEvent):
     type: Literal["child.started"] = "child.started"
     child_run_id: str
     pipeline: str
+    item: int | None = None  # which item of an `iterate` step (0-based), else None
 
 
 # ----------------------------------------------------------------------------- gates
@@ -363,9 +366,38 @@ class BreakerTripped(BaseEvent):
     count: int
 
 
+class BudgetWarning(BaseEvent):
+    """The run's cost first reached `runtime.cost.warn_at` (engine/cost.py)."""
+
+    type: Literal["budget.warning"] = "budget.warning"
+    spent_usd: float
+    warn_at: float
+    message: str = ""
+
+
+class BudgetExceeded(BaseEvent):
+    """The run's cost reached `runtime.cost.budget_ceiling`: `step_id` did not start."""
+
+    type: Literal["budget.exceeded"] = "budget.exceeded"
+    spent_usd: float
+    ceiling: float
+    message: str = ""
+
+
 class Warning(BaseEvent):
     type: Literal["warning"] = "warning"
     message: str
+
+
+class OutcomeRecorded(BaseEvent):
+    """A deliverable a step produced (a step's `outcomes`: a PR, an issue, a URL, a
+    file), read from one of its files after it succeeded."""
+
+    type: Literal["outcome.recorded"] = "outcome.recorded"
+    kind: Literal["pr", "issue", "url", "deployment", "file", "artifact"]
+    label: str
+    value: str
+    description: str = ""
 
 
 # ---------------------------------------------------------------------------- agents
@@ -394,6 +426,16 @@ class AgentUsage(BaseEvent):
 class AgentSession(BaseEvent):
     type: Literal["agent.session"] = "agent.session"
     session_id: str
+
+
+class PromptRendered(BaseEvent):
+    """What an agent visit was asked: the prompt as sent (thread context included)
+    and the persona's system prompt, each cut to PROMPT_CAP characters."""
+
+    type: Literal["prompt.rendered"] = "prompt.rendered"
+    prompt: str
+    system_prompt: str | None = None
+    truncated: bool = False
 
 
 Event = Annotated[
@@ -426,11 +468,15 @@ Event = Annotated[
     | GateResolved
     | LimitExceeded
     | BreakerTripped
+    | BudgetWarning
+    | BudgetExceeded
     | Warning
+    | OutcomeRecorded
     | AgentText
     | AgentToolCall
     | AgentUsage
-    | AgentSession,
+    | AgentSession
+    | PromptRendered,
     Field(discriminator="type"),
 ]
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from swell.errors import ManifestError, Problem
+from swell.errors import ManifestError, Problem, SwellError
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.expressions import ExpressionError
 from swell.manifest.graph_checks import check_graph
 from swell.manifest.lint_context import LintContext, LintScope, contract_loc
-from swell.manifest.loader import LoadedPipeline, Project, validation_problems
+from swell.manifest.loader import LoadedPipeline, Project, load_pipeline, validation_problems
 from swell.manifest.models import Contract, Step
 from swell.manifest.suggest import did_you_mean, unknown
 from swell.manifest.template_checks import check_templates
@@ -81,6 +81,15 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 loc = ("adapters", name, "options", *err["loc"])
                 field_name = ".".join(str(p) for p in err["loc"]) or "options"
                 report.problems.append(src.problem(loc, f"options.{field_name}: {err['msg']}"))
+    for primary, chain in m.runtime.fallbacks.items():
+        for i, name in enumerate(chain):
+            if m.adapter_type(name) not in ctx.adapter_types:
+                report.problems.append(
+                    src.problem(
+                        ("runtime", "fallbacks", primary, i),
+                        unknown("fallback adapter", name, [*m.adapters, *ctx.adapter_types]),
+                    )
+                )
     relay = m.runtime.relay
     if relay.summarizer_persona and relay.summarizer_persona not in m.personas:
         report.problems.append(
@@ -141,7 +150,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
         for dep in step.dependencies:
             dependents.setdefault(dep, []).append(step.id)
 
-    context_keys = {k for s in steps if s.output for k in s.output.context}
+    context_keys = _context_keys(project.root, steps)
 
     for i, step in enumerate(steps):
         loc: tuple[str | int, ...] = ("steps", i)
@@ -240,7 +249,11 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                         unknown("step", ref.step, ids),
                     )
                 )
-            elif ref.step and ref.artifact not in declared(steps[ids[ref.step]]):
+            elif (
+                ref.step
+                and steps[ids[ref.step]].pipeline is None  # else its child's (and its outputs)
+                and ref.artifact not in declared(steps[ids[ref.step]])
+            ):
                 hint = did_you_mean(ref.artifact, declared(steps[ids[ref.step]]))
                 add(
                     src.problem(
@@ -358,9 +371,14 @@ def _lint_rework(scope: LintScope, contract: Contract, report: LintReport) -> No
         return
     step = scope.step
     target = contract.rework_step or (step.retry.rework_step if step.retry else None)
-    if not target:
+    if not target:  # valid in Wave, which fails the step when the contract fails
         report.problems.append(
-            scope.problem(("on_failure",), "on_failure: rework needs a `rework_step`")
+            scope.problem(
+                ("on_failure",),
+                "on_failure: rework needs a `rework_step` (here or in the step's `retry`); "
+                "without one, this contract failing fails the step",
+                severity="warning",
+            )
         )
     elif target not in scope.ids:
         report.problems.append(
@@ -377,6 +395,27 @@ def _lint_rework(scope: LintScope, contract: Contract, report: LintReport) -> No
                 severity="warning",
             )
         )
+
+
+def _context_keys(root: Path, steps: list[Step]) -> set[str]:
+    """Context keys the pipeline's steps can set: their `output.context`, that of a loop's
+    sub-steps, and that of the steps of the sub-pipelines they run by name (a child's
+    context is merged into its parent's; docs/composition.md)."""
+    keys = {k for s in steps if s.output for k in s.output.context}
+    children: set[str] = set()
+    for step in steps:
+        for raw in step.loop.steps if step.loop else []:
+            output = raw.get("output") if isinstance(raw, dict) else None
+            if isinstance(output, dict) and isinstance(output.get("context"), dict):
+                keys |= {str(k) for k in output["context"]}
+        children |= {step.pipeline or ""} | set(step.branch.cases.values() if step.branch else [])
+    for name in sorted(n for n in children if n and n != "skip" and "{{" not in n):
+        try:
+            child = load_pipeline(root, name).pipeline
+        except (SwellError, OSError):
+            continue  # reported where the step names it
+        keys |= {k for s in child.steps if s.output for k in s.output.context}
+    return keys
 
 
 __all__ = ["LintContext", "LintReport", "lint_pipeline", "lint_project"]

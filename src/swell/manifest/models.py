@@ -154,8 +154,6 @@ class Persona(Strict):
     NOT_RUN = {
         "hooks": "persona tool hooks",
         "sandbox": "persona network sandboxes",
-        "skills": "skills",
-        "token_scopes": "forge token scope checks",
     }
     IGNORED = ("description",)
 
@@ -202,8 +200,24 @@ class ArtifactsConfig(Strict):
     default_artifact_dir: str | None = None
 
 
+class TemporalConfig(Strict):
+    """`runtime.temporal`: where the Temporal executor's server is (docs/scale-out.md);
+    $SWELL_TEMPORAL_ADDRESS / $SWELL_TEMPORAL_QUEUE win over it."""
+
+    address: str | None = None  # host:port, default 127.0.0.1:7233
+    namespace: str | None = None  # default `default`
+    queue: str | None = None  # the task queue its workers poll, default `swell`
+    # run visits on the worker that drives the run, as local activities (short steps)
+    local_visits: bool = False
+    # visits one workflow execution runs before it continues as new (default 1000)
+    continue_after: int | None = Field(default=None, ge=1)
+
+
 class Runtime(Strict):
     workspace_root: str | None = None
+    # who drives runs: `local` (this process, the default) or `temporal` (swell workers)
+    engine: Literal["local", "temporal"] | None = None
+    temporal: TemporalConfig = Field(default_factory=TemporalConfig)
     # where runs are kept (store/location.py): a path, sqlite:///PATH or postgresql://...;
     # $SWELL_STORE wins over it; unset, SQLite in the state directory
     store: str | None = None
@@ -226,10 +240,6 @@ class Runtime(Strict):
 
     NOT_RUN = {
         "sandbox": "runtime sandboxing (bubblewrap/docker)",
-        "stall_timeout": "the stall watchdog",
-        "fallbacks": "adapter fallback chains",
-        "cost": "the cost ledger",
-        "retros": "retrospectives",
     }
     IGNORED = ("audit", "meta_pipeline", "pipeline_id_hash_length", "workspace_root")
 
@@ -261,7 +271,7 @@ class Manifest(Strict):
     hooks: list[LifecycleHook] = Field(default_factory=list)
     evolution: EvolutionConfig | None = None
 
-    NOT_RUN = {"server": "server mode", "skills": "skills", "hooks": "lifecycle hooks"}
+    NOT_RUN = {"server": "server mode", "hooks": "lifecycle hooks"}
     IGNORED = ("apiVersion", "metadata", "ontology", "evolution")
 
     def adapter_type(self, name: str) -> str:
@@ -320,8 +330,6 @@ class Requires(Strict):
     tools: list[str] = Field(default_factory=list)
     skills: dict[str, SkillConfig] = Field(default_factory=dict)
 
-    NOT_RUN = {"skills": "skills"}
-
 
 class Edge(Strict):
     target: str
@@ -335,7 +343,6 @@ class Exec(Strict):
     command: str | None = None
     args: str | None = None
 
-    NOT_RUN = {"command": "slash commands", "args": "slash commands"}
 
 
 class ArtifactDef(Strict):
@@ -356,8 +363,6 @@ class ArtifactRef(Strict):
     schema_path: str | None = None
     optional: bool = False
     pipeline: str | None = None  # another pipeline's `pipeline_outputs` name
-
-    NOT_RUN = {"pipeline": "cross-pipeline artifacts"}
 
     # the copy's file name is `as`, else `artifact`
     _names = field_validator("artifact", "as_")(_file_name)
@@ -508,19 +513,8 @@ class Step(Strict):
     aggregate: AggregateConfig | None = None
 
     NOT_RUN = {
-        "strategy": "matrix strategies",
-        "outcomes": "outcome extraction",
         "validation": "validation rules",
-        "max_concurrent_agents": "the sub-agent hint",
-        "concurrency": "per-step concurrency",
-        "skills": "skills",
-        "permissions": "step permission overlays",
         "input_ref": "typed sub-pipeline input",
-        "config": "sub-pipeline config",
-        "iterate": "iteration",
-        "branch": "branch composition",
-        "loop": "loop composition (use edges)",
-        "aggregate": "aggregation",
     }
     IGNORED = ("contexts",)
 
@@ -540,10 +534,18 @@ class Step(Strict):
     @property
     def kind(self) -> str:
         """The step type: explicit `type`, else inferred from the fields present."""
+        # Wave's fan-out first, as Wave decides (engine/steps/concurrency.py, matrix.py):
+        # its lint rejects a `type` or `script` that cannot fan out
+        if self.concurrency is not None and self.concurrency > 1:
+            return "concurrency"
+        if self.strategy is not None:
+            return "matrix"
         if self.type:
             return self.type
-        if any(f is not None for f in (self.iterate, self.aggregate, self.branch, self.loop)):
-            return "composition"  # Wave's composition steps (engine/steps/composition.py)
+        # Wave's composition steps, in Wave's precedence (engine/steps/<field>.py)
+        for field in ("iterate", "aggregate", "branch", "loop"):
+            if getattr(self, field) is not None:
+                return field
         if self.pipeline:
             return "pipeline"
         if self.gate:
@@ -566,8 +568,6 @@ class Pipeline(Strict):
     hooks: list[LifecycleHook] = Field(default_factory=list)
 
     NOT_RUN = {
-        "pipeline_outputs": "pipeline outputs for parents and later pipelines",
-        "skills": "skills",
         "hooks": "lifecycle hooks",
     }
     IGNORED = ("chat_context",)

@@ -13,7 +13,7 @@ from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintContext, contract_loc
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
-from swell.manifest.template_names import Names, not_rendered, unresolvable
+from swell.manifest.template_names import FORGE_LINT_VALUES, Names, not_rendered, unresolvable
 from swell.manifest.templates import ScriptRefused, Template, analyse_script, parse_template
 from swell.manifest.yamlsrc import SourceMap
 
@@ -104,7 +104,7 @@ def check_templates(
         gates=[s.id for s in pipeline.steps if s.gate is not None],
     )
     scripts = script_sources(step, lint)
-    project_ns = {"project": dict(project.manifest.project)}
+    project_ns = {"project": dict(project.manifest.project), "forge": FORGE_LINT_VALUES}
     for where, text in template_sources(step, project.root):
         try:
             tpl = parse_template(text)
@@ -124,6 +124,7 @@ def check_templates(
             base,
             composition=where in COMPOSITION_FIELDS,
             iterate=step.iterate is not None and where in (("pipeline",), ("input",)),
+            task=step.strategy is not None and where[0] == "exec",
         )
         for path in tpl.variables():
             reason = unresolvable(path, names)

@@ -24,17 +24,9 @@ FORGE_TYPES = ("github", "gitlab", "gitea", "forgejo", "codeberg", "bitbucket", 
 FORGE_FIELDS = {"type", "host", "owner", "repo", "cli_tool", "prefix", "pr_term", "pr_command"}
 GATE_FIELDS = {"choice", "key", "text", "timestamp", "target"}
 # Wave namespaces swell's run does not fill yet: lint accepts them with a warning
-NOT_RENDERED = {
-    "forge": "forge detection",
-    "env": "sub-pipeline env",
-    "gate": "gate decision variables",
-    "deps": "dependency artifact paths",
-    "item": "iteration items",
-    "iteration": "iteration items",
-    "sub_pipeline_stop": "sub-pipeline stop conditions",
-    "branch_name": "the git branch variables",
-    "feature_num": "the git branch variables",
-}
+NOT_RENDERED: dict[str, str] = {}
+# what lint puts into scripts for the forge's code words (any forge's words read alike)
+FORGE_LINT_VALUES = {"type": "github", "cli_tool": "gh", "prefix": "gh", "pr_command": "pr"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +39,7 @@ class Names:
     artifacts: Collection[str]  # this step's own and injected artifact names
     dependencies: Collection[str]
     iterate: bool = False  # `item` and `iteration` are set (iterate fields)
+    task: bool = False  # `task` is set (a matrix step's prompt: engine/steps/matrix.py)
     composition: bool = False  # STEP.output / STEP.out.NAME are rendered here
     gates: Collection[str] = field(default_factory=tuple)
 
@@ -61,6 +54,10 @@ def declared(step: Step) -> set[str]:
         names.add(base.rsplit(".", 1)[0] if "." in base else base)
     if step.iterate is not None:
         names.add("collected-output")
+    if step.concurrency is not None and step.concurrency > 1:
+        names.add("concurrency-results")  # engine/steps/concurrency.py
+    elif step.strategy is not None:
+        names.add("matrix-results")  # engine/steps/matrix.py
     return names
 
 
@@ -69,8 +66,13 @@ def not_rendered(path: tuple[str | int, ...], names: Names) -> str | None:
     root = str(path[0])
     if root in NOT_RENDERED:
         return f"swell does not render `{{{{ {root}.* }}}}` ({NOT_RENDERED[root]}) yet; it is empty"
-    if root in names.steps and len(path) > 1 and str(path[1]) in ("output", "out"):
-        return f"swell does not render `{{{{ {root}.{path[1]} }}}}` (step output content) yet"
+    if root == "artifacts" and len(path) == 2 and str(path[1]) not in names.artifacts:
+        name = str(path[1])
+        hint = did_you_mean(name, [*names.artifacts, *names.dependencies])
+        return (
+            f"template variable 'artifacts.{name}' names no artifact of this step{hint}; it "
+            "has a value only in a sub-pipeline whose parent hands it down (docs/composition.md)"
+        )
     return None
 
 
@@ -103,6 +105,10 @@ def unresolvable(path: tuple[str | int, ...], names: Names) -> str | None:
         if names.iterate:
             return None
         return f"template variable '{name}' is set only in an `iterate` step's pipeline and input"
+    if root == "task":
+        if names.task:
+            return None
+        return f"template variable '{name}' is set only in the prompt of a matrix `strategy` step"
     if root == "gate":
         return _gate(name, rest, names)
     if root in ("artifacts", "deps"):
@@ -139,6 +145,8 @@ def _artifact(name: str, root: str, rest: list[str], names: Names) -> str | None
         return f"template variable '{name}' names no dependency of this step{hint}"
     if rest and rest[0] in names.steps and names.steps[rest[0]].pipeline is not None:
         return None  # a sub-pipeline's artifacts (`artifacts.CHILD_STEP.*`)
+    if root == "artifacts" and len(rest) == 1:
+        return None  # a parent may hand it down (not_rendered warns)
     hint = did_you_mean(rest[0], [*names.artifacts, *names.dependencies]) if rest else ""
     return f"template variable '{name}' names no artifact of this step{hint}"
 
@@ -175,4 +183,4 @@ def _step_output(name: str, root: str, rest: list[str], names: Names) -> str | N
     return None
 
 
-__all__ = ["FORGE_TYPES", "Names", "declared", "not_rendered", "unresolvable"]
+__all__ = ["FORGE_LINT_VALUES", "FORGE_TYPES", "Names", "declared", "not_rendered", "unresolvable"]

@@ -27,6 +27,9 @@ from swell.manifest.expressions import (
 from swell.manifest.shell import ShellRefusal, read_script
 
 _PLACEHOLDER = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
+# `{{ project.* }}`, `{{ gate.*.text }}`: a prompt talking about placeholders. Wave
+# leaves what it cannot resolve as written; swell does so for these, and only these
+_WILDCARD = re.compile(r"[A-Za-z_][\w-]*(?:\.(?:\*|[\w-]+))*\.\*(?:\.[\w-]+)*")
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,10 @@ def parse_template(text: str) -> Template:
     spans: list[tuple[int, int]] = []
     pos = 0
     for match in _PLACEHOLDER.finditer(text):
-        literals.append(text[pos : match.start()])
         expr = match.group(1).strip()
+        if _WILDCARD.fullmatch(expr):
+            continue  # prose naming a family (`{{ project.* }}`): text, as Wave keeps it
+        literals.append(text[pos : match.start()])
         try:
             holders.append((expr, parse_expression(expr)))
         except ExpressionError as exc:
@@ -95,11 +100,31 @@ def render_text(text: str, namespace: Mapping[str, Any]) -> Rendered:
 # ----------------------------------------------------------------------- shell scripts
 
 TRUSTED_ROOTS = ("project",)
+# forge values that are shell code (`{{ forge.cli_tool }} issue create`): detection
+# gives each from a fixed table of lower-case words (gh, glab, tea, pr, mr, ...), never
+# from a model or an artifact; a value of another shape is handled as data
+CODE_FORGE_FIELDS = ("type", "cli_tool", "prefix", "pr_command")
+_FORGE_WORD = re.compile(r"[a-z]*")
 FIX_VALUE = "{value}"  # the guards' fixes name the placeholder with this
 
 
 def _trusted(node: Node) -> bool:
-    return node[0] == "path" and str(node[1][0]) in TRUSTED_ROOTS
+    if node[0] != "path":
+        return False
+    path = node[1]
+    if str(path[0]) == "forge":
+        return len(path) == 2 and path[1] in CODE_FORGE_FIELDS
+    return str(path[0]) in TRUSTED_ROOTS
+
+
+def _code(node: Node, namespace: Mapping[str, Any]) -> str | None:
+    """The value of a placeholder that goes into a script as code, or None (data)."""
+    if not _trusted(node):
+        return None
+    value = _value(node, namespace, [])
+    if node[1][0] == "forge" and not _FORGE_WORD.fullmatch(value):
+        return None
+    return value
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -139,12 +164,11 @@ class ScriptAnalysis:
 
 def analyse_script(text: str, namespace: Mapping[str, Any]) -> ScriptAnalysis:
     """Where each placeholder of a script sits; raises ScriptRefused (an ExpressionError)
-    when one is where a value could be read as code. Only `{{ project.X }}` values are
-    read from `namespace`: they are shell code and change how the rest is read."""
+    when one is where a value could be read as code. Only `{{ project.X }}` and the
+    forge's words (CODE_FORGE_FIELDS) are read from `namespace`: they are shell code and
+    change how the rest is read."""
     tpl = parse_template(text)
-    trusted = tuple(
-        _value(node, namespace, []) if _trusted(node) else None for _, node in tpl.placeholders
-    )
+    trusted = tuple(_code(node, namespace) for _, node in tpl.placeholders)
     return _analyse(text, trusted)
 
 
@@ -203,7 +227,8 @@ def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SW
     the shell expands once, as data; where a value could be read as code, the script
     is refused (ScriptRefused, an ExpressionError) instead (docs/security.md). The
     exception is `{{ project.X }}`: wave.yaml's project variables are written by the
-    project's owner as shell code (`test_command`), so they are inserted as is.
+    project's owner as shell code (`test_command`), so they are inserted as is; and so
+    are the forge's fixed words (`{{ forge.cli_tool }}`, CODE_FORGE_FIELDS).
     """
     tpl = parse_template(text)
     if not tpl.placeholders:

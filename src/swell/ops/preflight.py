@@ -16,15 +16,17 @@ write, edit, patch) when it lists `allowed_tools` at all, and must not deny them
 tool limited to some paths (`Write(docs/**)`) counts; a shell limited to some commands
 (`Bash(git log *)`) does not.
 Adapters that cannot enforce permissions are not held to this (nothing is blocked);
-adapters without tools (local, openai) cannot write files at all.
+adapters without tools (local, openai) cannot write files at all, unless their answer
+is what the files hold (`Capabilities.answer_fills_outputs`: the browser's results).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from swell.engine import tiers
+from swell.engine import forge, skills, tiers
 from swell.errors import SwellError
 from swell.manifest.loader import LoadedPipeline, Project, load_pipeline
 from swell.manifest.models import Pipeline, Step
@@ -185,7 +187,74 @@ def check_run(
     found += _tools(project, registries, loaded, uses)
     found += _input(loaded, input_text)
     found += _git(loaded)
+    found += _skills(project, loaded)
+    found += _forge(project, loaded, uses)
     return found
+
+
+def _skills(project: Project, loaded: LoadedPipeline) -> list[Finding]:
+    """Named skills that do not exist, `requires.skills` whose check fails."""
+    found = [
+        Finding(
+            f"{where} names skill '{name}', which does not exist",
+            f"add skills/{name}/SKILL.md (or .agents/skills/{name}/SKILL.md)",
+        )
+        for where, name in skills.missing(project, loaded)
+    ]
+    problems, _ = skills.check_required(project, loaded)
+    return found + [
+        Finding(p, "install it, or mark it `optional: true` in requires.skills") for p in problems
+    ]
+
+
+def _forge(project: Project, loaded: LoadedPipeline, uses: list[AgentUse]) -> list[Finding]:
+    """Wave's guards: a pipeline that needs a forge does not run without one."""
+    cli = ("forge.cli_tool", "forge.pr_command")
+    steps = [
+        s.id
+        for s in loaded.pipeline.steps
+        if any(c in t.replace(" ", "") for c in cli for t in _texts(s))
+    ]
+    tools = [
+        t
+        for use in uses
+        for t in _allowed(project, use)
+        if use.pipeline == loaded.name and forge.runs_forge_cli(t)
+    ]
+    reasons = forge.local_guard(loaded.name, steps, tools)
+    # detection runs git: only asked when a guard would apply
+    if not reasons or forge.detect(project.root, project.manifest.metadata.forge).type != "local":
+        return []
+    return [
+        Finding(
+            f"{reason}, but the project has no forge (no git remote)",
+            "add a git remote (origin), or set metadata.forge in wave.yaml",
+        )
+        for reason in reasons
+    ]
+
+
+def _texts(step: Step) -> list[str]:
+    return [t for t in (step.script, step.exec.source if step.exec else None) if t]
+
+
+def _allowed(project: Project, use: AgentUse) -> list[str]:
+    persona = project.manifest.personas.get(use.persona or "")
+    return list(persona.permissions.allowed_tools) if persona else []
+
+
+def run_warnings(project: Project, registries: Registries, loaded: LoadedPipeline) -> list[str]:
+    """What a run may stumble on that does not stop it: forge tokens the personas in
+    use declare (`token_scopes`), optional skills whose check fails."""
+    uses = agent_uses(project, loaded, registries)
+    personas = project.manifest.personas
+    scopes = {u.persona: personas[u.persona].token_scopes for u in uses if u.persona in personas}
+    declared = {k: v for k, v in scopes.items() if k and v}
+    found = []
+    if declared:  # detection runs git: only asked when a persona declares scopes
+        detected = forge.detect(project.root, project.manifest.metadata.forge)
+        found = forge.scope_warnings(detected, declared, dict(os.environ))
+    return found + skills.check_required(project, loaded)[1]
 
 
 def _where(use: AgentUse) -> str:
@@ -284,7 +353,7 @@ def _tools(
         factory = toolchain.factory_of(registries.adapters, use.adapter_type)
         caps = getattr(factory, "capabilities", None)
         names = ", ".join(a.path or a.name for a in files)
-        if caps is not None and not caps.tools:
+        if caps is not None and not caps.tools and not caps.answer_fills_outputs:
             found.append(
                 Finding(
                     f"step '{step.id}' must write {names}, but adapter '{use.adapter}' has no "
@@ -358,4 +427,5 @@ __all__ = [
     "check_run",
     "raise_findings",
     "resolve_model",
+    "run_warnings",
 ]

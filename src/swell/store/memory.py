@@ -46,6 +46,7 @@ from swell.store.rules import (
     pending,
 )
 from swell.store.run_locks import busy, this_process
+from swell.store.stats import reader_stats
 from swell.store.waiting import poll_for_events
 from swell.streaming import OutputChunk
 
@@ -190,9 +191,12 @@ def _p_run_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
 
 
 def _p_step_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
+    # an agent visit's adapter and model are known once it ran
+    resolved = {k: v for k, v in (("adapter", e.adapter), ("model", e.model)) if v is not None}
     journal.update(
         db.table("visits", e.run_id),
         (e.step_id, e.visit),
+        **resolved,
         status="succeeded" if e.outcome == "success" else "failed",
         outcome=e.outcome,
         exit_code=e.exit_code,
@@ -419,6 +423,9 @@ class MemoryStore:
             runs.sort(key=lambda r: r["created_at"])
             return [self._run(r) for r in runs]
 
+    def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        return [e for e in self.events(run_id) if e.type in kinds]  # memory: all are cheap
+
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         with self._read() as db:
             log = db.rows("events", run_id)
@@ -451,7 +458,9 @@ class MemoryStore:
             first: dict[str, Record] = {}
             last: dict[str, Record] = {}
             counts: dict[str, int] = {}
+            costs: dict[str, float] = {}
             for (step_id, visit), row in db.rows("visits", run_id).items():
+                costs[step_id] = costs.get(step_id, 0.0) + row["cost_usd"]
                 # a step's visits as `visits` orders them: by started_at, then visit
                 key = (_none_first(row["started_at"]), visit)
                 counts[step_id] = counts.get(step_id, 0) + 1
@@ -468,6 +477,8 @@ class MemoryStore:
                     last_status=last[s]["status"],
                     last_exit_code=last[s]["exit_code"],
                     last_started_at=last[s]["started_at"],
+                    cost_usd=costs[s],
+                    last_model=last[s]["model"],
                 )
                 for s in order
             ]
@@ -550,6 +561,8 @@ class MemoryStore:
     ) -> list[OutputChunk]:
         with self._read() as db:
             return db.output.read(run_id, after_id, step_id, visit)
+
+    stats_source = reader_stats  # computed from the methods above
 
     # ---------------------------------------------------------------- internals
 

@@ -90,6 +90,10 @@ def page_reader(store: Store) -> PageReader:
 
     if isinstance(store, SqliteStore):
         return SqlitePages(store.db)
+    if type(store).__module__ == "swell.store.postgres":  # without importing psycopg
+        from swell.store.postgres_pages import PostgresPages
+
+        return PostgresPages(store)  # type: ignore[arg-type]  # a PostgresStore
     return ReaderPages(store)
 
 
@@ -143,9 +147,9 @@ class ReaderPages:
         return sorted({r.pipeline for r in self.store.list_runs(10**9)})
 
 
-_VISIT_COLS = (
+VISIT_COLUMNS = (
     "step_id, visit, kind, status, outcome, exit_code, error, started_at, finished_at, "
-    "duration_ms, tokens_in, tokens_out, cost_usd"
+    "duration_ms, tokens_in, tokens_out, cost_usd, adapter, model"
 )
 
 
@@ -158,7 +162,7 @@ class SqlitePages:
     def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
         from swell.store.sqlite import _RUN_COLS  # the same columns `list_runs` reads
 
-        where, params = _run_where(filt)
+        where, params = run_where(filt)
         total = self.db.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
         names = [d.split(" AS ")[-1].strip() for d in _split_cols(_RUN_COLS)]
         rows = self.db.execute(
@@ -193,20 +197,20 @@ class SqlitePages:
             "SELECT COUNT(*) FROM visits WHERE run_id = ?", (run_id,)
         ).fetchone()[0]
         rows = self.db.execute(
-            f"SELECT {_VISIT_COLS} FROM visits WHERE run_id = ? "
+            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? "
             "ORDER BY started_at DESC, step_id DESC, visit DESC LIMIT ? OFFSET ?",
             (run_id, limit, offset),
         ).fetchall()
-        names = [c.strip() for c in _VISIT_COLS.split(",")]
+        names = [c.strip() for c in VISIT_COLUMNS.split(",")]
         visits = [row_from(VisitRow, dict(zip(names, row, strict=True))) for row in rows]
         return VisitPage(visits, int(total))
 
     def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
         row = self.db.execute(
-            f"SELECT {_VISIT_COLS} FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
+            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
             (run_id, step_id, visit),
         ).fetchone()
-        names = [c.strip() for c in _VISIT_COLS.split(",")]
+        names = [c.strip() for c in VISIT_COLUMNS.split(",")]
         return row_from(VisitRow, dict(zip(names, row, strict=True))) if row else None
 
     def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
@@ -258,7 +262,8 @@ def _split_cols(cols: str) -> list[str]:
     return parts
 
 
-def _run_where(filt: RunFilter) -> tuple[str, tuple[Any, ...]]:
+def run_where(filt: RunFilter, mark: str = "?") -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause of `filt` and its parameters (`mark`: the driver's placeholder)."""
     clauses: list[str] = []
     params: list[Any] = []
     for column, op, value in (
@@ -268,7 +273,7 @@ def _run_where(filt: RunFilter) -> tuple[str, tuple[Any, ...]]:
         ("created_at", "<=", filt.until),
     ):
         if value is not None:
-            clauses.append(f"{column} {op} ?")
+            clauses.append(f"{column} {op} {mark}")
             params.append(value)
     if not filt.include_children:
         clauses.append("parent_run_id IS NULL")

@@ -62,6 +62,7 @@ from swell.store.rules import (
     pending,
 )
 from swell.store.run_locks import busy, this_process
+from swell.store.stats import postgres_stats
 from swell.streaming import OutputChunk
 
 if TYPE_CHECKING:
@@ -320,6 +321,19 @@ class PostgresStore:
             for seq, ts, kind, step, visit, data in rows
         ]
 
+    def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        from swell.events.models import stored_event
+
+        rows = self._all(
+            "SELECT seq, ts, type, step_id, visit, data FROM events "
+            "WHERE run_id = %s AND type = ANY(%s) ORDER BY seq",
+            (run_id, list(kinds)),
+        )
+        return [
+            stored_event(kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step, visit=visit)
+            for seq, ts, kind, step, visit, data in rows
+        ]
+
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         from swell.events.models import event_json
 
@@ -333,7 +347,7 @@ class PostgresStore:
         return self._rows(
             VisitRow,
             "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, "
-            "finished_at, duration_ms, tokens_in, tokens_out, cost_usd FROM visits "
+            "finished_at, duration_ms, tokens_in, tokens_out, cost_usd, adapter, model FROM visits "
             "WHERE run_id = %s ORDER BY started_at NULLS FIRST, step_id, visit",
             (run_id,),
         )
@@ -342,21 +356,24 @@ class PostgresStore:
         # each step's count and where it starts, then each step's last visit as `visits`
         # orders them (SQLite's NULL order: first going up, last going down)
         groups = self._all(
-            "SELECT step_id, COUNT(*), MIN(started_at), bool_or(started_at IS NULL) "
-            "FROM visits WHERE run_id = %s GROUP BY step_id",
+            "SELECT step_id, COUNT(*), MIN(started_at), bool_or(started_at IS NULL), "
+            "SUM(cost_usd) FROM visits WHERE run_id = %s GROUP BY step_id",
             (run_id,),
         )
         lasts = {
-            step: (visit, status, exit_code, started_at)
-            for step, visit, status, exit_code, started_at in self._all(
-                "SELECT DISTINCT ON (step_id) step_id, visit, status, exit_code, started_at "
+            step: (visit, status, exit_code, started_at, model)
+            for step, visit, status, exit_code, started_at, model in self._all(
+                "SELECT DISTINCT ON (step_id) step_id, visit, status, exit_code, started_at, model "
                 "FROM visits "
                 "WHERE run_id = %s ORDER BY step_id, started_at DESC NULLS LAST, visit DESC",
                 (run_id,),
             )
         }
         groups.sort(key=lambda g: (0, "", g[0]) if g[3] else (1, g[2], g[0]))
-        return [StepRow(step, int(count), *lasts[step]) for step, count, _, _ in groups]
+        return [
+            StepRow(step, int(count), *lasts[step][:4], float(cost or 0), lasts[step][4])
+            for step, count, _, _, cost in groups
+        ]
 
     def artifacts(self, run_id: str) -> list[ArtifactRow]:
         return self._rows(
@@ -476,6 +493,8 @@ class PostgresStore:
         return [OutputChunk(r[1], r[2], r[3], r[4], r[5], r[6], r[7], id=r[0]) for r in rows]
 
     # ------------------------------------------------------------------ following
+
+    stats_source = postgres_stats  # added up in SQL (store/stats.py)
 
     def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
         """Wait until the run has an event after `after_seq` (True) or `timeout` seconds

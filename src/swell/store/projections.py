@@ -70,7 +70,8 @@ def _p_run_finished(db: Executes, e: Any) -> None:
 def _p_step_finished(db: Executes, e: Any) -> None:
     db.execute(
         "UPDATE visits SET status = ?, outcome = ?, exit_code = ?, error = ?, error_key = ?, output_tail = ?, "
-        "tokens_in = ?, tokens_out = ?, cost_usd = ?, finished_at = ?, duration_ms = ? "
+        "tokens_in = ?, tokens_out = ?, cost_usd = ?, finished_at = ?, duration_ms = ?, "
+        "adapter = COALESCE(?, adapter), model = COALESCE(?, model) "
         "WHERE run_id = ? AND step_id = ? AND visit = ?",
         (
             "succeeded" if e.outcome == "success" else "failed",
@@ -84,6 +85,8 @@ def _p_step_finished(db: Executes, e: Any) -> None:
             e.cost_usd,
             e.ts,
             e.duration_ms,
+            e.adapter,  # an agent visit's, known once it ran
+            e.model,
             e.run_id,
             e.step_id,
             e.visit,

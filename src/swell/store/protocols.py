@@ -21,6 +21,7 @@ from swell.store.rows import (
     StepRow,
     VisitRow,
 )
+from swell.store.stats import StatsReader
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent, Event
@@ -121,6 +122,11 @@ class RunReader(Protocol):
         """The same events as NDJSON lines (`event_json`: every field, unset ones null)."""
         ...
 
+    def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        """The run's events of these types (`outcome.recorded`, ...), in seq order;
+        the others are not read."""
+        ...
+
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
         """The run's newest snapshot as (seq, data), or None: the run's state is the
         snapshot's followed by its events after that seq."""
@@ -212,5 +218,5 @@ class OutputStore(Protocol):
         ...
 
 
-class Store(RunWriter, RunReader, ThreadReader, OutputStore, Protocol):
+class Store(RunWriter, RunReader, ThreadReader, OutputStore, StatsReader, Protocol):
     """Everything a store backend provides."""

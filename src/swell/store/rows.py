@@ -69,6 +69,8 @@ class VisitRow:
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    adapter: str | None  # an agent visit's, once it ran (None for other kinds)
+    model: str | None
 
 
 @dataclass
@@ -81,6 +83,8 @@ class StepRow:
     last_status: VisitStatus
     last_exit_code: int | None
     last_started_at: str | None = None  # when the last visit started (its elapsed time)
+    cost_usd: float = 0.0  # of all its visits
+    last_model: str | None = None  # the model its last visit ran on (agent steps)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from swell.store.rules import (
     pending,
 )
 from swell.store.run_locks import RunLocks, this_process
+from swell.store.stats import sqlite_stats
 from swell.store.waiting import poll_for_events
 
 if TYPE_CHECKING:
@@ -303,6 +304,28 @@ class SqliteStore:
             )
         return events
 
+    def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        from swell.events.models import stored_event
+
+        marks = ", ".join("?" for _ in kinds)
+        rows = self.db.execute(
+            f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {_EVENTS_AFTER} "
+            f"AND type IN ({marks}) ORDER BY id",
+            (run_id, 0, run_id, *kinds),
+        )
+        return [
+            stored_event(
+                kind,
+                data,
+                run_id=run_id,
+                seq=seq_of(key),
+                ts=unpack_ts(ts),
+                step_id=step,
+                visit=visit,
+            )
+            for key, ts, kind, step, visit, data in rows
+        ]
+
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         from swell.events.models import event_json
 
@@ -318,7 +341,8 @@ class SqliteStore:
         return self._rows(
             VisitRow,
             "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, finished_at, duration_ms, "
-            "tokens_in, tokens_out, cost_usd FROM visits WHERE run_id = ? ORDER BY started_at, step_id, visit",
+            "tokens_in, tokens_out, cost_usd, adapter, model FROM visits WHERE run_id = ? "
+            "ORDER BY started_at, step_id, visit",
             (run_id,),
         )
 
@@ -326,20 +350,24 @@ class SqliteStore:
         # one pass in primary key order (no sort) counts each step's visits and finds
         # where it starts; then each step's last visit, as `visits` orders them
         groups = self.db.execute(
-            "SELECT step_id, COUNT(*), MIN(started_at), MAX(started_at IS NULL) FROM visits "
-            "WHERE run_id = ? GROUP BY step_id",
+            "SELECT step_id, COUNT(*), MIN(started_at), MAX(started_at IS NULL), SUM(cost_usd) "
+            "FROM visits WHERE run_id = ? GROUP BY step_id",
             (run_id,),
         ).fetchall()
         # NULL sorts first in SQL: a step with a visit of no start time comes first
         groups.sort(key=lambda g: (0, "", g[0]) if g[3] else (1, g[2], g[0]))
         steps = []
-        for step_id, visits, _, _ in groups:
-            visit, status, exit_code, started_at = self.db.execute(
-                "SELECT visit, status, exit_code, started_at FROM visits "
+        for step_id, visits, _, _, cost in groups:
+            visit, status, exit_code, started_at, model = self.db.execute(
+                "SELECT visit, status, exit_code, started_at, model FROM visits "
                 "WHERE run_id = ? AND step_id = ? ORDER BY started_at DESC, visit DESC LIMIT 1",
                 (run_id, step_id),
             ).fetchone()
-            steps.append(StepRow(step_id, visits, visit, status, exit_code, started_at))
+            steps.append(
+                StepRow(
+                    step_id, visits, visit, status, exit_code, started_at, float(cost or 0), model
+                )
+            )
         return steps
 
     def artifacts(self, run_id: str) -> list[ArtifactRow]:
@@ -449,6 +477,8 @@ class SqliteStore:
         return output_table.read(self.db, run_id, after_id, step_id, visit)
 
     # ---------------------------------------------------------------- internals
+
+    stats_source = sqlite_stats  # added up in SQL (store/stats.py)
 
     def _run_nums(self, events: Sequence[BaseEvent]) -> dict[str, int]:
         """The events' runs' numbers in `events`, numbering new ones (in a transaction)."""

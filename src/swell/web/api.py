@@ -65,6 +65,27 @@ async def visit(request: Request, run_id: str, step_id: str, visit: int) -> m.Vi
     return found
 
 
+@router.get("/runs/{run_id}/visits/{step_id}/{visit}/output")
+async def visit_output(
+    request: Request,
+    run_id: str,
+    step_id: str,
+    visit: int,
+    after: Annotated[int, Query(ge=0)] = 0,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """A visit's output as it is stored (SSE: `output` events, then `end`); the
+    chunk's id is the event id, so a reconnect resumes after the last one."""
+    store = app_state(request).reader.store
+    run = store.get_run(run_id)
+    start = live.start_seq(last_event_id, after)
+    return StreamingResponse(
+        live.visit_output(store, run.id, step_id, visit, start, request),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+    )
+
+
 @router.get("/runs/{run_id}/thread", response_model=m.ThreadPage)
 async def thread(
     request: Request,

@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from swell.errors import RunNotFound, RunStateError, SwellError
 from swell.store.pages import page_reader
 from swell.store.protocols import Store
-from swell.web import api, views
+from swell.web import analytics, api, views
 from swell.web.data import Reader
 from swell.web.security import Guard, middleware
 from swell.web.state import AppState, ServeSettings, new_csrf
@@ -88,5 +88,7 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     app.add_exception_handler(SwellError, _swell_error)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
+    app.include_router(analytics.api)
+    app.include_router(analytics.pages)
     app.include_router(views.router)
     return app

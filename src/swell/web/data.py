@@ -21,6 +21,7 @@ from swell.web.text import clean, path_part
 FINAL = ENDED_FOR_GOOD
 PER_PAGE = 50
 MAX_PER_PAGE = 500
+PROMPT_TEXT = 100_000  # characters of a visit's prompt its page shows
 ARTIFACTS_SHOWN = 200  # a run page lists this many; a visit's page lists all of its own
 
 
@@ -239,11 +240,18 @@ def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.Vis
     if row is None:
         return None
     found = reader.pages.visit_detail(run.id, step_id, visit)
-    events = found.events
+    prompts = [e for e in found.events if e["type"] == "prompt.rendered"]
+    events = [e for e in found.events if e["type"] != "prompt.rendered"]
+    prompt = prompts[-1] if prompts else {}
+    chunks = store.output(run.id, step_id=step_id, visit=visit) if row.status == "running" else []
     return m.VisitDetail(
         run_id=run.id,
         visit=visit_model(row),
         output_tail=clean(found.output_tail),
+        live_output=clean("".join(c.text for c in chunks)),
+        live_after=chunks[-1].id if chunks else 0,
+        prompt=clean(prompt.get("prompt"), max_text=PROMPT_TEXT) if prompt else None,
+        system_prompt=clean(prompt.get("system_prompt"), max_text=PROMPT_TEXT) or None,
         contracts=[_contract(e) for e in events if e["type"].startswith("contract.")],
         reviews=[
             review_model(r)

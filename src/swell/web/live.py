@@ -18,7 +18,11 @@ from starlette.requests import Request
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.protocols import Store
 
-POLL_SECONDS = 0.25
+# a look at the store costs a query on an index (well under a millisecond); looking
+# 20 times a second keeps an event's way to the page under 150 ms at the 95th
+# percentile (benchmarks/web_live_latency.py)
+POLL_SECONDS = 0.05
+RUNS_POLL_SECONDS = 1.0  # the runs page only reloads its table
 HEARTBEAT_SECONDS = 15.0  # a comment line keeps proxies from closing an idle stream
 FINAL = ENDED_FOR_GOOD
 BATCH = 500  # events sent per poll at most, so one poll never holds the loop long
@@ -78,8 +82,56 @@ async def runs_changes(store: Store, request: Request | None = None) -> AsyncIte
                 yield f"event: runs\ndata: {json.dumps({'count': len(now)})}\n\n"
             last = now
             idle = 0.0
-        await asyncio.sleep(POLL_SECONDS * 4)
-        idle += POLL_SECONDS * 4
+        await asyncio.sleep(RUNS_POLL_SECONDS)
+        idle += RUNS_POLL_SECONDS
         if idle >= HEARTBEAT_SECONDS:
             idle = 0.0
             yield ": keep-alive\n\n"
+
+
+OUTPUT_CHUNKS = 200  # chunks sent per look at most
+
+
+async def visit_output(
+    store: Store, run_id: str, step_id: str, visit: int, after: int, request: Request | None = None
+) -> AsyncIterator[str]:
+    """SSE frames of one visit's output as it is stored (`event: output`, the text
+    without escape codes, the chunk's store id as the SSE id), then `end` once the
+    visit is over and every chunk was sent."""
+    from swell.web.text import strip_ansi
+
+    yield "retry: 1000\n\n"
+    idle = 0.0
+    while True:
+        if request is not None and await request.is_disconnected():
+            return
+        chunks = store.output(run_id, after_id=after, step_id=step_id, visit=visit)
+        for chunk in chunks[:OUTPUT_CHUNKS]:
+            after = chunk.id
+            yield frame(
+                after,
+                "output",
+                json.dumps({"stream": chunk.stream, "text": strip_ansi(chunk.text)}),
+            )
+        if chunks:
+            idle = 0.0
+            continue
+        if not _visit_running(store, run_id, step_id, visit):
+            if not store.output(run_id, after_id=after, step_id=step_id, visit=visit):
+                yield f"id: {after}\nevent: end\ndata: {{}}\n\n"
+                return
+            continue
+        await asyncio.sleep(POLL_SECONDS)
+        idle += POLL_SECONDS
+        if idle >= HEARTBEAT_SECONDS:
+            idle = 0.0
+            yield ": keep-alive\n\n"
+
+
+def _visit_running(store: Store, run_id: str, step_id: str, visit: int) -> bool:
+    from swell.store.pages import page_reader
+
+    if store.get_run(run_id).status in FINAL:  # its executor may have died mid-visit
+        return False
+    row = page_reader(store).visit(run_id, step_id, visit)
+    return row is not None and row.status == "running"

@@ -134,6 +134,10 @@ class VisitDetail(BaseModel):
     run_id: str
     visit: Visit
     output_tail: str
+    live_output: str  # what a running visit has printed so far (its stored chunks)
+    live_after: int  # the last of those chunks: where the page's output stream starts
+    prompt: str | None  # an agent visit's prompt as sent (prompt.rendered)
+    system_prompt: str | None
     contracts: list[ContractResult]
     reviews: list[Review]
     retries: list[dict[str, Any]]  # retry.requested and rework.requested events

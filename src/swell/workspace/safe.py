@@ -24,7 +24,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from swell.errors import SwellError
@@ -263,12 +263,15 @@ def remove(path: Path) -> None:
     shutil.rmtree(path)  # never follows links (fd-based where the platform has it)
 
 
-def tree_digest(root: Path) -> str:
+def tree_digest(root: Path, skip: Collection[str] = ()) -> str:
     """A fingerprint of `root`: each entry's path and type, a file's content, a link's
-    target (never what it points to). A missing root has a fingerprint too."""
+    target (never what it points to), leaving out the entries named `skip` directly
+    under `root`. A missing root has a fingerprint too."""
     h = hashlib.sha256()
     for path, st in walk(root):
         rel = path.relative_to(root).as_posix()
+        if rel.split("/", 1)[0] in skip:
+            continue
         kind = stat.S_IFMT(st.st_mode)
         h.update(f"{rel}\0{kind:o}\0".encode())
         if stat.S_ISLNK(st.st_mode):

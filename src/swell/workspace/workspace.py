@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,9 @@ _GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "swell@localhost",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's tree with nothing in it
 
 
 class WorkspaceError(SwellError):
@@ -55,6 +59,11 @@ def _run_git(cwd: Path, args: tuple[str, ...], ok: tuple[int, ...] = (0,)) -> st
 def git(cwd: Path, *args: str) -> str:
     """Run git in `cwd`; a failure is a WorkspaceError with git's own message."""
     return _run_git(cwd, args)
+
+
+# Wave's directories in a read-only mount, which a step may write (its outputs, its
+# injected artifacts): never copied from the project, left out of the mount's check
+STEP_DIRS = (".agents", ".wave")
 
 
 @dataclass
@@ -141,7 +150,8 @@ class Workspace:
             if not mount.readonly:
                 continue
             try:
-                changed = safe.tree_digest(safe.place(self.path, mount.target)) != mount.digest
+                found = safe.tree_digest(safe.place(self.path, mount.target), STEP_DIRS)
+                changed = found != mount.digest
             except safe.UnsafePath:
                 changed = True
             if changed:
@@ -167,10 +177,38 @@ def open_directory(path: Path) -> Workspace:
         )
     ws = Workspace(path, "directory")
     if not dot_git.exists():
-        git(path, "init", "-q")
+        ws.base = _init(path)
+        if ws.base is not None:
+            return ws
+    try:
+        ws.base = ws.git("rev-parse", "--verify", "--quiet", "HEAD").strip()
+    except WorkspaceError:  # new, or a process died between `git init` and the commit
         ws.git("commit", "-q", "--allow-empty", "--no-verify", "-m", "swell: workspace base")
-    ws.base = ws.git("rev-parse", "HEAD").strip()
+        ws.base = ws.git("rev-parse", "HEAD").strip()
     return ws
+
+
+def _init(path: Path) -> str | None:
+    """`git init` beside the workspace, with its empty base commit, then its `.git`
+    moved in whole (one rename): a process killed meanwhile leaves no half-made
+    repository that a visit run again (a resumed run, a Temporal retry) would trip
+    on. Returns the base commit; None when another process was first. The repository
+    is new and swell's own, so plumbing does it: two git processes, no hooks, no
+    automatic maintenance."""
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.git-") as tmp:
+        here = Path(tmp)
+        git(here, "init", "-q")
+        base = git(here, "commit-tree", EMPTY_TREE, "-m", "swell: workspace base").strip()
+        head = (here / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+        branch = head.removeprefix("ref: ")
+        safe.replace(safe.place(here / ".git", branch), f"{base}\n".encode())
+        try:
+            os.rename(here / ".git", path / ".git")
+        except OSError:
+            if not (path / ".git").is_dir():  # not another process that was first
+                raise
+            return None
+    return base
 
 
 def _worktree_git_dir(project_root: Path, path: Path) -> Path | None:
@@ -278,9 +316,21 @@ def add_mounts(
         if rel == "." or not os.path.lexists(target):
             copy_source(source, target, only)
         if readonly:
-            safe.set_writable(target, False)
+            _seal(target)
         done.add(rel)
-        ws.mounts.append(MountRecord(rel, readonly, safe.tree_digest(target), source, only))
+        digest = safe.tree_digest(target, STEP_DIRS)
+        ws.mounts.append(MountRecord(rel, readonly, digest, source, only))
+
+
+def _seal(target: Path) -> None:
+    """Make a read-only mount's copy read-only, all but Wave's own directory in it
+    (`.agents/`, never copied from the project): a step that runs in the mount writes
+    its outputs there, as it does under Wave (docs/manifest.md, "Workspaces")."""
+    if target.is_dir() and not os.path.lexists(target / STEP_DIRS[0]):
+        safe.make_dirs(target, STEP_DIRS[0])
+    safe.set_writable(target, False)
+    if (target / STEP_DIRS[0]).is_dir() and not safe.is_link(target / STEP_DIRS[0]):
+        safe.set_writable(target / STEP_DIRS[0], True)
 
 
 def mount_target(mount: Mount) -> str:
@@ -305,8 +355,8 @@ def restore_mounts(ws: Workspace, project_root: Path) -> None:
             raise WorkspaceError(f"mount target {record.target!r}: {exc}") from None
         safe.remove(target)
         copy_source(record.source, target, record.only)
-        safe.set_writable(target, False)
-        record.digest = safe.tree_digest(target)
+        _seal(target)
+        record.digest = safe.tree_digest(target, STEP_DIRS)
 
 
 __all__ = [

@@ -103,7 +103,10 @@ class Command(StepKind):
         combined = result.stdout
         if result.stderr:
             combined += ("\n" if combined and not combined.endswith("\n") else "") + result.stderr
-        log = write_log(ctx.plan.run_dir, step.id, ctx.visit, result.stdout, result.stderr)
+        mask = ctx.services.redact or str
+        log = write_log(
+            ctx.plan.run_dir, step.id, ctx.visit, mask(result.stdout), mask(result.stderr)
+        )
         if log is not None:
             notes.append(ctx.event(log))
         ok = result.exit_code == 0
@@ -122,6 +125,7 @@ class Command(StepKind):
             outputs=output_namespace(result.stdout, result.stderr, result.exit_code, outcome),
             stdout=result.stdout,
             events=notes,
+            outputs_dir=cwd,
         )
 
 

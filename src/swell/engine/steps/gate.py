@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from swell.engine.context import GateDecision, StepResult, VisitContext
 from swell.engine.steps.base import StepKind
 from swell.errors import Problem
-from swell.events.models import GateChoiceInfo, GateResolved, GateWaiting, RunWaiting
+from swell.events.models import (
+    BaseEvent,
+    GateChoiceInfo,
+    GateResolved,
+    GateWaiting,
+    RunWaiting,
+)
 from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Gate, Step
@@ -29,6 +36,12 @@ def _deadline(gate: Gate) -> datetime | None:
 
 
 def _resolve(gate: Gate, decision: GateDecision, ctx: VisitContext) -> StepResult:
+    return resolve(gate, decision, ctx.step.id, ctx.visit)
+
+
+def resolve(gate: Gate, decision: GateDecision, step_id: str, visit: int) -> StepResult:
+    """The gate visit's result for `decision`; also for a wait kept elsewhere (a Temporal
+    workflow's update or timer, executors/temporal/)."""
     choice = None
     if decision.decision == "approved":
         key = decision.choice or gate.default or (gate.choices[0].key if gate.choices else None)
@@ -41,6 +54,8 @@ def _resolve(gate: Gate, decision: GateDecision, ctx: VisitContext) -> StepResul
         target=choice.target if choice else None,
         reason=decision.reason,
         by=decision.by,
+        step_id=step_id,
+        visit=visit,
     )
     approved = decision.decision == "approved"
     return StepResult(
@@ -48,13 +63,14 @@ def _resolve(gate: Gate, decision: GateDecision, ctx: VisitContext) -> StepResul
         error=None
         if approved
         else f"gate {decision.decision}: {decision.reason or 'no reason given'}",
-        events=[ctx.event(resolved)],
+        events=[resolved],
         choice_key=choice.key if choice else None,
         choice_target=choice.target if choice else None,
     )
 
 
-def _timed_out(gate: Gate) -> GateDecision:
+def timed_out(gate: Gate) -> GateDecision:
+    """The decision a gate takes when its timeout passes."""
     if gate.type == "timer":
         return GateDecision("approved", reason="timer elapsed", by="timer")
     if gate.default:
@@ -111,12 +127,38 @@ class GateKind(StepKind):
         return await _wait(ctx)
 
 
+def gate_message(step: Step, namespace: dict[str, Any]) -> str:
+    """What the gate asks, rendered with a visit's template variables."""
+    gate = step.gate or Gate()
+    return render_text(gate.message or gate.prompt or f"Continue past '{step.id}'?", namespace).text
+
+
+def waiting_events(
+    gate: Gate, step_id: str, visit: int, message: str, deadline: datetime | None
+) -> list[BaseEvent]:
+    """What a gate that starts to wait records: its question, and that the run waits."""
+    waiting = GateWaiting(
+        gate_type=gate.type,
+        message=message,
+        choices=[GateChoiceInfo(key=c.key, label=c.label, target=c.target) for c in gate.choices],
+        deadline=deadline.isoformat().replace("+00:00", "Z") if deadline else None,
+        default=gate.default,
+        step_id=step_id,
+        visit=visit,
+    )
+    return [waiting, RunWaiting(gates=[step_id])]
+
+
+def waits_for_decision(gate: Gate, auto_approve: bool) -> bool:
+    """Whether the gate waits at all (an `auto` gate, or an approval under
+    `--auto-approve`, is approved at once)."""
+    return not (gate.auto or (auto_approve and gate.type == "approval"))
+
+
 async def _wait(ctx: VisitContext) -> StepResult:
     gate = ctx.step.gate or Gate()
-    message = render_text(
-        gate.message or gate.prompt or f"Continue past '{ctx.step.id}'?", ctx.namespace
-    ).text
-    if gate.auto or (ctx.plan.options.auto_approve and gate.type == "approval"):
+    message = gate_message(ctx.step, ctx.namespace)
+    if not waits_for_decision(gate, ctx.plan.options.auto_approve):
         return _resolve(gate, GateDecision("approved", reason="auto-approved", by="auto"), ctx)
 
     if ctx.resumed is not None and ctx.resumed.gate is not None:
@@ -124,16 +166,7 @@ async def _wait(ctx: VisitContext) -> StepResult:
         deadline = datetime.fromisoformat(stored.replace("Z", "+00:00")) if stored else None
     else:
         deadline = _deadline(gate)
-        waiting = GateWaiting(
-            gate_type=gate.type,
-            message=message,
-            choices=[
-                GateChoiceInfo(key=c.key, label=c.label, target=c.target) for c in gate.choices
-            ],
-            deadline=deadline.isoformat().replace("+00:00", "Z") if deadline else None,
-            default=gate.default,
-        )
-        ctx.emit([ctx.event(waiting), RunWaiting(gates=[ctx.step.id])])
+        ctx.emit(waiting_events(gate, ctx.step.id, ctx.visit, message, deadline))
 
     prompt_task: asyncio.Task[GateDecision | None] | None = None
     if gate.type == "approval" and ctx.services.prompter is not None:
@@ -154,7 +187,7 @@ async def _wait(ctx: VisitContext) -> StepResult:
                 prompt_task = None
             now = datetime.now(UTC)
             if deadline is not None and now >= deadline:
-                return _resolve(gate, _timed_out(gate), ctx)
+                return _resolve(gate, timed_out(gate), ctx)
             wait = poll if deadline is None else min(poll, (deadline - now).total_seconds())
             await asyncio.sleep(max(wait, 0.0))
     finally:

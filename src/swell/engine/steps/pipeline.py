@@ -1,15 +1,17 @@
-"""`pipeline: NAME`: run a sub-pipeline as a child run; its outcome is the step's."""
+"""`pipeline: NAME`: run a sub-pipeline as a child run; its outcome is the step's. The
+step's `config` (env, inject, extract, timeout, max_cycles, stop_condition) is applied
+as docs/composition.md says (engine/children.py)."""
 
 from __future__ import annotations
 
-from swell.engine.context import ChildRequest, StepResult, VisitContext
+from swell.engine.children import ChildCall, after_child, child_options, failure_text, run_child
+from swell.engine.context import StepResult, VisitContext
+from swell.engine.step_outputs import composition_namespace, render_field
 from swell.engine.steps.base import StepKind
 from swell.errors import PipelineNotFound, Problem
-from swell.events.models import ChildRunStarted
 from swell.manifest.lint_context import LintScope
 from swell.manifest.loader import resolve_pipeline
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
 
 
 class SubPipeline(StepKind):
@@ -22,6 +24,8 @@ class SubPipeline(StepKind):
         step = scope.step
         if not step.pipeline:
             return [scope.problem((), f"pipeline step '{step.id}' needs `pipeline: NAME`")]
+        if "{{" in step.pipeline:
+            return []  # rendered at run time
         try:
             target = resolve_pipeline(scope.project.root, step.pipeline)
         except PipelineNotFound as exc:
@@ -31,44 +35,39 @@ class SubPipeline(StepKind):
         return []
 
     async def run(self, ctx: VisitContext) -> StepResult:
-        children = ctx.services.children
-        if children is None:
-            return StepResult(
-                outcome="failure", error="sub-pipelines are not available in this runtime"
-            )
-        step = ctx.step
-        child_input = render_text(step.input, ctx.namespace).text if step.input else ctx.plan.input
+        return await run_pipeline(ctx, ctx.step.pipeline or "")
 
-        def started(child_id: str, pipeline: str) -> None:
-            ctx.emit([ctx.event(ChildRunStarted(child_run_id=child_id, pipeline=pipeline))])
 
-        outcome = await children.run_child(
-            ChildRequest(
-                parent=ctx.plan,
-                step=step,
-                visit=ctx.visit,
-                input=child_input,
-                resume_id=ctx.resumed.child_run_id if ctx.resumed else None,
-                on_start=started,
-            )
-        )
-        ok = outcome.status == "succeeded"
-        error = (
-            None
-            if ok
-            else f"sub-pipeline run {outcome.run_id} {outcome.status}: {outcome.error or ''}".rstrip(
-                ": "
-            )
-        )
-        return StepResult(
-            outcome="success" if ok else "failure",
-            error=error,
-            outputs={
-                "outcome": "success" if ok else "failure",
-                "run_id": outcome.run_id,
-                "stdout": "",
-            },
-        )
+def child_input(ctx: VisitContext) -> str:
+    """The step's `input:` rendered (step outputs included), else the parent's input."""
+    step = ctx.step
+    if not step.input:
+        return ctx.plan.input
+    return render_field(step.input, composition_namespace(ctx)) or ctx.plan.input
+
+
+async def run_pipeline(ctx: VisitContext, name: str) -> StepResult:
+    """Run pipeline `name` as this visit's child (continuing it after a resume), and
+    hand its context and artifacts back to the step (also used by `branch`)."""
+    if "{{" in name:
+        name = render_field(name, composition_namespace(ctx)).strip()
+    options, problems = child_options(ctx)
+    if problems:
+        return StepResult(outcome="failure", error="; ".join(problems))
+    resume = ctx.resumed.child_run_id if ctx.resumed else None
+    call = ChildCall(pipeline=name, input=child_input(ctx), resume_id=resume)
+    outcome = await run_child(ctx, call, options)
+    ok = outcome.status == "succeeded"
+    events, problems = after_child(ctx, outcome, name) if ok else ([], [])
+    error = None if ok else failure_text(outcome)
+    if problems:
+        ok, error = False, "; ".join(problems)
+    return StepResult(
+        outcome="success" if ok else "failure",
+        error=error,
+        outputs={"outcome": "success" if ok else "failure", "run_id": outcome.run_id, "stdout": ""},
+        events=events,
+    )
 
 
 KIND = SubPipeline()

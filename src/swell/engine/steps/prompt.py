@@ -7,8 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
-from swell.adapters.base import AgentRequest
-from swell.engine import relay, thread_context
+from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Capabilities
+from swell.engine import cost, relay, skills, thread_context
 from swell.engine.agents import (
     choose_adapter,
     choose_model,
@@ -25,28 +25,45 @@ from swell.engine.outputs import output_namespace
 from swell.engine.retry import retry_delay
 from swell.engine.steps.base import StepKind
 from swell.engine.visit import INJECTED_DIR
-from swell.errors import TRANSIENT_KINDS, Problem
+from swell.errors import TRANSIENT_KINDS, Problem, RateLimited
 from swell.events import models as ev
 from swell.manifest.lint_context import LintScope
+from swell.manifest.models import ArtifactDef
 from swell.manifest.suggest import unknown
 from swell.manifest.template_names import FORGE_TYPES
 from swell.manifest.templates import render_text
-from swell.relay.settings import relay_settings
+from swell.relay.settings import RelaySettings, relay_settings
 from swell.threads.fidelity import with_context
-from swell.workspace import safe
+from swell.workspace import artifacts, safe
 
 INLINE_LIMIT = 20_000  # characters of an input artifact put into a tool-less agent's prompt
+PROMPT_CAP = 200_000  # characters of a prompt (and of a system prompt) kept in its event
 
 
-def task_prompt(ctx: VisitContext, has_tools: bool = True) -> tuple[str, list[str]]:
+def task_prompt(
+    ctx: VisitContext, has_tools: bool = True, raw: bool = False
+) -> tuple[str, list[str]]:
+    """The step's prompt; `raw` (an adapter whose prompt is data) gets its rendered
+    source alone."""
     exec_ = ctx.step.exec
     if exec_ is None:
         return "", []
     source = exec_.source
+    if exec_.type == "slash_command" and exec_.command:
+        source = slash_prompt(exec_.command, exec_.args or "")
     if exec_.source_path:
         source = (ctx.plan.project.root / exec_.source_path).read_text(encoding="utf-8")
     rendered = render_text(source or "", ctx.namespace)
+    if raw:
+        return rendered.text, rendered.missing
     return follow_up(ctx) + rendered.text + artifact_sections(ctx, has_tools), rendered.missing
+
+
+def slash_prompt(command: str, args: str) -> str:
+    """`exec.type: slash_command` as Wave words it: the agent is asked to run the
+    command (a skill or a `.claude/commands` entry) with the rendered `args`."""
+    command = command if command.startswith("/") else f"/{command}"
+    return f"Run `{command}` with: {args}" if args else f"Run `{command}`"
 
 
 def follow_up(ctx: VisitContext) -> str:
@@ -81,7 +98,8 @@ def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
                 continue
             rel = os.path.relpath(path, root)
             lines.append(
-                f"- {ref.as_ or ref.artifact}: `{rel}` (artifact '{ref.artifact}' of step '{ref.step}')"
+                f"- {ref.as_ or ref.artifact}: `{rel}` (artifact '{ref.artifact}' of "
+                + (f"pipeline '{ref.pipeline}')" if ref.pipeline else f"step '{ref.step}')")
             )
             if not has_tools:
                 text = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -121,6 +139,16 @@ def answer_to_outputs(ctx: VisitContext, text: str) -> list[str]:
     return written
 
 
+def agent_artifacts(ctx: VisitContext, result: AgentResult) -> list[ev.BaseEvent]:
+    """Files the adapter names as artifacts (a browser's screenshots), recorded as
+    declared outputs are: read only as regular files inside the workspace."""
+    if not result.artifacts:
+        return []
+    defs = [ArtifactDef(name=a.name, path=a.path, type=a.type) for a in result.artifacts]
+    found, problems = artifacts.collect(ctx.workspace.path, defs, None)
+    return [ctx.event(e) for e in [*found, *(ev.Warning(message=p) for p in problems)]]
+
+
 class Prompt(StepKind):
     name = "prompt"
     progress = "answer"
@@ -155,6 +183,10 @@ def _templated_persona(scope: LintScope, name: str) -> list[Problem]:
 
 def _source_problems(scope: LintScope) -> list[Problem]:
     step = scope.step
+    if step.exec and step.exec.type == "slash_command":
+        if step.exec.command:
+            return []
+        return [scope.problem(("exec",), "exec.type: slash_command needs exec.command")]
     if not step.exec or not (step.exec.source or step.exec.source_path):
         return [scope.problem((), f"prompt step '{step.id}' needs exec.source or exec.source_path")]
     if step.exec.source_path and not (scope.project.root / step.exec.source_path).is_file():
@@ -202,52 +234,38 @@ def _adapter_problems(scope: LintScope) -> list[Problem]:
     return []
 
 
-async def _visit(ctx: VisitContext) -> StepResult:
-    project = ctx.plan.project
-    persona = project.manifest.personas.get(ctx.step.persona or "")
-    inputs = prepare(ctx)  # before the prompt is rendered: it adds `deps.*`
-    if inputs.problems:
-        return StepResult(outcome="failure", error="; ".join(inputs.problems), events=inputs.events)
-    ctx.emit(inputs.events)
-    try:
-        adapter_name = choose_adapter(ctx, persona)
-        adapter = make_adapter(ctx, adapter_name)
-        task, missing = task_prompt(ctx, has_tools=adapter.capabilities.tools)
-        allowed, denied = permissions(ctx, persona, adapter_name)
-        model = choose_model(ctx, persona, adapter_name)
-        system = system_prompt(project.root, persona)
-    except (OSError, ValueError) as exc:
-        return StepResult(outcome="failure", error=str(exc))
-
-    warnings = [f"template variable '{m}' is not set; rendered empty" for m in missing]
-    if denied and not adapter.capabilities.enforces_permissions:
-        warnings.append(
-            f"adapter '{adapter_name}' cannot enforce denied tools: {', '.join(denied)}"
-        )
-    thread = await thread_context.prepare(ctx, adapter_name, adapter)
-    ctx.emit([ctx.event(e) for e in [*(ev.Warning(message=w) for w in warnings), *thread.events]])
-
-    env = {**ctx.swell_env(), "SWELL_BIN": swell_bin()}
-    if ctx.step.thread:
-        env["SWELL_THREAD"] = ctx.step.thread
-    request = AgentRequest(
-        prompt=with_context(thread.preamble, task),
-        system_prompt=system,
-        workspace=ctx.workspace.path,
-        model=model,
-        allowed_tools=allowed,
-        denied_tools=denied,
-        resume_session=thread.resume_session,
-        timeout_s=ctx.timeout_seconds(),
-        temperature=persona.temperature if persona else None,
-        env=visit_env(ctx, adapter, env),
-        run_id=ctx.plan.run_id,
-        step_id=ctx.step.id,
-        visit=ctx.visit,
+def _prompt_event(prompt: str, system: str | None) -> ev.PromptRendered:
+    """The prompt as sent, kept for `swell serve`'s visit page (cut to PROMPT_CAP)."""
+    cut = len(prompt) > PROMPT_CAP or len(system or "") > PROMPT_CAP
+    return ev.PromptRendered(
+        prompt=prompt[:PROMPT_CAP],
+        system_prompt=system[:PROMPT_CAP] if system else None,
+        truncated=cut,
     )
-    settings, problem = relay_settings(project.manifest, ctx.step, model)
-    if problem:
-        ctx.emit([ctx.event(ev.Warning(message=problem))])
+
+
+def _skills_and_hint(ctx: VisitContext, adapter: str, caps: Capabilities) -> tuple[str, list[str]]:
+    """Give the agent its skills (engine/skills.py) and, for an agent that can spawn
+    sub-agents, Wave's `max_concurrent_agents` hint: what to add to its system prompt,
+    and warnings (an adapter without skills)."""
+    plan = ctx.plan
+    names = skills.wanted(plan.project, plan.pipeline, ctx.step, ctx.namespace)
+    extra = skills.concurrency_hint(ctx.step.max_concurrent_agents) if caps.subagents else ""
+    if names and not caps.skills_dir:
+        listed = ", ".join(names)
+        return extra, [f"adapter '{adapter}' does not support skills; not given: {listed}"]
+    given = skills.provide(plan.project.root, ctx.workspace.path, names, caps.skills_dir)
+    return skills.section(given, caps.skills_dir) + extra, []
+
+
+async def _attempts(
+    ctx: VisitContext,
+    adapter: AgentAdapter,
+    request: AgentRequest,
+    settings: RelaySettings | None,
+) -> relay.Relayed:
+    """Run the agent, again after a pause while it fails for a passing reason (rate
+    limit, timeout) and the step's retry policy allows."""
     run = await relay.run(ctx, adapter, request, settings)
     attempt = 1
     while (
@@ -263,18 +281,95 @@ async def _visit(ctx: VisitContext) -> StepResult:
         ctx.emit([ctx.event(ev.Warning(message=message))])
         await asyncio.sleep(delay)
         run = await relay.run(ctx, adapter, request, settings)
+    return run
+
+
+async def _visit(ctx: VisitContext) -> StepResult:
+    project = ctx.plan.project
+    persona = project.manifest.personas.get(ctx.step.persona or "")
+    inputs = prepare(ctx)  # before the prompt is rendered: it adds `deps.*`
+    if inputs.problems:
+        return StepResult(outcome="failure", error="; ".join(inputs.problems), events=inputs.events)
+    ctx.emit(inputs.events)
+    try:
+        adapter_name = choose_adapter(ctx, persona)
+        adapter = make_adapter(ctx, adapter_name)
+        raw = adapter.capabilities.raw_prompt
+        task, missing = task_prompt(ctx, has_tools=adapter.capabilities.tools, raw=raw)
+        allowed, denied = permissions(ctx, persona, adapter_name)
+        model = choose_model(ctx, persona, adapter_name)
+        system = system_prompt(project.root, persona)
+    except (OSError, ValueError) as exc:
+        return StepResult(outcome="failure", error=str(exc))
+
+    warnings = [f"template variable '{m}' is not set; rendered empty" for m in missing]
+    extra, skill_warning = _skills_and_hint(ctx, adapter_name, adapter.capabilities)
+    system += extra
+    warnings += skill_warning
+    if denied and not adapter.capabilities.enforces_permissions:
+        warnings.append(
+            f"adapter '{adapter_name}' cannot enforce denied tools: {', '.join(denied)}"
+        )
+    thread = await thread_context.prepare(ctx, adapter_name, adapter)
+    ctx.emit([ctx.event(e) for e in [*(ev.Warning(message=w) for w in warnings), *thread.events]])
+
+    env = {**ctx.swell_env(), "SWELL_BIN": swell_bin()}
+    if ctx.step.thread:
+        env["SWELL_THREAD"] = ctx.step.thread
+    request = AgentRequest(
+        prompt=task if raw else with_context(thread.preamble, task),
+        system_prompt=system,
+        workspace=ctx.workspace.path,
+        model=model,
+        allowed_tools=allowed,
+        denied_tools=denied,
+        resume_session=thread.resume_session,
+        timeout_s=ctx.timeout_seconds(),
+        temperature=persona.temperature if persona else None,
+        env=visit_env(ctx, adapter, env),
+        run_id=ctx.plan.run_id,
+        step_id=ctx.step.id,
+        visit=ctx.visit,
+    )
+    ctx.emit([ctx.event(_prompt_event(request.prompt, system))])
+    settings, problem = relay_settings(project.manifest, ctx.step, model)
+    if problem and not raw:  # an adapter whose prompt is data has no context to relay
+        ctx.emit([ctx.event(ev.Warning(message=problem))])
+    run = await _attempts(ctx, adapter, request, settings)
+    for name in project.manifest.runtime.fallbacks.get(adapter_name, []):
+        if run.result is None or run.result.error_kind != RateLimited.kind:
+            break
+        try:
+            adapter, model = make_adapter(ctx, name), choose_model(ctx, persona, name)
+        except (OSError, ValueError) as exc:
+            ctx.emit([ctx.event(ev.Warning(message=f"fallback adapter '{name}': {exc}"))])
+            continue
+        note = f"adapter '{adapter_name}' is rate-limited; falling back to '{name}' (runtime.fallbacks)"
+        ctx.emit([ctx.event(ev.Warning(message=note))])
+        adapter_name = name
+        # a fresh agent of another kind: no session of the first to resume
+        request = request.model_copy(
+            update={"model": model, "resume_session": None, "env": visit_env(ctx, adapter, env)}
+        )
+        settings, _ = relay_settings(project.manifest, ctx.step, model)
+        run = await _attempts(ctx, adapter, request, settings)
     result = run.result
     if run.error or result is None:
         return StepResult(
             outcome="failure",
             tokens_in=run.tokens_in,
             tokens_out=run.tokens_out,
+            cost_usd=cost.estimate(model, run.tokens_in, run.tokens_out),
+            adapter=adapter_name,
+            model=model,
             error=run.error or f"adapter '{adapter_name}' ended without a result",
         )
     ok = result.success
     outcome: ev.Outcome = "success" if ok else "failure"
     if ok and result.text:
         answer_to_outputs(ctx, result.text)
+    tokens_in = result.usage.input_tokens + result.usage.cache_read_tokens + run.tokens_in
+    tokens_out = result.usage.output_tokens + run.tokens_out
     return StepResult(
         outcome=outcome,
         error=None if ok else f"{result.error_kind or 'agent'}: {result.error or 'failed'}",
@@ -282,9 +377,12 @@ async def _visit(ctx: VisitContext) -> StepResult:
         output_tail=result.text[-4000:] if result.text else None,
         outputs=output_namespace(result.text, "", 0 if ok else 1, outcome),
         stdout=result.text,
-        tokens_in=result.usage.input_tokens + result.usage.cache_read_tokens + run.tokens_in,
-        tokens_out=result.usage.output_tokens + run.tokens_out,
-        cost_usd=result.usage.cost_usd or 0.0,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=cost.visit_cost(model, tokens_in, tokens_out, result.usage.cost_usd),
+        adapter=adapter_name,
+        model=model,
+        events=agent_artifacts(ctx, result),
         round_content=result.text if ok else (result.text or result.error or ""),
         round_meta={
             "adapter": adapter_name,

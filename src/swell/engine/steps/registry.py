@@ -14,7 +14,12 @@ BUILTIN = {
     "conditional": "swell.engine.steps.conditional:KIND",
     "gate": "swell.engine.steps.gate:KIND",
     "pipeline": "swell.engine.steps.pipeline:KIND",
-    "composition": "swell.engine.steps.composition:KIND",
+    "iterate": "swell.engine.steps.iterate:KIND",
+    "aggregate": "swell.engine.steps.aggregate:KIND",
+    "branch": "swell.engine.steps.branch:KIND",
+    "loop": "swell.engine.steps.loop:KIND",
+    "concurrency": "swell.engine.steps.concurrency:KIND",
+    "matrix": "swell.engine.steps.matrix:KIND",
 }
 
 

@@ -51,8 +51,20 @@ function watchRuns(url) {
   source.addEventListener("runs", update);
 }
 
+// a running visit's output: text appended as it is stored (textContent: never markup)
+function watchOutput(pre) {
+  var source = new EventSource(pre.dataset.liveOutput, { withCredentials: true });
+  source.addEventListener("output", function (msg) {
+    pre.textContent += JSON.parse(msg.data).text;
+    if (pre.textContent.length > 400000) pre.textContent = pre.textContent.slice(-200000);
+  });
+  source.addEventListener("end", function () { source.close(); });
+}
+
 document.addEventListener("DOMContentLoaded", function () {
   var body = document.body;
+  var pre = document.getElementById("live-output");
+  if (pre && pre.dataset.liveOutput) watchOutput(pre);
   if (body.dataset.liveRun && !body.dataset.final) watchRun(body.dataset.liveRun);
   if (body.dataset.liveRuns) watchRuns(body.dataset.liveRuns);
 });

@@ -1,0 +1,163 @@
+"""From an event's commit to the browser's DOM: how live is `swell serve`'s run page?
+
+A real `swell serve` (uvicorn on 127.0.0.1) and Debian's chromium (through Playwright)
+open the page of a running run. This process then commits events to the run's store,
+one batch at a time, 20 to 120 ms apart, as another terminal's `swell run` would, and
+notes when each commit returned. A MutationObserver in the page notes when each
+event's line appears in the page's event log. Latency = DOM time - commit time (one
+machine, one clock).
+
+Goal (issue 13): p95 under 150 ms. The baseline is the page's own round trip: a
+`fetch` of the run's JSON from the page, timed in the browser; the ratio says how many
+such round trips an event's way to the page costs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from store_lib import PYTHON, verdict, write_project
+
+from swell.events import models as ev
+from swell.store.location import open_store
+
+EVENTS = int(os.environ.get("LIVE_BENCH_EVENTS", "80"))
+GOAL_MS = 150.0
+RUN = "live-20261124-000000-bench"
+OBSERVER = """
+window.__seen = {};
+new MutationObserver(function (changes) {
+  var now = Date.now();
+  changes.forEach(function (c) {
+    c.addedNodes.forEach(function (n) {
+      var m = /^#(\\d+) /.exec(n.textContent || "");
+      if (m && !(m[1] in window.__seen)) window.__seen[m[1]] = now;
+    });
+  });
+}).observe(document, { childList: true, subtree: true });
+"""
+ROUND_TRIP = """async (url) => {
+  const times = [];
+  for (let i = 0; i < 15; i++) {
+    const t = performance.now();
+    await (await fetch(url)).text();
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(found, os.X_OK):
+        raise SystemExit("FAILED: chromium is not installed (apt-get install chromium)")
+    return found
+
+
+def _serve(root: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SWELL_STATE_DIR", "SWELL_STORE")}
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "swell", "serve", "--port", str(port)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/runs", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("FAILED: swell serve did not start")
+
+
+def measure(root: Path) -> tuple[list[float], float]:
+    from playwright.sync_api import sync_playwright
+
+    write_project(root, 3)
+    store = open_store(root / ".swell" / "state.db")
+    store.create_run(run_id=RUN, pipeline="loop", input_text="", workspace=str(root))
+    seq = 0
+
+    def commit(*events: ev.BaseEvent) -> float:
+        nonlocal seq
+        for event in events:
+            seq += 1
+            event.run_id, event.seq, event.ts = RUN, seq, ev.now_iso()
+        store.emit(list(events))
+        return time.time() * 1000
+
+    commit(ev.RunStarted(pipeline="loop"))
+    port = _free_port()
+    server = _serve(root, port)
+    committed: dict[int, float] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+            page = browser.new_page()
+            page.add_init_script(OBSERVER)
+            page.goto(f"http://127.0.0.1:{port}/runs/{RUN}")
+            base = float(page.evaluate(ROUND_TRIP, f"/api/runs/{RUN}"))
+            time.sleep(1.0)  # the stream is open and has sent what was stored
+            rng = random.Random(7)
+            for visit in range(1, EVENTS + 1):
+                at = commit(ev.StepStarted(step_id="s", visit=visit, kind="command"))
+                committed[seq] = at
+                time.sleep(rng.uniform(0.02, 0.12))
+            deadline = time.monotonic() + 10
+            seen: dict[str, Any] = {}
+            while time.monotonic() < deadline:
+                seen = page.evaluate("window.__seen")
+                if all(str(s) in seen for s in committed):
+                    break
+                time.sleep(0.1)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        store.close()
+    missing = [s for s in committed if str(s) not in seen]
+    if missing:
+        raise SystemExit(f"FAILED: {len(missing)} events never reached the page: {missing[:5]}")
+    return [float(seen[str(s)]) - t for s, t in committed.items()], base
+
+
+def main() -> int:
+    print(f"live latency: {EVENTS} events committed to a running run, chromium on the run page")
+    with tempfile.TemporaryDirectory(prefix="swell-live-") as tmp:
+        latencies, base = measure(Path(tmp))
+    latencies.sort()
+    p50 = statistics.median(latencies)
+    p95 = latencies[int(len(latencies) * 0.95) - 1]
+    print(f"  page round trip (fetch of the run's JSON, median): {base:.1f} ms")
+    print(f"  commit -> DOM: p50 {p50:.0f} ms, max {latencies[-1]:.0f} ms")
+    print(
+        f"  commit -> DOM p95: {p95:.0f} ms ({p95 / base:.1f}x the round trip)"
+        f"  goal < {GOAL_MS:.0f} ms  {verdict(p95 < GOAL_MS)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

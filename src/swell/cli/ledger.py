@@ -1,0 +1,55 @@
+"""What `swell status` shows of a run's spend (the cost ledger) and of its pipeline
+outputs; read from the store alone, so it works when the project files are broken."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swell.engine.pipeline_outputs import RunOutput
+    from swell.store.protocols import Store
+    from swell.store.rows import ReviewRow, StepRow
+
+
+def run_cost(steps: list[StepRow], reviews: list[ReviewRow]) -> float:
+    """The run's total: its visits' costs and its reviews'."""
+    return round(sum(s.cost_usd for s in steps) + sum(r.cost_usd for r in reviews), 6)
+
+
+def money(amount: float) -> str:
+    return f"${amount:.4f}"
+
+
+def step_note(step: StepRow) -> str:
+    """A step line's tail: what its visits cost and the model its last one ran on."""
+    parts = [money(step.cost_usd)] if step.cost_usd else []
+    if step.last_model:
+        parts.append(step.last_model)
+    return ("  " + "  ".join(parts)) if parts else ""
+
+
+def outputs_of(store: Store, run_id: str) -> dict[str, RunOutput]:
+    from swell.engine.pipeline_outputs import run_outputs  # only when status needs it
+
+    return run_outputs(store, run_id)
+
+
+def outputs_json(outputs: dict[str, RunOutput]) -> dict[str, dict[str, Any]]:
+    return {name: out.as_dict() for name, out in outputs.items()}
+
+
+def print_outputs(outputs: dict[str, RunOutput]) -> None:
+    if not outputs:
+        return
+    print("\npipeline outputs")
+    for name, out in outputs.items():
+        kind = f" ({out.type})" if out.type else ""
+        source = f"step {out.step}, artifact {out.artifact}"
+        if not out.found:
+            print(f"  {name}{kind}: not produced ({source})")
+            continue
+        value = f" = {out.value}" if out.field else ""
+        print(f"  {name}{kind}: {out.path}{value}   ({source})")
+
+
+__all__ = ["money", "outputs_json", "outputs_of", "print_outputs", "run_cost", "step_note"]

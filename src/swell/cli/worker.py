@@ -1,0 +1,223 @@
+"""`swell worker`, and the CLI's side of runs the Temporal engine executes: `swell run
+--engine temporal`, and `approve`, `reject`, `cancel`, `resume` of such a run
+(executors/temporal/, docs/scale-out.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+import time
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from swell.cli.common import print_json, project_dir
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from swell.cli.runs import RunOutput
+    from swell.engine.context import RunOptions
+    from swell.events.bus import EventSink
+    from swell.executors.temporal.client import Engine
+    from swell.executors.temporal.specs import RunOutcome
+    from swell.manifest.loader import LoadedPipeline
+    from swell.manifest.models import TemporalConfig
+    from swell.runtime import Runtime
+    from swell.store.protocols import Store
+    from swell.store.rows import RunRow
+
+FOLLOW_EVERY = 0.2  # seconds between two reads of a followed run's new events
+
+
+def _project_config(ctx: typer.Context) -> TemporalConfig | None:
+    """`runtime.temporal` of the project here, if there is one (a worker needs none)."""
+    from swell.errors import SwellError
+    from swell.manifest.loader import load_project
+
+    try:
+        return load_project(project_dir(ctx)).manifest.runtime.temporal
+    except SwellError:
+        return None
+
+
+def worker(
+    ctx: typer.Context,
+    queue: Annotated[
+        str | None,
+        typer.Option(
+            "--queue",
+            "-q",
+            help="Task queue to serve (default: $SWELL_TEMPORAL_QUEUE, runtime.temporal."
+            "queue, else `swell`).",
+        ),
+    ] = None,
+    slots: Annotated[
+        int, typer.Option("--slots", min=1, help="Visits this worker runs at once, at most.")
+    ] = 4,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address",
+            help="Temporal server host:port (default: $SWELL_TEMPORAL_ADDRESS, runtime."
+            "temporal.address, else 127.0.0.1:7233).",
+        ),
+    ] = None,
+) -> None:
+    """Run visits of engine runs (`swell run --engine temporal`) until stopped (Ctrl-C,
+    SIGTERM). Serves runs of any project: each run says where its project and store are."""
+    from swell.executors.temporal.client import configured
+    from swell.executors.temporal.worker import serve
+
+    engine = configured(_project_config(ctx), address)
+    if queue:
+        engine = dataclasses.replace(engine, queue=queue)
+
+    def ready() -> None:
+        print(f"worker ready: queue {engine.queue} on {engine.address}, {slots} slots", flush=True)
+
+    asyncio.run(serve(engine, slots, ready))
+
+
+# ------------------------------------------------------------------ swell run
+
+
+def run_on_engine(
+    rt: Runtime,
+    loaded: LoadedPipeline,
+    input_text: str,
+    options: RunOptions,
+    output: RunOutput,
+    *,
+    verbose: bool,
+    detach: bool,
+) -> NoReturn:
+    """Record the run, start its workflow, and (unless `detach`) follow it here until
+    it ends; exits as a local run would."""
+    from swell.cli.runs import EXIT_CODES, RunOutput, _sinks
+    from swell.executors.temporal import client as engines
+
+    engine = engines.configured(rt.project.manifest.runtime.temporal)
+
+    async def begin() -> tuple[Client, str]:
+        client = await engines.connect(engine)  # nothing is recorded when unreachable
+        spec = engines.record_run(rt, loaded, input_text, options, engine)
+        try:
+            await engines.start(client, engine, spec)
+        except Exception as exc:
+            _fail_unstarted(rt.store, spec.run_id, f"the engine did not start it: {exc}")
+            raise
+        return client, spec.run_id
+
+    async def main() -> RunOutcome | str:
+        client, run_id = await begin()
+        if detach:
+            return run_id
+        if output is RunOutput.text:
+            print(f"run {run_id}", flush=True)
+        return await _follow(client, rt.store, run_id, _sinks(output, run_id, verbose))
+
+    try:
+        result = asyncio.run(main())
+    except KeyboardInterrupt:
+        print(
+            "the run goes on on the engine: `swell logs RUN --follow`, `swell cancel RUN`",
+            file=sys.stderr,
+        )
+        raise typer.Exit(130) from None
+    if isinstance(result, str):
+        _detached(result, engine, output)
+    if output is RunOutput.quiet and result.status in ("failed", "cancelled"):
+        print(f"error: run {result.run_id} {result.status}: {result.error}", file=sys.stderr)
+    raise typer.Exit(EXIT_CODES.get(result.status, 1))
+
+
+def _detached(run_id: str, engine: Engine, output: RunOutput) -> NoReturn:
+    from swell.cli.runs import RunOutput
+
+    if output is RunOutput.json:
+        print_json({"run_id": run_id, "engine": "temporal", "address": engine.address})
+    elif output is RunOutput.quiet:
+        print(run_id)
+    else:
+        print(f"run {run_id} (on the Temporal engine at {engine.address}, queue {engine.queue})")
+        print(f"follow it: swell logs {run_id} --follow   status: swell status {run_id}")
+    raise typer.Exit(0)
+
+
+def _fail_unstarted(store: Store, run_id: str, error: str) -> None:
+    from swell.events import models as ev
+
+    failed = ev.RunFinished(status="failed", error=error)
+    failed.run_id, failed.seq, failed.ts = run_id, 1, ev.now_iso()
+    store.emit([failed])
+
+
+async def _follow(client: Client, store: Store, run_id: str, sinks: list[EventSink]) -> RunOutcome:
+    """Show the run's events as the workflow stores them, until it ends."""
+    from swell.executors.temporal.client import outcome
+
+    ended = asyncio.ensure_future(outcome(client, run_id))
+    seen = 0
+    while True:
+        finished = ended.done()
+        events = store.events(run_id, seen)
+        if events:
+            seen = events[-1].seq
+            for sink in sinks:
+                sink.emit(events)
+        if finished:
+            return ended.result()
+        await asyncio.wait([ended], timeout=FOLLOW_EVERY)
+
+
+# ----------------------------------------------------- gates, cancel, resume
+
+
+def engine_of(run: RunRow) -> Engine | None:
+    from swell.executors.temporal.client import engine_of as engine_in
+
+    return engine_in(run.options)
+
+
+def decide_on_engine(run: RunRow, engine: Engine, step: str | None, **decision: Any) -> str:
+    """Deliver `swell approve` / `swell reject` to the run's workflow; returns the gate's
+    step. "No gate is waiting" comes back at once."""
+    from swell.executors.temporal import client as engines
+    from swell.executors.temporal.specs import GateRequest
+
+    async def go() -> str:
+        client = await engines.connect(engine)
+        return await engines.decide(client, run.id, GateRequest(step_id=step, **decision))
+
+    return asyncio.run(go())
+
+
+def cancel_on_engine(store: Store, run: RunRow, engine: Engine, wait: float = 30) -> None:
+    """Cancel the run's workflow and wait until it has recorded the run as cancelled."""
+    from swell.executors.temporal import client as engines
+    from swell.runtime import FINAL
+
+    async def go() -> None:
+        await engines.cancel(await engines.connect(engine), run.id)
+
+    asyncio.run(go())
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        status = store.get_run(run.id).status
+        if status in FINAL:
+            print(f"{status} run {run.id}" if status != "cancelled" else f"cancelled run {run.id}")
+            return
+        time.sleep(0.1)
+    print(f"cancel requested; the engine has not stopped run {run.id} yet")
+    raise typer.Exit(1)
+
+
+def refuse_resume(run: RunRow, engine: Engine) -> NoReturn:
+    from swell.errors import RunStateError
+
+    raise RunStateError(
+        f"run {run.id} is executed by the Temporal engine at {engine.address}; it goes on "
+        f"there by itself (swell status {run.id})"
+    )

@@ -1,0 +1,215 @@
+"""`loop: {max_iterations, until, steps}`: repeat the step's own `pipeline:` (if any) and
+then every sub-step, in dependency order (command and prompt steps too), until `until`
+holds, at most `max_iterations` times; the same failure in a row as often as the
+circuit breaker's limit ends it early (docs/composition.md).
+
+Sub-steps run inside the loop's visit: what they record (artifacts, context values,
+child runs) is recorded as the loop step's, and a sibling's outputs are read by its
+id (`{{ SUB.out.NAME }}`) within the loop."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from swell.engine.context import StepResult, VisitContext
+from swell.engine.limits import normalize_error
+from swell.engine.outputs import evaluate_context
+from swell.engine.step_outputs import composition_namespace, outputs_of
+from swell.engine.steps.base import StepKind
+from swell.engine.steps.pipeline import run_pipeline
+from swell.errors import Problem
+from swell.events.models import BaseEvent, ContextSet, Warning
+from swell.manifest.conditions import ConditionError, parse_condition
+from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Step
+from swell.manifest.templates import render_text
+from swell.workspace import artifacts
+
+DONE_WORDS = ("true", "done", "yes")
+
+
+def sub_steps(step: Step) -> list[Step]:
+    """The loop's `steps`, as steps, in dependency order (a sibling before the steps that
+    depend on it; dependencies on steps outside the loop are the loop's own)."""
+    raw = step.loop.steps if step.loop else []
+    subs = [Step.model_validate(s) for s in raw]
+    ids = {s.id for s in subs}
+    ordered: list[Step] = []
+    placed: set[str] = set()
+    while len(ordered) < len(subs):
+        ready = [
+            s
+            for s in subs
+            if s.id not in placed and all(d in placed for d in s.dependencies if d in ids)
+        ]
+        if not ready:  # a cycle: lint reports it; run the rest in file order
+            ready = [s for s in subs if s.id not in placed]
+        for s in ready:
+            ordered.append(s)
+            placed.add(s.id)
+    return ordered
+
+
+class Loop(StepKind):
+    name = "loop"
+    records_round = False
+
+    def detail(self, step: Step) -> str | None:
+        if step.loop is None:
+            return None
+        until = f" until {step.loop.until}" if step.loop.until else ""
+        return f"at most {step.loop.max_iterations} times{until}"
+
+    def problems(self, scope: LintScope) -> list[Problem]:
+        step = scope.step
+        if step.loop is None:
+            return []
+        out = []
+        seen: set[str] = set()
+        for index, raw in enumerate(step.loop.steps):
+            try:
+                sub = Step.model_validate(raw)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                out.append(
+                    scope.problem(("loop", "steps", index), f"{where}: {first['msg']}".strip(": "))
+                )
+                continue
+            if sub.id in seen or sub.id == step.id:
+                out.append(
+                    scope.problem(("loop", "steps", index, "id"), f"duplicate id '{sub.id}'")
+                )
+            seen.add(sub.id)
+        return out
+
+    async def run(self, ctx: VisitContext) -> StepResult:
+        config = ctx.step.loop
+        assert config is not None
+        try:
+            subs = sub_steps(ctx.step)
+        except ValidationError as exc:
+            return StepResult(outcome="failure", error=f"loop.steps: {exc}")
+        limit = config.max_iterations or ctx.plan.options.max_cycles
+        if not limit:
+            return StepResult(outcome="failure", error="loop: no max_iterations (nor max_cycles)")
+        breaker = ctx.plan.project.manifest.runtime.circuit_breaker.limit
+        repeats: tuple[str, int] = ("", 0)
+        error: str | None = None
+        for iteration in range(1, limit + 1):
+            error = await _iteration(ctx, subs)
+            if config.until and _until(ctx, config.until, error is None):
+                return _done(iteration, None)
+            if error is None:
+                repeats = ("", 0)
+                continue
+            key = normalize_error(error)
+            repeats = (key, repeats[1] + 1 if repeats[0] == key else 1)
+            if repeats[1] >= breaker:
+                return _done(
+                    iteration,
+                    f"loop stopped by the circuit breaker: iteration {iteration} failed "
+                    f"{repeats[1]} times in a row with the same error: {error}",
+                )
+        if config.until:
+            last = f" (the last one failed: {error})" if error else ""
+            return _done(limit, f"loop: `until` did not hold after {limit} iterations{last}")
+        return _done(limit, error)
+
+
+def _done(iterations: int, error: str | None) -> StepResult:
+    return StepResult(
+        outcome="failure" if error else "success",
+        error=error,
+        output_tail=f"{iterations} iteration{'s' if iterations != 1 else ''}",
+        outputs={"iterations": iterations, "stdout": ""},
+    )
+
+
+def _until(ctx: VisitContext, until: str, ok: bool) -> bool:
+    """`until` as an edge condition (`outcome=success`, `context.K=V`) over the
+    iteration's outcome and the run's context; other text holds when it renders to
+    true, done or yes."""
+    text = render_text(until, composition_namespace(ctx)).text.strip()
+    if "=" in text:
+        try:
+            return parse_condition(text).holds("success" if ok else "failure", ctx.state.context)
+        except ConditionError:
+            return False
+    return text.lower() in DONE_WORDS
+
+
+async def _iteration(ctx: VisitContext, subs: list[Step]) -> str | None:
+    """One pass: the step's own pipeline, then each sub-step whose siblings it depends
+    on succeeded; the first error, or None."""
+    errors: list[str] = []
+    if ctx.step.pipeline:
+        result = await run_pipeline(dataclasses.replace(ctx, resumed=None), ctx.step.pipeline)
+        ctx.emit(_restamp(ctx, result.events))
+        if result.outcome == "failure":
+            return result.error or "the loop's pipeline failed"
+    failed: set[str] = set()
+    outputs: dict[str, dict[str, str]] = {}
+    for sub in subs:
+        if any(d in failed for d in sub.dependencies):
+            failed.add(sub.id)
+            continue
+        result = await _run_sub(ctx, sub, outputs)
+        if result.outcome == "failure" and not sub.optional:
+            failed.add(sub.id)
+            errors.append(f"step '{sub.id}': {result.error or 'failure'}")
+    return "; ".join(errors) or None
+
+
+async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, str]]) -> StepResult:
+    """One sub-step, run by its kind in the loop's workspace; its outputs and context
+    values recorded (as the loop step's) before the next one starts."""
+    ns = composition_namespace(ctx)
+    for sid, recorded in outputs.items():  # siblings of this iteration, by their ids
+        ns[sid] = outputs_of(None, recorded)
+        ns["steps"] = {**ns.get("steps", {}), sid: {"artifacts": dict(recorded)}}
+    sub_ctx = dataclasses.replace(
+        ctx,
+        step=sub,
+        namespace=ns,
+        resumed=None,
+        emit=lambda events: ctx.emit(_restamp(ctx, events)),
+    )
+    result = await ctx.services.step_kinds.of(sub).run(sub_ctx)
+    events = list(result.events)
+    if sub.output_artifacts:
+        found, missing = artifacts.collect(ctx.workspace.path, sub.output_artifacts, result.stdout)
+        events += found
+        outputs[sub.id] = {a.name: a.path for a in found}
+        if missing and result.outcome == "success":
+            result.outcome, result.error = "failure", "; ".join(missing)
+    if result.outcome == "success" and sub.handover and sub.handover.all_contracts:
+        from swell.engine import handover
+
+        failed = await handover.check(sub_ctx, result, sub)
+        if failed is not None:
+            result.outcome = "failure"
+            result.error = (
+                f"contract {failed.index + 1} ({failed.contract_type}) failed: {failed.error}"
+            )
+    if sub.output and sub.output.context:
+        values, problems = evaluate_context(sub.output.context, result.outputs)
+        events += [ContextSet(key=k, value=v) for k, v in values.items()]
+        events += [Warning(message=p) for p in problems]
+    ctx.emit(_restamp(ctx, events))
+    return result
+
+
+def _restamp(ctx: VisitContext, events: Sequence[BaseEvent]) -> list[BaseEvent]:
+    """A sub-step's events as the loop's visit's: the run knows no other step."""
+    out: list[BaseEvent] = []
+    for event in events:
+        event.step_id, event.visit = ctx.step.id, ctx.visit
+        out.append(event)
+    return out
+
+
+KIND = Loop()

@@ -1,0 +1,130 @@
+"""Secrets kept out of what a run stores and prints: events and live output.
+
+Two kinds of secret are replaced by `[REDACTED]`: the values of this process's
+environment variables whose names say they are secret (`GH_TOKEN`,
+`ANTHROPIC_API_KEY`, `DB_PASSWORD`, ...), wherever they appear, and text shaped like
+a well-known credential (an OpenAI or Anthropic key, a GitHub or GitLab token, an AWS
+access key id, a Slack token, a PEM private key) even when swell never saw its value.
+Agents and commands inherit the environment, so an echoed token, a stack trace with
+a key in it or a model repeating its prompt would otherwise reach the store, the
+dashboard and `-o json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from swell.events.models import BaseEvent
+from swell.streaming import OutputChunk, OutputSink
+
+MASK = "[REDACTED]"
+# an environment variable whose name says its value is secret
+SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)",
+    re.IGNORECASE,
+)
+_SCALARS = frozenset({int, float, bool, type(None)})
+MIN_SECRET = 8  # shorter values (`1`, `true`, a port) would mask ordinary text
+SHAPES = (
+    r"sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}",  # OpenAI, Anthropic
+    r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}",  # GitHub
+    r"github_pat_[A-Za-z0-9_]{30,}",
+    r"glpat-[A-Za-z0-9_-]{20,}",  # GitLab
+    r"AKIA[0-9A-Z]{16}",  # AWS access key id
+    r"xox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
+    r"AIza[0-9A-Za-z_-]{35}",  # Google API key
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+)
+
+
+class Redactor:
+    """Replaces secrets in text, and in the text fields of events."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        literal = sorted({v for v in values if len(v) >= MIN_SECRET}, key=len, reverse=True)
+        self.pattern = re.compile("|".join([*map(re.escape, literal), *SHAPES]))
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Redactor:
+        """Masks the values of `environ`'s secret-named variables and the known shapes."""
+        return cls(value for name, value in environ.items() if SECRET_NAME.search(name))
+
+    def text(self, text: str) -> str:
+        return self.pattern.sub(MASK, text) if self.pattern.search(text) else text
+
+    def event(self, event: BaseEvent) -> BaseEvent:
+        """`event`, or a copy of it with its secrets masked (fields nested in lists,
+        dicts and models included)."""
+        # most events are flat: one search over all their text says whether any field
+        # holds a secret (every visit pays this, so it must be cheap)
+        texts = []
+        for value in event.__dict__.values():
+            kind = type(value)
+            if kind is str:
+                texts.append(value)
+            elif kind not in _SCALARS:
+                break
+        else:
+            if not self.pattern.search("\x00".join(texts)):
+                return event
+        changed = {
+            name: new
+            for name, value in event.__dict__.items()
+            if (new := self._value(value)) is not value
+        }
+        return event.model_copy(update=changed) if changed else event
+
+    def events(self, events: Sequence[BaseEvent]) -> Sequence[BaseEvent]:
+        out = [self.event(e) for e in events]
+        return events if all(a is b for a, b in zip(out, events, strict=True)) else out
+
+    def _value(self, value: Any) -> Any:
+        """`value` itself when it holds no secret, else a masked copy."""
+        if isinstance(value, str):
+            masked = self.text(value)
+            return value if masked == value else masked
+        if isinstance(value, list | tuple):
+            items = [self._value(v) for v in value]
+            if all(a is b for a, b in zip(items, value, strict=True)):
+                return value
+            return type(value)(items)
+        if isinstance(value, dict):
+            pairs = {k: self._value(v) for k, v in value.items()}
+            return value if all(pairs[k] is value[k] for k in value) else pairs
+        if isinstance(value, BaseModel):
+            changed = {
+                name: new
+                for name, field in value.__dict__.items()
+                if (new := self._value(field)) is not field
+            }
+            return value.model_copy(update=changed) if changed else value
+        return value
+
+
+class RedactedOutput:
+    """An output sink that masks secrets in each chunk before passing it on. A secret
+    split across two writes (a quarter second apart) is not recognised."""
+
+    def __init__(self, sink: OutputSink, redactor: Redactor) -> None:
+        self.sink, self.redactor = sink, redactor
+
+    def write_output(self, chunks: Sequence[OutputChunk]) -> None:
+        self.sink.write_output(
+            [
+                dataclasses.replace(c, text=text)
+                if (text := self.redactor.text(c.text)) != c.text
+                else c
+                for c in chunks
+            ]
+        )
+
+    def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
+        self.sink.drop_output(run_id, step_id, visit, seqs)
+
+
+__all__ = ["MASK", "RedactedOutput", "Redactor"]

@@ -1,0 +1,290 @@
+"""The activities a `swell worker` runs: a visit (the existing visit executor), a
+batch of the run's events for the store, a gate's question.
+
+A worker serves runs of any project: each request carries the project's location,
+the store's and the pipeline as the run started. What is expensive to rebuild (the
+loaded project, the store connection, the run's folded state) is kept per process
+between activities, and a run's state catches up with the events stored since.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio import activity
+
+from swell import sweep
+from swell.engine.completion import Visit
+from swell.engine.context import RunOptions, RunPlan, Services, StepResult
+from swell.engine.graph import Activation, Graph
+from swell.engine.state import RunState
+from swell.engine.steps.gate import gate_message
+from swell.engine.visit import VisitExecutor, base_namespace
+from swell.errors import StoreError
+from swell.events import models as ev
+from swell.events.bus import EventBus
+from swell.events.redact import RedactedOutput, Redactor
+from swell.executors.temporal.specs import (
+    FailureWire,
+    RecordRequest,
+    RunSpec,
+    VisitReply,
+    VisitRequest,
+)
+from swell.manifest.loader import LoadedPipeline, load_project, load_stored_pipeline
+from swell.runtime import (
+    ChildRunner,
+    Runtime,
+    StoreControl,
+    StoreGates,
+    load_state,
+    open_registries,
+)
+from swell.store.location import open_store, state_dir_for
+from swell.store.protocols import Store
+from swell.workspace.manager import Workspaces
+
+HEARTBEAT_EVERY = 1.0  # seconds; the SDK sends at most one per throttle interval
+STATES_KEPT = 256  # runs whose folded state a worker keeps between visits
+
+
+@dataclass
+class _Run:
+    """What a worker keeps of one run between its visits."""
+
+    plan: RunPlan
+    graph: Graph
+    workspaces: Workspaces
+    state: RunState
+
+
+class WorkerContext:
+    """The per-process caches the activities share (one event loop: no locks)."""
+
+    def __init__(self) -> None:
+        self.stores: dict[str, Store] = {}
+        self.runtimes: dict[tuple[str, str], tuple[int, Runtime]] = {}
+        self.pipelines: dict[tuple[str, str], LoadedPipeline] = {}
+        self.runs: OrderedDict[str, _Run] = OrderedDict()
+        self.redactor = Redactor.from_environ(os.environ)
+
+    def store(self, location: str) -> Store:
+        if location not in self.stores:
+            self.stores[location] = open_store(location)
+        return self.stores[location]
+
+    def runtime(self, spec: RunSpec) -> Runtime:
+        """The project at `spec.project_root`, loaded again when its manifest changed."""
+        key = (spec.project_root, spec.store)
+        cached = self.runtimes.get(key)
+        project = cached[1].project if cached else load_project(Path(spec.project_root))
+        stamp = _mtime(project.manifest_path)
+        if cached is None or cached[0] != stamp:
+            if cached is not None:
+                project = load_project(Path(spec.project_root))
+            root = project.root
+            rt = Runtime(project, self.store(spec.store), open_registries(), state_dir_for(root))
+            self.runtimes[key] = (stamp, rt)
+        return self.runtimes[key][1]
+
+    def run(self, spec: RunSpec) -> _Run:
+        """The run's plan and its state as stored now."""
+        found = self.runs.get(spec.run_id)
+        if found is None:
+            rt = self.runtime(spec)
+            loaded = self.pipeline(spec)
+            plan = RunPlan(
+                run_id=spec.run_id,
+                project=rt.project,
+                pipeline=loaded,
+                input=spec.input,
+                workspace=Path(spec.workspace),
+                run_dir=Path(spec.run_dir),
+                options=RunOptions(
+                    auto_approve=spec.auto_approve, adapter=spec.adapter, model=spec.model
+                ),
+            )
+            graph = Graph(loaded.pipeline, rt.registries.step_kinds.of)
+            workspaces = Workspaces(rt.project.root, plan.workspace, graph.steps)
+            found = _Run(plan, graph, workspaces, load_state(rt.store, spec.run_id))
+            self.runs[spec.run_id] = found
+            while len(self.runs) > STATES_KEPT:
+                self.runs.popitem(last=False)
+        else:
+            self.runs.move_to_end(spec.run_id)
+            # the workflow recorded everything before it scheduled this visit
+            for event in self.store(spec.store).events(spec.run_id, found.state.seq):
+                found.state.apply(event)
+        return found
+
+    def pipeline(self, spec: RunSpec) -> LoadedPipeline:
+        key = (spec.pipeline_path, spec.pipeline_text)
+        if key not in self.pipelines:
+            self.pipelines[key] = load_stored_pipeline(Path(spec.pipeline_path), spec.pipeline_text)
+        return self.pipelines[key]
+
+    def services(self, spec: RunSpec) -> Services:
+        """What a visit gets; sub-pipelines run as child runs inside the visit, in this
+        process, and write their own events (their gates are the store's)."""
+        rt = self.runtime(spec)
+        output = RedactedOutput(rt.store, self.redactor)
+        bus = EventBus(rt.store, redact=self.redactor.events)
+
+        def services() -> Services:
+            return Services(
+                step_kinds=rt.registries.step_kinds,
+                adapters=rt.registries.adapters,
+                contract_types=rt.registries.contract_types,
+                gates=StoreGates(rt.store),
+                control=StoreControl(rt.store),
+                children=ChildRunner(rt, bus, services),
+                output=output,
+                runs=rt.store,
+                redact=self.redactor.text,
+            )
+
+        return services()
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+class Activities:
+    """The activities, bound to one worker's caches."""
+
+    def __init__(self, context: WorkerContext | None = None) -> None:
+        self.context = context or WorkerContext()
+
+    @activity.defn(name="swell.record")
+    async def record(self, request: RecordRequest) -> int:
+        """Store a batch of the run's events; a batch stored before (the activity is
+        retried after its answer was lost) is not stored twice. Returns how many were new."""
+        store = self.context.store(request.store)
+        events = [ev.parse_event(text) for text in request.events]
+        if not events:
+            return 0
+        try:
+            store.emit(events)
+            return len(events)
+        except StoreError:
+            # the workflow writes batches one after another, each all or nothing: what
+            # is stored of this one is its beginning
+            stored = {e.seq for e in store.events(request.run_id, events[0].seq - 1)}
+            rest = [e for e in events if e.seq not in stored]
+            if len(rest) == len(events):
+                raise
+            store.emit(rest)
+            return len(rest)
+
+    @activity.defn(name="swell.gate_message")
+    async def gate_message(self, request: VisitRequest) -> str:
+        """What a gate visit asks, rendered with the run's variables."""
+        run = self.context.run(request.spec)
+        step = run.graph.steps[request.step_id]
+        return gate_message(step, base_namespace(run.plan, run.state, step))
+
+    @activity.defn(name="swell.visit")
+    async def visit(self, request: VisitRequest) -> VisitReply:
+        """One visit by the existing visit executor, heartbeating while it runs. When
+        the workflow cancels it, the executor ends the visit's processes first."""
+        run = self.context.run(request.spec)
+        step = run.graph.steps[request.step_id]
+        if activity.info().attempt > 1:
+            # the worker of the last attempt died: its processes, if on this host, go first
+            markers = [
+                f"SWELL_RUN_ID={request.spec.run_id}",
+                f"SWELL_STEP_ID={request.step_id}",
+                f"SWELL_VISIT={request.visit}",
+            ]
+            await sweep.stop_marked(markers)
+        emitted: list[ev.BaseEvent] = []
+        executor = VisitExecutor(
+            run.plan,
+            self.context.services(request.spec),
+            run.state,
+            run.graph.steps,
+            run.workspaces,
+            emitted.extend,  # committed with the visit's end, by the workflow
+        )
+        visit = Visit(
+            step,
+            request.visit,
+            Activation(request.step_id, request.reason, request.source_step, request.source_visit),  # type: ignore[arg-type]
+        )
+        # a local activity has no heartbeat: it lives and dies with the workflow's worker
+        beating = asyncio.create_task(_heartbeat(activity.info().is_local))
+        started = time.monotonic()
+        try:
+            result = await executor.run(visit)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in a step kind must not lose the run
+            result = StepResult(outcome="failure", error=f"internal error: {exc!r}")
+        finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+        duration_ms = int((time.monotonic() - started) * 1000)
+        events = self.context.redactor.events([*emitted, *result.events])
+        return reply_of(result, events, duration_ms)
+
+
+async def _heartbeat(local: bool) -> None:
+    while not local:
+        activity.heartbeat()
+        await asyncio.sleep(HEARTBEAT_EVERY)
+
+
+def reply_of(result: StepResult, events: Sequence[ev.BaseEvent], duration_ms: int) -> VisitReply:
+    """A visit's result as it crosses the wire."""
+    failure = result.failure
+    wire = None
+    if failure is not None:
+        wire = FailureWire(
+            policy=failure.policy,
+            index=failure.index,
+            contract_type=failure.contract_type,
+            error=failure.error,
+            owner=failure.owner.id,
+            rework_step=failure.rework_step,
+            reviewer=failure.reviewer,
+            feedback=failure.feedback.model_dump(mode="json") if failure.feedback else None,
+            feedback_path=failure.feedback_path,
+        )
+    return VisitReply(
+        outcome=result.outcome,
+        duration_ms=duration_ms,
+        error=result.error,
+        exit_code=result.exit_code,
+        output_tail=result.output_tail,
+        outputs=_jsonable(result.outputs),
+        events=[ev.event_json(e) for e in events],
+        choice_key=result.choice_key,
+        choice_target=result.choice_target,
+        tokens_in=result.tokens_in,
+        tokens_out=result.tokens_out,
+        cost_usd=result.cost_usd,
+        failure=wire,
+        round_content=result.round_content,
+        round_meta=_jsonable(result.round_meta),
+        adapter=result.adapter,
+        model=result.model,
+    )
+
+
+def _jsonable(data: dict[str, object]) -> dict[str, object]:
+    from pydantic_core import to_jsonable_python
+
+    value = to_jsonable_python(data, fallback=str)
+    return dict(value) if isinstance(value, dict) else {}

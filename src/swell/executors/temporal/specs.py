@@ -1,0 +1,122 @@
+"""What crosses the wire between client, workflow and activities: plain dataclasses
+that Temporal's JSON converter carries. Events travel as their stored JSON text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunSpec:
+    """Everything a worker on any host needs to execute a run: where the project and
+    the store are, the pipeline as it was when the run started, the run's options."""
+
+    run_id: str
+    project_root: str
+    store: str  # the store's location (a postgresql:// URL across hosts)
+    pipeline_path: str
+    pipeline_text: str
+    input: str
+    workspace: str
+    run_dir: str
+    concurrency: int
+    breaker_limit: int
+    # runtime.cost as the loop applies it (engine.cost.Budget); 0: no limit
+    budget_warn_at: float = 0.0
+    budget_ceiling: float = 0.0
+    budget_currency: str | None = None
+    auto_approve: bool = False
+    adapter: str | None = None
+    model: str | None = None
+    heartbeat_seconds: float = 10.0  # how soon a visit on a dead worker is given to another
+    # visits as local activities of the worker driving the workflow (runtime.temporal.
+    # local_visits): no task dispatch per visit, for runs of short steps
+    local_visits: bool = False
+    # visits one workflow execution runs before it continues as new (a history stays short)
+    continue_after: int = 1000
+    # a continued execution's start: the run's folded state (RunState.to_snapshot, JSON)
+    # and the workflow time the run started at
+    carried: str | None = None
+    started_at: float | None = None
+
+
+@dataclass
+class RecordRequest:
+    """A batch of stamped events for the store, in seq order."""
+
+    store: str
+    run_id: str
+    events: list[str]
+
+
+@dataclass
+class VisitRequest:
+    """One visit for an activity to run."""
+
+    spec: RunSpec
+    step_id: str
+    visit: int
+    reason: str
+    source_step: str | None = None
+    source_visit: int | None = None
+
+
+@dataclass
+class FailureWire:
+    """`engine.context.ContractFailure`, with its owner step by id."""
+
+    policy: str
+    index: int
+    contract_type: str
+    error: str
+    owner: str
+    rework_step: str | None = None
+    reviewer: str | None = None
+    feedback: dict[str, Any] | None = None
+    feedback_path: str | None = None
+
+
+@dataclass
+class VisitReply:
+    """`engine.context.StepResult` of a finished visit, with its duration; `events`:
+    what the visit emitted while it ran, then what it returned."""
+
+    outcome: str
+    duration_ms: int
+    error: str | None = None
+    exit_code: int | None = None
+    output_tail: str | None = None
+    outputs: dict[str, Any] = field(default_factory=dict)
+    events: list[str] = field(default_factory=list)
+    choice_key: str | None = None
+    choice_target: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    failure: FailureWire | None = None
+    round_content: str | None = None
+    round_meta: dict[str, Any] = field(default_factory=dict)
+    adapter: str | None = None
+    model: str | None = None
+
+
+@dataclass
+class GateRequest:
+    """`swell approve` / `swell reject`: a decision on a waiting approval gate."""
+
+    decision: str  # approved | rejected
+    step_id: str | None = None  # None: the only gate waiting
+    choice: str | None = None
+    reason: str | None = None
+    by: str | None = None
+
+
+@dataclass
+class RunOutcome:
+    """How the workflow ended the run."""
+
+    run_id: str
+    status: str
+    error: str | None = None
+    visits: int = 0

@@ -1,0 +1,64 @@
+"""`swell worker`: a process that runs the engine's workflows and visits from one task
+queue until it is stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from datetime import timedelta
+
+from swell import sweep
+from swell.executors.temporal.client import Engine, connect
+
+# how often a running visit's heartbeat reaches the server at most: a cancelled run's
+# visits hear of it within about this long
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
+
+
+def _warm() -> None:
+    """Import every step kind now: the workflow's first task must not spend Temporal's
+    deadlock-detection budget (2 s) on imports."""
+    from swell.engine.steps.registry import BUILTIN
+    from swell.executors.temporal.workflow import _kinds
+
+    kinds = _kinds()
+    for name in BUILTIN:
+        kinds.get(name)
+
+
+async def serve(engine: Engine, slots: int, ready: Callable[[], None] | None = None) -> None:
+    """Poll `engine.queue` with `slots` visits at most at once, until SIGINT or SIGTERM;
+    visits still running then are cancelled (their processes end) and run again on
+    another worker."""
+    from temporalio.worker import Worker
+
+    from swell.executors.temporal.activities import Activities
+    from swell.executors.temporal.workflow import RunWorkflow
+
+    _warm()
+    client = await connect(engine)
+    acts = Activities()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    # visits' processes that daemonize are re-parented here, where the sweep finds them
+    with sweep.adopting():
+        worker = Worker(
+            client,
+            task_queue=engine.queue,
+            workflows=[RunWorkflow],
+            activities=[acts.record, acts.gate_message, acts.visit],
+            max_concurrent_activities=slots,
+            max_concurrent_local_activities=max(slots, 4),
+            max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+            default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+            graceful_shutdown_timeout=timedelta(seconds=5),
+        )
+        async with worker:
+            if ready is not None:
+                ready()
+            await stop.wait()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(sig)

@@ -1,0 +1,416 @@
+"""A run as a Temporal workflow: the run loop of engine/runner.py, with every decision
+taken by the pure completion core, so replaying the workflow's history takes the same
+decisions again.
+
+The workflow is the only writer of the run's events: it stamps them (seq, and the
+workflow's own clock) and folds them into its `RunState` as the in-process runner
+does, then hands each batch to the `swell.record` local activity, which stores it
+idempotently. Visits are `swell.visit` activities, started only once everything before
+them is stored (a visit reads the run's state from the store). Approval gates wait for
+the `decide_gate` update (`swell approve` / `swell reject`), timer gates for a
+workflow timer; cancelling the workflow (`swell cancel`) cancels the running visits,
+waits until their processes are gone, and records the run as cancelled.
+
+swell's modules are deterministic where the workflow uses them (no clock, no I/O,
+no randomness in the completion core; tests/temporal replays stored histories), so
+the workflow runs outside Temporal's import sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from swell.engine.completion import Decisions, Limits, Visit, queue
+    from swell.engine.context import ContractFailure, GateDecision, StepResult
+    from swell.engine.cost import Budget
+    from swell.engine.graph import Graph
+    from swell.engine.state import RunState
+    from swell.engine.steps import gate as gates
+    from swell.engine.steps.registry import StepKinds, default_step_kinds
+    from swell.events import models as ev
+    from swell.events.models import FinalStatus, ReviewFeedback
+    from swell.executors.temporal import WORKFLOW
+    from swell.executors.temporal.specs import (
+        GateRequest,
+        RecordRequest,
+        RunOutcome,
+        RunSpec,
+        VisitReply,
+        VisitRequest,
+    )
+    from swell.manifest.durations import parse_duration
+    from swell.manifest.loader import load_stored_pipeline
+
+_STAMP = ("run_id", "seq", "ts")
+VISIT_TIMEOUT = timedelta(days=7)  # the visit executor enforces step timeouts itself
+WORKER_LOST_ATTEMPTS = 3  # a visit whose worker died is tried again on another, this often
+
+
+@cache
+def _kinds() -> StepKinds:
+    return default_step_kinds()
+
+
+@dataclass
+class _Task:
+    visit: Visit
+    order: int  # launch order: ended visits are handled in it, whatever the wake-up order
+    started: float  # workflow time
+
+
+@workflow.defn(name=WORKFLOW, sandboxed=False)
+class RunWorkflow:
+    """One run, start to end."""
+
+    def __init__(self) -> None:
+        self._pending: list[ev.BaseEvent] = []
+        self._writing = asyncio.Lock()
+        self._tasks: dict[asyncio.Task[tuple[StepResult, int]], _Task] = {}
+        self._launched = 0
+        self._waiting: dict[str, int] = {}  # approval gates waiting: step -> visit
+        self._decisions: dict[tuple[str, int], GateDecision] = {}
+
+    # ----------------------------------------------------------------- the run
+
+    @workflow.run
+    async def run(self, spec: RunSpec) -> RunOutcome:
+        self.spec = spec
+        loaded = load_stored_pipeline(Path(spec.pipeline_path), spec.pipeline_text)
+        self.graph = Graph(loaded.pipeline, _kinds().of)
+        budget = Budget(spec.budget_warn_at, spec.budget_ceiling, spec.budget_currency)
+        limits = Limits(
+            spec.concurrency, spec.breaker_limit, loaded.pipeline.max_step_visits, budget
+        )
+        self.decide = Decisions(self.graph, _kinds(), limits)
+        self.pipeline = loaded.name
+        if spec.carried is None:
+            self.state = RunState(spec.run_id)
+            self.started = workflow.time()
+        else:  # continued as new: the run goes on from its folded state
+            self.state = RunState.from_snapshot(json.loads(spec.carried))
+            self.started = spec.started_at or workflow.time()
+        self._visits_before = self.state.total
+        try:
+            return await self._loop()
+        except asyncio.CancelledError:
+            return await self._cancelled()
+
+    async def _loop(self) -> RunOutcome:
+        if self.spec.carried is None:
+            self._record(
+                [
+                    ev.RunStarted(
+                        pipeline=self.pipeline,
+                        input=self.spec.input,
+                        workspace=self.spec.workspace,
+                    ),
+                    *queue(self.graph.entry_activations(), ()),
+                ]
+            )
+        while True:
+            if not self._tasks and self._long():
+                await self._continue_as_new()
+            running = {t.visit.step.id for t in self._tasks.values()}
+            starts = self.decide.start_ready(self.state, running)
+            self._record(starts.events)
+            if starts.fail:
+                return await self._finish("failed", starts.fail)
+            decided: list[tuple[Visit, StepResult, int]] = []
+            launch: list[Visit] = []
+            for visit in starts.visits:
+                result = _kinds().of(visit.step).route(visit.step, visit.activation, self.state)
+                if result is None:
+                    launch.append(visit)
+                else:
+                    decided.append((visit, result, 0))
+            if launch:
+                await self._flush()  # a visit reads the run's state from the store
+                for visit in launch:
+                    self._launch(visit)
+            if decided:
+                outcome = await self._complete(decided)
+                if outcome is not None:
+                    return outcome
+                continue
+            if not self._tasks:
+                if self.state.queue:
+                    blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
+                    return await self._finish(
+                        "failed", f"steps {blocked} wait for dependencies that never ran"
+                    )
+                return await self._finish("succeeded")
+            await self._flush()
+            await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+            ended = sorted(
+                (task for task in self._tasks if task.done()), key=lambda t: self._tasks[t].order
+            )
+            finished = []
+            for task in ended:
+                visit = self._tasks.pop(task).visit
+                result, duration_ms = _result_of(task)
+                finished.append((visit, result, duration_ms))
+            outcome = await self._complete(finished)
+            if outcome is not None:
+                return outcome
+
+    async def _complete(self, visits: list[tuple[Visit, StepResult, int]]) -> RunOutcome | None:
+        for visit, result, duration_ms in visits:
+            ended = self.decide.complete(visit, result, duration_ms, self.state)
+            self._record(ended.events)
+            if ended.complete:
+                return await self._finish("succeeded")
+            if ended.fail:
+                return await self._finish("failed", ended.fail)
+            if ended.reject:
+                return await self._finish("rejected", ended.reject)
+        return None
+
+    def _long(self) -> bool:
+        """Whether this execution's history is long enough to continue as new."""
+        visits = self.state.total - self._visits_before
+        return visits >= self.spec.continue_after or workflow.info().is_continue_as_new_suggested()
+
+    async def _continue_as_new(self) -> None:
+        """Go on in a new execution of the same workflow (same id), from the run's
+        folded state; only between visits (nothing runs, no gate waits)."""
+        await self._flush()
+        data = json.dumps(self.state.to_snapshot(), default=to_jsonable_python)
+        spec = dataclasses.replace(self.spec, carried=data, started_at=self.started)
+        workflow.continue_as_new(spec)
+
+    def _elapsed_ms(self) -> int:
+        return int((workflow.time() - self.started) * 1000)
+
+    async def _finish(self, status: FinalStatus, error: str | None = None) -> RunOutcome:
+        running = await self._cancel_tasks()
+        if status == "succeeded" and self.state.carried_failures:
+            status, error = "failed", "; ".join(self.state.carried_failures)
+        self._record(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
+        await self._flush()
+        return RunOutcome(self.spec.run_id, status, error, self.state.total)
+
+    async def _cancelled(self) -> RunOutcome:
+        """`swell cancel`: stop the running visits (their processes end first), then
+        record the run as cancelled."""
+        running = await self._cancel_tasks()
+        events, _ = self.decide.stop(self.state, running, "cancelled", self._elapsed_ms())
+        self._record(events)
+        await self._flush()
+        return RunOutcome(self.spec.run_id, "cancelled", "cancelled", self.state.total)
+
+    async def _cancel_tasks(self) -> list[Visit]:
+        running = [t.visit for t in sorted(self._tasks.values(), key=lambda t: t.order)]
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        self._tasks.clear()
+        return running
+
+    # ------------------------------------------------------------------ events
+
+    def _record(self, events: list[ev.BaseEvent]) -> None:
+        """Stamp and fold events; `_flush` stores them."""
+        if not events:
+            return
+        stamp = workflow.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        seq = self.state.seq
+        for event in events:
+            seq += 1
+            event.__dict__.update(run_id=self.spec.run_id, seq=seq, ts=stamp)
+            event.__pydantic_fields_set__.update(_STAMP)
+            self.state.apply(event)
+        self._pending.extend(events)
+
+    async def _flush(self) -> None:
+        """Store what was recorded, in seq order (one batch at a time); a batch is taken
+        off only once stored, so a cancelled write is written again (idempotently)."""
+        async with self._writing:
+            if not self._pending:
+                return
+            batch = list(self._pending)
+            await workflow.execute_local_activity(
+                "swell.record",
+                RecordRequest(self.spec.store, self.spec.run_id, [ev.event_json(e) for e in batch]),
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
+            )
+            del self._pending[: len(batch)]
+
+    # ------------------------------------------------------------------ visits
+
+    def _launch(self, visit: Visit) -> None:
+        self._launched += 1
+        work = self._gate(visit) if visit.step.gate is not None else self._visit(visit)
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks[task] = _Task(visit, self._launched, workflow.time())
+
+    def _request(self, visit: Visit) -> VisitRequest:
+        act = visit.activation
+        return VisitRequest(
+            self.spec, visit.step.id, visit.visit, act.reason, act.source_step, act.source_visit
+        )
+
+    async def _visit(self, visit: Visit) -> tuple[StepResult, int]:
+        """One visit on a worker; a worker that dies is noticed by its missed heartbeats
+        and the visit runs again on another one."""
+        retry = RetryPolicy(maximum_attempts=WORKER_LOST_ATTEMPTS)
+        waits = workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+        try:
+            if self.spec.local_visits:
+                reply: VisitReply = await workflow.execute_local_activity(
+                    "swell.visit",
+                    self._request(visit),
+                    result_type=VisitReply,
+                    start_to_close_timeout=VISIT_TIMEOUT,
+                    retry_policy=retry,
+                    cancellation_type=waits,
+                )
+            else:
+                reply = await workflow.execute_activity(
+                    "swell.visit",
+                    self._request(visit),
+                    result_type=VisitReply,
+                    start_to_close_timeout=VISIT_TIMEOUT,
+                    heartbeat_timeout=timedelta(seconds=self.spec.heartbeat_seconds),
+                    retry_policy=retry,
+                    cancellation_type=waits,
+                )
+        except ActivityError as exc:
+            cause = exc.cause or exc
+            return StepResult(outcome="failure", error=f"the visit's worker failed: {cause}"), 0
+        return self._result(reply), reply.duration_ms
+
+    def _result(self, reply: VisitReply) -> StepResult:
+        failure = None
+        if reply.failure is not None:
+            wire = reply.failure
+            failure = ContractFailure(
+                policy=wire.policy,  # type: ignore[arg-type]
+                index=wire.index,
+                contract_type=wire.contract_type,
+                error=wire.error,
+                owner=self.graph.steps[wire.owner],
+                rework_step=wire.rework_step,
+                reviewer=wire.reviewer,
+                feedback=ReviewFeedback.model_validate(wire.feedback) if wire.feedback else None,
+                feedback_path=wire.feedback_path,
+            )
+        return StepResult(
+            outcome=reply.outcome,  # type: ignore[arg-type]
+            error=reply.error,
+            exit_code=reply.exit_code,
+            output_tail=reply.output_tail,
+            outputs=reply.outputs,
+            events=[ev.parse_event(text) for text in reply.events],
+            choice_key=reply.choice_key,
+            choice_target=reply.choice_target,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            cost_usd=reply.cost_usd,
+            failure=failure,
+            round_content=reply.round_content,
+            round_meta=reply.round_meta,
+            adapter=reply.adapter,
+            model=reply.model,
+        )
+
+    # ------------------------------------------------------------------- gates
+
+    async def _gate(self, visit: Visit) -> tuple[StepResult, int]:
+        """A gate waits in the workflow: an approval for the `decide_gate` update, a
+        timer (or an approval's timeout) for a workflow timer."""
+        step, number = visit.step, visit.visit
+        gate = step.gate
+        assert gate is not None
+        started = workflow.time()
+        if not gates.waits_for_decision(gate, self.spec.auto_approve):
+            auto = GateDecision("approved", reason="auto-approved", by="auto")
+            return gates.resolve(gate, auto, step.id, number), 0
+        message: str = await workflow.execute_activity(
+            "swell.gate_message",
+            self._request(visit),
+            result_type=str,
+            start_to_close_timeout=timedelta(seconds=60),
+        )
+        timeout = parse_duration(gate.timeout) if gate.timeout else None
+        deadline = workflow.now() + timedelta(seconds=timeout) if timeout is not None else None
+        self._record(gates.waiting_events(gate, step.id, number, message, deadline))
+        await self._flush()
+        key = (step.id, number)
+        if gate.type == "approval":
+            self._waiting[step.id] = number
+        try:
+            await workflow.wait_condition(lambda: key in self._decisions, timeout=timeout)
+            decision = self._decisions.pop(key)
+        except TimeoutError:
+            decision = gates.timed_out(gate)
+        finally:
+            self._waiting.pop(step.id, None)
+        duration_ms = int((workflow.time() - started) * 1000)
+        return gates.resolve(gate, decision, step.id, number), duration_ms
+
+    @workflow.update(name="decide_gate")
+    def decide_gate(self, request: GateRequest) -> str:
+        """A person's decision on a waiting approval gate; returns the gate's step."""
+        step_id = self._gate_for(request)
+        number = self._waiting.pop(step_id)
+        self._decisions[(step_id, number)] = GateDecision(
+            request.decision,  # type: ignore[arg-type]
+            request.choice,
+            request.reason,
+            request.by,
+        )
+        return step_id
+
+    @decide_gate.validator
+    def _check_gate(self, request: GateRequest) -> None:
+        step_id = self._gate_for(request)
+        gate = self.graph.steps[step_id].gate
+        keys = [c.key for c in gate.choices] if gate else []
+        if request.choice is not None and keys and request.choice not in keys:
+            raise ApplicationError(
+                f"'{request.choice}' is not a choice of gate '{step_id}' "
+                f"(choices: {', '.join(keys)})",
+                non_retryable=True,
+            )
+
+    def _gate_for(self, request: GateRequest) -> str:
+        """The waiting gate a decision is for; rejects the update (nothing is recorded)
+        when none fits."""
+        if request.decision not in ("approved", "rejected"):
+            raise ApplicationError(f"unknown decision '{request.decision}'", non_retryable=True)
+        if request.step_id is not None:
+            if request.step_id not in self._waiting:
+                raise ApplicationError(
+                    f"no gate is waiting at step '{request.step_id}'", non_retryable=True
+                )
+            return request.step_id
+        if not self._waiting:
+            raise ApplicationError("no gate is waiting", non_retryable=True)
+        if len(self._waiting) > 1:
+            names = ", ".join(sorted(self._waiting))
+            raise ApplicationError(f"several gates wait ({names}): name one", non_retryable=True)
+        return next(iter(self._waiting))
+
+
+def _result_of(task: asyncio.Task[tuple[StepResult, int]]) -> tuple[StepResult, int]:
+    try:
+        return task.result()
+    except Exception as exc:  # a bug in the workflow's own gate code must not lose the run
+        failed: Any = StepResult(outcome="failure", error=f"internal error: {exc!r}")
+        return failed, 0

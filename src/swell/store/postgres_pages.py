@@ -1,0 +1,106 @@
+"""Postgres's queries for the dashboard's pages (store/pages.py): a page of runs by the
+`runs_created` index, a page of visits by the visits' key, sums in SQL. The answers
+are `ReaderPages`' (the generic pager), which tests/store checks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from swell.store.pages import (
+    VISIT_COLUMNS,
+    RunFilter,
+    RunPage,
+    RunTotals,
+    VisitDetail,
+    VisitPage,
+    run_where,
+)
+from swell.store.rows import RunRow, VisitRow
+
+if TYPE_CHECKING:
+    from swell.store.postgres import PostgresStore
+
+
+class PostgresPages:
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
+        from swell.store.postgres import _RUN_COLS  # the columns `list_runs` reads
+
+        where, params = run_where(filt, "%s")
+        counted = self.store._one(f"SELECT COUNT(*) FROM runs {where}", params)
+        runs = self.store._rows(
+            RunRow,
+            f"SELECT {_RUN_COLS} FROM runs {where} "
+            "ORDER BY created_at DESC, num DESC LIMIT %s OFFSET %s",
+            (*params, limit, offset),
+        )
+        total = int(counted[0]) if counted else 0
+        return RunPage(runs, self.totals([r.id for r in runs]), total)
+
+    def totals(self, ids: Sequence[str]) -> dict[str, RunTotals]:
+        totals = {run_id: RunTotals() for run_id in ids}
+        if not ids:
+            return totals
+        for run_id, t_in, t_out, cost in self.store._all(
+            "SELECT run_id, SUM(tokens_in), SUM(tokens_out), SUM(cost_usd) FROM visits "
+            "WHERE run_id = ANY(%s) GROUP BY run_id",
+            (list(ids),),
+        ):
+            totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
+        for parent, count in self.store._all(
+            "SELECT parent_run_id, COUNT(*) FROM runs WHERE parent_run_id = ANY(%s) "
+            "GROUP BY parent_run_id",
+            (list(ids),),
+        ):
+            totals[parent].children = int(count)
+        return totals
+
+    def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
+        counted = self.store._one("SELECT COUNT(*) FROM visits WHERE run_id = %s", (run_id,))
+        # SQLite's order: a visit not started yet (NULL) sorts last going down
+        visits = self.store._rows(
+            VisitRow,
+            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = %s "
+            "ORDER BY started_at DESC NULLS LAST, step_id DESC, visit DESC LIMIT %s OFFSET %s",
+            (run_id, limit, offset),
+        )
+        return VisitPage(visits, int(counted[0]) if counted else 0)
+
+    def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
+        rows = self.store._rows(
+            VisitRow,
+            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = %s AND step_id = %s AND visit = %s",
+            (run_id, step_id, visit),
+        )
+        return rows[0] if rows else None
+
+    def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
+        from swell.events.models import event_json, stored_event
+
+        tail = self.store._one(
+            "SELECT output_tail FROM visits WHERE run_id = %s AND step_id = %s AND visit = %s",
+            (run_id, step_id, visit),
+        )
+        rows = self.store._all(
+            "SELECT seq, ts, type, data FROM events "
+            "WHERE run_id = %s AND step_id = %s AND visit = %s ORDER BY seq",
+            (run_id, step_id, visit),
+        )
+        events: list[dict[str, Any]] = [
+            json.loads(
+                event_json(
+                    stored_event(
+                        kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step_id, visit=visit
+                    )
+                )
+            )
+            for seq, ts, kind, data in rows
+        ]
+        return VisitDetail(tail[0] if tail else None, events)
+
+    def pipeline_names(self) -> list[str]:
+        return [r[0] for r in self.store._all("SELECT DISTINCT pipeline FROM runs ORDER BY 1", ())]
