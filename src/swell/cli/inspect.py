@@ -123,15 +123,9 @@ def status(
     reviews = store.reviews(run.id)
     steps = store.steps(run.id)  # counted by the store: a long run has many visits
     elapsed = _running_elapsed(steps)
-    spent, outputs = ledger.run_cost(steps, reviews), ledger.outputs_of(store, run.id)
-    from swell.events import models as ev
-
-    outcomes = [
-        {"step_id": e.step_id, "visit": e.visit, "type": e.kind, "label": e.label,
-         "value": e.value, "description": e.description}
-        for e in store.events_of_kind(run.id, ["outcome.recorded"])
-        if isinstance(e, ev.OutcomeRecorded)
-    ]  # fmt: skip
+    text = store.pipeline_text(run.id)
+    spent, outputs = ledger.run_cost(steps, reviews), ledger.outputs_of(store, run.id, text)
+    outcomes = ledger.outcomes_of(store, run.id, text)
     if output is Output.json:
         print_json(
             {

@@ -28,10 +28,29 @@ def step_note(step: StepRow) -> str:
     return ("  " + "  ".join(parts)) if parts else ""
 
 
-def outputs_of(store: Store, run_id: str) -> dict[str, RunOutput]:
-    from swell.engine.pipeline_outputs import run_outputs  # only when status needs it
+def outputs_of(store: Store, run_id: str, pipeline_text: str | None) -> dict[str, RunOutput]:
+    """The run's `pipeline_outputs`; a pipeline that declares none (most) costs nothing:
+    `swell status` must stay quick."""
+    if not pipeline_text or "pipeline_outputs" not in pipeline_text:
+        return {}
+    from swell.engine.pipeline_outputs import run_outputs
 
     return run_outputs(store, run_id)
+
+
+def outcomes_of(store: Store, run_id: str, pipeline_text: str | None) -> list[dict[str, Any]]:
+    """The outcomes the run's steps recorded (`outcome.recorded`); none to read when the
+    pipeline declares no `outcomes`."""
+    if not pipeline_text or "outcomes" not in pipeline_text:
+        return []
+    from swell.events import models as ev
+
+    return [
+        {"step_id": e.step_id, "visit": e.visit, "type": e.kind, "label": e.label,
+         "value": e.value, "description": e.description}
+        for e in store.events_of_kind(run_id, ["outcome.recorded"])
+        if isinstance(e, ev.OutcomeRecorded)
+    ]  # fmt: skip
 
 
 def outputs_json(outputs: dict[str, RunOutput]) -> dict[str, dict[str, Any]]:

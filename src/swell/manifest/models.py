@@ -344,7 +344,6 @@ class Exec(Strict):
     args: str | None = None
 
 
-
 class ArtifactDef(Strict):
     name: str
     path: str | None = None

@@ -44,13 +44,14 @@ from swell.store.rules import (
     pending,
 )
 from swell.store.run_locks import RunLocks, this_process
-from swell.store.stats import sqlite_stats
 from swell.store.waiting import poll_for_events
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from swell.events.models import BaseEvent, Event
+    from swell.store.pages import RunFilter
+    from swell.store.stats import StatsSource
     from swell.streaming import OutputChunk
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -478,7 +479,11 @@ class SqliteStore:
 
     # ---------------------------------------------------------------- internals
 
-    stats_source = sqlite_stats  # added up in SQL (store/stats.py)
+    def stats_source(self, filt: RunFilter) -> StatsSource:
+        """Facts for `swell retro stats`, added up in SQL (store/stats.py)."""
+        from swell.store.stats import sqlite_stats  # only `retro stats` asks
+
+        return sqlite_stats(self, filt)
 
     def _run_nums(self, events: Sequence[BaseEvent]) -> dict[str, int]:
         """The events' runs' numbers in `events`, numbering new ones (in a transaction)."""
