@@ -13,7 +13,8 @@ from swell.events import models as ev
 from swell.retro.friction import classify, counts, ms_between, smoothness
 from swell.retro.models import FRICTION_KINDS, Distribution, RunPoint, Stats, StepStats
 from swell.store.pages import RunFilter
-from swell.store.stats import RunFacts, StatsReader, StatsSource, rank
+from swell.store.protocols import StatsReader
+from swell.store.stats import RunFacts, StatsSource, rank
 
 POINTS = 500  # runs a chart plots at most (the newest)
 _SINCE = re.compile(r"(\d+)\s*([smhdw])")

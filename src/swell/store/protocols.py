@@ -21,10 +21,11 @@ from swell.store.rows import (
     StepRow,
     VisitRow,
 )
-from swell.store.stats import StatsReader
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent, Event
+    from swell.store.pages import RunFilter
+    from swell.store.stats import StatsSource
     from swell.streaming import OutputChunk
 
 
@@ -215,6 +216,13 @@ class OutputStore(Protocol):
     ) -> list[OutputChunk]:
         """The run's chunks stored after chunk `after_id` (of one step, one visit), in
         the order they were stored."""
+        ...
+
+
+class StatsReader(Protocol):
+    def stats_source(self, filt: RunFilter) -> StatsSource:
+        """The runs `filt` keeps, their steps and reviews added up, and their events of
+        FRICTION_TYPES in seq order (store/stats.py)."""
         ...
 
 

@@ -94,13 +94,6 @@ class StatsSource:
     events: dict[str, list[Event]] = field(default_factory=dict)  # FRICTION_TYPES, by run
 
 
-class StatsReader(Protocol):
-    def stats_source(self, filt: RunFilter) -> StatsSource:
-        """The runs `filt` keeps, their steps and reviews added up, and their events of
-        FRICTION_TYPES in seq order."""
-        ...
-
-
 def rank(values: Sequence[int], q: float) -> int | None:
     """The nearest-rank percentile `q` (0 < q <= 1) of `values`, None when empty."""
     if not values:
