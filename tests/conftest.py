@@ -21,11 +21,19 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
+@pytest.fixture(scope="session")
+def manifest_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's cache of validated manifests (manifest/cache.py), never the user's."""
+    return tmp_path_factory.mktemp("swell-cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No test ever reads or writes a real project's .swell directory."""
+def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, manifest_cache: Path) -> Path:
+    """No test ever reads or writes a real project's .swell directory (or the user's
+    cache)."""
     state = tmp_path / "state"
     monkeypatch.setenv("SWELL_STATE_DIR", str(state))
+    monkeypatch.setenv("SWELL_CACHE_DIR", str(manifest_cache))
     monkeypatch.delenv("SWELL_STORE", raising=False)  # SQLite in `state` unless a test says
     return state
 

@@ -26,9 +26,9 @@ class Workers:
     cwd: Path
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
 
-    def start(self, slots: int = 4) -> subprocess.Popen[str]:
-        """A worker; returns once it polls its queue. Its output goes to a log file
-        (a pipe nobody reads could fill up and stall it)."""
+    def start(self, slots: int = 4, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """A worker (`env`: over this process's); returns once it polls its queue. Its
+        output goes to a log file (a pipe nobody reads could fill up and stall it)."""
         log = self.cwd.parent / f"worker-{len(self.procs) + 1}.log"
         with log.open("w") as out:
             proc = subprocess.Popen(
@@ -39,6 +39,7 @@ class Workers:
                 stdin=subprocess.DEVNULL,
                 text=True,
                 start_new_session=True,
+                env={**os.environ, **env} if env else None,
             )
         self.procs.append(proc)
         wait_for(lambda: "worker ready" in log.read_text() or proc.poll() is not None, 60)

@@ -88,6 +88,7 @@ async def run_child(ctx: VisitContext, call: ChildCall, options: RunOptions) -> 
         pipeline=call.pipeline,
         options=options,
         own_workspace=call.own_workspace,
+        item=call.item,
     )
     limit = timeout_of(ctx)
     if limit is None:

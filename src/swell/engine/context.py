@@ -61,6 +61,7 @@ class ChildRequest:
     pipeline: str | None = None  # the pipeline to run (rendered), else `step.pipeline`
     options: RunOptions | None = None  # the child's own (env, handed artifacts), else the parent's
     own_workspace: bool = False  # a workspace of its own (iterate items), else the parent's
+    item: int | None = None  # an iterate/matrix item's index (an engine keys its child by it)
 
 
 @dataclass(frozen=True)

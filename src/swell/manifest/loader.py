@@ -12,11 +12,12 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from swell.errors import ManifestError, PipelineNotFound, Problem, ProjectNotFound
+from swell.manifest import cache
 from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
 from swell.manifest.models import Manifest, Pipeline, name_problem
 from swell.manifest.models_base import Strict
 from swell.manifest.partial import validate_partially
-from swell.manifest.yamlsrc import Loc, SourceMap, YamlDoc, load_yaml, parse_yaml
+from swell.manifest.yamlsrc import Loc, SourceMap, YamlDoc, load_yaml, parse_yaml, read_text
 
 PIPELINE_DIRS = (".agents/pipelines", ".wave/pipelines")
 
@@ -231,13 +232,21 @@ def _unsupported(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> lis
 def load_project(root: Path | None = None) -> Project:
     """Load the manifest of the project at or above `root` (default: the cwd)."""
     project_root = find_project_root(root)
-    for name in MANIFEST_NAMES:
-        path = project_root / name
-        if path.is_file():
-            doc = load_yaml(path, display_path(path))
-            manifest, warnings = _validate(Manifest, doc.data, doc.source)
-            return Project(project_root, path, manifest, doc.source, warnings)
-    raise ProjectNotFound(f"no manifest in {project_root}")  # pragma: no cover
+    path = next((p for n in MANIFEST_NAMES if (p := project_root / n).is_file()), None)
+    if path is None:  # pragma: no cover - find_project_root found one
+        raise ProjectNotFound(f"no manifest in {project_root}")
+    shown = display_path(path)
+    text = read_text(path, shown)
+
+    def build() -> Project:
+        return _project(project_root, path, parse_yaml(text, shown))
+
+    return cache.kept(cache.key("manifest", path, shown, text), build, Project)
+
+
+def _project(root: Path, path: Path, doc: YamlDoc) -> Project:
+    manifest, warnings = _validate(Manifest, doc.data, doc.source)
+    return Project(root, path, manifest, doc.source, warnings)
 
 
 def check_project(root: Path | None = None) -> tuple[Project | None, list[Problem]]:
@@ -312,7 +321,10 @@ def resolve_pipeline(root: Path, name_or_path: str) -> Path:
 def load_pipeline(root: Path, name_or_path: str) -> LoadedPipeline:
     """Load and validate (field level) one pipeline."""
     path = resolve_pipeline(root, name_or_path)
-    return _pipeline(path, load_yaml(path, display_path(path)))
+    shown = display_path(path)
+    text = read_text(path, shown)
+    name = cache.key("pipeline", path, shown, text)
+    return cache.kept(name, lambda: _pipeline(path, parse_yaml(text, shown)), LoadedPipeline)
 
 
 def load_stored_pipeline(path: Path, text: str) -> LoadedPipeline:

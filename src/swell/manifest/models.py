@@ -211,6 +211,12 @@ class TemporalConfig(Strict):
     local_visits: bool = False
     # visits one workflow execution runs before it continues as new (default 1000)
     continue_after: int | None = Field(default=None, ge=1)
+    # a bare git remote (path or URL) each visit's workspace changes are pushed to, for
+    # workers on other hosts to fetch; $SWELL_WORKSPACE_REMOTE wins over it
+    remote: str | None = None
+    # seconds a visit waits for the worker with the run's warm workspace before any
+    # worker may take it (the sticky per-worker queue); 0: no stickiness
+    sticky_seconds: float | None = Field(default=None, ge=0)
 
 
 class Runtime(Strict):

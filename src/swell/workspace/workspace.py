@@ -197,7 +197,7 @@ def _init(path: Path) -> str | None:
     automatic maintenance."""
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.git-") as tmp:
         here = Path(tmp)
-        git(here, "init", "-q")
+        git(here, "init", "-q", "--template=")  # no sample hooks, nothing to copy
         base = git(here, "commit-tree", EMPTY_TREE, "-m", "swell: workspace base").strip()
         head = (here / ".git" / "HEAD").read_text(encoding="utf-8").strip()
         branch = head.removeprefix("ref: ")

@@ -29,18 +29,20 @@ from swell.engine.steps.gate import gate_message
 from swell.engine.visit import VisitExecutor, base_namespace
 from swell.errors import StoreError
 from swell.events import models as ev
-from swell.events.bus import EventBus
 from swell.events.redact import RedactedOutput, Redactor
+from swell.executors.temporal.children import EngineChildren, create_child
 from swell.executors.temporal.specs import (
+    ChildCreate,
+    ChildStarted,
     FailureWire,
     RecordRequest,
     RunSpec,
     VisitReply,
     VisitRequest,
 )
+from swell.executors.temporal.workspace_sync import local_path, prepare_async, publish_async
 from swell.manifest.loader import LoadedPipeline, load_project, load_stored_pipeline
 from swell.runtime import (
-    ChildRunner,
     Runtime,
     StoreControl,
     StoreGates,
@@ -74,6 +76,7 @@ class WorkerContext:
         self.pipelines: dict[tuple[str, str], LoadedPipeline] = {}
         self.runs: OrderedDict[str, _Run] = OrderedDict()
         self.redactor = Redactor.from_environ(os.environ)
+        self.own_queue: str | None = None  # this worker's sticky queue (worker.py)
 
     def store(self, location: str) -> Store:
         if location not in self.stores:
@@ -105,10 +108,17 @@ class WorkerContext:
                 project=rt.project,
                 pipeline=loaded,
                 input=spec.input,
-                workspace=Path(spec.workspace),
+                workspace=local_path(spec.workspace),
                 run_dir=Path(spec.run_dir),
+                parent_run_id=spec.parent_run_id,
+                parent_step_id=spec.parent_step_id,
                 options=RunOptions(
-                    auto_approve=spec.auto_approve, adapter=spec.adapter, model=spec.model
+                    auto_approve=spec.auto_approve,
+                    adapter=spec.adapter,
+                    model=spec.model,
+                    env=dict(spec.env),
+                    artifacts=dict(spec.artifacts),
+                    max_cycles=spec.max_cycles,
                 ),
             )
             graph = Graph(loaded.pipeline, rt.registries.step_kinds.of)
@@ -131,26 +141,19 @@ class WorkerContext:
         return self.pipelines[key]
 
     def services(self, spec: RunSpec) -> Services:
-        """What a visit gets; sub-pipelines run as child runs inside the visit, in this
-        process, and write their own events (their gates are the store's)."""
+        """What a visit gets; its sub-pipelines are child workflows (children.py)."""
         rt = self.runtime(spec)
-        output = RedactedOutput(rt.store, self.redactor)
-        bus = EventBus(rt.store, redact=self.redactor.events)
-
-        def services() -> Services:
-            return Services(
-                step_kinds=rt.registries.step_kinds,
-                adapters=rt.registries.adapters,
-                contract_types=rt.registries.contract_types,
-                gates=StoreGates(rt.store),
-                control=StoreControl(rt.store),
-                children=ChildRunner(rt, bus, services),
-                output=output,
-                runs=rt.store,
-                redact=self.redactor.text,
-            )
-
-        return services()
+        return Services(
+            step_kinds=rt.registries.step_kinds,
+            adapters=rt.registries.adapters,
+            contract_types=rt.registries.contract_types,
+            gates=StoreGates(rt.store),
+            control=StoreControl(rt.store),
+            children=EngineChildren(rt),
+            output=RedactedOutput(rt.store, self.redactor),
+            runs=rt.store,
+            redact=self.redactor.text,
+        )
 
 
 def _mtime(path: Path) -> int:
@@ -187,6 +190,11 @@ class Activities:
             store.emit(rest)
             return len(rest)
 
+    @activity.defn(name="swell.create_child")
+    async def create_child(self, request: ChildCreate) -> ChildStarted:
+        """Record a child run in the store for the workflow to start (children.py)."""
+        return create_child(self.context.runtime(request.parent), request)
+
     @activity.defn(name="swell.gate_message")
     async def gate_message(self, request: VisitRequest) -> str:
         """What a gate visit asks, rendered with the run's variables."""
@@ -198,8 +206,14 @@ class Activities:
     async def visit(self, request: VisitRequest) -> VisitReply:
         """One visit by the existing visit executor, heartbeating while it runs. When
         the workflow cancels it, the executor ends the visit's processes first."""
-        run = self.context.run(request.spec)
+        spec = request.spec
+        run = self.context.run(spec)
         step = run.graph.steps[request.step_id]
+        attempt = request.tries_before + activity.info().attempt
+        if spec.remote:  # the work tree at the commit this visit starts from
+            await prepare_async(
+                run.plan.workspace, spec.remote, spec.run_id, request.base, attempt > 1
+            )
         if activity.info().attempt > 1:
             # the worker of the last attempt died: its processes, if on this host, go first
             markers = [
@@ -237,7 +251,19 @@ class Activities:
                 await beating
         duration_ms = int((time.monotonic() - started) * 1000)
         events = self.context.redactor.events([*emitted, *result.events])
-        return reply_of(result, events, duration_ms)
+        reply = reply_of(result, events, duration_ms)
+        if spec.remote:
+            reply.commit = await publish_async(
+                run.plan.workspace,
+                spec.remote,
+                spec.run_id,
+                request.step_id,
+                request.visit,
+                attempt,
+                request.base,
+            )
+        reply.queue = self.context.own_queue
+        return reply
 
 
 async def _heartbeat(local: bool) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swell.errors import RunStateError, SwellError
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from swell.runtime import Runtime
 
 ENGINE = "temporal"
+STICKY_SECONDS = 5.0  # how long a visit waits for its run's worker before any may take it
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,6 @@ def record_run(
     """Record a new run for the engine to execute (no process of this machine claims
     it) and return what its workflow starts from."""
     from swell.runtime import new_run_id
-    from swell.store.location import store_location
 
     run_id = new_run_id(loaded.name)
     workspace = rt.state_dir / "workspaces" / run_id
@@ -121,11 +122,27 @@ def record_run(
         },
         pipeline_text=loaded.text,
     )
+    return run_spec(rt, loaded, run_id, input_text, options, str(workspace))
+
+
+def run_spec(
+    rt: Runtime,
+    loaded: LoadedPipeline,
+    run_id: str,
+    input_text: str,
+    options: RunOptions,
+    workspace: str,
+    state_dir: Path | None = None,
+) -> RunSpec:
+    """What a recorded run's workflow starts from (the project's runtime settings as
+    they are now); `state_dir`: where its run directory goes (the parent's, for a child)."""
     from swell.engine.cost import Budget
+    from swell.store.location import store_location
 
     runtime = rt.project.manifest.runtime
     location = store_location(rt.project.root, runtime.store)
     budget = Budget.of(runtime.cost)
+    temporal = runtime.temporal
     return RunSpec(
         run_id=run_id,
         project_root=str(rt.project.root),
@@ -133,8 +150,8 @@ def record_run(
         pipeline_path=str(loaded.path),
         pipeline_text=loaded.text,
         input=input_text,
-        workspace=str(workspace),
-        run_dir=str(rt.state_dir / "runs" / run_id),
+        workspace=workspace,
+        run_dir=str((state_dir or rt.state_dir) / "runs" / run_id),
         concurrency=runtime.concurrency,
         breaker_limit=runtime.circuit_breaker.limit,
         budget_warn_at=budget.warn_at,
@@ -143,8 +160,15 @@ def record_run(
         auto_approve=options.auto_approve,
         adapter=options.adapter,
         model=options.model,
-        local_visits=runtime.temporal.local_visits,
-        continue_after=runtime.temporal.continue_after or RunSpec.continue_after,
+        local_visits=temporal.local_visits,
+        continue_after=temporal.continue_after or RunSpec.continue_after,
+        env=dict(options.env),
+        artifacts=dict(options.artifacts),
+        max_cycles=options.max_cycles,
+        remote=os.environ.get("SWELL_WORKSPACE_REMOTE") or temporal.remote,
+        sticky_seconds=STICKY_SECONDS
+        if temporal.sticky_seconds is None
+        else temporal.sticky_seconds,
     )
 
 

@@ -39,6 +39,18 @@ class RunSpec:
     # and the workflow time the run started at
     carried: str | None = None
     started_at: float | None = None
+    # a sub-pipeline's run: its parent, and what the parent step's `config` handed down
+    parent_run_id: str | None = None
+    parent_step_id: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    max_cycles: int | None = None
+    # workspaces across hosts (workspace_sync.py): the bare remote each visit pushes
+    # its commit to, the commit the run's next visit starts from (carried over a
+    # continue-as-new), and how long a visit waits for the run's own worker
+    remote: str | None = None
+    head: str | None = None
+    sticky_seconds: float = 0.0
 
 
 @dataclass
@@ -60,6 +72,8 @@ class VisitRequest:
     reason: str
     source_step: str | None = None
     source_visit: int | None = None
+    base: str | None = None  # the workspace commit this visit starts from (remote mode)
+    tries_before: int = 0  # tries on the run's own worker before this one (stickiness)
 
 
 @dataclass
@@ -99,6 +113,8 @@ class VisitReply:
     round_meta: dict[str, Any] = field(default_factory=dict)
     adapter: str | None = None
     model: str | None = None
+    commit: str | None = None  # the workspace after the visit, pushed (remote mode)
+    queue: str | None = None  # the worker's own task queue, where its warm workspace is
 
 
 @dataclass
@@ -110,6 +126,42 @@ class GateRequest:
     choice: str | None = None
     reason: str | None = None
     by: str | None = None
+
+
+@dataclass
+class ChildStart:
+    """A visit asks its run's workflow for a child run (the `start_child` update).
+    `key` names the call within the visit (its item, and how many calls for that item
+    came before), so a visit that runs again gets the child its last attempt started."""
+
+    key: str
+    step_id: str
+    visit: int
+    pipeline: str
+    input: str
+    item: int | None = None
+    own_workspace: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    max_cycles: int | None = None
+
+
+@dataclass
+class ChildCreate:
+    """For the `swell.create_child` local activity: record the child run in the store."""
+
+    parent: RunSpec
+    start: ChildStart
+
+
+@dataclass
+class ChildStarted:
+    """The child run a `start_child` update started (or found started), or why none."""
+
+    run_id: str
+    pipeline: str
+    error: str | None = None
+    spec: RunSpec | None = None  # the child's, for the workflow to start it with
 
 
 @dataclass

@@ -4,7 +4,9 @@ queue until it is stopped."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import socket
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -39,6 +41,8 @@ async def serve(engine: Engine, slots: int, ready: Callable[[], None] | None = N
     _warm()
     client = await connect(engine)
     acts = Activities()
+    # this worker's own queue: a run's next visits come here first (its warm workspace)
+    acts.context.own_queue = f"{engine.queue}.{socket.gethostname()}.{os.getpid()}"
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -49,14 +53,23 @@ async def serve(engine: Engine, slots: int, ready: Callable[[], None] | None = N
             client,
             task_queue=engine.queue,
             workflows=[RunWorkflow],
-            activities=[acts.record, acts.gate_message, acts.visit],
+            activities=[acts.record, acts.create_child, acts.gate_message, acts.visit],
             max_concurrent_activities=slots,
             max_concurrent_local_activities=max(slots, 4),
             max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
             default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
             graceful_shutdown_timeout=timedelta(seconds=5),
         )
-        async with worker:
+        own = Worker(
+            client,
+            task_queue=acts.context.own_queue,
+            activities=[acts.visit],
+            max_concurrent_activities=slots,
+            max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+            default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+            graceful_shutdown_timeout=timedelta(seconds=5),
+        )
+        async with worker, own:
             if ready is not None:
                 ready()
             await stop.wait()

@@ -31,6 +31,8 @@ from pydantic_core import to_jsonable_python
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as TemporalTimeout
+from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
     from swell.engine.completion import Decisions, Limits, Visit, queue
@@ -44,6 +46,9 @@ with workflow.unsafe.imports_passed_through():
     from swell.events.models import FinalStatus, ReviewFeedback
     from swell.executors.temporal import WORKFLOW
     from swell.executors.temporal.specs import (
+        ChildCreate,
+        ChildStart,
+        ChildStarted,
         GateRequest,
         RecordRequest,
         RunOutcome,
@@ -82,6 +87,9 @@ class RunWorkflow:
         self._launched = 0
         self._waiting: dict[str, int] = {}  # approval gates waiting: step -> visit
         self._decisions: dict[tuple[str, int], GateDecision] = {}
+        # child runs: by their key (None while starting), by the visit that started them
+        self._started: dict[str, ChildStarted | None] = {}
+        self._children: dict[tuple[str, int], list[ChildWorkflowHandle[Any, Any]]] = {}
 
     # ----------------------------------------------------------------- the run
 
@@ -103,6 +111,8 @@ class RunWorkflow:
             self.state = RunState.from_snapshot(json.loads(spec.carried))
             self.started = spec.started_at or workflow.time()
         self._visits_before = self.state.total
+        self._head = spec.head  # the workspace commit the next visit starts from
+        self._sticky: str | None = None  # the queue of the worker with the warm workspace
         try:
             return await self._loop()
         except asyncio.CancelledError:
@@ -115,6 +125,8 @@ class RunWorkflow:
                     ev.RunStarted(
                         pipeline=self.pipeline,
                         input=self.spec.input,
+                        parent_run_id=self.spec.parent_run_id,
+                        parent_step_id=self.spec.parent_step_id,
                         workspace=self.spec.workspace,
                     ),
                     *queue(self.graph.entry_activations(), ()),
@@ -160,6 +172,7 @@ class RunWorkflow:
             finished = []
             for task in ended:
                 visit = self._tasks.pop(task).visit
+                self._reap(visit)
                 result, duration_ms = _result_of(task)
                 finished.append((visit, result, duration_ms))
             outcome = await self._complete(finished)
@@ -188,7 +201,9 @@ class RunWorkflow:
         folded state; only between visits (nothing runs, no gate waits)."""
         await self._flush()
         data = json.dumps(self.state.to_snapshot(), default=to_jsonable_python)
-        spec = dataclasses.replace(self.spec, carried=data, started_at=self.started)
+        spec = dataclasses.replace(
+            self.spec, carried=data, started_at=self.started, head=self._head
+        )
         workflow.continue_as_new(spec)
 
     def _elapsed_ms(self) -> int:
@@ -219,6 +234,12 @@ class RunWorkflow:
         if tasks:
             await asyncio.wait(tasks)
         self._tasks.clear()
+        live = [c for cs in self._children.values() for c in cs if not c.done()]
+        for child in live:  # their visits cancelled them already, unless a worker died
+            child.cancel()
+        if live:
+            await asyncio.wait(live)
+        await workflow.wait_condition(workflow.all_handlers_finished)
         return running
 
     # ------------------------------------------------------------------ events
@@ -262,7 +283,13 @@ class RunWorkflow:
     def _request(self, visit: Visit) -> VisitRequest:
         act = visit.activation
         return VisitRequest(
-            self.spec, visit.step.id, visit.visit, act.reason, act.source_step, act.source_visit
+            self.spec,
+            visit.step.id,
+            visit.visit,
+            act.reason,
+            act.source_step,
+            act.source_visit,
+            base=self._head,
         )
 
     async def _visit(self, visit: Visit) -> tuple[StepResult, int]:
@@ -281,19 +308,53 @@ class RunWorkflow:
                     cancellation_type=waits,
                 )
             else:
-                reply = await workflow.execute_activity(
-                    "swell.visit",
-                    self._request(visit),
-                    result_type=VisitReply,
-                    start_to_close_timeout=VISIT_TIMEOUT,
-                    heartbeat_timeout=timedelta(seconds=self.spec.heartbeat_seconds),
-                    retry_policy=retry,
-                    cancellation_type=waits,
-                )
+                reply = await self._remote_visit(visit, retry, waits)
         except ActivityError as exc:
             cause = exc.cause or exc
             return StepResult(outcome="failure", error=f"the visit's worker failed: {cause}"), 0
+        if reply.commit is not None:
+            self._head = reply.commit
+        self._sticky = reply.queue
         return self._result(reply), reply.duration_ms
+
+    async def _remote_visit(
+        self, visit: Visit, retry: RetryPolicy, waits: workflow.ActivityCancellationType
+    ) -> VisitReply:
+        """The visit on the worker that ran the run's last one (its workspace and agent
+        sessions are warm there) if it takes it within `sticky_seconds`, else on any
+        worker of the run's queue."""
+        request = self._request(visit)
+        beat = timedelta(seconds=self.spec.heartbeat_seconds)
+        if self._sticky and self.spec.sticky_seconds > 0:
+            try:
+                reply: VisitReply = await workflow.execute_activity(
+                    "swell.visit",
+                    request,
+                    result_type=VisitReply,
+                    task_queue=self._sticky,
+                    schedule_to_start_timeout=timedelta(seconds=self.spec.sticky_seconds),
+                    start_to_close_timeout=VISIT_TIMEOUT,
+                    heartbeat_timeout=beat,
+                    retry_policy=RetryPolicy(maximum_attempts=1),
+                    cancellation_type=waits,
+                )
+                return reply
+            except ActivityError as exc:
+                if not isinstance(exc.cause, TemporalTimeout):
+                    raise
+                # the worker is gone or busy: any worker, from the commit the run is at
+                self._sticky = None
+                request = dataclasses.replace(request, tries_before=1)
+        reply = await workflow.execute_activity(
+            "swell.visit",
+            request,
+            result_type=VisitReply,
+            start_to_close_timeout=VISIT_TIMEOUT,
+            heartbeat_timeout=beat,
+            retry_policy=retry,
+            cancellation_type=waits,
+        )
+        return reply
 
     def _result(self, reply: VisitReply) -> StepResult:
         failure = None
@@ -328,6 +389,49 @@ class RunWorkflow:
             adapter=reply.adapter,
             model=reply.model,
         )
+
+    # ------------------------------------------------------------- child runs
+
+    @workflow.update(name="start_child")
+    async def start_child(self, start: ChildStart) -> ChildStarted:
+        """A visit's sub-pipeline: the child run recorded in the store and started as
+        a child workflow whose id is its run id. Once per key: a visit that runs again
+        (its worker died) gets the child its last attempt started."""
+        key = start.key
+        if key in self._started:
+            await workflow.wait_condition(lambda: self._started.get(key) is not None)
+            found = self._started[key]
+            assert found is not None
+            return found
+        self._started[key] = None
+        try:
+            started: ChildStarted = await workflow.execute_local_activity(
+                "swell.create_child",
+                ChildCreate(self.spec, start),
+                result_type=ChildStarted,
+                start_to_close_timeout=timedelta(seconds=60),
+            )
+            if started.spec is not None:
+                handle = await workflow.start_child_workflow(
+                    WORKFLOW,
+                    started.spec,
+                    id=started.run_id,
+                    task_queue=workflow.info().task_queue,
+                    result_type=RunOutcome,
+                )
+                self._children.setdefault((start.step_id, start.visit), []).append(handle)
+                started = dataclasses.replace(started, spec=None)
+        except BaseException:
+            del self._started[key]
+            raise
+        self._started[key] = started
+        return started
+
+    def _reap(self, visit: Visit) -> None:
+        """A visit that ended leaves no child running (its worker died while waiting)."""
+        for child in self._children.pop((visit.step.id, visit.visit), []):
+            if not child.done():
+                child.cancel()
 
     # ------------------------------------------------------------------- gates
 
