@@ -217,3 +217,36 @@ def test_a_parent_and_child_history_replays(
             assert result.replay_failure is None
 
     asyncio.run(replay())
+
+
+NESTED = """kind: WavePipeline
+metadata: {name: nested}
+steps:
+  - id: sub
+    pipeline: child
+    input: "from parent"
+  - id: each
+    dependencies: [sub]
+    pipeline: child
+    input: "item {{ item }}"
+    iterate:
+      over: '["a", "b"]'
+      mode: parallel
+"""
+
+
+def test_one_worker_with_one_slot_runs_sub_pipelines(
+    pipelines: Path, workers: Workers, engine: TemporalServer
+) -> None:
+    """A visit waiting for its children lends its slot to their visits: one slot is
+    enough for a sub-pipeline and an `iterate` of two items."""
+    project = pipelines
+    write_pipeline(project, "nested", NESTED)
+    workers.start(slots=1)
+    parent = _run(project, "nested")
+    status = _ended(project, parent, timeout=120)
+    assert status["status"] == "succeeded", (status["error"], status.get("steps"))
+    children = _children(project, parent)
+    assert len(children) == 3
+    for child in children:
+        assert swell_json("status", child, cwd=project)["status"] == "succeeded"

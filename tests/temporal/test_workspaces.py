@@ -138,3 +138,86 @@ def test_a_run_s_visits_stay_on_the_worker_with_its_workspace(
         assert [r.split("/")[0] for r in _refs(remote, run_id)] == ["implement"] * 3 + [
             "run-tests"
         ] * 3
+
+
+SHARER = """kind: WavePipeline
+metadata: {{name: sharer}}
+steps:
+  - id: before
+    type: command
+    script: echo a > a.txt
+  - id: wait
+    type: command
+    dependencies: [before]
+    script: |
+      touch {signals}/wait.started
+      while [ ! -f {signals}/wait.go ]; do sleep 0.1; done
+  - id: sub
+    dependencies: [wait]
+    pipeline: sharedchild
+  - id: after
+    type: command
+    dependencies: [sub]
+    script: cat a.txt b.txt c.txt seen.txt > after.txt
+"""
+
+SHARED_CHILD = """kind: WavePipeline
+metadata: {name: sharedchild}
+steps:
+  - id: c1
+    type: command
+    script: |
+      cat a.txt > seen.txt
+      echo b > b.txt
+  - id: c2
+    type: command
+    dependencies: [c1]
+    script: echo c > c.txt
+"""
+
+BLOCKER = """kind: WavePipeline
+metadata: {{name: blocker}}
+steps:
+  - id: block
+    type: command
+    script: |
+      touch {signals}/block.started
+      while [ ! -f {signals}/block.go ]; do sleep 0.1; done
+"""
+
+
+def test_a_child_sharing_its_parent_s_workspace_works_on_another_host(
+    project: Path, workers: Workers, remote: Path, tmp_path: Path
+) -> None:
+    """The parent's `sub` visit runs on host a; its child's visits on host b (host a's
+    one slot for them is taken): the child starts from the parent's files and the
+    parent goes on with the child's."""
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    write_pipeline(project, "sharer", SHARER.format(signals=signals))
+    write_pipeline(project, "sharedchild", SHARED_CHILD)
+    write_pipeline(project, "blocker", BLOCKER.format(signals=signals))
+    host_a, host_b = _host(tmp_path, "a"), _host(tmp_path, "b")
+    workers.start(slots=1, env=host_a)
+    run = ["--engine", "temporal", "--detach", "-o", "quiet"]
+    parent = swell("run", "sharer", *run, cwd=project).stdout.strip()
+    wait_for(lambda: (signals / "wait.started").is_file(), 60)  # on host a's own queue
+    blocker = swell("run", "blocker", *run, cwd=project).stdout.strip()
+    wait_for(lambda: (signals / "block.started").is_file(), 60)  # host a's shared slot
+    workers.start(env=host_b)
+    (signals / "wait.go").touch()
+    status = wait_for(
+        lambda: (s := swell_json("status", parent, cwd=project))["status"] != "running" and s, 90
+    )
+    (signals / "block.go").touch()
+    assert status["status"] == "succeeded", (status.get("error"), status.get("steps"))
+    on_a = Path(host_a["SWELL_WORKSPACES_ROOT"]) / parent
+    on_b = Path(host_b["SWELL_WORKSPACES_ROOT"]) / parent
+    assert (on_b / "b.txt").is_file()  # the child's visits ran on host b
+    assert (on_a / "after.txt").read_text().splitlines() == ["a", "b", "c", "a"]
+    [child] = [
+        str(e["child_run_id"]) for e in events(project, parent) if e["type"] == "child.started"
+    ]
+    assert _refs(remote, child) == ["c1/1/1", "c2/1/1"]
+    assert "sub/1/1.child-1" in _refs(remote, parent)
+    wait_for(lambda: swell_json("status", blocker, cwd=project)["status"] == "succeeded", 60)

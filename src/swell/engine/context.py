@@ -143,6 +143,10 @@ class Services:
     # the project's stored runs, for pipeline outputs (engine/pipeline_outputs.py): a
     # sub-pipeline's outputs, `inject_artifacts[].pipeline`; None: not available
     runs: OutputsReader | None = None
+    # where the agents' native sessions of this visit are kept (an engine worker's
+    # identity, recorded with each agent round): a thread resumes a session only from
+    # a round recorded at the same place, else replays the transcript. None: in-process
+    session_host: str | None = None
 
 
 @dataclass(frozen=True)

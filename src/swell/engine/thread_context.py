@@ -41,7 +41,7 @@ async def prepare(ctx: VisitContext, adapter_name: str, adapter: AgentAdapter) -
     entries = ctx.state.threads.get(thread, [])
     out = ThreadContext(fidelity=requested if entries else "fresh")
     if entries and requested == "full":
-        _full(out, thread, entries, adapter_name, adapter)
+        _full(out, thread, entries, adapter_name, adapter, ctx.services.session_host)
     elif entries and requested == "compact":
         hint = fetch_hint(swell_bin(), ctx.plan.run_id, thread)
         out.preamble = compact(thread, ctx.plan.input, entries, ctx.state.context, hint)
@@ -62,7 +62,12 @@ async def prepare(ctx: VisitContext, adapter_name: str, adapter: AgentAdapter) -
 
 
 def _full(
-    out: ThreadContext, thread: str, entries: list[Entry], adapter_name: str, adapter: AgentAdapter
+    out: ThreadContext,
+    thread: str,
+    entries: list[Entry],
+    adapter_name: str,
+    adapter: AgentAdapter,
+    session_host: str | None,
 ) -> None:
     """Resume the agent's own session if it can, sending what happened since; else replay."""
     last = next((e for e in reversed(entries) if e.metadata.get("adapter")), None)
@@ -72,6 +77,8 @@ def _full(
         and session
         and last.metadata.get("adapter") == adapter_name
         and adapter.capabilities.resume
+        # a session kept on another host (an engine run's visit moved) cannot resume
+        and last.metadata.get("session_host") == session_host
     ):
         out.preamble = transcript(thread, entries)
         return

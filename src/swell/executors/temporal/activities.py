@@ -31,6 +31,7 @@ from swell.errors import StoreError
 from swell.events import models as ev
 from swell.events.redact import RedactedOutput, Redactor
 from swell.executors.temporal.children import EngineChildren, create_child
+from swell.executors.temporal.slots import VisitSlots
 from swell.executors.temporal.specs import (
     ChildCreate,
     ChildStarted,
@@ -40,7 +41,12 @@ from swell.executors.temporal.specs import (
     VisitReply,
     VisitRequest,
 )
-from swell.executors.temporal.workspace_sync import local_path, prepare_async, publish_async
+from swell.executors.temporal.workspace_sync import (
+    VisitSync,
+    local_path,
+    prepare_async,
+    publish_async,
+)
 from swell.manifest.loader import LoadedPipeline, load_project, load_stored_pipeline
 from swell.runtime import (
     Runtime,
@@ -77,6 +83,11 @@ class WorkerContext:
         self.runs: OrderedDict[str, _Run] = OrderedDict()
         self.redactor = Redactor.from_environ(os.environ)
         self.own_queue: str | None = None  # this worker's sticky queue (worker.py)
+        self.slots: dict[str, VisitSlots] = {}  # each task queue's visit slots (slots.py)
+
+    def slots_for(self, queue: str, slots: int) -> VisitSlots:
+        """The visit slots of one of this worker's task queues."""
+        return self.slots.setdefault(queue, VisitSlots(slots))
 
     def store(self, location: str) -> Store:
         if location not in self.stores:
@@ -140,7 +151,7 @@ class WorkerContext:
             self.pipelines[key] = load_stored_pipeline(Path(spec.pipeline_path), spec.pipeline_text)
         return self.pipelines[key]
 
-    def services(self, spec: RunSpec) -> Services:
+    def services(self, spec: RunSpec, sync: VisitSync | None = None) -> Services:
         """What a visit gets; its sub-pipelines are child workflows (children.py)."""
         rt = self.runtime(spec)
         return Services(
@@ -149,10 +160,11 @@ class WorkerContext:
             contract_types=rt.registries.contract_types,
             gates=StoreGates(rt.store),
             control=StoreControl(rt.store),
-            children=EngineChildren(rt),
+            children=EngineChildren(rt, self.slots, sync),
             output=RedactedOutput(rt.store, self.redactor),
             runs=rt.store,
             redact=self.redactor.text,
+            session_host=self.own_queue,
         )
 
 
@@ -212,7 +224,12 @@ class Activities:
         attempt = request.tries_before + activity.info().attempt
         if spec.remote:  # the work tree at the commit this visit starts from
             await prepare_async(
-                run.plan.workspace, spec.remote, spec.run_id, request.base, attempt > 1
+                run.plan.workspace,
+                spec.remote,
+                spec.run_id,
+                request.base,
+                attempt > 1,
+                spec.parent_run_id,
             )
         if activity.info().attempt > 1:
             # the worker of the last attempt died: its processes, if on this host, go first
@@ -225,7 +242,7 @@ class Activities:
         emitted: list[ev.BaseEvent] = []
         executor = VisitExecutor(
             run.plan,
-            self.context.services(request.spec),
+            self.context.services(spec, _sync(request, run.plan.workspace, attempt)),
             run.state,
             run.graph.steps,
             run.workspaces,
@@ -250,6 +267,8 @@ class Activities:
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
         duration_ms = int((time.monotonic() - started) * 1000)
+        if result.round_meta.get("session_id"):  # the agent's session is kept on this host
+            result.round_meta["session_host"] = self.context.own_queue
         events = self.context.redactor.events([*emitted, *result.events])
         reply = reply_of(result, events, duration_ms)
         if spec.remote:
@@ -264,6 +283,16 @@ class Activities:
             )
         reply.queue = self.context.own_queue
         return reply
+
+
+def _sync(request: VisitRequest, workspace: Path, attempt: int) -> VisitSync | None:
+    """The visit's place on the run's workspace remote, if it has one."""
+    spec = request.spec
+    if spec.remote is None:
+        return None
+    return VisitSync(
+        workspace, spec.remote, spec.run_id, request.step_id, request.visit, attempt, request.base
+    )
 
 
 async def _heartbeat(local: bool) -> None:

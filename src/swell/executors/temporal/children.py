@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,8 @@ from swell.runtime import check_pipeline, load_state, new_run_id
 if TYPE_CHECKING:
     from temporalio.client import Client
 
+    from swell.executors.temporal.slots import VisitSlots
+    from swell.executors.temporal.workspace_sync import VisitSync
     from swell.runtime import Runtime
 
 _ENGINE_KEYS = ("engine", "temporal_address", "temporal_namespace", "temporal_queue")
@@ -86,8 +89,10 @@ def create_child(rt: Runtime, request: ChildCreate) -> ChildStarted:
         heartbeat_seconds=parent.heartbeat_seconds,
         parent_run_id=parent.run_id,
         parent_step_id=start.step_id,
-        # a child in its parent's workspace leaves the commits to the parent's visit
-        remote=parent.remote if start.own_workspace else None,
+        # a child in its parent's workspace starts from what the parent's visit handed
+        # over (children.py, workspace_sync.VisitSync) and hands its last commit back
+        remote=parent.remote,
+        head=None if start.own_workspace else start.head,
         sticky_seconds=parent.sticky_seconds,
     )
     return ChildStarted(run_id, loaded.name, spec=spec)
@@ -96,9 +101,33 @@ def create_child(rt: Runtime, request: ChildCreate) -> ChildStarted:
 class EngineChildren:
     """`Services.children` inside a visit activity: child runs as child workflows."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        slots: Mapping[str, VisitSlots] | None = None,
+        sync: VisitSync | None = None,
+    ) -> None:
         self.rt = rt
+        self.sync = sync  # the visit's place on the workspace remote, if the run has one
         self.calls: Counter[tuple[str, int, int | None]] = Counter()
+        self.slots = slots or {}
+        self.waiting = 0  # this visit's child calls waiting (iterate's run in parallel)
+
+    @contextlib.contextmanager
+    def _lent(self) -> Iterator[None]:
+        """The visit's worker slot, lent to other visits (its children's) while any of
+        its calls waits; a local activity's slots are the workflow's worker's own."""
+        info = activity.info()
+        slots = None if info.is_local else self.slots.get(info.task_queue)
+        self.waiting += 1
+        if slots is not None and self.waiting == 1:
+            slots.park()
+        try:
+            yield
+        finally:
+            self.waiting -= 1
+            if slots is not None and self.waiting == 0:
+                slots.unpark()
 
     async def run_child(self, request: ChildRequest) -> ChildOutcome:
         if request.resume_id:  # a parent resumed in-process: not the engine's
@@ -119,6 +148,9 @@ class EngineChildren:
             artifacts=dict(options.artifacts),
             max_cycles=options.max_cycles,
         )
+        shared = self.sync if not request.own_workspace else None
+        if shared is not None:
+            start.head = await shared.hand_over()
         client = activity.client()
         parent = client.get_workflow_handle(plan.run_id)
         started: ChildStarted = await parent.execute_update(
@@ -129,7 +161,8 @@ class EngineChildren:
         request.on_start(started.run_id, started.pipeline)
         child = client.get_workflow_handle(started.run_id, result_type=RunOutcome)
         try:
-            await child.result()
+            with self._lent():
+                ended = await child.result()
         except WorkflowFailureError as exc:
             return ChildOutcome(started.run_id, "failed", f"its workflow failed: {exc.cause}")
         except asyncio.CancelledError:
@@ -137,6 +170,8 @@ class EngineChildren:
             with contextlib.suppress(Exception):
                 await asyncio.shield(_cancel(client, started.run_id))
             raise
+        if shared is not None and ended.head is not None:
+            await shared.take_back(started.run_id, ended.head)
         run = self.rt.store.get_run(started.run_id)
         left = load_state(self.rt.store, run.id)
         return ChildOutcome(run.id, run.status, run.error, left.artifacts, dict(left.context))

@@ -144,6 +144,9 @@ class ChildStart:
     env: dict[str, str] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     max_cycles: int | None = None
+    # a child sharing its parent's workspace, with a workspace remote: the commit the
+    # parent's visit handed over, which the child's first visit starts from
+    head: str | None = None
 
 
 @dataclass
@@ -172,3 +175,4 @@ class RunOutcome:
     status: str
     error: str | None = None
     visits: int = 0
+    head: str | None = None  # the workspace commit the run ended at (remote mode)

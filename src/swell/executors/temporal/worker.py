@@ -9,13 +9,20 @@ import signal
 import socket
 from collections.abc import Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from swell import sweep
 from swell.executors.temporal.client import Engine, connect
 
+if TYPE_CHECKING:
+    from temporalio.worker import WorkerTuner
+
+    from swell.executors.temporal.slots import VisitSlots
+
 # how often a running visit's heartbeat reaches the server at most: a cancelled run's
 # visits hear of it within about this long
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
+WORKFLOW_TASKS = 100  # the SDK's default for workflow tasks at once
 
 
 def _warm() -> None:
@@ -54,8 +61,7 @@ async def serve(engine: Engine, slots: int, ready: Callable[[], None] | None = N
             task_queue=engine.queue,
             workflows=[RunWorkflow],
             activities=[acts.record, acts.create_child, acts.gate_message, acts.visit],
-            max_concurrent_activities=slots,
-            max_concurrent_local_activities=max(slots, 4),
+            tuner=_tuner(acts.context.slots_for(engine.queue, slots), max(slots, 4)),
             max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
             default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
             graceful_shutdown_timeout=timedelta(seconds=5),
@@ -64,7 +70,7 @@ async def serve(engine: Engine, slots: int, ready: Callable[[], None] | None = N
             client,
             task_queue=acts.context.own_queue,
             activities=[acts.visit],
-            max_concurrent_activities=slots,
+            tuner=_tuner(acts.context.slots_for(acts.context.own_queue, slots), 1),
             max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
             default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
             graceful_shutdown_timeout=timedelta(seconds=5),
@@ -75,3 +81,16 @@ async def serve(engine: Engine, slots: int, ready: Callable[[], None] | None = N
             await stop.wait()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)
+
+
+def _tuner(visits: VisitSlots, local: int) -> WorkerTuner:
+    """Workflow tasks as the SDK's default; visits by `VisitSlots` (a visit waiting
+    for its child runs lends its slot); `local` local activities (events, gates)."""
+    from temporalio.worker import FixedSizeSlotSupplier, WorkerTuner
+
+    return WorkerTuner.create_composite(
+        workflow_supplier=FixedSizeSlotSupplier(WORKFLOW_TASKS),
+        activity_supplier=visits,
+        local_activity_supplier=FixedSizeSlotSupplier(local),
+        nexus_supplier=FixedSizeSlotSupplier(1),
+    )

@@ -215,7 +215,7 @@ class RunWorkflow:
             status, error = "failed", "; ".join(self.state.carried_failures)
         self._record(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
         await self._flush()
-        return RunOutcome(self.spec.run_id, status, error, self.state.total)
+        return RunOutcome(self.spec.run_id, status, error, self.state.total, self._head)
 
     async def _cancelled(self) -> RunOutcome:
         """`swell cancel`: stop the running visits (their processes end first), then
@@ -224,7 +224,7 @@ class RunWorkflow:
         events, _ = self.decide.stop(self.state, running, "cancelled", self._elapsed_ms())
         self._record(events)
         await self._flush()
-        return RunOutcome(self.spec.run_id, "cancelled", "cancelled", self.state.total)
+        return RunOutcome(self.spec.run_id, "cancelled", "cancelled", self.state.total, self._head)
 
     async def _cancel_tasks(self) -> list[Visit]:
         running = [t.visit for t in sorted(self._tasks.values(), key=lambda t: t.order)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from swell.workspace.workspace import Workspace, WorkspaceError, open_directory
@@ -35,9 +36,13 @@ def _mark(ws: Workspace) -> Path:
     return ws.path / ".git" / MARK
 
 
-def prepare(path: Path, remote: str, run_id: str, base: str | None, fresh: bool) -> None:
+def prepare(
+    path: Path, remote: str, run_id: str, base: str | None, fresh: bool, parent: str | None = None
+) -> None:
     """Make the work tree at `path` the commit `base` (None: the run's first visit, an
-    empty workspace). `fresh`: an earlier attempt of this visit may have left changes."""
+    empty workspace). `fresh`: an earlier attempt of this visit may have left changes.
+    `parent`: the parent run whose refs may hold `base` (a child sharing its workspace
+    starts from the commit its parent's visit handed over)."""
     ws = open_directory(path)
     start = base or ws.base
     mark = _mark(ws)
@@ -45,7 +50,8 @@ def prepare(path: Path, remote: str, run_id: str, base: str | None, fresh: bool)
     if start is None or (left == start and not fresh):
         return  # warm: this host left the work tree at that commit
     if base is not None and not _has(ws, base):
-        ws.git("fetch", "-q", remote, f"+refs/swell/{run_id}/*:refs/swell/{run_id}/*")
+        runs = [run_id, *([parent] if parent else [])]
+        ws.git("fetch", "-q", remote, *(f"+refs/swell/{r}/*:refs/swell/{r}/*" for r in runs))
         if not _has(ws, base):
             raise WorkspaceError(f"the workspace commit {base} is not on {remote}")
     ws.git("read-tree", "-u", "--reset", start)
@@ -62,10 +68,17 @@ def _has(ws: Workspace, commit: str) -> bool:
 
 
 def publish(
-    path: Path, remote: str, run_id: str, step: str, visit: int, attempt: int, base: str | None
+    path: Path,
+    remote: str,
+    run_id: str,
+    step: str,
+    visit: int,
+    attempt: int,
+    base: str | None,
+    suffix: str = "",
 ) -> str:
     """Commit the work tree on top of `base` (or the workspace's base) and push it
-    under the attempt's ref; returns the commit the next visit starts from."""
+    under the attempt's ref (+ `suffix`); returns the commit the next visit starts from."""
     ws = open_directory(path)
     parent = base or ws.base
     assert parent is not None
@@ -76,7 +89,7 @@ def publish(
     else:
         message = f"swell: {run_id} {step} visit {visit} attempt {attempt}"
         commit = ws.git("commit-tree", tree, "-p", parent, "-m", message).strip()
-    ref = _ref(run_id, step, visit, attempt)
+    ref = _ref(run_id, step, visit, attempt) + suffix
     ws.git("update-ref", ref, commit)
     ws.git("push", "-q", remote, f"+{ref}:{ref}")
     _mark(ws).write_text(f"{commit}\n")
@@ -84,12 +97,49 @@ def publish(
 
 
 async def prepare_async(
-    path: Path, remote: str, run_id: str, base: str | None, fresh: bool
+    path: Path, remote: str, run_id: str, base: str | None, fresh: bool, parent: str | None = None
 ) -> None:
-    await asyncio.to_thread(prepare, path, remote, run_id, base, fresh)
+    await asyncio.to_thread(prepare, path, remote, run_id, base, fresh, parent)
 
 
 async def publish_async(
     path: Path, remote: str, run_id: str, step: str, visit: int, attempt: int, base: str | None
 ) -> str:
     return await asyncio.to_thread(publish, path, remote, run_id, step, visit, attempt, base)
+
+
+@dataclass
+class VisitSync:
+    """One visit's place on the run's remote, for the child runs that share its
+    workspace: the work tree is handed over as a commit before each such child starts
+    (the child's visits may run on other hosts, from that commit), and the child's
+    last commit is taken back when it ends, so what it changed is here for the rest
+    of the visit and goes into the visit's own commit."""
+
+    path: Path
+    remote: str
+    run_id: str
+    step: str
+    visit: int
+    attempt: int
+    base: str | None
+    handed: int = 0
+
+    async def hand_over(self) -> str:
+        """The work tree as it is now, pushed under `refs/swell/RUN/STEP/VISIT/ATTEMPT.child-N`."""
+        self.handed += 1
+        return await asyncio.to_thread(
+            publish,
+            self.path,
+            self.remote,
+            self.run_id,
+            self.step,
+            self.visit,
+            self.attempt,
+            self.base,
+            f".child-{self.handed}",
+        )
+
+    async def take_back(self, child_run_id: str, head: str) -> None:
+        """The work tree as the child left it (fetched when its last visit ran elsewhere)."""
+        await prepare_async(self.path, self.remote, child_run_id, head, False)
