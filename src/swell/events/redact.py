@@ -60,18 +60,12 @@ class Redactor:
     def event(self, event: BaseEvent) -> BaseEvent:
         """`event`, or a copy of it with its secrets masked (fields nested in lists,
         dicts and models included)."""
-        # most events are flat: one search over all their text says whether any field
-        # holds a secret (every visit pays this, so it must be cheap)
-        texts = []
-        for value in event.__dict__.values():
-            kind = type(value)
-            if kind is str:
-                texts.append(value)
-            elif kind not in _SCALARS:
-                break
-        else:
-            if not self.pattern.search("\x00".join(texts)):
-                return event
+        # one search over all the event's text says whether any field holds a secret
+        # (every visit pays this, so it must be cheap; copying is for the rare hit)
+        texts: list[str] = []
+        _collect(event.__dict__.values(), texts)
+        if not self.pattern.search("\x00".join(texts)):
+            return event
         changed = {
             name: new
             for name, value in event.__dict__.items()
@@ -104,6 +98,25 @@ class Redactor:
             }
             return value.model_copy(update=changed) if changed else value
         return value
+
+
+def _collect(values: Iterable[Any], texts: list[str]) -> None:
+    """Every string in `values`, nested lists, dicts and models included."""
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            texts.append(value)
+        elif kind in _SCALARS:
+            continue
+        elif kind is list or kind is tuple:
+            _collect(value, texts)
+        elif kind is dict:
+            _collect(value.keys(), texts)
+            _collect(value.values(), texts)
+        elif isinstance(value, BaseModel):
+            _collect(value.__dict__.values(), texts)
+        elif isinstance(value, str):  # a str subclass (an enum member)
+            texts.append(value)
 
 
 class RedactedOutput:
