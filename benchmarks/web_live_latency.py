@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import socket
 import statistics
 import subprocess
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 from store_lib import PYTHON, verdict, write_project
 
+from swell.adapters.browser import find_chromium
 from swell.events import models as ev
 from swell.store.location import open_store
 
@@ -66,8 +66,8 @@ def _free_port() -> int:
 
 
 def _chromium() -> str:
-    found = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.access(found, os.X_OK):
+    found = find_chromium(None, Path("."))
+    if found is None:
         raise SystemExit("FAILED: chromium is not installed (apt-get install chromium)")
     return found
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from swell.adapters.browser import find_chromium
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "images"
 SWELL = [sys.executable, "-m", "swell"]
@@ -87,7 +89,7 @@ def main() -> int:
                 "analytics": "/analytics",
                 "retro": f"/runs/{reviewed}/retro",
             }
-            chromium = shutil.which("chromium") or "/usr/bin/chromium"
+            chromium = find_chromium(None, ROOT)
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
                 page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -161,12 +161,7 @@ def create_run(
         project_root=str(rt.project.root),
         parent_run_id=plan.parent_run_id,
         parent_step_id=parent_step,
-        options={
-            "auto_approve": options.auto_approve,
-            "adapter": options.adapter,
-            "model": options.model,
-            **_composition_options(options),
-        },
+        options=stored_options(options),
         pipeline_text=loaded.text,
     )
     rt.store.claim(run_id)
@@ -182,11 +177,17 @@ def _retro_observers(rt: Runtime) -> list[EventSink]:
     return list(retro_observers(rt))
 
 
-def _composition_options(options: RunOptions) -> dict[str, object]:
-    """What a sub-pipeline run keeps from its parent step's `config` (only when set)."""
-    kept: dict[str, object] = {"env": options.env, "artifacts": options.artifacts}
-    kept["max_cycles"] = options.max_cycles
-    return {k: v for k, v in kept.items() if v}
+def stored_options(options: RunOptions) -> dict[str, object]:
+    """The run options a store keeps with a run (what a resume runs it with): the
+    CLI's, and what a sub-pipeline run keeps from its parent step's `config` (when set)."""
+    config: dict[str, object] = {"env": options.env, "artifacts": options.artifacts}
+    config["max_cycles"] = options.max_cycles
+    return {
+        "auto_approve": options.auto_approve,
+        "adapter": options.adapter,
+        "model": options.model,
+        **{k: v for k, v in config.items() if v},
+    }
 
 
 def start_from_step(

@@ -4,7 +4,6 @@ in-process client over the app (httpx's ASGI transport)."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -14,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import run_id_of, start_swell, swell, wait_for, write_pipeline
+from conftest import REPO, run_id_of, start_swell, swell, wait_for, write_pipeline
+from swell.adapters.browser import find_chromium, missing_parts
 from swell.web.app import create_app
 from swell.web.state import ServeSettings
 
@@ -80,30 +80,18 @@ def server(project: Path) -> Iterator[str]:
             proc.communicate()
 
 
-CHROMIUM = "/usr/bin/chromium"
-
-
-def _missing() -> str | None:
-    if not (os.access(CHROMIUM, os.X_OK) or shutil.which("chromium")):
-        return "chromium is not installed (apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is not installed"
-    return None
-
-
 @pytest.fixture
 def page() -> Iterator[Any]:
-    missing = _missing()
+    """A page of Debian's chromium, found as the browser adapter finds it."""
+    missing = missing_parts(None, REPO)
     if missing:
         if os.environ.get("SWELL_REQUIRE_BROWSER") == "1":
             pytest.fail(f"SWELL_REQUIRE_BROWSER=1 but {missing}")
         pytest.skip(missing)
     from playwright.sync_api import sync_playwright
 
-    executable = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
     with sync_playwright() as pw:
+        executable = find_chromium(None, REPO)
         browser = pw.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         try:
             yield browser.new_page()

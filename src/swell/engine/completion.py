@@ -10,7 +10,7 @@ limits); its methods take the state and what happened.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Set
+from collections.abc import Callable, Collection, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -216,6 +216,26 @@ class Decisions:
                 events += queue([act], ())
         interrupted = [e.step_id or "" for e in events if isinstance(e, ev.StepInterrupted)]
         return [ev.RunResumed(interrupted_steps=interrupted), *events], continuing
+
+    def settle(
+        self,
+        visits: Sequence[tuple[Visit, StepResult, int]],
+        state: RunState,
+        record: Callable[[list[ev.BaseEvent]], None],
+    ) -> tuple[FinalStatus, str | None] | None:
+        """Record (`record` folds them into `state`) how each finished visit ended, with
+        its duration in ms, and where it leads; how the run ends when one of them ends
+        it (for `ending`), else None."""
+        for visit, result, duration_ms in visits:
+            ended = self.complete(visit, result, duration_ms, state)
+            record(ended.events)
+            if ended.complete:
+                return "succeeded", None
+            if ended.fail:
+                return "failed", ended.fail
+            if ended.reject:
+                return "rejected", ended.reject
+        return None
 
     def finish(
         self,
@@ -495,3 +515,13 @@ def round_of(
         content=content or "",
         metadata={k: v for k, v in metadata.items() if v is not None},
     )
+
+
+def ending(
+    state: RunState, status: FinalStatus, error: str | None
+) -> tuple[FinalStatus, str | None]:
+    """How a run that ends with `status` ends: a run that went on past failing steps
+    (`retry.on_failure: continue`) fails even when its graph completed."""
+    if status == "succeeded" and state.carried_failures:
+        return "failed", "; ".join(state.carried_failures)
+    return status, error

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from swell import sweep
 from swell.engine import cost
-from swell.engine.completion import Decisions, Limits, Visit, queue
+from swell.engine.completion import Decisions, Limits, Visit, ending, queue
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
 from swell.engine.preload import preload_adapters
@@ -205,18 +205,10 @@ class Runner:
                 return summary
 
     async def _complete(self, visits: list[tuple[Visit, StepResult, int]]) -> RunSummary | None:
-        """Record how each visit ended (with its duration in ms) and where it leads; the
-        run's summary when that ends the run."""
-        for visit, result, duration_ms in visits:
-            ended = self.decide.complete(visit, result, duration_ms, self.state)
-            self.record(ended.events)
-            if ended.complete:
-                return await self._finish("succeeded")
-            if ended.fail:
-                return await self._finish("failed", ended.fail)
-            if ended.reject:
-                return await self._finish("rejected", ended.reject)
-        return None
+        """Record how each visit ended and where it leads; the run's summary when that
+        ends the run."""
+        ended = self.decide.settle(visits, self.state, self.record)
+        return None if ended is None else await self._finish(*ended)
 
     def _preload(self) -> None:
         """Let adapters start loading what the run's prompt steps need (engine/preload.py)."""
@@ -295,9 +287,7 @@ class Runner:
 
     async def _finish(self, status: FinalStatus, error: str | None = None) -> RunSummary:
         running = await self._cancel_tasks()
-        if status == "succeeded" and self.state.carried_failures:
-            # steps the run went on past (`retry.on_failure: continue`) still fail it
-            status, error = "failed", "; ".join(self.state.carried_failures)
+        status, error = ending(self.state, status, error)
         self.emit(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
         return RunSummary(self.plan.run_id, status, error, self.state.total)
 

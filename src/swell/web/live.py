@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from starlette.requests import Request
 
@@ -44,20 +44,39 @@ async def run_events(
     store: Store, run_id: str, after: int, request: Request | None = None
 ) -> AsyncIterator[str]:
     """SSE frames of the run's events after `after`, as they are stored."""
+
+    def events(after: int) -> list[tuple[int, str, str]]:
+        lines = store.raw_events(run_id, after)[:BATCH]
+        return [(int(json.loads(line)["seq"]), "swell", line) for line in lines]
+
+    def over() -> bool:
+        return store.get_run(run_id).status in FINAL
+
+    async for text in _tail(events, over, after, request):
+        yield text
+
+
+async def _tail(
+    fetch: Callable[[int], list[tuple[int, str, str]]],
+    over: Callable[[], bool],
+    after: int,
+    request: Request | None,
+) -> AsyncIterator[str]:
+    """SSE frames of what `fetch` finds stored after id `after` ((id, event, data)
+    each), looked for every POLL_SECONDS, then `end` once `over()` holds and nothing is
+    left; a comment now and then keeps an idle stream open."""
     yield "retry: 1000\n\n"
     idle = 0.0
     while True:
         if request is not None and await request.is_disconnected():
             return
-        lines = store.raw_events(run_id, after)[:BATCH]
-        for line in lines:
-            event = json.loads(line)
-            after = int(event["seq"])
-            yield frame(after, "swell", line)
-        if lines:
+        found = fetch(after)
+        for after, kind, data in found:
+            yield frame(after, kind, data)
+        if found:
             idle = 0.0
             continue
-        if store.get_run(run_id).status in FINAL and not store.raw_events(run_id, after):
+        if over() and not fetch(after):
             yield f"id: {after}\nevent: end\ndata: {{}}\n\n"
             return
         await asyncio.sleep(POLL_SECONDS)
@@ -100,32 +119,17 @@ async def visit_output(
     visit is over and every chunk was sent."""
     from swell.web.text import strip_ansi
 
-    yield "retry: 1000\n\n"
-    idle = 0.0
-    while True:
-        if request is not None and await request.is_disconnected():
-            return
-        chunks = store.output(run_id, after_id=after, step_id=step_id, visit=visit)
-        for chunk in chunks[:OUTPUT_CHUNKS]:
-            after = chunk.id
-            yield frame(
-                after,
-                "output",
-                json.dumps({"stream": chunk.stream, "text": strip_ansi(chunk.text)}),
-            )
-        if chunks:
-            idle = 0.0
-            continue
-        if not _visit_running(store, run_id, step_id, visit):
-            if not store.output(run_id, after_id=after, step_id=step_id, visit=visit):
-                yield f"id: {after}\nevent: end\ndata: {{}}\n\n"
-                return
-            continue
-        await asyncio.sleep(POLL_SECONDS)
-        idle += POLL_SECONDS
-        if idle >= HEARTBEAT_SECONDS:
-            idle = 0.0
-            yield ": keep-alive\n\n"
+    def chunks(after: int) -> list[tuple[int, str, str]]:
+        found = store.output(run_id, after_id=after, step_id=step_id, visit=visit)
+        return [
+            (c.id, "output", json.dumps({"stream": c.stream, "text": strip_ansi(c.text)}))
+            for c in found[:OUTPUT_CHUNKS]
+        ]
+
+    async for text in _tail(
+        chunks, lambda: not _visit_running(store, run_id, step_id, visit), after, request
+    ):
+        yield text
 
 
 def _visit_running(store: Store, run_id: str, step_id: str, visit: int) -> bool:

@@ -103,7 +103,7 @@ def record_run(
 ) -> RunSpec:
     """Record a new run for the engine to execute (no process of this machine claims
     it) and return what its workflow starts from."""
-    from swell.runtime import new_run_id
+    from swell.runtime import new_run_id, stored_options
 
     run_id = new_run_id(loaded.name)
     workspace = rt.state_dir / "workspaces" / run_id
@@ -114,12 +114,7 @@ def record_run(
         workspace=str(workspace),
         pipeline_path=str(loaded.path),
         project_root=str(rt.project.root),
-        options={
-            "auto_approve": options.auto_approve,
-            "adapter": options.adapter,
-            "model": options.model,
-            **engine.options(),
-        },
+        options={**stored_options(options), **engine.options()},
         pipeline_text=loaded.text,
     )
     return run_spec(rt, loaded, run_id, input_text, options, str(workspace))

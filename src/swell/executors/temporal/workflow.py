@@ -35,7 +35,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
-    from swell.engine.completion import Decisions, Limits, Visit, queue
+    from swell.engine.completion import Decisions, Limits, Visit, ending, queue
     from swell.engine.context import ContractFailure, GateDecision, StepResult
     from swell.engine.cost import Budget
     from swell.engine.graph import Graph
@@ -180,16 +180,8 @@ class RunWorkflow:
                 return outcome
 
     async def _complete(self, visits: list[tuple[Visit, StepResult, int]]) -> RunOutcome | None:
-        for visit, result, duration_ms in visits:
-            ended = self.decide.complete(visit, result, duration_ms, self.state)
-            self._record(ended.events)
-            if ended.complete:
-                return await self._finish("succeeded")
-            if ended.fail:
-                return await self._finish("failed", ended.fail)
-            if ended.reject:
-                return await self._finish("rejected", ended.reject)
-        return None
+        ended = self.decide.settle(visits, self.state, self._record)
+        return None if ended is None else await self._finish(*ended)
 
     def _long(self) -> bool:
         """Whether this execution's history is long enough to continue as new."""
@@ -211,8 +203,7 @@ class RunWorkflow:
 
     async def _finish(self, status: FinalStatus, error: str | None = None) -> RunOutcome:
         running = await self._cancel_tasks()
-        if status == "succeeded" and self.state.carried_failures:
-            status, error = "failed", "; ".join(self.state.carried_failures)
+        status, error = ending(self.state, status, error)
         self._record(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
         await self._flush()
         return RunOutcome(self.spec.run_id, status, error, self.state.total, self._head)
