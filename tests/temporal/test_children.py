@@ -25,6 +25,7 @@ steps:
     type: command
     script: |
       echo "{{ input }}" >> child.txt
+      sleep 1  # long enough that parallel items overlap even on a busy machine
       mkdir -p .agents/output
       echo '{"said": "{{ input }}"}' > .agents/output/said.json
     output_artifacts:
