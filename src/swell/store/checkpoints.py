@@ -19,10 +19,20 @@ import threading
 from pathlib import Path
 
 EVERY = 128  # commits between checkpoints (about SQLite's default of 1000 WAL pages)
+PASSES = 4  # checkpoints the thread runs in a row to catch up with the writer
 
 
 class Checkpoints:
-    """A thread that checkpoints the WAL of `path` when `committed` says it is time."""
+    """A thread that checkpoints the WAL of `path` when `committed` says it is time.
+
+    The WAL is written from its start again only by a transaction that begins once
+    every frame in it is copied to the database; until then each commit appends to
+    it (and extends the file). The writer goes on committing while the thread copies,
+    so the thread checkpoints again until a pass finds nothing new. When the writer
+    commits faster than that converges, `committed` asks the writer to run the last,
+    short checkpoint itself, between two of its own commits: without that the WAL of a
+    busy run would grow by every page it ever committed.
+    """
 
     def __init__(self, path: Path, every: int | None = None) -> None:
         self.path = path
@@ -30,15 +40,21 @@ class Checkpoints:
         self._commits = 0
         self._wake = threading.Event()
         self._stopping = False
+        self._behind = False  # the thread's last round did not catch up
         self._thread = threading.Thread(target=self._run, name="swell-checkpoints", daemon=True)
         self._thread.start()
 
-    def committed(self) -> None:
-        """One more commit by the writer; every `every` of them, a checkpoint."""
+    def committed(self) -> bool:
+        """One more commit by the writer; every `every` of them, a checkpoint. True when
+        the writer should now checkpoint what the thread could not catch up with."""
         self._commits += 1
+        if self._behind:
+            self._behind = False
+            return True
         if self._commits >= self.every:
             self._commits = 0
             self._wake.set()
+        return False
 
     def close(self) -> None:
         self._stopping = True
@@ -57,9 +73,29 @@ class Checkpoints:
                 self._wake.clear()
                 if self._stopping:
                     return
-                try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except sqlite3.Error:
-                    continue  # busy or failing: the next one tries again
+                self._behind = not _catch_up(db)
         finally:
             db.close()
+
+
+def checkpoint(db: sqlite3.Connection) -> tuple[int, int] | None:
+    """A PASSIVE checkpoint (it never waits for a writer or a reader): the frames in
+    the WAL and how many of them are now in the database; None if it failed."""
+    try:
+        _busy, frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    except sqlite3.Error:
+        return None  # busy or failing: the next round tries again
+    return frames, copied
+
+
+def _catch_up(db: sqlite3.Connection) -> bool:
+    """Checkpoint until a pass finds nothing new; False if the writer kept ahead."""
+    previous = None
+    for _ in range(PASSES):
+        done = checkpoint(db)
+        if done is None:
+            return True  # nothing to finish: the next round tries again
+        if done == previous and done[0] == done[1]:
+            return True
+        previous = done
+    return False

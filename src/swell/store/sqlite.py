@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
 from swell.store import output as output_table
-from swell.store.checkpoints import Checkpoints
+from swell.store.checkpoints import Checkpoints, checkpoint
 from swell.store.compact import event_id, pack_ts, seq_of, unpack_ts
 from swell.store.migrations import migrate
 from swell.store.projections import PROJECTIONS
@@ -215,7 +215,12 @@ class SqliteStore:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
         self._nums.update(nums)
-        self._checkpoints.committed()
+        self._committed()
+
+    def _committed(self) -> None:
+        assert self._checkpoints is not None
+        if self._checkpoints.committed():  # the thread could not catch up: finish here
+            checkpoint(self.db)
 
     def save_snapshot(self, run_id: str, seq: int, data: str) -> None:
         with self._tx():
@@ -461,7 +466,7 @@ class SqliteStore:
         with self._tx():
             output_table.write(self.db, chunks)
         if self._checkpoints is not None:
-            self._checkpoints.committed()
+            self._committed()
 
     def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
         with self._tx():
