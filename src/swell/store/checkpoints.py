@@ -7,9 +7,10 @@ synchronous=NORMAL a checkpoint syncs the WAL and then the database to disk: two
 fsyncs, milliseconds each on a busy disk, paid by whichever visit's commit comes
 then. A writer instead turns automatic checkpoints off and hands them to a thread
 with its own connection, which runs a PASSIVE checkpoint (it never blocks a writer or
-a reader) every so many commits. Nothing changes on disk: a committed batch is in
-the WAL before `emit` returns, and a checkpoint only moves it; a process killed at
-any moment loses nothing committed.
+a reader) every so many commits. Only a writer that commits faster than the thread
+can catch up runs a short checkpoint itself, now and then (`Checkpoints`). Nothing
+changes on disk: a committed batch is in the WAL before `emit` returns, and a
+checkpoint only moves it; a process killed at any moment loses nothing committed.
 """
 
 from __future__ import annotations
