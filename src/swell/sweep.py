@@ -149,6 +149,17 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _has_children() -> bool:
+    """Whether any thread of this process has a child, running or ended: one system
+    call (`waitid` without waiting or reaping), where reading `_children` takes
+    several. A loop of short command steps asks after every visit."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
 def descendants() -> list[int]:
     """Every process below this one (children first), zombies included."""
     found: list[int] = []
@@ -219,7 +230,7 @@ async def stop_marked(
     meanwhile) until none is left. Steps run in process groups of their own and may
     leave them (`setsid`, double forks), so the groups alone do not find everything.
     Returns what was found (empty: nothing was running)."""
-    if mine and is_adopting() and not _children(os.getpid()):
+    if mine and is_adopting() and not _has_children():
         return []  # nothing runs below swell: nothing is left, nothing to reap
     stopped: dict[int, Marked] = {}
     found = find_marked(markers, mine=mine)

@@ -65,3 +65,35 @@ def test_the_program_keeps_exit_codes_and_messages(tmp_path: Path) -> None:
     listing = _swell("--help", cwd=tmp_path)
     assert listing.returncode == 0
     assert "run" in listing.stdout and "thread" in listing.stdout
+
+
+def test_a_run_of_files_that_loaded_before_does_not_import_the_yaml_parser(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "wave.yaml").write_text("apiVersion: v1\nkind: WaveManifest\nmetadata: {name: p}\n")
+    pipelines = tmp_path / ".agents" / "pipelines"
+    pipelines.mkdir(parents=True)
+    (pipelines / "one.yaml").write_text(
+        "kind: WavePipeline\nmetadata: {name: one}\nsteps:\n"
+        "  - {id: hello, type: command, script: echo hello}\n"
+    )
+    code = (
+        "import sys; sys.argv = ['swell', 'run', 'one']\n"
+        "from swell.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('yaml' in sys.modules, file=sys.stderr)"
+    )
+
+    def run() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        assert "run succeeded" in done.stdout, done.stderr
+        return done.stderr.strip().splitlines()[-1]
+
+    assert run() == "True"  # parsed, and kept in the manifest cache
+    assert run() == "False"  # read back from it

@@ -108,3 +108,24 @@ def test_an_ended_orphan_in_another_session_is_reaped(tmp_path: Path) -> None:
     assert sweep.reap_adopted() >= 1
     assert not Path(f"/proc/{proc.pid}").exists()
     proc.returncode = 0  # reaped above; keep Popen's own clean-up quiet
+
+
+def test_whether_swell_has_a_child_is_asked_without_reaping_it() -> None:
+    """The sweep's quick answer (`_has_children`): a running child and an ended one not
+    yet waited for both count; asking reaps nothing (the child's owner still waits)."""
+    import subprocess
+
+    code = (
+        "import subprocess, time\n"
+        "from swell.sweep import _has_children\n"
+        "seen = [_has_children()]\n"
+        "child = subprocess.Popen(['sleep', '0.2'])\n"
+        "seen.append(_has_children())\n"
+        "time.sleep(1)\n"  # ended, a zombie until waited for
+        "seen.append(_has_children())\n"
+        "seen.append(child.wait())\n"  # still ours to reap: its exit status is there
+        "seen.append(_has_children())\n"
+        "print(seen)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[False, True, True, 0, False]"

@@ -6,10 +6,15 @@ Built-in types are imported on first use; plugins register through the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from swell.contracts.base import ContractType
 from swell.registry import Registry
+
+if TYPE_CHECKING:  # a run without contracts never imports them
+    # both are named in ContractTypes' base, a string
+    from typing import Any  # noqa: F401
+
+    from swell.contracts.base import ContractType  # noqa: F401
 
 BUILTIN = {
     "test_suite": "swell.contracts.test_suite:TYPE",
@@ -27,7 +32,7 @@ BUILTIN = {
 }
 
 
-class ContractTypes(Registry[ContractType[Any]]):
+class ContractTypes(Registry["ContractType[Any]"]):
     def __init__(self) -> None:
         super().__init__("contract type", "swell.contract_types")
 

@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import yaml
-
 from swell.events.models import ArtifactWritten
 from swell.manifest.models import ArtifactRef, Pipeline
 from swell.manifest.wave_models import PipelineOutput
@@ -114,6 +112,8 @@ def declared_outputs(reader: OutputsReader, run_id: str) -> dict[str, PipelineOu
     text = reader.pipeline_text(run_id)
     if not text or "pipeline_outputs" not in text:  # most pipelines: no parse needed
         return {}
+    import yaml  # only then: a run of pipelines without outputs never imports it
+
     try:
         return Pipeline.model_validate(yaml.safe_load(text)).pipeline_outputs
     except (yaml.YAMLError, ValueError):
