@@ -17,6 +17,7 @@ docs/engine.md states the rule.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # words after a count that say the count is of failures
@@ -83,9 +84,12 @@ _NUMBERS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+@functools.lru_cache(maxsize=128)
 def normalize_error(message: str, limit: int = 2000) -> str:
     """The error with its incidental parts removed, so the same failure compares equal;
-    failure counts and failing names stay (see the module docstring)."""
+    failure counts and failing names stay (see the module docstring). Kept for the
+    errors seen last: a loop failing the same way asks again each visit (fifteen
+    patterns over up to 4,000 characters)."""
     text = message[-limit * 2 :].replace(_OPEN, "").replace(_CLOSE, "")
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
