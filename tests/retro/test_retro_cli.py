@@ -201,3 +201,15 @@ def test_a_narrated_retro_is_kept_after_each_run_unless_turned_off(
     assert not (isolated_state / "retros" / f"{second}.json").exists()
     checked = swell("validate", cwd=project)
     assert "retros" not in checked.stdout + checked.stderr  # runs now: no "not run" warning
+
+
+def test_without_a_run_it_is_the_newest_run(project: Path) -> None:
+    none_yet = swell("retro", cwd=project)
+    assert none_yet.returncode != 0 and "no runs yet" in none_yet.stderr
+    run(project, "loop", "--input", "x")
+    newest = run(project, "loop", "--input", "y")
+    assert swell_json("retro", cwd=project)["run_id"] == newest
+    text = swell("retro", cwd=project)
+    assert text.returncode == 0 and newest in text.stdout
+    helped = swell("retro", "--help", cwd=project)
+    assert helped.returncode == 0 and "stats" in helped.stdout

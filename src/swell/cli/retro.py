@@ -8,7 +8,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from swell.cli.common import Output, OutputOption, RunPrefixArgument, print_json, project_dir
+from swell.cli.common import Output, OutputOption, print_json, project_dir
+from swell.cli.pick import OptionalRunArgument, run_or_newest
 
 if TYPE_CHECKING:
     from swell.retro.models import Retro, Stats
@@ -16,12 +17,12 @@ if TYPE_CHECKING:
 
 class _RunByDefault(TyperGroup):
     """`swell retro RUN ...` is `swell retro show RUN ...`: a first argument that names
-    no subcommand is a run."""
+    no subcommand is a run, and no run at all is the newest (as `status` and `logs`)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         first = next((a for a in args if not a.startswith("-")), None)
         helping = any(a in ("--help", "-h") for a in args) and first is None
-        if args and not helping and first not in self.commands:
+        if not helping and first not in self.commands:
             args = ["show", *args]
         return super().parse_args(ctx, args)
 
@@ -29,8 +30,8 @@ class _RunByDefault(TyperGroup):
 retro = typer.Typer(
     cls=_RunByDefault,
     name="retro",
-    help="A run's retrospective (`swell retro RUN`), or numbers over runs (`retro stats`).",
-    no_args_is_help=True,
+    help="A run's retrospective (`swell retro [RUN]`, the newest by default), or numbers "
+    "over runs (`retro stats`).",
     add_completion=False,
 )
 
@@ -38,7 +39,7 @@ retro = typer.Typer(
 @retro.command("show", hidden=True)
 def show(
     ctx: typer.Context,
-    run_id: RunPrefixArgument,
+    run_id: OptionalRunArgument = None,
     narrate: Annotated[
         str | None,
         typer.Option(
@@ -56,7 +57,7 @@ def show(
 
     if narrate is None:
         store = open_project_store(project_dir(ctx))
-        found = build_retro(store, run_id)
+        found = build_retro(store, run_or_newest(store, run_id).id)
         root = _root(ctx)
         kept = stored_retro(state_dir_for(root), found.run_id) if root else None
         if kept is not None and kept.narrative:
@@ -79,14 +80,14 @@ def _root(ctx: typer.Context) -> Any:
         return None
 
 
-def _narrated(ctx: typer.Context, run_id: str, persona: str) -> Retro:
+def _narrated(ctx: typer.Context, run_id: str | None, persona: str) -> Retro:
     from swell.cli.common import runtime
     from swell.retro.narrate import narrate
     from swell.retro.record import save_retro
     from swell.retro.run import build_retro
 
     rt = runtime(ctx)
-    found = build_retro(rt.store, run_id)
+    found = build_retro(rt.store, run_or_newest(rt.store, run_id).id)
     manifest = rt.project.manifest
     model = manifest.runtime.retros.narrate_model
     found.narrative = narrate(
