@@ -39,9 +39,11 @@ from loop_overhead import (
     SWELL,
     BenchError,
     Workload,
+    check_result,
     check_work,
     run_checked,
     shell_test,
+    timed,
     write_project,
 )
 
@@ -107,18 +109,6 @@ print(json.dumps({"lines": lines, "wall": wall, "cpu": cpu}), file=sys.stderr)
 """
 
 
-def _timed(argv: list[str], cwd: Path) -> tuple[float, str]:
-    start = time.perf_counter()
-    out = run_checked(argv, cwd)
-    return time.perf_counter() - start, out
-
-
-def _check_iterations(out: str, who: str) -> None:
-    result = json.loads(out.strip().splitlines()[-1])
-    if result != {"iterations": WORKLOAD.iterations, "passed": True}:
-        raise BenchError(f"{who}: finished with {result}")
-
-
 def _fresh(root: Path, name: str) -> Path:
     work = root / "scratch" / f"{name}-{time.monotonic_ns()}"
     work.mkdir(parents=True)
@@ -128,16 +118,17 @@ def _fresh(root: Path, name: str) -> Path:
 def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
     def plain() -> float:
         work = _fresh(root, "plain")
-        seconds, out = _timed([PYTHON, str(scripts / "plain.py"), IMPLEMENT, WORKLOAD.test], work)
-        _check_iterations(out, "plain")
+        argv = [PYTHON, str(scripts / "plain.py"), IMPLEMENT, WORKLOAD.test]
+        seconds, out = timed(lambda: run_checked(argv, work))
+        check_result(out, WORKLOAD, "plain")
         check_work(work / "work.txt", WORKLOAD, "plain")
         return seconds
 
     def processes() -> float:
         work = _fresh(root, "processes")
         argv = [PYTHON, str(scripts / "processes.py"), IMPLEMENT, WORKLOAD.test]
-        seconds, out = _timed(argv, work)
-        _check_iterations(out, "processes")
+        seconds, out = timed(lambda: run_checked(argv, work))
+        check_result(out, WORKLOAD, "processes")
         check_work(work / "work.txt", WORKLOAD, "processes")
         return seconds
 
@@ -156,7 +147,7 @@ def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
         return float(result["wall"])
 
     def swell() -> float:
-        seconds, out = _timed([SWELL, "run", "loop"], project)
+        seconds, out = timed(lambda: run_checked([SWELL, "run", "loop"], project))
         if "succeeded" not in out.splitlines()[-1]:
             raise BenchError(f"swell: the run did not succeed:\n{out[-2000:]}")
         return seconds

@@ -29,6 +29,7 @@ from swell.contracts.base import (
     ReviewFeedback,
     ReviewStats,
     RunAgent,
+    timeout_problem,
 )
 from swell.contracts.review_prompt import (
     SCHEMA,
@@ -85,12 +86,9 @@ def config_problems(settings: AgentReviewSettings) -> list[str]:
 
 def _value_problems(settings: AgentReviewSettings) -> list[str]:
     problems: list[str] = []
-    if settings.timeout is not None:
-        try:
-            if parse_duration(settings.timeout) <= 0:
-                problems.append("timeout must be more than zero")
-        except ValueError as exc:
-            problems.append(f"timeout: {exc}")
+    timeout = timeout_problem(settings.timeout)
+    if timeout:
+        problems.append(timeout)
     for number, budget in (
         ("max_tokens", settings.max_tokens),
         ("token_budget", settings.token_budget),

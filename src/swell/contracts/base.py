@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swell.errors import AgentErrorKind, Problem
 from swell.events.models import BaseEvent, ReviewFeedback, ReviewIssue
+from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
@@ -149,6 +150,18 @@ class ContractType(Generic[S]):
         return None
 
 
+def timeout_problem(timeout: str | float | None) -> str | None:
+    """What is wrong with a contract's `timeout` setting, if anything."""
+    if timeout is None:
+        return None
+    try:
+        if parse_duration(timeout) <= 0:
+            return "timeout must be more than zero"
+    except ValueError as exc:
+        return f"timeout: {exc}"
+    return None
+
+
 __all__ = [
     "AgentAnswer",
     "AgentCall",
@@ -160,4 +173,5 @@ __all__ = [
     "ReviewIssue",
     "ReviewStats",
     "RunAgent",
+    "timeout_problem",
 ]

@@ -42,6 +42,7 @@ from swell.contracts.base import (
     ContractSettings,
     ContractType,
     RunAgent,
+    timeout_problem,
 )
 from swell.contracts.non_empty_file import default_source, shown, workspace_path
 from swell.contracts.review_prompt import (
@@ -242,12 +243,9 @@ class LlmJudge(ContractType[LlmJudgeSettings]):
             found.append(scope.problem((), "an llm_judge contract needs at least one criterion"))
         if settings.persona and settings.persona not in scope.project.manifest.personas:
             found.append(scope.problem(("persona",), f"unknown persona '{settings.persona}'"))
-        if settings.timeout is not None:
-            try:
-                if parse_duration(settings.timeout) <= 0:
-                    found.append(scope.problem(("timeout",), "timeout must be more than zero"))
-            except ValueError as exc:
-                found.append(scope.problem(("timeout",), f"timeout: {exc}"))
+        timeout = timeout_problem(settings.timeout)
+        if timeout:
+            found.append(scope.problem(("timeout",), timeout))
         return found
 
     async def check(self, ctx: ContractContext[LlmJudgeSettings]) -> ContractResult:

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 import shutil
 
-from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
+from swell.contracts.base import (
+    ContractContext,
+    ContractResult,
+    ContractSettings,
+    ContractType,
+    timeout_problem,
+)
 from swell.contracts.non_empty_file import shown, workspace_path
 from swell.contracts.test_suite import tail
 from swell.errors import Problem
@@ -57,12 +63,9 @@ class TypeScriptInterface(ContractType[TypeScriptSettings]):
             found.append(
                 scope.problem((), "a typescript_interface contract needs `schema_path` (the file)")
             )
-        if settings.timeout is not None:
-            try:
-                if parse_duration(settings.timeout) <= 0:
-                    found.append(scope.problem(("timeout",), "timeout must be more than zero"))
-            except ValueError as exc:
-                found.append(scope.problem(("timeout",), f"timeout: {exc}"))
+        timeout = timeout_problem(settings.timeout)
+        if timeout:
+            found.append(scope.problem(("timeout",), timeout))
         return found
 
     async def check(self, ctx: ContractContext[TypeScriptSettings]) -> ContractResult:

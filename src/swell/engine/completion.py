@@ -517,6 +517,15 @@ def round_of(
     )
 
 
+def idle_ending(state: RunState) -> tuple[FinalStatus, str | None]:
+    """How a run ends once nothing runs and nothing can start: it succeeded, unless
+    steps still wait for dependencies that never ran."""
+    if state.queue:
+        blocked = ", ".join(sorted({a.step_id for a in state.queue}))
+        return "failed", f"steps {blocked} wait for dependencies that never ran"
+    return "succeeded", None
+
+
 def ending(
     state: RunState, status: FinalStatus, error: str | None
 ) -> tuple[FinalStatus, str | None]:

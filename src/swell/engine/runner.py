@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from swell import sweep
 from swell.engine import cost
-from swell.engine.completion import Decisions, Limits, Visit, ending, queue
+from swell.engine.completion import Decisions, Limits, Visit, ending, idle_ending, queue
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
 from swell.engine.preload import preload_adapters
@@ -181,12 +181,7 @@ class Runner:
                     return summary
                 continue  # what they routed to starts before anything is committed
             if not self._tasks:
-                if self.state.queue:
-                    blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
-                    return await self._finish(
-                        "failed", f"steps {blocked} wait for dependencies that never ran"
-                    )
-                return await self._finish("succeeded")
+                return await self._finish(*idle_ending(self.state))
             self.flush()
             done = await self._next(poll)
             if control is not None and time.monotonic() - last_check >= poll:

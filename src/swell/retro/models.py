@@ -3,7 +3,7 @@ API give them (pydantic: one schema for both, in the OpenAPI description)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -16,15 +16,7 @@ FrictionKind = Literal[
     "gate_wait",
     "relay",
 ]
-FRICTION_KINDS: tuple[FrictionKind, ...] = (
-    "retry",
-    "contract_failure",
-    "review_rework",
-    "breaker_trip",
-    "limit_hit",
-    "gate_wait",
-    "relay",
-)
+FRICTION_KINDS: tuple[FrictionKind, ...] = get_args(FrictionKind)
 Rating = Literal["effortless", "smooth", "bumpy", "struggled", "failed"]
 
 

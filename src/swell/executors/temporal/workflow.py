@@ -35,7 +35,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
-    from swell.engine.completion import Decisions, Limits, Visit, ending, queue
+    from swell.engine.completion import Decisions, Limits, Visit, ending, idle_ending, queue
     from swell.engine.context import ContractFailure, GateDecision, StepResult
     from swell.engine.cost import Budget
     from swell.engine.graph import Graph
@@ -158,12 +158,7 @@ class RunWorkflow:
                     return outcome
                 continue
             if not self._tasks:
-                if self.state.queue:
-                    blocked = ", ".join(sorted({a.step_id for a in self.state.queue}))
-                    return await self._finish(
-                        "failed", f"steps {blocked} wait for dependencies that never ran"
-                    )
-                return await self._finish("succeeded")
+                return await self._finish(*idle_ending(self.state))
             await self._flush()
             await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
             ended = sorted(
