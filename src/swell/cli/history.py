@@ -15,6 +15,7 @@ from swell.ops.logs import LogFilter, keep
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent
+    from swell.events.views import EventView
     from swell.store.protocols import RunReader
 
 OUTPUT_LINES = 40  # of a visit's output shown with --step
@@ -29,9 +30,7 @@ class _Render:
         self.printer = ProgressPrinter(root_run=run_id)
         self.json, self.step = json, step
 
-    def __call__(self, raw: str, event: BaseEvent, keep: bool) -> str | None:
-        from swell.events.models import StepFinished
-
+    def __call__(self, raw: str, event: BaseEvent | EventView, keep: bool) -> str | None:
         line = None if self.json else self.printer.line(event)  # keeps the printer's state
         if not keep:
             return None
@@ -40,17 +39,38 @@ class _Render:
         if line is None:
             return None
         text = f"{event.ts[11:19]} {line}"
-        if self.step and isinstance(event, StepFinished) and event.output_tail:
-            tail = event.output_tail.rstrip().splitlines()[-OUTPUT_LINES:]
+        output_tail = getattr(event, "output_tail", None)  # a step.finished's
+        if self.step and getattr(event, "type", "") == "step.finished" and output_tail:
+            tail = output_tail.rstrip().splitlines()[-OUTPUT_LINES:]
             text += "".join(f"\n    | {out}" for out in tail)
         return text
 
 
-def _new_events(store: RunReader, run_id: str, after: int) -> Iterator[tuple[str, BaseEvent]]:
-    from swell.events.models import parse_event
+def _new_events(
+    store: RunReader, run_id: str, json: bool
+) -> Iterator[tuple[str, BaseEvent | EventView]]:
+    """The run's events: NDJSON lines and their events for `-o json`; for text, views of
+    the stored rows (`events.views`), which spare `swell logs` pydantic and the models."""
+    if json:
+        from swell.events.models import parse_event
 
-    for raw in store.raw_events(run_id, after):
-        yield raw, parse_event(raw)
+        for raw in store.raw_events(run_id):
+            yield raw, parse_event(raw)
+        return
+    from swell.events.views import view
+
+    for row in store.stored_rows(run_id):
+        shown = view(
+            row.type,
+            row.data,
+            run_id=run_id,
+            seq=row.seq,
+            ts=row.ts,
+            step_id=row.step_id,
+            visit=row.visit,
+        )
+        # a kind this version does not know: the models say so
+        yield "", row.event(run_id) if shown is None else shown
 
 
 def show_logs(
@@ -61,7 +81,7 @@ def show_logs(
     run = run_or_newest(store, run_id)
     render = _Render(run.id, json, where.step)
     first: list[str] = []
-    for raw, event in _new_events(store, run.id, 0):
+    for raw, event in _new_events(store, run.id, json):
         shown = render(raw, event, keep(event, where))
         if shown is not None:
             first.append(shown)

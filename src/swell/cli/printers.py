@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from swell.cli.render import ProgressPrinter
 from swell.events import models as ev
+
+if TYPE_CHECKING:
+    from swell.events.views import EventView
 
 FIELD_CHARS = 160  # of one field's value
 
@@ -12,10 +17,11 @@ class VerbosePrinter(ProgressPrinter):
     """What `ProgressPrinter` shows, and every event it leaves out as `type step: fields`
     (agent text, usage, thread context, artifacts, queued steps, ...)."""
 
-    def line(self, e: ev.BaseEvent) -> str | None:
+    def line(self, e: ev.BaseEvent | EventView) -> str | None:
         shown = super().line(e)
         if shown is not None:
             return shown
+        assert isinstance(e, ev.BaseEvent)  # `swell run -v` prints a run's own events
         kind = str(getattr(e, "type", type(e).__name__))
         where = ""
         if e.step_id:

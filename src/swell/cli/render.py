@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
-from swell.events import models as ev
+if TYPE_CHECKING:  # `swell logs` prints views of stored events, without pydantic
+    from swell.events import models as ev
+    from swell.events.views import EventView
 
 SYMBOLS = {"success": "✓", "failure": "✗"}
 ANSWER_LINES = 6  # of an agent's final answer shown under its step
@@ -31,13 +33,16 @@ class NdjsonPrinter:
         self.out = out or sys.stdout
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        from swell.events.models import event_json
+
         for event in events:
-            self.out.write(ev.event_json(event) + "\n")
+            self.out.write(event_json(event) + "\n")
         self.out.flush()
 
 
 class ProgressPrinter:
-    """Readable progress lines; colour when writing to a terminal."""
+    """Readable progress lines; colour when writing to a terminal. Prints events or
+    views of stored ones (`events.views`): it reads their fields only."""
 
     def __init__(
         self, out: TextIO | None = None, color: bool | None = None, root_run: str | None = None
@@ -61,109 +66,161 @@ class ProgressPrinter:
                 self._write(line, event.run_id)
         self.out.flush()
 
-    def line(self, e: ev.BaseEvent) -> str | None:
-        name = f"{e.step_id}" + (f" #{e.visit}" if e.visit and e.visit > 1 else "")
-        if isinstance(e, ev.RunStarted):
-            if e.parent_run_id:
-                return self._c(f"↳ sub-pipeline {e.pipeline} ({e.run_id})", "2")
+    def line(self, e: ev.BaseEvent | EventView) -> str | None:
+        """The line an event shows as, or None: looked up by its type (most events of a
+        run, `step.queued` or `round.recorded`, show nothing)."""
+        show = _LINES.get(getattr(e, "type", ""))
+        return None if show is None else show(self, e)
+
+    def _name(self, e: Any) -> str:
+        return f"{e.step_id}" + (f" #{e.visit}" if e.visit and e.visit > 1 else "")
+
+    def _run_started(self, e: ev.RunStarted) -> str | None:
+        if e.parent_run_id:
+            return self._c(f"↳ sub-pipeline {e.pipeline} ({e.run_id})", "2")
+        return None
+
+    def _run_resumed(self, e: ev.RunResumed) -> str | None:
+        extra = f" (re-running {', '.join(e.interrupted_steps)})" if e.interrupted_steps else ""
+        return self._c(f"resumed {e.run_id}{extra}", "2")
+
+    def _step_started(self, e: ev.StepStarted) -> str | None:
+        self._progress[e.step_id] = e.progress
+        if e.progress == "hidden":
             return None
-        if isinstance(e, ev.RunResumed):
-            extra = f" (re-running {', '.join(e.interrupted_steps)})" if e.interrupted_steps else ""
-            return self._c(f"resumed {e.run_id}{extra}", "2")
-        if isinstance(e, ev.StepStarted):
-            self._progress[e.step_id] = e.progress
-            if e.progress == "hidden":
-                return None
-            detail = f"  {self._c(e.detail, '2')}" if e.detail else ""
-            return f"{self._c('▶', '36')} {name}{detail}"
-        if isinstance(e, ev.StepFinished):
-            shows = self._progress.get(e.step_id, "line")
-            if shows == "hidden":
-                return None
-            ok = e.outcome == "success"
-            mark = self._c(SYMBOLS[e.outcome], "32" if ok else "31")
-            extra = "" if e.exit_code in (None, 0) else f"  exit {e.exit_code}"
-            tokens = f"  {e.tokens_in}→{e.tokens_out} tok" if e.tokens_in or e.tokens_out else ""
-            text = f"{mark} {name}  {fmt_ms(e.duration_ms)}{extra}{tokens}"
-            if ok and shows == "answer" and e.output_tail:
-                answer = [ln for ln in e.output_tail.strip().splitlines() if ln.strip()]
-                more = (
-                    [f"… ({len(answer) - ANSWER_LINES} more lines)"]
-                    if len(answer) > ANSWER_LINES
-                    else []
-                )
-                text += "".join(
-                    f"\n    {self._c(ln[:160], '2')}" for ln in answer[:ANSWER_LINES] + more
-                )
-            if not ok and e.error:
-                lines = [ln for ln in e.error.strip().splitlines() if ln.strip()]
-                if lines and lines[0].startswith("exit code"):
-                    lines = lines[1:]  # the exit code is already on the line above
-                last = lines[-3:]
-                text += "".join(f"\n    {self._c(ln, '2')}" for ln in last)
-            return text
-        if isinstance(e, ev.RouteTaken):
-            cond = f" ({e.condition})" if e.condition else ""
-            return self._c(f"  → {e.target}{cond}", "2")
-        if isinstance(e, ev.ContextSet):
-            return self._c(f"  context.{e.key} = {e.value}", "2")
-        if isinstance(e, ev.GateWaiting):
-            lines = [self._c(f"⏸ {e.step_id}: {e.message}", "33")]
-            if e.choices:
-                lines.append("    choices: " + ", ".join(f"[{c.key}] {c.label}" for c in e.choices))
-            lines.append(
-                self._c(
-                    f"    approve: swell approve {e.run_id} {e.step_id}"
-                    + (" --choice KEY" if e.choices else "")
-                    + f"   reject: swell reject {e.run_id} {e.step_id} --reason TEXT",
-                    "2",
-                )
+        detail = f"  {self._c(e.detail, '2')}" if e.detail else ""
+        return f"{self._c('▶', '36')} {self._name(e)}{detail}"
+
+    def _step_finished(self, e: ev.StepFinished) -> str | None:
+        shows = self._progress.get(e.step_id, "line")
+        if shows == "hidden":
+            return None
+        ok = e.outcome == "success"
+        mark = self._c(SYMBOLS[e.outcome], "32" if ok else "31")
+        extra = "" if e.exit_code in (None, 0) else f"  exit {e.exit_code}"
+        tokens = f"  {e.tokens_in}→{e.tokens_out} tok" if e.tokens_in or e.tokens_out else ""
+        text = f"{mark} {self._name(e)}  {fmt_ms(e.duration_ms)}{extra}{tokens}"
+        if ok and shows == "answer" and e.output_tail:
+            answer = [ln for ln in e.output_tail.strip().splitlines() if ln.strip()]
+            more = (
+                [f"… ({len(answer) - ANSWER_LINES} more lines)"]
+                if len(answer) > ANSWER_LINES
+                else []
             )
-            return "\n".join(lines)
-        if isinstance(e, ev.GateResolved):
-            who = f" by {e.by}" if e.by else ""
-            choice = f" ({e.choice})" if e.choice else ""
-            return self._c(f"  gate {e.step_id} {e.decision}{choice}{who}", "33")
-        if isinstance(e, ev.ContractPassed):
-            note = f" ({e.note})" if e.note else ""
-            return self._c(f"  ✓ contract {e.index + 1} {e.contract_type}{note}", "32")
-        if isinstance(e, ev.ContractFailed):
-            return self._c(f"  ✗ contract {e.index + 1} {e.contract_type} → {e.policy}", "31")
-        if isinstance(e, ev.ReviewCompleted):
-            verdict = e.verdict or f"no verdict ({e.error})"
-            issues = f", {len(e.issues)} issue(s)" if e.issues else ""
-            return self._c(
-                f"  review by {e.reviewer}: {verdict}{issues}  {e.tokens_in}→{e.tokens_out} tok"
-                + (f"  ${e.cost_usd:.4f}" if e.cost_usd else ""),
+            text += "".join(
+                f"\n    {self._c(ln[:160], '2')}" for ln in answer[:ANSWER_LINES] + more
+            )
+        if not ok and e.error:
+            lines = [ln for ln in e.error.strip().splitlines() if ln.strip()]
+            if lines and lines[0].startswith("exit code"):
+                lines = lines[1:]  # the exit code is already on the line above
+            last = lines[-3:]
+            text += "".join(f"\n    {self._c(ln, '2')}" for ln in last)
+        return text
+
+    def _route_taken(self, e: ev.RouteTaken) -> str | None:
+        cond = f" ({e.condition})" if e.condition else ""
+        return self._c(f"  → {e.target}{cond}", "2")
+
+    def _context_set(self, e: ev.ContextSet) -> str | None:
+        return self._c(f"  context.{e.key} = {e.value}", "2")
+
+    def _gate_waiting(self, e: ev.GateWaiting) -> str | None:
+        lines = [self._c(f"⏸ {e.step_id}: {e.message}", "33")]
+        if e.choices:
+            lines.append("    choices: " + ", ".join(f"[{c.key}] {c.label}" for c in e.choices))
+        lines.append(
+            self._c(
+                f"    approve: swell approve {e.run_id} {e.step_id}"
+                + (" --choice KEY" if e.choices else "")
+                + f"   reject: swell reject {e.run_id} {e.step_id} --reason TEXT",
                 "2",
             )
-        if isinstance(e, ev.ReworkRequested):
-            return self._c(f"  → rework by {e.step_id} (for {e.for_step})", "33")
-        if isinstance(e, ev.RetryRequested):
-            return self._c(f"  → retry {e.step_id} (attempt {e.attempt} of {e.max_attempts})", "33")
-        if isinstance(e, ev.LimitExceeded):
-            return self._c(f"! {e.limit} reached at {e.step_id}: {e.count} of {e.maximum}", "31")
-        if isinstance(e, ev.BreakerTripped):
-            return self._c(
-                f"! circuit breaker tripped at {e.step_id} after {e.count} identical failures", "31"
-            )
-        if isinstance(e, ev.Warning):
-            return self._c(f"  warning: {e.message}", "33")
-        if isinstance(e, ev.BudgetWarning):
-            return self._c(f"  budget warning: {e.message}", "33")
-        if isinstance(e, ev.BudgetExceeded):
-            return self._c(f"! {e.message}", "31")
-        if isinstance(e, ev.AgentToolCall):
-            target = f" {e.target}" if e.target else ""
-            return self._c(f"    · {e.name}{target}", "2")
-        if isinstance(e, ev.StepInterrupted):
-            return self._c(f"■ {name} interrupted: {e.reason}", "33")
-        if isinstance(e, ev.RunFinished):
-            if self.root_run and e.run_id != self.root_run:
-                return self._c(f"↲ sub-pipeline {e.status}", "2")
-            colour = {"succeeded": "32", "failed": "31"}.get(e.status, "33")
-            text = f"run {e.status} in {fmt_ms(e.duration_ms)} ({e.visits} visits)"
-            if e.error and e.status != "succeeded":
-                text += f": {e.error}"
-            return self._c(text, colour)
-        return None
+        )
+        return "\n".join(lines)
+
+    def _gate_resolved(self, e: ev.GateResolved) -> str | None:
+        who = f" by {e.by}" if e.by else ""
+        choice = f" ({e.choice})" if e.choice else ""
+        return self._c(f"  gate {e.step_id} {e.decision}{choice}{who}", "33")
+
+    def _contract_passed(self, e: ev.ContractPassed) -> str | None:
+        note = f" ({e.note})" if e.note else ""
+        return self._c(f"  ✓ contract {e.index + 1} {e.contract_type}{note}", "32")
+
+    def _contract_failed(self, e: ev.ContractFailed) -> str | None:
+        return self._c(f"  ✗ contract {e.index + 1} {e.contract_type} → {e.policy}", "31")
+
+    def _review_completed(self, e: ev.ReviewCompleted) -> str | None:
+        verdict = e.verdict or f"no verdict ({e.error})"
+        issues = f", {len(e.issues)} issue(s)" if e.issues else ""
+        return self._c(
+            f"  review by {e.reviewer}: {verdict}{issues}  {e.tokens_in}→{e.tokens_out} tok"
+            + (f"  ${e.cost_usd:.4f}" if e.cost_usd else ""),
+            "2",
+        )
+
+    def _rework_requested(self, e: ev.ReworkRequested) -> str | None:
+        return self._c(f"  → rework by {e.step_id} (for {e.for_step})", "33")
+
+    def _retry_requested(self, e: ev.RetryRequested) -> str | None:
+        return self._c(f"  → retry {e.step_id} (attempt {e.attempt} of {e.max_attempts})", "33")
+
+    def _limit_exceeded(self, e: ev.LimitExceeded) -> str | None:
+        return self._c(f"! {e.limit} reached at {e.step_id}: {e.count} of {e.maximum}", "31")
+
+    def _breaker_tripped(self, e: ev.BreakerTripped) -> str | None:
+        return self._c(
+            f"! circuit breaker tripped at {e.step_id} after {e.count} identical failures", "31"
+        )
+
+    def _warning(self, e: ev.Warning) -> str | None:
+        return self._c(f"  warning: {e.message}", "33")
+
+    def _budget_warning(self, e: ev.BudgetWarning) -> str | None:
+        return self._c(f"  budget warning: {e.message}", "33")
+
+    def _budget_exceeded(self, e: ev.BudgetExceeded) -> str | None:
+        return self._c(f"! {e.message}", "31")
+
+    def _agent_tool_call(self, e: ev.AgentToolCall) -> str | None:
+        target = f" {e.target}" if e.target else ""
+        return self._c(f"    · {e.name}{target}", "2")
+
+    def _step_interrupted(self, e: ev.StepInterrupted) -> str | None:
+        return self._c(f"■ {self._name(e)} interrupted: {e.reason}", "33")
+
+    def _run_finished(self, e: ev.RunFinished) -> str | None:
+        if self.root_run and e.run_id != self.root_run:
+            return self._c(f"↲ sub-pipeline {e.status}", "2")
+        colour = {"succeeded": "32", "failed": "31"}.get(e.status, "33")
+        text = f"run {e.status} in {fmt_ms(e.duration_ms)} ({e.visits} visits)"
+        if e.error and e.status != "succeeded":
+            text += f": {e.error}"
+        return self._c(text, colour)
+
+
+# event type -> how ProgressPrinter shows it; every other type shows nothing
+_LINES: dict[str, Callable[[ProgressPrinter, Any], str | None]] = {
+    "run.started": ProgressPrinter._run_started,
+    "run.resumed": ProgressPrinter._run_resumed,
+    "step.started": ProgressPrinter._step_started,
+    "step.finished": ProgressPrinter._step_finished,
+    "route.taken": ProgressPrinter._route_taken,
+    "context.set": ProgressPrinter._context_set,
+    "gate.waiting": ProgressPrinter._gate_waiting,
+    "gate.resolved": ProgressPrinter._gate_resolved,
+    "contract.passed": ProgressPrinter._contract_passed,
+    "contract.failed": ProgressPrinter._contract_failed,
+    "review.completed": ProgressPrinter._review_completed,
+    "rework.requested": ProgressPrinter._rework_requested,
+    "retry.requested": ProgressPrinter._retry_requested,
+    "limit.exceeded": ProgressPrinter._limit_exceeded,
+    "breaker.tripped": ProgressPrinter._breaker_tripped,
+    "warning": ProgressPrinter._warning,
+    "budget.warning": ProgressPrinter._budget_warning,
+    "budget.exceeded": ProgressPrinter._budget_exceeded,
+    "agent.tool_call": ProgressPrinter._agent_tool_call,
+    "step.interrupted": ProgressPrinter._step_interrupted,
+    "run.finished": ProgressPrinter._run_finished,
+}

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-from swell.events.models import BaseEvent
+if TYPE_CHECKING:  # `swell logs` filters views of stored events too, without pydantic
+    from swell.events.models import BaseEvent
+    from swell.events.views import EventView
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ def since_time(value: str | None, now: datetime | None = None) -> datetime | Non
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def is_error(event: BaseEvent) -> bool:
+def is_error(event: BaseEvent | EventView) -> bool:
     """What `--errors` keeps: failed visits, contract failures, limits and the breaker,
     interrupted visits, rejected gates, and a run that did not succeed."""
     kind = getattr(event, "type", "")
@@ -54,7 +57,7 @@ def is_error(event: BaseEvent) -> bool:
     )
 
 
-def keep(event: BaseEvent, f: LogFilter) -> bool:
+def keep(event: BaseEvent | EventView, f: LogFilter) -> bool:
     if f.step and event.step_id != f.step:
         return False
     if f.errors and not is_error(event):

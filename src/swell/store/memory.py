@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
-from swell.events.models import BaseEvent, Event, event_data, event_json, stored_event
+from swell.events.models import BaseEvent, Event, event_data, event_json
 from swell.store.output import MemoryOutput
 from swell.store.records import INSERTS, PRIMARY_KEYS, Record
 from swell.store.rows import (
@@ -32,6 +32,7 @@ from swell.store.rows import (
     RoundRow,
     RunRow,
     StepRow,
+    StoredRow,
     VisitRow,
     row_from,
 )
@@ -427,21 +428,16 @@ class MemoryStore:
         return [e for e in self.events(run_id) if e.type in kinds]  # memory: all are cheap
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
+
+    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
         with self._read() as db:
             log = db.rows("events", run_id)
-            rows = [(seq, log[seq]) for seq in sorted(log) if seq > after_seq]
-        return [
-            stored_event(
-                r["type"],
-                r["data"],
-                run_id=run_id,
-                seq=seq,
-                ts=r["ts"],
-                step_id=r["step_id"],
-                visit=r["visit"],
-            )
-            for seq, r in rows
-        ]
+            return [
+                StoredRow(seq, r["ts"], r["type"], r["step_id"], r["visit"], r["data"])
+                for seq, r in sorted(log.items())
+                if seq > after_seq
+            ]
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         return [event_json(event) for event in self.events(run_id, after_seq)]

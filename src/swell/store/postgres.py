@@ -48,6 +48,7 @@ from swell.store.rows import (
     RoundRow,
     RunRow,
     StepRow,
+    StoredRow,
     VisitRow,
     row_from,
 )
@@ -309,17 +310,15 @@ class PostgresStore:
         )
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        from swell.events.models import stored_event
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
 
+    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
         rows = self._all(
             "SELECT seq, ts, type, step_id, visit, data FROM events "
             "WHERE run_id = %s AND seq > %s ORDER BY seq",
             (run_id, max(after_seq, 0)),
         )
-        return [
-            stored_event(kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step, visit=visit)
-            for seq, ts, kind, step, visit, data in rows
-        ]
+        return [StoredRow(*row) for row in rows]
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
         from swell.events.models import stored_event

@@ -19,6 +19,7 @@ from swell.store.rows import (
     RoundRow,
     RunRow,
     StepRow,
+    StoredRow,
     VisitRow,
 )
 
@@ -121,6 +122,10 @@ class RunReader(Protocol):
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         """The same events as NDJSON lines (`event_json`: every field, unset ones null)."""
+        ...
+
+    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
+        """The same events as they are stored, not parsed (for `events.views`)."""
         ...
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:

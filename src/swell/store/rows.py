@@ -11,16 +11,43 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     # types only: readers such as `swell thread` stay clear of the pydantic event models
-    from swell.events.models import GateVerdict, Outcome, RunStatus
+    from swell.events.models import Event, GateVerdict, Outcome, RunStatus
 
 VisitStatus = Literal["running", "succeeded", "failed", "interrupted"]
 GateStatus = Literal["waiting", "approved", "rejected", "timeout", "cancelled"]
+
+
+class StoredRow(NamedTuple):
+    """One stored event as the store keeps it: its envelope, and its `event_data` (the
+    rest of its fields as JSON, defaults left out); `stored_event` or `views.view`
+    make it an event again."""
+
+    seq: int
+    ts: str
+    type: str
+    step_id: str | None
+    visit: int | None
+    data: str
+
+    def event(self, run_id: str) -> Event:
+        """The event this row of run `run_id` holds."""
+        from swell.events.models import stored_event
+
+        return stored_event(
+            self.type,
+            self.data,
+            run_id=run_id,
+            seq=self.seq,
+            ts=self.ts,
+            step_id=self.step_id,
+            visit=self.visit,
+        )
 
 
 @dataclass(frozen=True)

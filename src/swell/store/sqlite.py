@@ -30,6 +30,7 @@ from swell.store.rows import (
     RoundRow,
     RunRow,
     StepRow,
+    StoredRow,
     VisitRow,
     row_from,
 )
@@ -291,24 +292,22 @@ class SqliteStore:
         )
 
     def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        from swell.events.models import stored_event
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
 
+    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
         rows = self.db.execute(
             f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {_EVENTS_AFTER} "
             "ORDER BY id",
             (run_id, max(after_seq, 0), run_id),
         )
         stamps: dict[int | str, str] = {}
-        events = []
+        stored = []
         for key, stored_ts, kind, step, visit, data in rows:
-            seq = seq_of(key)
             ts = stamps.get(stored_ts)
             if ts is None:
                 ts = stamps[stored_ts] = unpack_ts(stored_ts)
-            events.append(
-                stored_event(kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step, visit=visit)
-            )
-        return events
+            stored.append(StoredRow(seq_of(key), ts, kind, step, visit, data))
+        return stored
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
         from swell.events.models import stored_event

@@ -1,0 +1,128 @@
+"""Write src/swell/events/shapes.py: every event kind's fields and defaults, read from
+the models in events/models.py, so a reader can rebuild a stored event without pydantic.
+
+    python scripts/event_shapes.py          # rewrite the module (and ruff-format it)
+    python scripts/event_shapes.py --check  # exit 1 if it no longer matches the models
+
+tests/unit/test_event_views.py runs the check.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from swell.events.models import ENVELOPE, EVENT_TYPES
+
+TARGET = Path(__file__).resolve().parent.parent / "src" / "swell" / "events" / "shapes.py"
+
+HEADER = '''"""Every event kind's fields, in order, with their defaults: what a stored event
+(`event_data`: its fields minus the envelope and minus defaults) lacks. Lets a reader
+(`swell logs`) rebuild an event without importing pydantic (events/views.py).
+
+Generated from events/models.py by scripts/event_shapes.py; do not edit by hand.
+"""
+
+from __future__ import annotations
+
+REQUIRED = ...  # a field without a default: always stored
+
+'''
+
+
+def _default(field: Any) -> Any:
+    if field.default is not PydanticUndefined:
+        return field.default
+    if field.default_factory is not None:
+        return field.default_factory()
+    return ...
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    found = []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        found.append(annotation)
+    for arg in typing.get_args(annotation):
+        found += _models_in(arg)
+    return found
+
+
+def compute() -> tuple[dict[str, Any], dict[tuple[str, str], str], dict[str, Any]]:
+    """(fields by kind, nested model by (kind, field), fields by nested model)."""
+    fields: dict[str, Any] = {}
+    nested: dict[tuple[str, str], str] = {}
+    models: dict[str, Any] = {}
+
+    def shape(cls: type[BaseModel], skip: frozenset[str] = frozenset()) -> Any:
+        return tuple(
+            (name, _default(f)) for name, f in cls.model_fields.items() if name not in skip
+        )
+
+    for kind in sorted(EVENT_TYPES):
+        cls = EVENT_TYPES[kind]
+        fields[kind] = shape(cls, ENVELOPE)
+        for name, f in cls.model_fields.items():
+            inner = _models_in(f.annotation)
+            if inner and name not in ENVELOPE:
+                nested[(kind, name)] = inner[0].__name__
+                for model in inner:
+                    models[model.__name__] = shape(model)
+                    for sub, g in model.model_fields.items():
+                        if _models_in(g.annotation):  # one level is all the models have
+                            sub_model = _models_in(g.annotation)[0]
+                            nested[(model.__name__, sub)] = sub_model.__name__
+                            models[sub_model.__name__] = shape(sub_model)
+    return fields, nested, dict(sorted(models.items()))
+
+
+def _literal(value: Any) -> str:
+    return "REQUIRED" if value is ... else repr(value)
+
+
+def render() -> str:
+    fields, nested, models = compute()
+    out = [HEADER, "# event type -> ((field, default), ...), envelope left out\n"]
+    out.append("FIELDS: dict[str, tuple[tuple[str, object], ...]] = {\n")
+    for kind, pairs in fields.items():
+        out.append(f"    {kind!r}: (\n")
+        out += [f"        ({name!r}, {_literal(value)}),\n" for name, value in pairs]
+        out.append("    ),\n")
+    out.append("}\n\n# (event type or model, field) -> the model its value (or items) has\n")
+    out.append("NESTED: dict[tuple[str, str], str] = {\n")
+    out += [f"    {key!r}: {value!r},\n" for key, value in sorted(nested.items())]
+    out.append("}\n\n# model -> ((field, default), ...)\n")
+    out.append("MODELS: dict[str, tuple[tuple[str, object], ...]] = {\n")
+    for name, pairs in models.items():
+        out.append(f"    {name!r}: (\n")
+        out += [f"        ({field!r}, {_literal(value)}),\n" for field, value in pairs]
+        out.append("    ),\n")
+    out.append("}\n")
+    return "".join(out)
+
+
+def current() -> bool:
+    """Whether the module holds what the models say (compared as data, not text)."""
+    from swell.events import shapes
+
+    return compute() == (shapes.FIELDS, shapes.NESTED, shapes.MODELS)
+
+
+def main() -> int:
+    if "--check" in sys.argv[1:]:
+        if not current():
+            print(f"{TARGET} is out of date: run python scripts/event_shapes.py", file=sys.stderr)
+            return 1
+        return 0
+    TARGET.write_text(render())
+    subprocess.run([sys.executable, "-m", "ruff", "format", "-q", str(TARGET)], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
