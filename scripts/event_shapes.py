@@ -85,24 +85,24 @@ def _literal(value: Any) -> str:
     return "REQUIRED" if value is ... else repr(value)
 
 
+def _shapes(name: str, shapes: dict[str, Any]) -> list[str]:
+    out = [f"{name}: dict[str, tuple[tuple[str, object], ...]] = {{\n"]
+    for owner, pairs in shapes.items():
+        out.append(f"    {owner!r}: (\n")
+        out += [f"        ({field!r}, {_literal(value)}),\n" for field, value in pairs]
+        out.append("    ),\n")
+    return [*out, "}\n"]
+
+
 def render() -> str:
     fields, nested, models = compute()
     out = [HEADER, "# event type -> ((field, default), ...), envelope left out\n"]
-    out.append("FIELDS: dict[str, tuple[tuple[str, object], ...]] = {\n")
-    for kind, pairs in fields.items():
-        out.append(f"    {kind!r}: (\n")
-        out += [f"        ({name!r}, {_literal(value)}),\n" for name, value in pairs]
-        out.append("    ),\n")
-    out.append("}\n\n# (event type or model, field) -> the model its value (or items) has\n")
+    out += _shapes("FIELDS", fields)
+    out.append("\n# (event type or model, field) -> the model its value (or items) has\n")
     out.append("NESTED: dict[tuple[str, str], str] = {\n")
     out += [f"    {key!r}: {value!r},\n" for key, value in sorted(nested.items())]
     out.append("}\n\n# model -> ((field, default), ...)\n")
-    out.append("MODELS: dict[str, tuple[tuple[str, object], ...]] = {\n")
-    for name, pairs in models.items():
-        out.append(f"    {name!r}: (\n")
-        out += [f"        ({field!r}, {_literal(value)}),\n" for field, value in pairs]
-        out.append("    ),\n")
-    out.append("}\n")
+    out += _shapes("MODELS", models)
     return "".join(out)
 
 

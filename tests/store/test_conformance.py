@@ -546,10 +546,13 @@ def test_events_read_back_typed_or_raw_after_a_seq(store: Store, new_run: NewRun
     assert [e.run_id for e in store.events("r2")] == ["r2"]
     # as stored: the envelope, and the rest as `event_data` (what `swell logs` views)
     rows = store.stored_rows("r1", 3)
-    assert [(r.seq, r.ts, r.type, r.step_id, r.visit) for r in rows] == [
-        (e.seq, e.ts, e.type, e.step_id, e.visit)  # type: ignore[attr-defined]
-        for e in sent[3:]
-    ]
+    assert (
+        [(r.seq, r.ts, r.type, r.step_id, r.visit) for r in rows]
+        == [
+            (e.seq, e.ts, e.type, e.step_id, e.visit)  # type: ignore[attr-defined]
+            for e in sent[3:]
+        ]
+    )
     assert [json.loads(r.data) for r in rows] == [json.loads(ev.event_data(e)) for e in sent[3:]]
     assert store.stored_rows("missing") == []
 

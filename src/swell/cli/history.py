@@ -60,15 +60,7 @@ def _new_events(
     from swell.events.views import view
 
     for row in store.stored_rows(run_id):
-        shown = view(
-            row.type,
-            row.data,
-            run_id=run_id,
-            seq=row.seq,
-            ts=row.ts,
-            step_id=row.step_id,
-            visit=row.visit,
-        )
+        shown = view(row.type, row.data, **row.envelope(run_id))
         # a kind this version does not know: the models say so
         yield "", row.event(run_id) if shown is None else shown
 

@@ -35,19 +35,21 @@ class StoredRow(NamedTuple):
     visit: int | None
     data: str
 
+    def envelope(self, run_id: str) -> dict[str, Any]:
+        """The envelope fields of the event this row of run `run_id` holds."""
+        return {
+            "run_id": run_id,
+            "seq": self.seq,
+            "ts": self.ts,
+            "step_id": self.step_id,
+            "visit": self.visit,
+        }
+
     def event(self, run_id: str) -> Event:
         """The event this row of run `run_id` holds."""
         from swell.events.models import stored_event
 
-        return stored_event(
-            self.type,
-            self.data,
-            run_id=run_id,
-            seq=self.seq,
-            ts=self.ts,
-            step_id=self.step_id,
-            visit=self.visit,
-        )
+        return stored_event(self.type, self.data, **self.envelope(run_id))
 
 
 @dataclass(frozen=True)
