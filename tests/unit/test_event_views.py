@@ -5,6 +5,7 @@ really not import pydantic."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -95,10 +96,11 @@ def _run(tmp_path: Path) -> str:
     return "r1"
 
 
-def test_swell_logs_prints_without_importing_pydantic(tmp_path: Path) -> None:
-    run_id = _run(tmp_path)
+def _logs(tmp_path: Path, *args: str) -> tuple[str, bool]:
+    """`swell logs ARGS` in a fresh interpreter: what it printed, and whether it
+    imported pydantic."""
     code = (
-        f"import sys; sys.argv = ['swell', 'logs', {run_id!r}]\n"
+        f"import sys; sys.argv = ['swell', 'logs', *{list(args)!r}]\n"
         "from swell.cli.app import main\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "print('pydantic' in sys.modules, file=sys.stderr)"
@@ -107,8 +109,24 @@ def test_swell_logs_prints_without_importing_pydantic(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr.strip().splitlines()[-1] == "False"
+    return done.stdout, done.stderr.strip().splitlines()[-1] == "True"
+
+
+def test_swell_logs_prints_without_importing_pydantic(tmp_path: Path) -> None:
+    run_id = _run(tmp_path)
+    printed, imported = _logs(tmp_path, run_id)
+    assert not imported
     printer = ProgressPrinter(color=False, root_run=run_id)
     store = open_project_store(tmp_path)
     expected = [f"{e.ts[11:19]} {line}" for e in store.events(run_id) if (line := printer.line(e))]
-    assert done.stdout == "".join(line + "\n" for line in expected)
+    assert printed == "".join(line + "\n" for line in expected)
+    # one step's events with their output: the reader that also follows a run
+    printed, imported = _logs(tmp_path, run_id, "--step", "implement")
+    assert not imported
+    assert "▶ implement" in printed
+    # NDJSON is every field of the model: that is read through the models
+    printed, imported = _logs(tmp_path, run_id, "-o", "json")
+    assert imported
+    assert [json.loads(line) for line in printed.splitlines()] == [
+        json.loads(ev.event_json(e)) for e in store.events(run_id)
+    ]

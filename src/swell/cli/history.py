@@ -46,20 +46,21 @@ class _Render:
         return text
 
 
-def _new_events(
-    store: RunReader, run_id: str, json: bool
+def read_events(
+    store: RunReader, run_id: str, after: int, json: bool
 ) -> Iterator[tuple[str, BaseEvent | EventView]]:
-    """The run's events: NDJSON lines and their events for `-o json`; for text, views of
-    the stored rows (`events.views`), which spare `swell logs` pydantic and the models."""
+    """The run's events after seq `after`: NDJSON lines and their events for `-o json`;
+    for text, views of the stored rows (`events.views`), which spare `swell logs`
+    pydantic and the models."""
     if json:
         from swell.events.models import parse_event
 
-        for raw in store.raw_events(run_id):
+        for raw in store.raw_events(run_id, after):
             yield raw, parse_event(raw)
         return
     from swell.events.views import view
 
-    for row in store.stored_rows(run_id):
+    for row in store.stored_rows(run_id, after):
         shown = view(row.type, row.data, **row.envelope(run_id))
         # a kind this version does not know: the models say so
         yield "", row.event(run_id) if shown is None else shown
@@ -73,7 +74,7 @@ def show_logs(
     run = run_or_newest(store, run_id)
     render = _Render(run.id, json, where.step)
     first: list[str] = []
-    for raw, event in _new_events(store, run.id, json):
+    for raw, event in read_events(store, run.id, 0, json):
         shown = render(raw, event, keep(event, where))
         if shown is not None:
             first.append(shown)

@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from swell.cli.render import ProgressPrinter, fmt_ms
-from swell.events import models as ev
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.streaming import OutputChunk
 
@@ -34,6 +33,10 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.live import Live
 
+    # imported where a run's own events are shown: `swell logs` reads views of stored
+    # events (events/views.py) and does not load pydantic
+    from swell.events import models as ev
+    from swell.events.views import EventView
     from swell.ops.logs import LogFilter
     from swell.store.protocols import Store
 
@@ -93,6 +96,8 @@ class PlainOutput:
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         """At a visit's end, the last line it printed without a newline."""
+        from swell.events import models as ev
+
         for event in events:
             if isinstance(event, ev.StepFinished | ev.StepInterrupted):
                 for line in self.lines.end(event.run_id, event.step_id, event.visit):
@@ -163,6 +168,8 @@ class LiveDisplay:
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         from rich.text import Text
 
+        from swell.events import models as ev
+
         for event in events:
             line = self.printer.line(event)
             self._track(event)
@@ -175,6 +182,8 @@ class LiveDisplay:
                 self.start()
 
     def _track(self, e: ev.BaseEvent) -> None:
+        from swell.events import models as ev
+
         key = (e.run_id, e.step_id, e.visit)
         with self.lock:
             if isinstance(e, ev.StepStarted) and e.progress != "hidden":
@@ -259,10 +268,10 @@ class LogReader:
 
     def read(self) -> list[str]:
         """What happened since the last call, as printable lines, oldest first."""
-        from swell.events.models import parse_event
+        from swell.cli.history import read_events
         from swell.ops.logs import keep
 
-        events = [(raw, parse_event(raw)) for raw in self.store.raw_events(self.run_id, self.seq)]
+        events = list(read_events(self.store, self.run_id, self.seq, self.json))
         chunks = self.store.output(self.run_id, after_id=self.chunk_id, step_id=self.where.step)
         if events:
             self.seq = events[-1][1].seq
@@ -270,7 +279,7 @@ class LogReader:
             self.chunk_id = chunks[-1].id
         # in the order they happened (stable: events before chunks of the same time),
         # rendered in that order: a step's end knows whether its output was shown
-        timeline: list[tuple[str, int, tuple[str, ev.BaseEvent] | OutputChunk]] = [
+        timeline: list[tuple[str, int, tuple[str, ev.BaseEvent | EventView] | OutputChunk]] = [
             (e.ts, 0, (raw, e)) for raw, e in events
         ]
         timeline += [(c.ts, 1, c) for c in chunks if self._chunk_kept(c)]
@@ -310,25 +319,27 @@ class LogReader:
         lines += [self._line(chunk.step_id, line) for line in self.lines.add(chunk)]
         return "\n".join(lines) if lines else None
 
-    def _event(self, raw: str, event: ev.BaseEvent, kept: bool) -> str | None:
+    def _event(self, raw: str, event: ev.BaseEvent | EventView, kept: bool) -> str | None:
         line = None if self.json else self.printer.line(event)  # keeps the printer's state
         if not kept:
             return None
         if self.json:
             return raw
-        ended = isinstance(event, ev.StepFinished | ev.StepInterrupted)
+        kind = getattr(event, "type", "")
+        ended = kind in ("step.finished", "step.interrupted")
         rest = self.lines.end(event.run_id, event.step_id, event.visit) if ended else []
         texts = [self._line(event.step_id or "", r) for r in rest]
         if line is not None:
             texts.append(f"{event.ts[11:19]} {line}")
         key = (event.step_id or "", event.visit or 0)
+        output_tail = getattr(event, "output_tail", None)  # a step.finished's
         if (
             self.where.step
-            and isinstance(event, ev.StepFinished)
-            and event.output_tail
+            and kind == "step.finished"
+            and output_tail
             and key not in self.with_output  # its output was shown as it came
         ):
-            tail = event.output_tail.rstrip().splitlines()[-OUTPUT_LINES:]
+            tail = output_tail.rstrip().splitlines()[-OUTPUT_LINES:]
             texts += [f"    | {out}" for out in tail]
         return "\n".join(texts) if texts else None
 
