@@ -116,21 +116,18 @@ def _fresh(root: Path, name: str) -> Path:
 
 
 def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
-    def plain() -> float:
-        work = _fresh(root, "plain")
-        argv = [PYTHON, str(scripts / "plain.py"), IMPLEMENT, WORKLOAD.test]
-        seconds, out = timed(lambda: run_checked(argv, work))
-        check_result(out, WORKLOAD, "plain")
-        check_work(work / "work.txt", WORKLOAD, "plain")
-        return seconds
+    def loop_script(name: str) -> Callable[[], float]:
+        """scripts/NAME.py running the loop's two commands in a fresh directory."""
 
-    def processes() -> float:
-        work = _fresh(root, "processes")
-        argv = [PYTHON, str(scripts / "processes.py"), IMPLEMENT, WORKLOAD.test]
-        seconds, out = timed(lambda: run_checked(argv, work))
-        check_result(out, WORKLOAD, "processes")
-        check_work(work / "work.txt", WORKLOAD, "processes")
-        return seconds
+        def run() -> float:
+            work = _fresh(root, name)
+            argv = [PYTHON, str(scripts / f"{name}.py"), IMPLEMENT, WORKLOAD.test]
+            seconds, out = timed(lambda: run_checked(argv, work))
+            check_result(out, WORKLOAD, name)
+            check_work(work / "work.txt", WORKLOAD, name)
+            return seconds
+
+        return run
 
     engine_cpu: list[float] = []
 
@@ -153,8 +150,8 @@ def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
         return seconds
 
     runners: dict[str, Callable[[], float]] = {
-        "plain": plain,
-        "processes": processes,
+        "plain": loop_script("plain"),
+        "processes": loop_script("processes"),
         "engine": engine,
         "swell": swell,
     }

@@ -54,30 +54,24 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 
 def compute() -> tuple[dict[str, Any], dict[tuple[str, str], str], dict[str, Any]]:
-    """(fields by kind, nested model by (kind, field), fields by nested model)."""
-    fields: dict[str, Any] = {}
+    """(fields by kind, nested model by (kind or model, field), fields by nested model)."""
     nested: dict[tuple[str, str], str] = {}
     models: dict[str, Any] = {}
 
-    def shape(cls: type[BaseModel], skip: frozenset[str] = frozenset()) -> Any:
-        return tuple(
-            (name, _default(f)) for name, f in cls.model_fields.items() if name not in skip
-        )
-
-    for kind in sorted(EVENT_TYPES):
-        cls = EVENT_TYPES[kind]
-        fields[kind] = shape(cls, ENVELOPE)
+    def shape(owner: str, cls: type[BaseModel], skip: frozenset[str] = frozenset()) -> Any:
+        pairs = []
         for name, f in cls.model_fields.items():
+            if name in skip:
+                continue
+            pairs.append((name, _default(f)))
             inner = _models_in(f.annotation)
-            if inner and name not in ENVELOPE:
-                nested[(kind, name)] = inner[0].__name__
-                for model in inner:
-                    models[model.__name__] = shape(model)
-                    for sub, g in model.model_fields.items():
-                        if _models_in(g.annotation):  # one level is all the models have
-                            sub_model = _models_in(g.annotation)[0]
-                            nested[(model.__name__, sub)] = sub_model.__name__
-                            models[sub_model.__name__] = shape(sub_model)
+            if inner:  # a model, a list of them, or one or None
+                model = inner[0]
+                nested[(owner, name)] = model.__name__
+                models[model.__name__] = shape(model.__name__, model)
+        return tuple(pairs)
+
+    fields = {kind: shape(kind, EVENT_TYPES[kind], ENVELOPE) for kind in sorted(EVENT_TYPES)}
     return fields, nested, dict(sorted(models.items()))
 
 

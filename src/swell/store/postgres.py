@@ -321,17 +321,12 @@ class PostgresStore:
         return [StoredRow(*row) for row in rows]
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
-        from swell.events.models import stored_event
-
         rows = self._all(
             "SELECT seq, ts, type, step_id, visit, data FROM events "
             "WHERE run_id = %s AND type = ANY(%s) ORDER BY seq",
             (run_id, list(kinds)),
         )
-        return [
-            stored_event(kind, data, run_id=run_id, seq=seq, ts=ts, step_id=step, visit=visit)
-            for seq, ts, kind, step, visit, data in rows
-        ]
+        return [StoredRow(*row).event(run_id) for row in rows]
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         from swell.events.models import event_json

@@ -295,12 +295,21 @@ class SqliteStore:
         return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
 
     def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
+        return self._stored_rows("", (run_id, max(after_seq, 0), run_id))
+
+    def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        marks = ", ".join("?" for _ in kinds)
+        rows = self._stored_rows(f"AND type IN ({marks}) ", (run_id, 0, run_id, *kinds))
+        return [row.event(run_id) for row in rows]
+
+    def _stored_rows(self, condition: str, params: tuple[Any, ...]) -> list[StoredRow]:
+        """A run's events after a seq (`_EVENTS_AFTER`'s parameters first), as stored."""
         rows = self.db.execute(
             f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {_EVENTS_AFTER} "
-            "ORDER BY id",
-            (run_id, max(after_seq, 0), run_id),
+            f"{condition}ORDER BY id",
+            params,
         )
-        stamps: dict[int | str, str] = {}
+        stamps: dict[int | str, str] = {}  # a batch's events share one time
         stored = []
         for key, stored_ts, kind, step, visit, data in rows:
             ts = stamps.get(stored_ts)
@@ -308,28 +317,6 @@ class SqliteStore:
                 ts = stamps[stored_ts] = unpack_ts(stored_ts)
             stored.append(StoredRow(seq_of(key), ts, kind, step, visit, data))
         return stored
-
-    def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
-        from swell.events.models import stored_event
-
-        marks = ", ".join("?" for _ in kinds)
-        rows = self.db.execute(
-            f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {_EVENTS_AFTER} "
-            f"AND type IN ({marks}) ORDER BY id",
-            (run_id, 0, run_id, *kinds),
-        )
-        return [
-            stored_event(
-                kind,
-                data,
-                run_id=run_id,
-                seq=seq_of(key),
-                ts=unpack_ts(ts),
-                step_id=step,
-                visit=visit,
-            )
-            for key, ts, kind, step, visit, data in rows
-        ]
 
     def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
         from swell.events.models import event_json
