@@ -19,6 +19,7 @@ try:  # the C parser is several times faster; fall back when libyaml is absent
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _VALUE_TAG = "tag:yaml.org,2002:value"
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -275,14 +276,19 @@ class _Builder:
             self.problems.append(Problem(self.source.file, *pos, message))
 
 
-def parse(text: str, file: str) -> YamlDoc:
+def parse(text: str, file: str, loader_type: type[yaml.SafeLoader] = _Loader) -> YamlDoc:
     """Parse one YAML document that `check_text` accepted; syntax errors and hostile
     structure become a ManifestError at their position."""
-    loader = _Loader(text)
+    loader = loader_type(text)
     builder = _Builder(loader, file)
     try:
         data = builder.document()
     except yaml.MarkedYAMLError as exc:
+        if exc.problem == _LIBYAML_TOO_DEEP and loader_type is not yaml.SafeLoader:
+            # libyaml (PyYAML 6.0.4 on) refuses 1,000 levels of flow nesting while it
+            # scans ahead, before the builder sees the level past its own, lower limit;
+            # PyYAML's own parser has no such limit, so the builder refuses it there
+            return parse(text, file, yaml.SafeLoader)
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         reason = exc.problem or exc.context or "invalid YAML"
