@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from swell.events import models as ev
+from swell.store.rows import StoredRow
 
 ENVELOPE_FIELDS = set(ev.BaseEvent.model_fields)
 
@@ -89,3 +90,10 @@ def samples() -> Iterator[ev.BaseEvent]:
         for make in (bare, full):
             seq += 1
             yield make(kind, seq)
+
+
+def stored_row(event: ev.BaseEvent, data: str | None = None) -> StoredRow:
+    """`event` as a store keeps it: its envelope columns and its `event_data` (or `data`)."""
+    kind = str(getattr(event, "type", ""))
+    data = ev.event_data(event) if data is None else data
+    return StoredRow(event.seq, event.ts, kind, event.step_id, event.visit, data)

@@ -7,20 +7,12 @@ import json
 
 import pytest
 
-from event_samples import ENVELOPE_FIELDS, bare, full, kinds, samples
+from event_samples import ENVELOPE_FIELDS, bare, full, kinds, samples, stored_row
 from swell.events import models as ev
 
 
 def _stored(event: ev.BaseEvent, data: str | None = None) -> ev.Event:
-    return ev.stored_event(
-        str(getattr(event, "type", "")),
-        ev.event_data(event) if data is None else data,
-        run_id=event.run_id,
-        seq=event.seq,
-        ts=event.ts,
-        step_id=event.step_id,
-        visit=event.visit,
-    )
+    return stored_row(event, data).event(event.run_id)
 
 
 def test_the_samples_cover_every_kind_of_the_union() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from event_samples import bare, full, kinds, samples
+from event_samples import bare, full, kinds, samples, stored_row
 from swell.cli.render import ProgressPrinter
 from swell.events import models as ev
 from swell.events.views import EventView, view
@@ -23,15 +23,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "event_shapes.py"
 
 
 def _viewed(event: ev.BaseEvent) -> EventView:
-    shown = view(
-        str(getattr(event, "type", "")),
-        ev.event_data(event),
-        run_id=event.run_id,
-        seq=event.seq,
-        ts=event.ts,
-        step_id=event.step_id,
-        visit=event.visit,
-    )
+    row = stored_row(event)
+    shown = view(row.type, row.data, **row.envelope(event.run_id))
     assert shown is not None
     return shown
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from event_samples import stored_row
 from swell.engine.state import SNAPSHOT_VERSION, RunState
 from swell.events import models as ev
 
@@ -140,18 +141,7 @@ def test_a_snapshot_anywhere_then_the_rest_equals_replaying_everything(at: int) 
 
 
 def test_events_read_from_the_store_form_snapshot_the_same() -> None:
-    stored = [
-        ev.stored_event(
-            str(getattr(e, "type", "")),
-            ev.event_data(e),
-            run_id=e.run_id,
-            seq=e.seq,
-            ts=e.ts,
-            step_id=e.step_id,
-            visit=e.visit,
-        )
-        for e in RICH
-    ]
+    stored = [stored_row(e).event(e.run_id) for e in RICH]
     for at in (0, 11, 27, len(RICH)):
         assert _resumed(stored, at) == RunState.replay("r1", RICH)
 
