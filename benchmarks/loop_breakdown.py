@@ -2,9 +2,13 @@
 the total; this splits it.)
 
 The durable workload (1,000 rounds of `implement` and `run-tests` commands and a
-`gate`: 3,000 visits, 2,000 processes) runs four ways, each a fresh process:
+`gate`: 3,000 visits, 2,000 processes) runs six ways, each a fresh process:
 
 - plain: the bare `subprocess.run` loop of loop_overhead.py, the floor;
+- logged: the plain loop plus a hand-written durable event log: before each process
+  starts, one SQLite transaction (WAL, synchronous=NORMAL, as swell's store) commits
+  the events of the visits since the last one, as JSON rows. What durability itself
+  costs in Python, with nothing else;
 - processes: the same two commands through swell's process runner
   (`swell.process.run_process`, in an asyncio loop, with an environment the size of a
   run's), and nothing else: what swell's way of starting and waiting for a process
@@ -13,10 +17,14 @@ The durable workload (1,000 rounds of `implement` and `run-tests` commands and a
   commands' outcomes are what the real ones would be): the engine, the store and the
   printers alone, per visit, without a process to wait for. Both its wall time and
   the main thread's CPU time are reported;
+- unstored: `swell run loop` with its events not stored once the run has started
+  (the store's commits and the state snapshots skipped, until the run's last batch):
+  swell's engine, processes, printer and start-up, without its store;
 - swell: `swell run loop`, as loop_overhead.py runs it.
 
 So swell - plain ~ (processes - plain) + engine + start-up, where start-up is what
-benchmarks/startup.py measures. The rounds are interleaved and the minimum of
+benchmarks/startup.py measures; swell - unstored is what storing the events costs,
+to set against logged - plain. The rounds are interleaved and the minimum of
 `LOOP_BENCH_ROUNDS` (default 5) is reported. Nothing is judged here (the goal is
 loop_overhead.py's); the script exits non-zero only when a run goes wrong.
 """
@@ -56,7 +64,7 @@ from swell.process import run_process
 
 implement, test = sys.argv[1], sys.argv[2]
 sh = shutil.which("sh")
-env = {**os.environ, "SWELL_RUN_ID": "loop-20261124-000000-0000", "SWELL_STEP_ID": "implement",
+env = {**os.environ, "SWELL_RUN_ID": "loop-20261124-000000-00000000", "SWELL_STEP_ID": "implement",
        "SWELL_VISIT": "1"}
 
 
@@ -71,6 +79,92 @@ async def loop():
 
 
 print(json.dumps({"iterations": asyncio.run(loop()), "passed": True}))
+"""
+
+LOGGED_SCRIPT = """\
+import json, sqlite3, subprocess, sys, time
+
+implement, test = sys.argv[1], sys.argv[2]
+db = sqlite3.connect("events.db", isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA synchronous=NORMAL")
+db.execute(
+    "CREATE TABLE events (seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, type TEXT NOT NULL, "
+    "step_id TEXT, visit INTEGER, data TEXT NOT NULL)"
+)
+seq = 0
+
+
+def commit(events):
+    global seq
+    ts, rows = int(time.time() * 1000), []
+    for kind, step, visit, data in events:
+        seq += 1
+        rows.append((seq, ts, kind, step, visit, json.dumps(data)))
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+    db.execute("COMMIT")
+
+
+def sh(command):
+    return subprocess.run(
+        ["sh", "-c", command],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        start_new_session=True,
+    ).returncode
+
+
+def finished(step, visit, code):
+    return ("step.finished", step, visit, {"outcome": "failure" if code else "success", "exit_code": code})
+
+
+commit([("run.started", None, None, {"pipeline": "loop"}), ("step.started", "implement", 1, {})])
+iterations = 0
+while True:
+    iterations += 1
+    code = sh(implement)
+    if code != 0:
+        sys.exit("implement failed")
+    commit([finished("implement", iterations, code), ("step.started", "run-tests", iterations, {})])
+    code = sh(test)
+    gate = [
+        finished("run-tests", iterations, code),
+        ("step.started", "gate", iterations, {}),
+        ("step.finished", "gate", iterations, {"outcome": "success"}),
+    ]
+    if code == 0:
+        commit([*gate, ("run.finished", None, None, {"status": "succeeded"})])
+        break
+    commit([*gate, ("route.taken", "gate", iterations, {"target": "implement"}),
+            ("step.started", "implement", iterations + 1, {})])
+print(json.dumps({"iterations": iterations, "passed": True}))
+"""
+
+# `swell run loop` with the batches between the run's first two and its last not
+# committed, and no state snapshots (they would refer to events never stored)
+UNSTORED_SCRIPT = """\
+import sys
+import swell.runtime as runtime
+import swell.store.sqlite as sqlite
+
+commit = sqlite.SqliteStore.emit
+batches = 0
+
+
+def emit(self, events):
+    global batches
+    batches += 1
+    if batches <= 2 or any(e.type == "run.finished" for e in events):
+        commit(self, events)
+
+
+sqlite.SqliteStore.emit = emit
+runtime.StateSnapshots.emit = lambda self, events: None
+sys.argv = ["swell", "run", "loop"]
+from swell.cli.app import main
+
+main()
 """
 
 # `swell run loop` in-process, each command step answered at once: `implement`
@@ -143,17 +237,22 @@ def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
         engine_cpu.append(result["cpu"])
         return float(result["wall"])
 
-    def swell() -> float:
-        seconds, out = timed(lambda: run_checked([SWELL, "run", "loop"], project))
-        if "succeeded" not in out.splitlines()[-1]:
-            raise BenchError(f"swell: the run did not succeed:\n{out[-2000:]}")
-        return seconds
+    def swell_run(name: str, argv: list[str]) -> Callable[[], float]:
+        def run() -> float:
+            seconds, out = timed(lambda: run_checked(argv, project))
+            if "succeeded" not in out.splitlines()[-1]:
+                raise BenchError(f"{name}: the run did not succeed:\n{out[-2000:]}")
+            return seconds
+
+        return run
 
     runners: dict[str, Callable[[], float]] = {
         "plain": loop_script("plain"),
+        "logged": loop_script("logged"),
         "processes": loop_script("processes"),
         "engine": engine,
-        "swell": swell,
+        "unstored": swell_run("unstored", [PYTHON, str(scripts / "unstored.py")]),
+        "swell": swell_run("swell", [SWELL, "run", "loop"]),
     }
     times: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
@@ -173,7 +272,7 @@ def report(times: dict[str, list[float]]) -> None:
     visits = WORKLOAD.visits
     per_visit = {name: seconds / visits * 1e6 for name, seconds in best.items()}
     print(f"\n  {'':<22} {'min':>8} {'us/visit':>9}")
-    for name in ["plain", "processes", "swell"]:
+    for name in ["plain", "logged", "processes", "unstored", "swell"]:
         print(f"  {name:<22} {best[name]:7.2f}s {per_visit[name]:9.0f}")
     print(f"  {'engine (wall)':<22} {best['engine']:7.2f}s {per_visit['engine']:9.0f}")
     print(
@@ -187,7 +286,11 @@ def report(times: dict[str, list[float]]) -> None:
         f"{best['swell'] / best['plain']:.2f}x)\n"
         f"    processes over plain: {processes:+.2f}s\n"
         f"    engine, store and printers: {best['engine']:.2f}s\n"
-        f"    the rest (start-up, and what a real process adds to a visit): {rest:+.2f}s"
+        f"    the rest (start-up, and what a real process adds to a visit): {rest:+.2f}s\n"
+        f"  storing the events: swell {best['swell'] - best['unstored']:+.2f}s over swell unstored; "
+        f"a hand-written event log {best['logged'] - best['plain']:+.2f}s over plain\n"
+        f"  swell unstored / plain: {best['unstored'] / best['plain']:.2f}x; "
+        f"logged / plain: {best['logged'] / best['plain']:.2f}x"
     )
 
 
@@ -202,7 +305,9 @@ def main() -> int:
             scripts = root / "scripts"
             scripts.mkdir()
             (scripts / "plain.py").write_text(PLAIN_SCRIPT)
+            (scripts / "logged.py").write_text(LOGGED_SCRIPT)
             (scripts / "processes.py").write_text(PROCESSES_SCRIPT)
+            (scripts / "unstored.py").write_text(UNSTORED_SCRIPT)
             (scripts / "engine.py").write_text(ENGINE_SCRIPT)
             project = root / "project"
             write_project(project, WORKLOAD)

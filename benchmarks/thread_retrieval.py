@@ -30,7 +30,7 @@ from swell.store.location import open_store
 from swell.store.protocols import Store
 from swell.threads.retrieval import retrieve
 
-RUN = "bench-20261122-000000-0000"
+RUN = "bench-20261122-000000-00000000"
 THREAD = "impl"
 SIZES = (1_000, 1_000_000)
 CALLS = 200
