@@ -44,6 +44,7 @@ from loop_overhead import (
     IMPLEMENT,
     PLAIN_SCRIPT,
     PYTHON,
+    SH_FUNCTION,
     SWELL,
     BenchError,
     Workload,
@@ -81,7 +82,8 @@ async def loop():
 print(json.dumps({"iterations": asyncio.run(loop()), "passed": True}))
 """
 
-LOGGED_SCRIPT = """\
+LOGGED_SCRIPT = (
+    """\
 import json, sqlite3, subprocess, sys, time
 
 implement, test = sys.argv[1], sys.argv[2]
@@ -105,15 +107,9 @@ def commit(events):
     db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
     db.execute("COMMIT")
 
-
-def sh(command):
-    return subprocess.run(
-        ["sh", "-c", command],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        start_new_session=True,
-    ).returncode
-
+"""
+    + SH_FUNCTION
+    + """
 
 def finished(step, visit, code):
     return ("step.finished", step, visit, {"outcome": "failure" if code else "success", "exit_code": code})
@@ -140,6 +136,7 @@ while True:
             ("step.started", "implement", iterations + 1, {})])
 print(json.dumps({"iterations": iterations, "passed": True}))
 """
+)
 
 # `swell run loop` with the batches between the run's first two and its last not
 # committed, and no state snapshots (they would refer to events never stored)

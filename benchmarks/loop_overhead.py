@@ -69,12 +69,9 @@ BOOT = (
     "from swell.cli.app import main; main()"
 )
 
-PLAIN_SCRIPT = """\
-import json
-import subprocess
-import sys
-
-
+# how every baseline starts a process, as swell does: stdin closed, output captured,
+# a new session
+SH_FUNCTION = """
 def sh(command):
     return subprocess.run(
         ["sh", "-c", command],
@@ -82,7 +79,12 @@ def sh(command):
         capture_output=True,
         start_new_session=True,
     ).returncode
+"""
 
+PLAIN_SCRIPT = (
+    "import json\nimport subprocess\nimport sys\n\n"
+    + SH_FUNCTION
+    + """
 
 implement, test = sys.argv[1], sys.argv[2]
 iterations = 0
@@ -94,8 +96,10 @@ while True:
         break
 print(json.dumps({"iterations": iterations, "passed": True}))
 """
+)
 
-LANGGRAPH_SCRIPT = """\
+LANGGRAPH_SCRIPT = (
+    """\
 import json
 import sqlite3
 import subprocess
@@ -112,15 +116,9 @@ class State(TypedDict):
     iterations: int
     passed: bool
 
-
-def sh(command):
-    return subprocess.run(
-        ["sh", "-c", command],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        start_new_session=True,
-    ).returncode
-
+"""
+    + SH_FUNCTION
+    + """
 
 def implement(state: State) -> dict:
     if sh(implement_cmd) != 0:
@@ -149,6 +147,7 @@ final = graph.invoke({"iterations": 0, "passed": False}, config, durability="syn
 conn.close()
 print(json.dumps({"iterations": final["iterations"], "passed": final["passed"]}))
 """
+)
 
 
 class BenchError(Exception):
