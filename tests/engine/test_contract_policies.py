@@ -312,6 +312,8 @@ def test_rework_gets_the_reviewers_feedback_then_the_contracts_run_again(h: Harn
     ws = h.workspace(result.run_id)
     feedback = json.loads((ws / ".wave/artifacts/review-feedback.json").read_text())
     assert {k: feedback[k] for k in REWORK} == REWORK
+    for wave_name in ("review_feedback.json", "review_feedback_implement.json"):  # Wave's
+        assert json.loads((ws / ".agents/artifacts" / wave_name).read_text()) == feedback
     assert feedback["step"] == "implement" and feedback["reviewer"] == "critic"
     (rework,) = result.of(ev.ReworkRequested)
     assert (rework.step_id, rework.for_step, rework.for_visit, rework.reviewer) == (

@@ -112,7 +112,7 @@ def test_breaker_trips_on_the_same_normalized_error(h: Harness) -> None:
     )
     assert len(result.visits("run-tests")) == 3
     (tripped,) = result.of(ev.BreakerTripped)
-    assert tripped.count == 3 and "<ts> AssertionError in <tmp>:<n>" in tripped.error_key
+    assert tripped.count == 3 and "<ts> assertionerror in <tmp>:<n>" in tripped.error_key
 
 
 def test_breaker_counts_only_failures_in_a_row_with_the_same_error(h: Harness) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import events, run_id_of, swell, write_pipeline
-from swell.contracts.json_recovery import NotJson, recover
+from swell.contracts.json_recovery import NotJson, WrappedNotJson, recover
 
 SCHEMA = '{"type": "object", "required": ["items"], "properties": {"items": {"type": "array"}}}'
 
@@ -95,12 +95,26 @@ steps:
         ("{name: 'x', ok: True}", "progressive", {"name": "x", "ok": True},
          ["converted single-quoted strings", "quoted bare keys"]),
         ('{"a": [1, 2', "aggressive", {"a": [1, 2]}, ["closed unbalanced brackets"]),
-        ('{"error_type": "x", "raw_output": "{\\"a\\": 1}", "message": "m"}', "progressive",
+        ('{"a": 1 "b": "x"\n "c": ["p" "q"] "d": {"e": true} "f": [{"g": 1} {"h": 2}]}',
+         "progressive", {"a": 1, "b": "x", "c": ["p", "q"], "d": {"e": True},
+                         "f": [{"g": 1}, {"h": 2}]}, ["inserted missing commas"]),
+        # Wave's envelope: error_type, raw_output and one more of its indicators
+        ('{"error_type": "x", "raw_output": "{\\"a\\": 1}", "step_id": "s"}', "progressive",
          {"a": 1}, ["unwrapped `raw_output` from an error wrapper"]),
+        ('{"error_type": "x", "raw_output": "{\\"a\\": 1}", "attempts": 2}', "progressive",
+         {"a": 1}, ["unwrapped `raw_output` from an error wrapper"]),
+        # `message` is none of them: a document that happens to hold these keys
+        ('{"error_type": "x", "raw_output": "{}", "message": "m", "attempts": 0}', "progressive",
+         {"error_type": "x", "raw_output": "{}", "message": "m", "attempts": 0}, []),
     ],
 )  # fmt: skip
 def test_recovery_levels(text: str, level: Any, value: Any, steps: list[str]) -> None:
     assert recover(text, level) == (value, steps)
+
+
+def test_a_wrapper_around_text_that_is_not_json_is_no_document() -> None:
+    with pytest.raises(WrappedNotJson, match="whose raw_output is not JSON"):
+        recover('{"error_type": "timeout", "raw_output": "I ran out of time", "final_error": "t"}')
 
 
 def test_recovery_stops_at_its_level() -> None:

@@ -137,4 +137,10 @@ def test_same_counts_stay_the_same_failure(a: str, b: str) -> None:
 
 def test_counts_are_kept_as_written() -> None:
     assert normalize_error("2 tests failed in 0.5s") == "2 tests failed in <dur>"
-    assert normalize_error("FAILED (failures=2)") == "FAILED (failures=2)"
+    assert normalize_error("FAILED (failures=2)") == "failed (failures=2)"
+
+
+def test_the_fingerprint_ignores_case_as_waves() -> None:
+    assert normalize_error("Error: Connection REFUSED") == normalize_error(
+        "error: connection refused"
+    )

@@ -261,6 +261,18 @@ class AgentReview(ContractType[AgentReviewSettings]):
     def reviewer(self, settings: AgentReviewSettings) -> str | None:
         return settings.reviewing_persona
 
+    def brief(self, ctx: ContractContext[AgentReviewSettings]) -> str:
+        settings = ctx.settings
+        lines = [
+            "When you are done, a separate reviewer"
+            + (f" (persona `{settings.reviewing_persona}`)" if settings.reviewing_persona else "")
+            + " reviews your work and returns a verdict (pass, warn or fail) with issues; "
+            "a fail sends the work back."
+        ]
+        if settings.criteria_path:
+            lines.append(f"Its criteria are in `{ctx.render(settings.criteria_path)}`.")
+        return "\n".join(lines)
+
     def problems(self, settings: AgentReviewSettings, scope: LintScope) -> list[Problem]:
         found = _reviewer_problems(settings, scope)
         found += [scope.problem((), p) for p in _value_problems(settings)]

@@ -149,6 +149,11 @@ class ContractType(Generic[S]):
         """The persona that judges the work, for contracts an agent performs."""
         return None
 
+    def brief(self, ctx: ContractContext[S]) -> str:
+        """What the agent doing the step is told of this contract before it works (a
+        Markdown block for its prompt, as Wave's "Output Requirements"); "" for nothing."""
+        return ""
+
 
 def timeout_problem(timeout: str | float | None) -> str | None:
     """What is wrong with a contract's `timeout` setting, if anything."""

@@ -7,11 +7,14 @@ of the ones before, and the first text that parses wins. The levels are cumulati
   object or array inside prose (found by bracket depth, strings respected); `//`,
   `#` and `/* */` comments and trailing commas removed (never inside strings).
 - `progressive` (the default, as in Wave): also single-quoted strings and bare keys
-  (`{name: 'x'}`), Python's `True`/`False`/`None`.
+  (`{name: 'x'}`), Python's `True`/`False`/`None`, and the commas missing between two
+  properties or elements (`{"a": 1 "b": 2}`).
 - `aggressive`: also closing the brackets a cut-off answer left open.
 
-Wave's "wrapper" (an object with `error_type` and `raw_output` and a few other keys of
-its own error envelope) is unwrapped to its `raw_output` unless disabled.
+Wave's "wrapper" (an object with a non-empty `error_type` and `raw_output` and at least
+three of its envelope's indicator keys, WRAPPER_KEYS) is unwrapped to its `raw_output`
+unless disabled; a wrapper whose `raw_output` holds no JSON is an error (WrappedNotJson),
+never the document itself.
 
 Each repair that was needed is named, so the contract can say what it recovered.
 """
@@ -25,13 +28,16 @@ from typing import Any, Literal
 
 Level = Literal["conservative", "progressive", "aggressive"]
 LEVELS: tuple[Level, ...] = ("conservative", "progressive", "aggressive")
-WRAPPER_KEYS = frozenset(
-    {"error_type", "raw_output", "error", "message", "details", "timestamp", "step_id"}
-)
+# Wave's indicators of its error envelope (internal/contract/jsonschema_wrapper.go)
+WRAPPER_KEYS = ("error_type", "raw_output", "contract_type", "step_id", "final_error", "attempts")
 
 
 class NotJson(ValueError):
     """No repair at the allowed level made the text parse."""
+
+
+class WrappedNotJson(NotJson):
+    """The text is an error wrapper whose `raw_output` holds no JSON."""
 
 
 def _loads(text: str) -> Any:
@@ -106,6 +112,31 @@ def bare_keys(text: str) -> str:
         )
 
     return _outside_strings(text, convert)
+
+
+def missing_commas(text: str) -> str:
+    """`{"a": 1 "b": 2}` and `["x" "y"]` get the comma between the two: a string, object
+    or array that starts right after a value ends (outside strings)."""
+    out: list[str] = []
+    in_string = escaped = False
+    last = ""  # the last character outside strings that is not blank
+    for ch in text:
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string, last = False, '"'
+            continue
+        if ch in '"{[' and last and (last in '"}]' or last.isalnum()):
+            out.append(",")
+        in_string = ch == '"'
+        if not ch.isspace():
+            last = ch
+        out.append(ch)
+    return "".join(out)
 
 
 def close_brackets(text: str) -> str:
@@ -186,6 +217,7 @@ _REPAIRS: list[tuple[Level, str, Callable[[str], str]]] = [
     ("conservative", "removed trailing commas", strip_trailing_commas),
     ("progressive", "converted single-quoted strings", single_quotes),
     ("progressive", "quoted bare keys", bare_keys),
+    ("progressive", "inserted missing commas", missing_commas),
     ("aggressive", "closed unbalanced brackets", close_brackets),
 ]
 
@@ -219,7 +251,12 @@ def recover(text: str, level: Level = "progressive", unwrap: bool = True) -> tup
         strict = exc
         value, steps = _recover(text, level, strict)
     if unwrap and _is_wrapper(value):
-        inner, more = recover(str(value["raw_output"]), level, unwrap=False)
+        try:
+            inner, more = recover(str(value["raw_output"]), level, unwrap=False)
+        except NotJson as exc:
+            raise WrappedNotJson(
+                f"an error wrapper ({value.get('error_type')}) whose raw_output is not JSON: {exc}"
+            ) from None
         return inner, [*steps, "unwrapped `raw_output` from an error wrapper", *more]
     return value, steps
 
@@ -246,11 +283,17 @@ def _recover(text: str, level: Level, strict: ValueError) -> tuple[Any, list[str
 
 
 def _is_wrapper(value: Any) -> bool:
+    """As Wave detects its envelope: `error_type` and `raw_output` set, and at least three
+    indicators in all (a non-empty one, or `attempts` above zero)."""
     if not isinstance(value, dict):
         return False
     if not value.get("error_type") or not value.get("raw_output"):
         return False
-    return len(WRAPPER_KEYS & set(value)) >= 3
+    attempts = value.get("attempts")
+    counted = [k for k in WRAPPER_KEYS if k != "attempts" and value.get(k)]
+    if isinstance(attempts, int | float) and not isinstance(attempts, bool) and attempts > 0:
+        counted.append("attempts")
+    return len(counted) >= 3
 
 
-__all__ = ["LEVELS", "Level", "NotJson", "recover"]
+__all__ = ["LEVELS", "Level", "NotJson", "WrappedNotJson", "recover"]

@@ -39,7 +39,7 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
 from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
-from swell.contracts.json_recovery import Level, NotJson, recover
+from swell.contracts.json_recovery import Level, NotJson, WrappedNotJson, recover
 from swell.contracts.non_empty_file import shown, workspace_path
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
@@ -77,6 +77,8 @@ def _loads(ctx: ContractContext[JsonSchemaSettings], text: str, label: str) -> A
             settings.recovery_level or "progressive",
             unwrap=not settings.disable_wrapper_detection,
         )
+    except WrappedNotJson as exc:
+        raise Unusable(f"{label} is {exc}") from None
     except NotJson:
         return _parse(text, label)  # the strict parser's message says where it broke
     if steps:
@@ -296,6 +298,58 @@ class JsonSchema(ContractType[JsonSchemaSettings]):
 
     async def check(self, ctx: ContractContext[JsonSchemaSettings]) -> ContractResult:
         return _check(ctx)
+
+    def brief(self, ctx: ContractContext[JsonSchemaSettings]) -> str:
+        try:
+            schema, _, _ = load_schema(ctx)
+        except Unusable:
+            return ""  # the check after the visit says what is wrong with it
+        target = ctx.settings.source or next(
+            (a.path for a in ctx.step.output_artifacts if a.path and _is_json(a.type, a.path)),
+            None,
+        )
+        what = f"`{ctx.render(target)}`" if target else "Your JSON output"
+        text = json.dumps(schema, indent=2)
+        if len(text) > MAX_BRIEF:
+            text = text[:MAX_BRIEF] + "\n… (cut; the whole schema is checked)"
+        lines = [
+            f"{what} must be valid JSON conforming to this schema; the step fails its "
+            "check otherwise:",
+            f"```json\n{text}\n```",
+        ]
+        required = schema.get("required") if isinstance(schema, dict) else None
+        if isinstance(required, list) and required:
+            props = schema.get("properties") or {}
+            names = ", ".join(f"`{r}`" for r in required)
+            skeleton = {r: placeholder(props.get(r)) for r in required if isinstance(r, str)}
+            lines += [
+                f"Required fields: {names}",
+                "Its shape (fill in real data):",
+                f"```json\n{json.dumps(skeleton, indent=2)}\n```",
+            ]
+        return "\n".join(lines)
+
+
+MAX_BRIEF = 50_000  # characters of a schema put into the step's prompt
+
+
+def _is_json(kind: str | None, path: str) -> bool:
+    return (kind or "").lower() == "json" or path.lower().endswith(".json")
+
+
+def placeholder(prop: Any) -> Any:
+    """A value of the shape a schema property asks for, for a skeleton."""
+    if not isinstance(prop, dict):
+        return "..."
+    if isinstance(prop.get("enum"), list) and prop["enum"]:
+        return prop["enum"][0]
+    if "const" in prop:
+        return prop["const"]
+    kind = prop.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    return {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
+        kind if isinstance(kind, str) else "", "..."
+    )
 
 
 def _check(ctx: ContractContext[JsonSchemaSettings]) -> ContractResult:

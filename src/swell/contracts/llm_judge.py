@@ -237,6 +237,17 @@ class LlmJudge(ContractType[LlmJudgeSettings]):
     def reviewer(self, settings: LlmJudgeSettings) -> str | None:
         return settings.persona
 
+    def brief(self, ctx: ContractContext[LlmJudgeSettings]) -> str:
+        criteria = ctx.settings.all_criteria()
+        if not criteria:
+            return ""
+        share = ctx.settings.threshold or 1.0
+        listed = "\n".join(f"- {c}" for c in criteria)
+        return (
+            "When you are done, a judge checks your work against these criteria; at "
+            f"least {share:.0%} of them must hold:\n{listed}"
+        )
+
     def problems(self, settings: LlmJudgeSettings, scope: LintScope) -> list[Problem]:
         found = []
         if not settings.all_criteria():

@@ -123,6 +123,15 @@ class TestSuite(ContractType[TestSuiteSettings]):
     async def check(self, ctx: ContractContext[TestSuiteSettings]) -> ContractResult:
         return await _check(ctx)
 
+    def brief(self, ctx: ContractContext[TestSuiteSettings]) -> str:
+        command = ctx.render(ctx.settings.command or "").strip()
+        if not command:
+            return ""
+        return (
+            "When you are done, this command checks your work; the step fails if it "
+            f"exits non-zero:\n```\n{command}\n```"
+        )
+
 
 async def _check(ctx: ContractContext[TestSuiteSettings]) -> ContractResult:
     command = ctx.settings.command

@@ -107,12 +107,28 @@ def permissions(
     return [t for t in allowed if t not in denied], denied
 
 
-def system_prompt(root: Path, persona: Persona | None) -> str:
+PERSONAS_DIR = ".agents/personas"
+BASE_PROTOCOL = f"{PERSONAS_DIR}/base-protocol.md"
+
+
+def system_prompt(root: Path, persona: Persona | None, name: str | None = None) -> str:
+    """The persona's own system prompt: `system_prompt_file`, else `system_prompt`, else
+    (as Wave) `.agents/personas/<name>.md` when the project has one."""
     if persona is None:
         return ""
     if persona.system_prompt_file:
         return (root / persona.system_prompt_file).read_text(encoding="utf-8")
-    return persona.system_prompt or ""
+    if persona.system_prompt:
+        return persona.system_prompt
+    default = root / PERSONAS_DIR / f"{name}.md" if name else None
+    return default.read_text(encoding="utf-8") if default and default.is_file() else ""
+
+
+def base_protocol(root: Path) -> str:
+    """`.agents/personas/base-protocol.md`, which Wave puts before the system prompt of
+    every agent doing a step's work; "" when the project has none."""
+    path = root / BASE_PROTOCOL
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
 def make_adapter(ctx: VisitContext, name: str) -> AgentAdapter:
@@ -227,7 +243,9 @@ def _helper_request(
     return AgentRequest(
         prompt=call.prompt,
         system_prompt="\n\n".join(
-            filter(None, [call.system, system_prompt(ctx.plan.project.root, persona)])
+            filter(
+                None, [call.system, system_prompt(ctx.plan.project.root, persona, call.persona)]
+            )
         ),
         workspace=ctx.workspace.path,
         env=visit_env(ctx, adapter, {**ctx.swell_env(), "SWELL_BIN": swell_bin()}),

@@ -262,6 +262,30 @@ def _review_event(
     )
 
 
+def requirements(ctx: VisitContext) -> str:
+    """What the step's prompt says of the checks its work will meet, before it works: a
+    block per contract that has something to say (a JSON schema, a test command, the
+    judge's criteria), as Wave appends "Output Requirements" to the prompt."""
+    types = ctx.services.contract_types
+    contracts = ctx.step.handover.all_contracts if ctx.step.handover else []
+    before = StepResult(outcome="success")  # nothing was done yet
+    blocks = []
+    for index, contract in enumerate(contracts):
+        if contract.type not in types:
+            continue
+        kind = types.get(contract.type)
+        try:
+            settings = kind.Settings.model_validate(contract.settings)
+        except ValidationError:
+            continue  # the check after the visit reports it
+        text = kind.brief(_context(ctx, before, ctx.step, settings, index))
+        if text:
+            blocks.append(f"### Check {index + 1}: {contract.type}\n{text}")
+    if not blocks:
+        return ""
+    return "\n## Output requirements\n" + "\n\n".join(blocks) + "\n"
+
+
 def rework_header(request: ev.ReworkRequested, feedback_in_workspace: str | None) -> str:
     """The block a rework step's prompt begins with."""
     feedback = request.feedback
@@ -293,4 +317,4 @@ def rework_header(request: ev.ReworkRequested, feedback_in_workspace: str | None
     return "\n".join(lines) + "\n\n"
 
 
-__all__ = ["attempt_context", "check", "policy_of", "rework_header"]
+__all__ = ["attempt_context", "check", "policy_of", "requirements", "rework_header"]

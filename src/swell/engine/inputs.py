@@ -15,6 +15,7 @@ another step's output.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -80,10 +81,14 @@ def _explicit(ctx: VisitContext, arts: dict[str, object], out: Inputs) -> None:
     required one; this adds Wave's location and makes it the one templates name."""
     for ref in ctx.step.memory.inject_artifacts:
         name = ref.as_ or ref.artifact
-        if not ref.step or name not in arts:
+        copied = arts.get(name)
+        if not isinstance(copied, str):
             continue
-        source = ctx.state.artifacts.get(ref.step, {}).get(ref.artifact)
-        sha256 = ctx.state.artifact_sha256.get(ref.step, {}).get(ref.artifact)
+        if ref.step:
+            source = ctx.state.artifacts.get(ref.step, {}).get(ref.artifact)
+            sha256 = ctx.state.artifact_sha256.get(ref.step, {}).get(ref.artifact)
+        else:  # another run's output: the engine's checked copy is the source
+            source, sha256 = copied, _sha256(Path(copied))
         if source is None:
             continue
         placed = _copy(ctx, source, sha256, f"{ARTIFACTS_DIR}/{name}")
@@ -92,6 +97,14 @@ def _explicit(ctx: VisitContext, arts: dict[str, object], out: Inputs) -> None:
         else:
             message = f"input artifact '{name}' not placed at {ARTIFACTS_DIR}/{name}: {placed}"
             out.events.append(ctx.event(Warning(message=message)))
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def _inside(source: str, run_dir: Path) -> bool:
@@ -113,6 +126,13 @@ def _dependencies(ctx: VisitContext, arts: dict[str, object], out: Inputs) -> No
     deps: dict[str, dict[str, str]] = {}
     aliases: dict[str, str] = {}  # file name -> the dependency whose copy the alias is
     run_dir = ctx.plan.run_dir
+    # an artifact the step injects by name is handed over once: that copy serves as the
+    # dependency's too (`as: plan` would otherwise stand where `plan/` goes)
+    explicit = {
+        (ref.step, ref.artifact): arts.get(ref.as_ or ref.artifact)
+        for ref in ctx.step.memory.inject_artifacts
+        if ref.step
+    }
     for dep in ctx.step.dependencies:
         recorded = ctx.state.artifacts.get(dep, {})
         declared = {a.name: a for a in steps[dep].output_artifacts} if dep in steps else {}
@@ -130,7 +150,11 @@ def _dependencies(ctx: VisitContext, arts: dict[str, object], out: Inputs) -> No
                 continue
             sha256 = ctx.state.artifact_sha256.get(dep, {}).get(name)
             filename = Path(source).name or name
-            placed = _copy(ctx, source, sha256, f"{ARTIFACTS_DIR}/{dep}/{filename}")
+            given = explicit.get((dep, name))
+            if isinstance(given, str):
+                placed: Path | str = Path(given)
+            else:
+                placed = _copy(ctx, source, sha256, f"{ARTIFACTS_DIR}/{dep}/{filename}")
             if not isinstance(placed, Path):
                 message = f"artifact '{name}' of dependency '{dep}' {placed}; not injected"
                 if art is not None and art.required:

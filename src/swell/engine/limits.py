@@ -100,5 +100,6 @@ def normalize_error(message: str, limit: int = 2000) -> str:
     for pattern, repl in _NUMBERS:
         text = pattern.sub(repl, text)
     text = text.replace(_OPEN, "").replace(_CLOSE, "")
-    lines = [" ".join(line.split()) for line in text.splitlines()]
+    # lower case, as Wave's fingerprint (`Error:` and `error:` are the same failure)
+    lines = [" ".join(line.split()).lower() for line in text.splitlines()]
     return "\n".join(line for line in lines if line)[-limit:]

@@ -20,9 +20,9 @@ from swell.manifest.models import ArtifactRef, Pipeline
 from swell.manifest.wave_models import PipelineOutput
 from swell.workspace.mounts import json_path
 
-# what `inject_artifacts` asks about an `inject_artifacts[].pipeline` entry: its file and
-# sha256 (raising NotFound or WrongType)
-Lookup = Callable[[ArtifactRef], tuple[str, str]]
+# what `inject_artifacts` asks about an `inject_artifacts[].pipeline` entry (raising
+# NotFound)
+Lookup = Callable[[ArtifactRef], "Found"]
 
 # how many of the newest runs a cross-pipeline lookup reads before it gives up
 NEWEST_RUNS = 10_000
@@ -217,12 +217,18 @@ def find_for(
     return found
 
 
-def type_problem(ref: ArtifactRef, found: Found) -> str | None:
-    """Why the producer's declared type does not fit the type `ref` asks for, or None."""
-    if ref.type and found.type and ref.type != found.type:
+FILE_FORMATS = frozenset({"json", "text", "markdown", "binary"})
+
+
+def type_note(ref: ArtifactRef, found: Found) -> str | None:
+    """A warning when the producer declared another file format for the artifact than
+    the step asks for. Never an error: Wave checks `type` only between steps of one
+    pipeline, and a `pipeline_outputs` type (`findings_report`) names a schema, not a
+    format, so it is no mismatch with `type: json`."""
+    if ref.type in FILE_FORMATS and found.type in FILE_FORMATS and ref.type != found.type:
         return (
-            f"input artifact '{ref.artifact}' of pipeline '{ref.pipeline}' has type "
-            f"'{found.type}' (run {found.run_id}), but the step expects '{ref.type}'"
+            f"input artifact '{ref.artifact}' of pipeline '{ref.pipeline}' is declared "
+            f"'{found.type}' (run {found.run_id}); the step expects '{ref.type}'"
         )
     return None
 
@@ -268,19 +274,14 @@ def lookup_in(
     reader: OutputsReader | None, *, run_id: str, parent_run_id: str | None, project_root: str
 ) -> Lookup:
     """The lookup `engine.visit.inject_artifacts` asks for `pipeline:` entries: the
-    artifact's file and sha256, or NotFound (a missing one, skipped when `optional`) or
-    WrongType (always an error)."""
+    artifact found, or NotFound (a missing one, skipped when `optional`)."""
 
-    def lookup(ref: ArtifactRef) -> tuple[str, str]:
+    def lookup(ref: ArtifactRef) -> Found:
         if reader is None:
             raise NotFound("this runtime keeps no runs to read pipeline outputs from")
-        found = find_for(
+        return find_for(
             reader, ref, run_id=run_id, parent_run_id=parent_run_id, project_root=project_root
         )
-        problem = type_problem(ref, found)
-        if problem:
-            raise WrongType(problem)
-        return found.path, found.sha256
 
     return lookup
 
@@ -304,21 +305,17 @@ def as_artifacts(reader: OutputsReader | None, run_id: str) -> list[ArtifactWrit
     ]
 
 
-class WrongType(Exception):
-    """The producer declared another type for the artifact than the step expects."""
-
-
 __all__ = [
+    "FILE_FORMATS",
     "Found",
     "Lookup",
     "NotFound",
     "OutputsReader",
     "RunOutput",
-    "WrongType",
     "as_artifacts",
     "declared_outputs",
     "find_for",
     "lookup_in",
     "run_outputs",
-    "type_problem",
+    "type_note",
 ]

@@ -1,6 +1,7 @@
 """Wave's step-output templates in composition fields: `{{ STEP.out.NAME[.path] }}` is
 the content of STEP's artifact NAME (a JSON path reads into it), `{{ STEP.output }}`
-that of STEP's first declared artifact (docs/composition.md). Files are read only
+that of STEP's first declared artifact, and `{{ STEP.output.path }}` the path in the first
+of its artifacts that has it (docs/composition.md). Files are read only
 when a template asks for them."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from swell.engine.context import VisitContext
+from swell.manifest.expressions import MissingVariable, lookup, to_text
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 
@@ -74,17 +76,47 @@ class Content(Mapping[Any, Any]):
         return self._text.strip()
 
 
+class FirstWith(Mapping[Any, Any]):
+    """`{{ STEP.output[.path] }}`: the whole reads as the first candidate; a path reads
+    from the first candidate that has it, as Wave tries each of a step's artifacts."""
+
+    def __init__(self, candidates: list[Any]) -> None:
+        self.candidates = candidates
+
+    def __getitem__(self, key: Any) -> Any:
+        found = []
+        for candidate in self.candidates:
+            try:
+                found.append(lookup(candidate, (key,)))
+            except MissingVariable:
+                continue
+        if not found:
+            raise KeyError(key)
+        first = found[0]
+        return (
+            first if len(found) == 1 or not isinstance(first, Mapping | list) else FirstWith(found)
+        )
+
+    def __iter__(self) -> Iterator[Any]:
+        first = self.candidates[0]
+        return iter(first) if isinstance(first, Mapping) else iter(())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __str__(self) -> str:
+        return to_text(self.candidates[0])
+
+
 def outputs_of(step: Step | None, recorded: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {name: Content(path) for name, path in recorded.items()}
     entry: dict[str, Any] = {"out": out}
+    # declared outputs first, in their order; then what else was recorded (an
+    # iterate's `collected-output`, a child's artifacts), in the order it was recorded
     declared = [a.name for a in step.output_artifacts] if step is not None else []
-    first = next((n for n in declared if n in recorded), None)
-    if first is None and recorded:
-        # no declared output recorded (an iterate's `collected-output`, a child's
-        # artifacts): the first recorded, in the order it was recorded
-        first = next(iter(recorded))
-    if first is not None:
-        entry["output"] = out[first]
+    names = [n for n in declared if n in recorded] + [n for n in recorded if n not in declared]
+    if names:
+        entry["output"] = FirstWith([out[n] for n in names])
     return entry
 
 
@@ -102,4 +134,11 @@ def render_field(text: str, ns: Mapping[str, Any]) -> str:
     return render_text(text, ns).text
 
 
-__all__ = ["Content", "composition_namespace", "outputs_of", "read_value", "render_field"]
+__all__ = [
+    "Content",
+    "FirstWith",
+    "composition_namespace",
+    "outputs_of",
+    "read_value",
+    "render_field",
+]

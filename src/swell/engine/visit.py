@@ -22,7 +22,7 @@ from swell.engine.state import RunState
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
 from swell.manifest.models import ArtifactRef, Step
-from swell.manifest.template_names import FORGE_FIELDS
+from swell.manifest.template_names import FORGE_FIELDS, PIPELINE_CONTEXT
 from swell.manifest.templates import render_text
 from swell.workspace import artifacts, safe
 from swell.workspace.manager import Workspaces
@@ -94,11 +94,17 @@ class VisitExecutor:
             parent_run_id=self.plan.parent_run_id,
             project_root=str(self.plan.project.root),
         )
-        injected, problems = inject_artifacts(self.state, step, ws.path, others)
+        notes: list[str] = []
+        injected, problems = inject_artifacts(self.state, step, ws.path, others, notes)
         if problems:
             return StepResult(outcome="failure", error="; ".join(problems))
         sink = self.services.output
         output = None if sink is None else VisitOutput(sink, self.plan.run_id, step.id, visit.visit)
+        ns = namespace(self.plan, self.state, step, ws.path, injected)
+        step = with_output_paths(step, ns)
+        owner = with_output_paths(owner, ns) if rework else step
+        if step is not visit.step:  # `{{ artifacts.NAME }}` gives the rendered paths
+            ns = namespace(self.plan, self.state, step, ws.path, injected)
         ctx = VisitContext(
             plan=self.plan,
             services=self.services,
@@ -106,11 +112,12 @@ class VisitExecutor:
             visit=visit.visit,
             activation=visit.activation,
             state=self.state,
-            namespace=namespace(self.plan, self.state, step, ws.path, injected),
+            namespace=ns,
             emit=self.emit if output is None else tee_events(self.emit, output),
             workspace=ws,
             resumed=visit.resumed,
         )
+        ctx.emit([ctx.event(Warning(message=note)) for note in notes])
         try:  # the kind's processes and agents report their output as they go
             with streaming.feeding(None if output is None else output.feed):
                 result = await self.services.step_kinds.of(step).run(ctx)
@@ -131,10 +138,16 @@ class VisitExecutor:
         if problems and result.outcome == "success":
             result.outcome = "failure"
             result.error = "; ".join(filter(None, [result.error, *problems]))
-        if result.outcome == "success" and owner.handover and owner.handover.all_contracts:
+        # as in Wave, a rework visit is checked by its own step's contracts first, then by
+        # the contracts of the step it reworks
+        for subject in (step, owner) if owner is not step else (step,):
+            if result.outcome != "success" or not (
+                subject.handover and subject.handover.all_contracts
+            ):
+                continue
             from swell.engine import handover  # contracts (and agents) only when a step has some
 
-            failed = await handover.check(ctx, result, owner)
+            failed = await handover.check(ctx, result, subject)
             if failed is not None:
                 if failed.policy == "rework":
                     failed = self._write_feedback(ctx, failed, result)
@@ -142,7 +155,7 @@ class VisitExecutor:
                 result.outcome = "failure"
                 result.error = (
                     f"contract {failed.index + 1} ({failed.contract_type}) of step "
-                    f"'{owner.id}' failed: {failed.error}"
+                    f"'{subject.id}' failed: {failed.error}"
                 )
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
         if result.outcome == "success" and step.outcomes:
@@ -182,6 +195,21 @@ class VisitExecutor:
         return dataclasses.replace(failure, feedback_path=str(path))
 
 
+def with_output_paths(step: Step, ns: Mapping[str, Any]) -> Step:
+    """`step` with its output artifacts' templated paths rendered for this visit, as
+    Wave renders them (`.agents/output/{{ input }}.next.yaml`): the prompt names, the
+    visit collects and the contracts check the file the agent was asked to write."""
+    if not any(a.path and "{{" in a.path for a in step.output_artifacts):
+        return step
+    arts = [
+        a.model_copy(update={"path": render_text(a.path, ns).text})
+        if a.path and "{{" in a.path
+        else a
+        for a in step.output_artifacts
+    ]
+    return step.model_copy(update={"output_artifacts": arts})
+
+
 def namespace(
     plan: RunPlan, state: RunState, step: Step, workspace: Path, injected: dict[str, str]
 ) -> dict[str, Any]:
@@ -199,12 +227,12 @@ def namespace(
     for art in step.output_artifacts:
         if art.path:
             arts.setdefault(art.name, str(workspace / art.path))
+    ids = {"pipeline_id": plan.run_id, "pipeline_name": plan.pipeline.name, "step_id": step.id}
     return {
         "input": plan.input,
-        "pipeline_id": plan.run_id,
-        "pipeline_name": plan.pipeline.name,
+        **ids,
+        "pipeline_context": Deferred(PIPELINE_CONTEXT, lambda: {**ids, **plan.branch}),
         "run": {"id": plan.run_id, "name": plan.pipeline.name},
-        "step_id": step.id,
         "workspace": str(workspace),
         "project_root": str(plan.project.root),
         "project": dict(plan.project.manifest.project),
@@ -283,12 +311,16 @@ def render(ns: dict[str, Any]) -> Any:
     return lambda text: render_text(text, ns).text
 
 
-def _no_runs(ref: ArtifactRef) -> tuple[str, str]:
+def _no_runs(ref: ArtifactRef) -> pipeline_outputs.Found:
     raise pipeline_outputs.NotFound("no stored runs to read pipeline outputs from")
 
 
 def inject_artifacts(
-    state: RunState, step: Step, workspace: Path, others: pipeline_outputs.Lookup | None = None
+    state: RunState,
+    step: Step,
+    workspace: Path,
+    others: pipeline_outputs.Lookup | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """Copy the artifacts a step asks for into `.wave/artifacts/<as>` of its workspace.
 
@@ -297,7 +329,8 @@ def inject_artifacts(
     when it was written. The copy replaces whatever is at `.wave/artifacts/<as>`
     (never writing through a link). Returns name -> path of each copy, and problems
     (an artifact that is missing and not optional, a link, a changed file). `others`
-    finds `pipeline:` entries (another run's outputs: engine/pipeline_outputs.py).
+    finds `pipeline:` entries (another run's outputs: engine/pipeline_outputs.py);
+    `notes` gets warnings about them (a file format other than the one asked for).
     """
     injected: dict[str, str] = {}
     problems: list[str] = []
@@ -311,10 +344,11 @@ def inject_artifacts(
         if ref.pipeline:
             what = f"input artifact '{ref.artifact}' of pipeline '{ref.pipeline}'"
             try:
-                source, sha256 = (others or _no_runs)(ref)
-            except pipeline_outputs.WrongType as exc:
-                problems.append(str(exc))
-                continue
+                found = (others or _no_runs)(ref)
+                source, sha256 = found.path, found.sha256
+                note = pipeline_outputs.type_note(ref, found)
+                if note is not None and notes is not None:
+                    notes.append(note)
             except pipeline_outputs.NotFound as exc:
                 source = None
                 missing = f"{what} is not available: {exc}"

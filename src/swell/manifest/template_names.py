@@ -18,6 +18,8 @@ SIMPLE_VARS = {
     "input", "pipeline_id", "pipeline_name", "step_id", "workspace", "project_root",
     "branch_name", "feature_num", "sub_pipeline_stop",
 }  # fmt: skip
+# Wave's prefixed spellings of five of them (`{{ pipeline_context.pipeline_id }}`)
+PIPELINE_CONTEXT = ("branch_name", "feature_num", "pipeline_id", "pipeline_name", "step_id")
 STEP_FIELDS = {"outcome", "exit_code", "artifacts", "visit"}
 # what forge detection can give (`{{ forge.type }}`); WAVE.md §7
 FORGE_TYPES = ("github", "gitlab", "gitea", "forgejo", "codeberg", "bitbucket", "local")
@@ -82,6 +84,11 @@ def unresolvable(path: tuple[str | int, ...], names: Names) -> str | None:
     root, rest = str(path[0]), [str(p) for p in path[1:]]
     if root in SIMPLE_VARS:
         return None if not rest else f"template variable '{name}' has no fields"
+    if root == "pipeline_context":
+        if len(rest) == 1 and rest[0] in PIPELINE_CONTEXT:
+            return None
+        hint = did_you_mean(rest[0], PIPELINE_CONTEXT) if rest else ""
+        return f"unknown template variable '{name}'{hint}"
     if root == "run":
         ok = rest in (["id"], ["name"])
         return None if ok else f"unknown template variable '{name}' (use run.id or run.name)"

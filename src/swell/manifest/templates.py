@@ -75,6 +75,17 @@ class Rendered:
     preview: str = ""  # scripts: the text with values inlined, for people to read
 
 
+def unset_warnings(missing: list[str]) -> list[str]:
+    """What a run says about placeholders that rendered empty. A `context.KEY` is left
+    out: lint made sure some step sets it, and before that step has run (the first
+    visit of a loop) it is empty by design, not by mistake."""
+    return [
+        f"template variable '{m}' is not set; rendered empty"
+        for m in missing
+        if not m.startswith("context.")
+    ]
+
+
 def _value(node: Node, namespace: Mapping[str, Any], missing: list[str]) -> str:
     try:
         return to_text(evaluate(node, namespace))

@@ -30,6 +30,7 @@ from swell.engine import forge, skills, tiers
 from swell.errors import SwellError
 from swell.manifest.loader import LoadedPipeline, Project, load_pipeline
 from swell.manifest.models import Pipeline, Step
+from swell.manifest.templates import render_text
 from swell.ops import toolchain
 
 if TYPE_CHECKING:
@@ -122,11 +123,12 @@ def agent_uses(
         seen.add(name)
         personas = project.manifest.personas
         for step in pipe.steps:
-            persona = personas.get(step.persona or "")
-            if step.persona or step.adapter:
+            persona_name = _persona_name(project, step)
+            persona = personas.get(persona_name or "")
+            if persona_name or step.adapter:
                 chosen = adapter or step.adapter or (persona.adapter if persona else None)
                 if chosen:
-                    uses.append(_use(project, step, step.persona, chosen, name, model))
+                    uses.append(_use(project, step, persona_name, chosen, name, model))
             for reviewer in _reviewers(step, registries):
                 p = personas.get(reviewer)
                 if p and p.adapter:
@@ -143,6 +145,19 @@ def agent_uses(
     return uses
 
 
+def _persona_name(project: Project, step: Step) -> str | None:
+    """The persona a step runs as: a templated name rendered as the run renders it
+    (engine/context.py, RunPlan), with the project's forge and branch."""
+    if not step.persona or "{{" not in step.persona:
+        return step.persona
+    variables = {
+        "project": dict(project.manifest.project),
+        "forge": forge.detect(project.root, project.manifest.metadata.forge).variables(),
+        **forge.git_variables(project.root),
+    }
+    return render_text(step.persona, variables).text.strip() or None
+
+
 def _use(
     project: Project,
     step: Step,
@@ -153,8 +168,17 @@ def _use(
     role: str = "step",
 ) -> AgentUse:
     persona = project.manifest.personas.get(persona_name or "")
-    step_model = step.model if role == "step" else None
-    chosen = resolve_model(project, adapter, model, step_model, persona.model if persona else None)
+    if role == "step":  # as the visit chooses it, `routing.auto_route` included
+        chosen = tiers.choose(
+            project.manifest,
+            adapter,
+            cli=model,
+            step=step,
+            persona_name=persona_name,
+            persona=persona,
+        )
+    else:
+        chosen = resolve_model(project, adapter, model, None, persona.model if persona else None)
     type_name = project.manifest.adapter_type(adapter)
     return AgentUse(step.id, role, persona_name, adapter, type_name, chosen, pipeline)
 

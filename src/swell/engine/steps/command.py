@@ -18,7 +18,7 @@ from swell.events.models import Outcome, Warning
 from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import Rendered, render_script
+from swell.manifest.templates import Rendered, render_script, unset_warnings
 from swell.manifest.yamlsrc import Loc
 from swell.process import DEFAULT_MAX_OUTPUT, run_process
 from swell.workspace.artifacts import write_log
@@ -78,8 +78,7 @@ class Command(StepKind):
                 outcome="failure", error=f"script not run: {exc}", events=inputs.events
             )
         notes = inputs.events + [
-            ctx.event(Warning(message=f"template variable '{m}' is not set; rendered empty"))
-            for m in rendered.missing
+            ctx.event(Warning(message=w)) for w in unset_warnings(rendered.missing)
         ]
         env = {**ctx.command_env(), **inputs.env, **rendered.env}
         argv, refusal = shell_for(rendered.text, env.get("PATH"))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from pathlib import Path
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Capabilities
 from swell.engine import cost, relay, skills, thread_context
 from swell.engine.agents import (
+    base_protocol,
     choose_adapter,
     choose_model,
     make_adapter,
@@ -19,8 +19,8 @@ from swell.engine.agents import (
     visit_env,
 )
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.handover import attempt_context, rework_header
-from swell.engine.inputs import prepare
+from swell.engine.handover import attempt_context, requirements, rework_header
+from swell.engine.inputs import ARTIFACTS_DIR, prepare
 from swell.engine.outputs import output_namespace
 from swell.engine.retry import retry_delay
 from swell.engine.steps.base import StepKind
@@ -31,7 +31,7 @@ from swell.manifest.lint_context import LintScope
 from swell.manifest.models import ArtifactDef
 from swell.manifest.suggest import unknown
 from swell.manifest.template_names import FORGE_TYPES
-from swell.manifest.templates import render_text
+from swell.manifest.templates import render_text, unset_warnings
 from swell.relay.settings import RelaySettings, relay_settings
 from swell.threads.fidelity import with_context
 from swell.workspace import artifacts, safe
@@ -56,7 +56,8 @@ def task_prompt(
     rendered = render_text(source or "", ctx.namespace)
     if raw:
         return rendered.text, rendered.missing
-    return follow_up(ctx) + rendered.text + artifact_sections(ctx, has_tools), rendered.missing
+    sections = artifact_sections(ctx, has_tools) + requirements(ctx)
+    return follow_up(ctx) + rendered.text + sections, rendered.missing
 
 
 def slash_prompt(command: str, args: str) -> str:
@@ -73,10 +74,18 @@ def follow_up(ctx: VisitContext) -> str:
         request = ctx.state.reworks[ctx.step.id]
         copy = None
         if request.feedback_path and Path(request.feedback_path).is_file():
-            target = ctx.workspace.path / INJECTED_DIR / "review-feedback.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(request.feedback_path, target)
-            copy = os.path.relpath(target, ctx.workspace.path)
+            # swell's place, and the two names Wave's prompts read it by
+            for rel in (
+                f"{INJECTED_DIR}/review-feedback.json",
+                f"{ARTIFACTS_DIR}/review_feedback.json",
+                f"{ARTIFACTS_DIR}/review_feedback_{request.for_step}.json",
+            ):
+                try:
+                    target = safe.place(ctx.workspace.path, rel)
+                    safe.replace(target, Path(request.feedback_path).read_bytes())
+                except safe.UnsafePath:
+                    continue  # the header below still holds the review
+                copy = copy or os.path.relpath(target, ctx.workspace.path)
         return rework_header(request, copy)
     if reason == "retry" and ctx.step.id in ctx.state.retries:
         return attempt_context(ctx.plan.run_dir, ctx.state.retries[ctx.step.id])
@@ -116,6 +125,10 @@ def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
             need = "required" if art.required else "optional"
             kind = f", {art.type}" if art.type else ""
             lines.append(f"- `{art.path}` ({art.name}; {need}{kind})")
+        if any((a.type or "").lower() == "json" for a in files):
+            lines.append(
+                "A json file holds only a JSON document: no Markdown, no prose, no code fences."
+            )
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -287,6 +300,11 @@ async def _attempts(
 async def _visit(ctx: VisitContext) -> StepResult:
     project = ctx.plan.project
     persona = project.manifest.personas.get(ctx.step.persona or "")
+    if ctx.step.persona and persona is None:  # a templated name rendered to no persona
+        known = ", ".join(sorted(project.manifest.personas))
+        return StepResult(
+            outcome="failure", error=f"unknown persona '{ctx.step.persona}' (known: {known})"
+        )
     inputs = prepare(ctx)  # before the prompt is rendered: it adds `deps.*`
     if inputs.problems:
         return StepResult(outcome="failure", error="; ".join(inputs.problems), events=inputs.events)
@@ -298,11 +316,12 @@ async def _visit(ctx: VisitContext) -> StepResult:
         task, missing = task_prompt(ctx, has_tools=adapter.capabilities.tools, raw=raw)
         allowed, denied = permissions(ctx, persona, adapter_name)
         model = choose_model(ctx, persona, adapter_name)
-        system = system_prompt(project.root, persona)
+        own = system_prompt(project.root, persona, ctx.step.persona)
+        system = "\n\n".join(filter(None, [base_protocol(project.root), own]))
     except (OSError, ValueError) as exc:
         return StepResult(outcome="failure", error=str(exc))
 
-    warnings = [f"template variable '{m}' is not set; rendered empty" for m in missing]
+    warnings = unset_warnings(missing)
     extra, skill_warning = _skills_and_hint(ctx, adapter_name, adapter.capabilities)
     system += extra
     warnings += skill_warning

@@ -132,7 +132,7 @@ class WorkerContext:
                     max_cycles=spec.max_cycles,
                 ),
             )
-            graph = Graph(loaded.pipeline, rt.registries.step_kinds.of)
+            graph = Graph(plan.pipeline.pipeline, rt.registries.step_kinds.of)  # personas rendered
             workspaces = Workspaces(rt.project.root, plan.workspace, graph.steps)
             found = _Run(plan, graph, workspaces, load_state(rt.store, spec.run_id))
             self.runs[spec.run_id] = found
