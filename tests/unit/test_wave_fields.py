@@ -4,11 +4,14 @@ rest of a file checkable."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 from manifest_helpers import LINT_CONTEXT, ProjectDir, at, make_project
 
+from swell.contracts.base import ContractSettings, ContractType
+from swell.contracts.registry import default_contract_types
 from swell.errors import ManifestError
 from swell.manifest.loader import load_pipeline, load_project
 from swell.manifest.models import Manifest, Pipeline
@@ -168,3 +171,105 @@ def test_wave_template_namespaces(proj: ProjectDir, template: str, problem: str 
         assert errors == []
     else:
         assert len(errors) == 1 and problem in errors[0], errors
+
+
+def test_fields_swell_does_not_run_are_warnings_naming_them(proj: ProjectDir) -> None:
+    proj.manifest(
+        """\
+        kind: WaveManifest
+        adapters: {claude: {mode: headless, output_format: json, project_files: [x]}}
+        personas: {dev: {adapter: claude}}
+        runtime:
+          audit: {log_all_tool_calls: true}
+          timeouts: {gate_approval_hours: 24, stdout_drain_seconds: 1, git_command_seconds: 30}
+          meta_pipeline: {max_depth: 2}
+        """
+    )
+    proj.pipeline(
+        """\
+        kind: WavePipeline
+        metadata: {name: p, release: true, disabled: true}
+        requires:
+          skills: {speckit: {check: "true", init: "speckit init"}}
+        steps:
+          - id: a
+            script: echo
+            output_artifacts: [{name: r, path: r.json}]
+          - id: b
+            script: echo
+            dependencies: [a]
+            memory:
+              inject_artifacts: [{step: a, artifact: r, as: r, schema_path: s.json}]
+            handover:
+              contract: {type: non_empty_file, source: r.json, max_retries: 2, validate: true}
+        """
+    )
+    warnings = [(line, m) for line, _, m in at(proj.lint(), "warning")]
+    # the ignored ones (an adapter's mode, output_format and project_files, timeouts Wave
+    # does not read, meta_pipeline, release, a contract's validate) say nothing
+    assert warnings == [
+        (5, "swell does not run `audit` (audit trace files) yet; it is ignored"),
+        (
+            6,
+            "swell does not run `gate_approval_hours` (a default timeout for approval gates) "
+            "yet; it is ignored",
+        ),
+        (2, "swell does not run `disabled` (disabling a pipeline) yet; it is ignored"),
+        (4, "swell does not run `init` (skill init commands) yet; it is ignored"),
+        (
+            13,
+            "swell does not run `schema_path` (checking an injected artifact against a "
+            "schema) yet; it is ignored",
+        ),
+        (15, "swell does not run `max_retries` (a contract's own retry limit) yet; it is ignored"),
+    ]
+
+
+def test_a_field_wave_refuses_is_refused(proj: ProjectDir) -> None:
+    proj.pipeline(
+        """\
+        kind: WavePipeline
+        steps:
+          - id: a
+            script: echo
+            handover: {max_retries: 2}
+        """
+    )
+    with pytest.raises(ManifestError) as info:
+        load_pipeline(proj.root, "p")
+    assert at(info.value.problems) == [(5, 16, "unknown field 'max_retries'")]
+
+
+class LegacySettings(ContractSettings):
+    source: str | None = None
+    legacy: bool | None = None
+
+    NOT_RUN = {"legacy": "legacy checks"}
+
+
+class Legacy(ContractType[LegacySettings]):
+    name = "legacy"
+    Settings = LegacySettings
+
+
+def test_a_contract_types_setting_it_does_not_run_is_a_named_warning(proj: ProjectDir) -> None:
+    # a plugin type lists its own NOT_RUN settings, as the manifest's models do
+    types = default_contract_types()
+    types.register("legacy", Legacy())
+    ctx = dataclasses.replace(LINT_CONTEXT, contract_types=types)
+    proj.pipeline(
+        """\
+        kind: WavePipeline
+        steps:
+          - id: a
+            script: echo
+            handover:
+              contracts:
+                - {type: legacy, source: x}
+                - type: legacy
+                  legacy: true
+        """
+    )
+    assert at(proj.lint(ctx=ctx), "warning") == [
+        (9, 11, "swell does not run `legacy` (legacy checks) yet; it is ignored")
+    ]

@@ -23,6 +23,12 @@ class ContractSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    # as in the manifest's models (manifest/models_base.py): settings that change
+    # nothing, in Wave either; and setting -> what it is, for the ones swell does not
+    # run yet (`swell validate` warns by name)
+    IGNORED: ClassVar[tuple[str, ...]] = ()
+    NOT_RUN: ClassVar[dict[str, str]] = {}
+
 
 S = TypeVar("S", bound=ContractSettings)
 

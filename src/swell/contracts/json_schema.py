@@ -62,7 +62,10 @@ class JsonSchemaSettings(ContractSettings):
     allow_recovery: bool | None = None
     recovery_level: Level | None = None  # default progressive, as Wave's
     disable_wrapper_detection: bool | None = None
-    progressive_validation: bool | None = None  # Wave's; accepted, changes nothing
+    progressive_validation: bool | None = None
+
+    # Wave still fails the contract with it set; it only adds to the message
+    IGNORED = ("progressive_validation",)
 
 
 def _loads(ctx: ContractContext[JsonSchemaSettings], text: str, label: str) -> Any:

@@ -19,7 +19,13 @@ from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.expressions import ExpressionError
 from swell.manifest.graph_checks import check_graph
 from swell.manifest.lint_context import LintContext, LintScope, contract_loc
-from swell.manifest.loader import LoadedPipeline, Project, load_pipeline, validation_problems
+from swell.manifest.loader import (
+    LoadedPipeline,
+    Project,
+    load_pipeline,
+    unsupported_problems,
+    validation_problems,
+)
 from swell.manifest.models import Contract, Step
 from swell.manifest.suggest import did_you_mean, unknown
 from swell.manifest.template_checks import check_templates
@@ -351,6 +357,9 @@ def _lint_contracts(scope: LintScope, report: LintReport) -> None:
             source = scope.loaded.source
             report.problems += validation_problems(exc, kind.Settings, source, here.loc)
             continue
+        report.problems += unsupported_problems(
+            kind.Settings, contract.settings, here.loc, scope.loaded.source
+        )
         report.problems += kind.problems(settings, here)
         if not kind.mechanical:
             after_agent = after_agent or contract.type

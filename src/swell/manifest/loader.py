@@ -15,7 +15,6 @@ from swell.errors import ManifestError, PipelineNotFound, Problem, ProjectNotFou
 from swell.manifest import cache
 from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
 from swell.manifest.models import Manifest, Pipeline, name_problem
-from swell.manifest.models_base import Strict
 from swell.manifest.partial import validate_partially
 from swell.manifest.yamlsrc import Loc, SourceMap, YamlDoc, load_yaml, parse_yaml, read_text
 
@@ -157,7 +156,7 @@ def check_model(model: type[M], data: Any, source: SourceMap) -> Checked[M]:
     )
     # Wave fields swell does not run are found in the raw data, so they are reported
     # together with every other problem of the file
-    problems.extend(_unsupported(model, data, (), source))
+    problems.extend(unsupported_problems(model, data, (), source))
     return Checked(obj, sorted(_dedupe(problems), key=lambda p: (p.line, p.col)), pruned)
 
 
@@ -191,18 +190,21 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _unsupported(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> list[Problem]:
+def unsupported_problems(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> list[Problem]:
     """Problems for Wave fields that are set in `data` but not implemented (an error)
-    or not run yet (a warning naming the field)."""
-    if isinstance(annotation, type) and issubclass(annotation, Strict):
+    or not run yet (a warning naming the field). Any model may list them (`Strict`'s
+    UNSUPPORTED and NOT_RUN; a contract type's settings their NOT_RUN)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         if not isinstance(data, dict):
             return []
         fields = {info.alias or name: info for name, info in annotation.model_fields.items()}
         fields.update(annotation.model_fields)
         problems: list[Problem] = []
+        unsupported: dict[str, str] = getattr(annotation, "UNSUPPORTED", {})
+        not_runs: dict[str, str] = getattr(annotation, "NOT_RUN", {})
         for key, value in data.items():
-            what = annotation.UNSUPPORTED.get(key)
-            not_run = annotation.NOT_RUN.get(key)
+            what = unsupported.get(key)
+            not_run = not_runs.get(key)
             if what and value not in (None, [], {}, False):
                 problems.append(
                     source.problem((*loc, key), f"`{key}` ({what}) is not supported yet", key=True)
@@ -211,22 +213,26 @@ def _unsupported(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> lis
                 message = f"swell does not run `{key}` ({not_run}) yet; it is ignored"
                 problems.append(source.problem((*loc, key), message, key=True, severity="warning"))
             if not what and key in fields:
-                problems.extend(_unsupported(fields[key].annotation, value, (*loc, key), source))
+                problems.extend(
+                    unsupported_problems(fields[key].annotation, value, (*loc, key), source)
+                )
         return problems
     origin = typing.get_origin(annotation)
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     if origin is list and args and isinstance(data, list):
         return [
-            p for i, item in enumerate(data) for p in _unsupported(args[0], item, (*loc, i), source)
+            p
+            for i, item in enumerate(data)
+            for p in unsupported_problems(args[0], item, (*loc, i), source)
         ]
     if origin is dict and args and isinstance(data, dict):
         return [
             p
             for key, item in data.items()
-            for p in _unsupported(args[-1], item, (*loc, key), source)
+            for p in unsupported_problems(args[-1], item, (*loc, key), source)
         ]
     # a union (`Contract | None`): look through each member
-    return _dedupe([p for arg in args for p in _unsupported(arg, data, loc, source)])
+    return _dedupe([p for arg in args for p in unsupported_problems(arg, data, loc, source)])
 
 
 def load_project(root: Path | None = None) -> Project:

@@ -1,10 +1,10 @@
 """Pydantic models of wave.yaml (WaveManifest) and pipeline files (WavePipeline).
 
-Every model forbids unknown fields. Wave fields swell accepts but that have no
-effect are listed in `IGNORED`; Wave fields that would change behaviour but whose
+Every model forbids unknown fields. Wave fields that change nothing a run does (in
+Wave either) are listed in `IGNORED`; Wave fields that would change behaviour but whose
 runtime swell does not execute yet are listed in `NOT_RUN` (the loader warns when one
-is set); `UNSUPPORTED` fields are refused. docs/manifest.md keeps the lists. The models
-of Wave's less central fields are in `wave_models.py`.
+is set); `UNSUPPORTED` fields are refused. docs/manifest.md gives every field's
+decision. The models of Wave's less central fields are in `wave_models.py`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from pydantic import ConfigDict, Field, field_validator
 from swell.manifest.models_base import Strict
 from swell.manifest.wave_models import (
     AggregateConfig,
+    ArtifactsConfig,
     AuditConfig,
     BranchConfig,
     ChatContext,
+    CircuitBreakerConfig,
     CostConfig,
     EvolutionConfig,
     InputSchema,
@@ -32,6 +34,7 @@ from swell.manifest.wave_models import (
     PersonaHooks,
     PersonaSandbox,
     PipelineOutput,
+    RelayConfig,
     RetrosConfig,
     RoutingConfig,
     SandboxConfig,
@@ -39,6 +42,7 @@ from swell.manifest.wave_models import (
     SkillConfig,
     StepInput,
     SubPipelineConfig,
+    Timeouts,
     ValidationRule,
     check_duration,
     check_tiers,
@@ -118,6 +122,8 @@ class Metadata(Strict):
     repo: str | None = None
     forge: str | None = None
 
+    IGNORED = ("name", "description", "repo")  # Wave shows them in its TUI
+
 
 class AdapterConfig(Strict):
     """`adapters.NAME`: which implementation runs it and its defaults."""
@@ -134,6 +140,8 @@ class AdapterConfig(Strict):
     hooks_template: str | None = None
 
     NOT_RUN = {"hooks_template": "adapter hook templates"}
+    # Wave requires `mode` and reads none of them when it runs an adapter
+    IGNORED = ("mode", "output_format", "project_files")
 
     _tiers = field_validator("tier_models")(check_tiers)
 
@@ -155,49 +163,8 @@ class Persona(Strict):
         "hooks": "persona tool hooks",
         "sandbox": "persona network sandboxes",
     }
-    IGNORED = ("description",)
 
     _scopes = field_validator("token_scopes")(check_token_scopes)
-
-
-class Timeouts(Strict):
-    step_default_minutes: float | None = None
-    relay_compaction_minutes: float | None = None
-    meta_default_minutes: float | None = None
-    skill_install_seconds: float | None = None
-    skill_cli_seconds: float | None = None
-    skill_http_seconds: float | None = None
-    skill_http_header_seconds: float | None = None
-    skill_publish_seconds: float | None = None
-    process_grace_seconds: float | None = None
-    stdout_drain_seconds: float | None = None
-    gate_approval_hours: float | None = None
-    gate_poll_interval_seconds: float | None = None
-    gate_poll_timeout_minutes: float | None = None
-    git_command_seconds: float | None = None
-    forge_api_seconds: float | None = None
-    retry_max_delay_seconds: float | None = None
-
-
-class RelayConfig(Strict):
-    strategy: str | None = None
-    token_threshold_percent: float | None = None
-    context_window: int | None = None
-    summarizer_persona: str | None = None
-    max_relays: int | None = Field(default=None, ge=1)
-    summarizer_max_tokens: int | None = Field(
-        default=None, gt=0
-    )  # history beyond this halts the run
-
-
-class CircuitBreakerConfig(Strict):
-    limit: int = Field(default=3, ge=1)
-    tracked_classes: list[str] = Field(default_factory=list)
-
-
-class ArtifactsConfig(Strict):
-    max_stdout_size: int | None = Field(default=None, gt=0)
-    default_artifact_dir: str | None = None
 
 
 class TemporalConfig(Strict):
@@ -246,8 +213,11 @@ class Runtime(Strict):
 
     NOT_RUN = {
         "sandbox": "runtime sandboxing (bubblewrap/docker)",
+        "workspace_root": "workspaces outside .swell/workspaces",
+        "audit": "audit trace files",
     }
-    IGNORED = ("audit", "meta_pipeline", "pipeline_id_hash_length", "workspace_root")
+    # limits of Wave's meta pipelines (swell has none); the length of Wave's run ids
+    IGNORED = ("meta_pipeline", "pipeline_id_hash_length")
 
     _stall = field_validator("stall_timeout")(check_duration)
 
@@ -277,8 +247,13 @@ class Manifest(Strict):
     hooks: list[LifecycleHook] = Field(default_factory=list)
     evolution: EvolutionConfig | None = None
 
-    NOT_RUN = {"server": "server mode", "hooks": "lifecycle hooks"}
-    IGNORED = ("apiVersion", "metadata", "ontology", "evolution")
+    NOT_RUN = {
+        "server": "server mode",
+        "hooks": "lifecycle hooks",
+        "evolution": "pipeline evolution triggers",
+    }
+    # Wave checks neither; it dropped ontologies
+    IGNORED = ("apiVersion", "ontology")
 
     def adapter_type(self, name: str) -> str:
         """The implementation behind adapter `name` (its `type`, else the name)."""
@@ -302,6 +277,11 @@ class PipelineMetadata(Strict):
     category: str | None = None
     disabled: bool | None = None
 
+    # Wave's catalogue and web UI show them (`release` picks what `wave init` ships)
+    IGNORED = ("release", "category")
+    # Wave does not read it either, but whoever sets it means the pipeline not to run
+    NOT_RUN = {"disabled": "disabling a pipeline"}
+
     _name = field_validator("name")(_file_name)
 
 
@@ -320,7 +300,7 @@ class InputConfig(Strict):
     batch_size: int | None = Field(default=None, ge=0)
     type: InputType | None = None
 
-    IGNORED = ("source", "schema", "example")
+    IGNORED = ("source", "schema")  # Wave's TUI shows them
     NOT_RUN = {"label_filter": "forge input filters", "batch_size": "batched input"}
 
     @property
@@ -369,6 +349,8 @@ class ArtifactRef(Strict):
     optional: bool = False
     pipeline: str | None = None  # another pipeline's `pipeline_outputs` name
 
+    NOT_RUN = {"schema_path": "checking an injected artifact against a schema"}
+
     # the copy's file name is `as`, else `artifact`
     _names = field_validator("artifact", "as_")(_file_name)
 
@@ -376,6 +358,8 @@ class ArtifactRef(Strict):
 class Memory(Strict):
     strategy: str | None = None
     inject_artifacts: list[ArtifactRef] = Field(default_factory=list)
+
+    IGNORED = ("strategy",)  # Wave's one strategy is `fresh`, and it reads it nowhere
 
 
 class Mount(Strict):
@@ -392,6 +376,8 @@ class WorkspaceConfig(Strict):
     branch: str | None = None
     base: str | None = None
     ref: str | None = None
+
+    IGNORED = ("root",)  # Wave reads runtime.workspace_root, never this
 
     _branch = field_validator("branch")(_branch_name)
 
@@ -411,7 +397,8 @@ class Contract(Strict):
     rework_step: str | None = None
     validate_: bool | None = Field(default=None, alias="validate")
 
-    IGNORED = ("validate",)
+    NOT_RUN = {"max_retries": "a contract's own retry limit"}
+    IGNORED = ("validate",)  # Wave reads it nowhere
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -430,7 +417,8 @@ class Handover(Strict):
     compaction: Compaction | None = None
     on_review_fail: str | None = None
     target_step: str | None = None
-    max_retries: int | None = None
+
+    IGNORED = ("on_review_fail", "target_step")  # Wave reads them nowhere
 
     @property
     def all_contracts(self) -> list[Contract]:
@@ -447,6 +435,9 @@ class Retry(Strict):
     on_failure: Literal["fail", "skip", "continue", "warn", "rework"] | None = None
     rework_step: str | None = None
     no_escalate: bool = False  # engine/tiers.py: a retry keeps its tier
+
+    # Wave's deprecated switch: a retry's prompt always carries the failure
+    IGNORED = ("adapt_prompt",)
 
 
 class GateChoice(Strict):
@@ -470,7 +461,9 @@ class Gate(Strict):
     branch: str | None = None
     interval: str | None = None
 
-    IGNORED = ("tui_action",)
+    # `freeform`: a decision may always carry a note (`swell approve --text`); the last
+    # four are read by `pr_merge`/`ci_pass` gates only, which swell refuses
+    IGNORED = ("tui_action", "freeform", "pr_number", "repo", "branch", "interval")
 
 
 class StepOutput(Strict):
@@ -521,7 +514,7 @@ class Step(Strict):
         "validation": "validation rules",
         "input_ref": "typed sub-pipeline input",
     }
-    IGNORED = ("contexts",)
+    IGNORED = ("contexts",)  # Wave's docs' ontology contexts; Wave dropped ontologies
 
     @field_validator("id")
     @classmethod
@@ -575,7 +568,7 @@ class Pipeline(Strict):
     NOT_RUN = {
         "hooks": "lifecycle hooks",
     }
-    IGNORED = ("chat_context",)
+    IGNORED = ("chat_context",)  # for Wave's chat about a finished run
 
     def step(self, step_id: str) -> Step:
         for step in self.steps:

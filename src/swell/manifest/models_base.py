@@ -13,8 +13,11 @@ class Strict(BaseModel):
 
     # field name -> what it is, for "`strategy` (matrix strategies) is not supported yet"
     UNSUPPORTED: ClassVar[dict[str, str]] = {}
-    # Wave fields accepted for compatibility that swell does not act on
+    # Wave fields that change nothing a run does, in Wave either (Wave only shows them,
+    # or never reads them): accepted silently so Wave projects load without noise
     IGNORED: ClassVar[tuple[str, ...]] = ()
     # field name -> what it is: Wave fields swell accepts and checks but whose runtime
     # it does not execute yet; setting one is a named lint warning, never silence
     NOT_RUN: ClassVar[dict[str, str]] = {}
+    # docs/manifest.md ("Every field and what swell does with it") gives each field's
+    # decision, and tests/unit/test_field_table.py keeps it and these lists in step

@@ -59,6 +59,63 @@ def check_tiers(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
+class Timeouts(Strict):
+    step_default_minutes: float | None = None
+    relay_compaction_minutes: float | None = None
+    meta_default_minutes: float | None = None
+    skill_install_seconds: float | None = None
+    skill_cli_seconds: float | None = None
+    skill_http_seconds: float | None = None
+    skill_http_header_seconds: float | None = None
+    skill_publish_seconds: float | None = None
+    process_grace_seconds: float | None = None
+    stdout_drain_seconds: float | None = None
+    gate_approval_hours: float | None = None
+    gate_poll_interval_seconds: float | None = None
+    gate_poll_timeout_minutes: float | None = None
+    git_command_seconds: float | None = None
+    forge_api_seconds: float | None = None
+    retry_max_delay_seconds: float | None = None
+
+    NOT_RUN = {
+        "relay_compaction_minutes": "a relay summarizer timeout",
+        "gate_approval_hours": "a default timeout for approval gates",
+    }
+    # Wave reads none of these from wave.yaml (it uses built-in values), and
+    # meta_default_minutes times Wave's meta pipelines, which swell does not have
+    IGNORED = (
+        "meta_default_minutes", "skill_cli_seconds", "skill_http_seconds",
+        "skill_http_header_seconds", "skill_publish_seconds", "stdout_drain_seconds",
+        "gate_poll_interval_seconds", "gate_poll_timeout_minutes", "git_command_seconds",
+        "forge_api_seconds", "retry_max_delay_seconds",
+    )  # fmt: skip
+
+
+class RelayConfig(Strict):
+    strategy: str | None = None
+    token_threshold_percent: float | None = None
+    context_window: int | None = None
+    summarizer_persona: str | None = None
+    max_relays: int | None = Field(default=None, ge=1)
+    summarizer_max_tokens: int | None = Field(
+        default=None, gt=0
+    )  # history beyond this halts the run
+
+
+class CircuitBreakerConfig(Strict):
+    limit: int = Field(default=3, ge=1)
+    tracked_classes: list[str] = Field(default_factory=list)
+
+    NOT_RUN = {"tracked_classes": "choosing the failure classes the breaker counts"}
+
+
+class ArtifactsConfig(Strict):
+    max_stdout_size: int | None = Field(default=None, gt=0)
+    default_artifact_dir: str | None = None
+
+    NOT_RUN = {"default_artifact_dir": "a directory for stdout artifacts"}
+
+
 class CostConfig(Strict):
     """`runtime.cost`: the run's cost ledger (engine/cost.py)."""
 
@@ -215,6 +272,8 @@ class SkillConfig(Strict):
     commands_glob: str | None = None
     optional: bool = False
 
+    NOT_RUN = {"init": "skill init commands", "commands_glob": "skill command files"}
+
 
 OutcomeType = Literal["pr", "issue", "url", "deployment", "file", "artifact"]
 
@@ -311,9 +370,11 @@ __all__ = [
     "SHARED_TYPES",
     "TIERS",
     "AggregateConfig",
+    "ArtifactsConfig",
     "AuditConfig",
     "BranchConfig",
     "ChatContext",
+    "CircuitBreakerConfig",
     "CostConfig",
     "EvolutionConfig",
     "InputSchema",
@@ -326,6 +387,7 @@ __all__ = [
     "PersonaHooks",
     "PersonaSandbox",
     "PipelineOutput",
+    "RelayConfig",
     "RetrosConfig",
     "RoutingConfig",
     "SandboxConfig",
@@ -334,5 +396,6 @@ __all__ = [
     "StepInput",
     "SubPipelineConfig",
     "Tier",
+    "Timeouts",
     "ValidationRule",
 ]
