@@ -59,13 +59,16 @@ def adapter(tmp_path: Path, binary: str | Path | None, twin: Twin | None = None)
 
 def request(tmp_path: Path, prompt: str = "do the task", **fields: Any) -> AgentRequest:
     home, codex_home, workspace = tmp_path / "home", tmp_path / "codex-home", tmp_path / "ws"
-    for path in (home, codex_home, workspace):
+    for path in (home, codex_home, workspace, tmp_path / "tmp"):
         path.mkdir(exist_ok=True)
     (codex_home / "config.toml").write_text(OFFLINE_CONFIG)
+    # TMPDIR: Codex puts its sandbox helper (codex-linux-sandbox) on the PATH only when
+    # CODEX_HOME is not inside the temp dir; without it a machine's bwrap cannot start it
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "CODEX_HOME": str(codex_home),
+        "TMPDIR": str(tmp_path / "tmp"),
         "TWIN_API_KEY": "sk-twin",
     }
     fields = {"model": MODEL, "timeout_s": 60, "env": env, **fields}
