@@ -174,6 +174,61 @@ def test_read_only_permissions_really_prevent_writes(tmp_path: Path) -> None:
 
 
 @real_cli
+@pytest.mark.parametrize(
+    ("denied", "written"),
+    [(["Bash(rm*)"], True), (["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"], False)],
+    ids=["deny-rm", "deny-writers"],
+)
+def test_wave_star_allows_every_tool_and_a_denial_of_every_writer_holds(
+    tmp_path: Path, denied: list[str], written: bool
+) -> None:
+    # a Wave persona's "*" (without adapter defaults): the workspace-write sandbox,
+    # unless every tool that writes is denied
+    replies = [
+        Reply(tool_calls=[shell(f"apply_patch <<'EOF'\n{PATCH}EOF\n")]),
+        Reply(tool_calls=[shell("rm keep.txt")]),
+        Reply(text="done"),
+    ]
+    with Twin(replies, protocols=("openai_responses",)) as twin:
+        req = request(tmp_path, allowed_tools=["*"], denied_tools=denied)
+        (req.workspace / "keep.txt").write_text("keep\n")
+        _, result = drive(adapter(tmp_path, cli_path("codex"), twin), req)
+
+    assert result.success, result.error
+    assert (req.workspace / "notes" / "hello.txt").exists() is written
+    assert result.files_changed == (["notes/hello.txt"] if written else [])
+    # codex cannot refuse one command: `rm` runs where the sandbox lets it write,
+    # and swell says so (unenforced)
+    assert (req.workspace / "keep.txt").exists() is not written
+    assert len(twin.model_calls) == 3
+
+
+def test_what_codex_cannot_enforce_is_named() -> None:
+    star = ["*", "Read", "Bash"]
+    assert sandbox_mode(star) == "workspace-write"
+    assert sandbox_mode(star, ["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"]) == "read-only"
+    assert sandbox_mode(["Read", "Write"], ["Write"]) == "read-only"
+    messages = [
+        g.message("codex")
+        for g in CodexAdapter.unenforced(star, ["Bash(git push*)", "WebFetch"], {})
+    ]
+    assert messages == [
+        "adapter 'codex' cannot enforce deny entry 'Bash(git push*)': codex's shell cannot be "
+        "taken away or limited per command; its workspace-write sandbox is all that holds",
+        "adapter 'codex' cannot enforce deny entry 'WebFetch': codex has no per-tool switches; "
+        "its workspace-write sandbox is all that holds",
+    ]
+    gaps = CodexAdapter.unenforced(["Read", "Write(docs/**)"], [], {})
+    assert [(g.entry, g.denied) for g in gaps] == [("Write(docs/**)", False)] * 2
+    # nothing writes in a read-only sandbox: denying a writer there is enforced
+    assert CodexAdapter.unenforced(["Read", "Grep"], ["Write"], {}) == []
+    assert [
+        g.entry
+        for g in CodexAdapter.unenforced(["Read"], ["Write"], {"sandbox": "workspace-write"})
+    ] == ["Write"]
+
+
+@real_cli
 def test_structured_answer_follows_the_schema(tmp_path: Path) -> None:
     schema = {
         "type": "object",
