@@ -74,7 +74,7 @@ class Registries:
             adapter_types=self.adapters,
             contract_types=self.contract_types,
             adapter_options=self.adapters.options_model,
-            enforces_permissions=self.adapters.enforces_permissions,
+            permission_warnings=self.adapters.permission_warnings,
         )
 
 

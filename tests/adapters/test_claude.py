@@ -169,6 +169,34 @@ def test_permissions_are_enforced_by_the_cli(
 
 
 @real_cli
+@pytest.mark.parametrize(
+    ("denied", "written", "removed"),
+    [(["Bash(rm*)"], True, False), (["Write(*)"], False, True)],
+    ids=["deny-rm", "deny-write"],
+)
+def test_wave_star_allows_every_tool_and_denials_still_hold(
+    tmp_path: Path, denied: list[str], written: bool, removed: bool
+) -> None:
+    # Wave's personas allow "*" (merged with the adapter's Read, Bash); the CLI ignores a
+    # wildcard allow rule, so "*" passed as it is refused every Write
+    write = ToolCall("Write", {"file_path": "notes/star.txt", "content": "written\n"})
+    rm = ToolCall("Bash", {"command": "rm keep.txt", "description": "remove a file"})
+    echo = ToolCall("Bash", {"command": "echo ran > shell.txt", "description": "write a file"})
+    replies = [Reply(tool_calls=[write]), Reply(tool_calls=[rm]), Reply(tool_calls=[echo])]
+    with Twin([*replies, Reply(text="done")], protocols=("anthropic",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=["*", "Read", "Bash"], denied_tools=denied)
+        (req.workspace / "keep.txt").write_text("keep\n")
+        _, result = drive(adapter(tmp_path, cli_path("claude")), req)
+
+    assert result.success, result.error
+    assert (req.workspace / "notes" / "star.txt").exists() is written
+    assert result.files_changed == (["notes/star.txt"] if written else [])
+    assert (req.workspace / "keep.txt").exists() is not removed
+    assert (req.workspace / "shell.txt").read_text() == "ran\n"
+    assert len(twin.model_calls) == 4  # each refusal went back to the model
+
+
+@real_cli
 def test_json_schema_answer_is_parsed(tmp_path: Path) -> None:
     schema = {
         "type": "object",
@@ -354,6 +382,22 @@ def test_prompt_goes_to_stdin_and_argv_carries_the_flags(tmp_path: Path) -> None
     assert argv[allowed + 1 : allowed + 3] == ["Read", "Bash(git *)"]
     assert argv[argv.index("--disallowedTools") + 1] == "WebFetch"
     assert "--append-system-prompt" not in argv
+
+
+def test_wave_star_becomes_every_tool_or_no_list_in_bypass_mode(tmp_path: Path) -> None:
+    req = request(
+        tmp_path, allowed_tools=["*", "Read", "mcp__jira__search"], denied_tools=["Write(*)"]
+    )
+    argv = adapter(tmp_path, "claude").command("claude", req)
+    allowed = argv[argv.index("--allowedTools") + 1 : argv.index("--disallowedTools")]
+    assert "*" not in allowed and {"Write", "Edit", "Bash", "Read", "mcp__jira__search"} <= set(
+        allowed
+    )
+    assert argv[argv.index("--disallowedTools") + 1 :] == ["Write"]
+    bypass = adapter(tmp_path, "claude", permission_mode="bypassPermissions").command("claude", req)
+    assert (
+        "--allowedTools" not in bypass and bypass[bypass.index("--disallowedTools") + 1] == "Write"
+    )
 
 
 @pytest.mark.parametrize("binary", ["/nonexistent/claude", "no-such-claude-binary"])

@@ -59,13 +59,16 @@ def adapter(tmp_path: Path, binary: str | Path | None, twin: Twin | None = None)
 
 def request(tmp_path: Path, prompt: str = "do the task", **fields: Any) -> AgentRequest:
     home, codex_home, workspace = tmp_path / "home", tmp_path / "codex-home", tmp_path / "ws"
-    for path in (home, codex_home, workspace):
+    for path in (home, codex_home, workspace, tmp_path / "tmp"):
         path.mkdir(exist_ok=True)
     (codex_home / "config.toml").write_text(OFFLINE_CONFIG)
+    # TMPDIR: Codex puts its sandbox helper (codex-linux-sandbox) on the PATH only when
+    # CODEX_HOME is not inside the temp dir; without it a machine's bwrap cannot start it
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "CODEX_HOME": str(codex_home),
+        "TMPDIR": str(tmp_path / "tmp"),
         "TWIN_API_KEY": "sk-twin",
     }
     fields = {"model": MODEL, "timeout_s": 60, "env": env, **fields}
@@ -168,6 +171,61 @@ def test_read_only_permissions_really_prevent_writes(tmp_path: Path) -> None:
     ]
     assert "Read-only file system" in outputs[0]
     assert "read-only sandbox" in outputs[1]
+
+
+@real_cli
+@pytest.mark.parametrize(
+    ("denied", "written"),
+    [(["Bash(rm*)"], True), (["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"], False)],
+    ids=["deny-rm", "deny-writers"],
+)
+def test_wave_star_allows_every_tool_and_a_denial_of_every_writer_holds(
+    tmp_path: Path, denied: list[str], written: bool
+) -> None:
+    # a Wave persona's "*" (without adapter defaults): the workspace-write sandbox,
+    # unless every tool that writes is denied
+    replies = [
+        Reply(tool_calls=[shell(f"apply_patch <<'EOF'\n{PATCH}EOF\n")]),
+        Reply(tool_calls=[shell("rm keep.txt")]),
+        Reply(text="done"),
+    ]
+    with Twin(replies, protocols=("openai_responses",)) as twin:
+        req = request(tmp_path, allowed_tools=["*"], denied_tools=denied)
+        (req.workspace / "keep.txt").write_text("keep\n")
+        _, result = drive(adapter(tmp_path, cli_path("codex"), twin), req)
+
+    assert result.success, result.error
+    assert (req.workspace / "notes" / "hello.txt").exists() is written
+    assert result.files_changed == (["notes/hello.txt"] if written else [])
+    # codex cannot refuse one command: `rm` runs where the sandbox lets it write,
+    # and swell says so (unenforced)
+    assert (req.workspace / "keep.txt").exists() is not written
+    assert len(twin.model_calls) == 3
+
+
+def test_what_codex_cannot_enforce_is_named() -> None:
+    star = ["*", "Read", "Bash"]
+    assert sandbox_mode(star) == "workspace-write"
+    assert sandbox_mode(star, ["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"]) == "read-only"
+    assert sandbox_mode(["Read", "Write"], ["Write"]) == "read-only"
+    messages = [
+        g.message("codex")
+        for g in CodexAdapter.unenforced(star, ["Bash(git push*)", "WebFetch"], {})
+    ]
+    assert messages == [
+        "adapter 'codex' cannot enforce deny entry 'Bash(git push*)': codex's shell cannot be "
+        "taken away or limited per command; its workspace-write sandbox is all that holds",
+        "adapter 'codex' cannot enforce deny entry 'WebFetch': codex has no per-tool switches; "
+        "its workspace-write sandbox is all that holds",
+    ]
+    gaps = CodexAdapter.unenforced(["Read", "Write(docs/**)"], [], {})
+    assert [(g.entry, g.denied) for g in gaps] == [("Write(docs/**)", False)] * 2
+    # nothing writes in a read-only sandbox: denying a writer there is enforced
+    assert CodexAdapter.unenforced(["Read", "Grep"], ["Write"], {}) == []
+    assert [
+        g.entry
+        for g in CodexAdapter.unenforced(["Read"], ["Write"], {"sandbox": "workspace-write"})
+    ] == ["Write"]
 
 
 @real_cli

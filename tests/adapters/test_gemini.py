@@ -211,6 +211,50 @@ def test_permissions_are_enforced_by_the_cli(
 
 
 @real_cli
+@pytest.mark.parametrize(
+    ("denied", "written", "removed"),
+    [(["Bash(rm*)"], True, False), (["Write(*)"], False, True)],
+    ids=["deny-rm", "deny-write"],
+)
+def test_wave_star_allows_every_tool_and_denials_still_hold(
+    tmp_path: Path, denied: list[str], written: bool, removed: bool
+) -> None:
+    # Wave's personas allow "*" (merged with the adapter's Read, Bash)
+    write = ToolCall("write_file", {"file_path": "notes/star.txt", "content": "written\n"})
+    rm = ToolCall("run_shell_command", {"command": "rm keep.txt"})
+    echo = ToolCall("run_shell_command", {"command": "echo ran > shell.txt"})
+    replies = [Reply(tool_calls=[write]), Reply(tool_calls=[rm]), Reply(tool_calls=[echo])]
+    with Twin([*replies, Reply(text="done")], ("gemini",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=["*", "Read", "Bash"], denied_tools=denied)
+        (req.workspace / "keep.txt").write_text("keep\n")
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.success, result.error
+    assert (req.workspace / "notes" / "star.txt").exists() is written
+    assert result.files_changed == (["notes/star.txt"] if written else [])
+    assert (req.workspace / "keep.txt").exists() is not removed
+    assert (req.workspace / "shell.txt").read_text() == "ran\n"
+    assert len(twin.model_calls) == 4  # each refusal went back to the model
+    assert ("write_file" in declared(twin.model_calls[0].body)) is written
+
+
+@real_cli
+def test_a_shell_pattern_with_a_wildcard_inside_is_enforced(tmp_path: Path) -> None:
+    calls = [
+        ToolCall("run_shell_command", {"command": "echo one --force"}),
+        ToolCall("run_shell_command", {"command": "mkdir made"}),
+    ]
+    with Twin([Reply(tool_calls=calls), Reply(text="done")], ("gemini",)) as twin:
+        req = request(tmp_path, twin, allowed_tools=["*"], denied_tools=["Bash(echo * --force)"])
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+
+    assert result.success, result.error
+    outputs = tool_outputs(twin.model_calls[1].body)
+    assert "error" in outputs[0] and "error" not in outputs[1], outputs
+    assert (req.workspace / "made").is_dir()
+
+
+@real_cli
 def test_shell_prefix_rule_allows_matching_commands(tmp_path: Path) -> None:
     calls = [
         ToolCall("run_shell_command", {"command": "mkdir made-by-mkdir"}),
@@ -448,6 +492,21 @@ def test_policy_maps_swell_tools_onto_the_cli_policy_engine() -> None:
     assert 'toolName = "run_shell_command"\nallowRedirection = true\n' in whole_shell
     assert 'toolName = ["list_background_processes", "read_background_output"]' in whole_shell
     assert 'toolName = "write_file"\ndecision = "deny"' in policy([], ["Write(secrets/*)"])
+
+
+def test_wave_star_and_patterns_the_policy_cannot_hold_to() -> None:
+    star = policy(["*", "Read"], ["Bash(git * --force)"])
+    assert 'toolName = "run_shell_command"\nallowRedirection = true\ndecision = "allow"' in star
+    assert 'toolName = ["*", "read_file", "read_many_files"]\ndecision = "allow"' in star
+    assert 'commandRegex = "git .* \\\\-\\\\-force\\""\ndecision = "deny"' in star
+    gaps = GeminiAdapter.unenforced(["Read", "Write(docs/**)"], ["Read(.env*)", "Bash(rm*)"], {})
+    assert [g.message("gemini") for g in gaps] == [
+        "adapter 'gemini' cannot enforce allowed_tools entry 'Write(docs/**)': gemini limits "
+        "only shell commands by pattern, not Write; it stays denied",
+        "adapter 'gemini' cannot enforce deny entry 'Read(.env*)': gemini limits only shell "
+        "commands by pattern, not Read; all of it is denied",
+    ]
+    assert GeminiAdapter.unenforced(["*", "Write(docs/**)"], [], {}) == []  # "*" allows Write
 
 
 @pytest.mark.parametrize("binary", ["/nonexistent/gemini", "no-such-gemini-binary"])

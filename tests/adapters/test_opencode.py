@@ -220,6 +220,40 @@ def test_permissions_are_enforced_by_the_cli(
 
 
 @real_cli
+@pytest.mark.parametrize(
+    ("denied", "written", "removed"),
+    [(["Bash(rm*)"], True, False), (["Write(*)"], False, True)],
+    ids=["deny-rm", "deny-write"],
+)
+def test_wave_star_allows_every_tool_and_denials_still_hold(
+    tmp_path: Path, proxy: DeadProxy, denied: list[str], written: bool, removed: bool
+) -> None:
+    # Wave's personas allow "*" (merged with the adapter's Read, Bash): opencode's own
+    # defaults then, which still keep `.env` files from the agent
+    write = ToolCall("write", {"filePath": "notes/star.txt", "content": "written\n"})
+    secret = ToolCall("read", {"filePath": ".env"})
+    calls = [write, bash("rm keep.txt"), bash("echo ran > shell.txt"), secret]
+    replies = [Reply(tool_calls=[call]) for call in calls]
+    with Twin([*replies, Reply(text="done")], ("openai_chat",)) as twin:
+        req = request(
+            tmp_path, proxy=proxy, allowed_tools=["*", "Read", "Bash"], denied_tools=denied
+        )
+        (req.workspace / "keep.txt").write_text("keep\n")
+        (req.workspace / ".env").write_text("TOKEN=SECRET-VALUE\n")
+        _, result = drive(adapter(tmp_path, cli_path("opencode"), twin), req)
+
+    assert result.success, result.error
+    assert (req.workspace / "notes" / "star.txt").exists() is written
+    assert result.files_changed == (["notes/star.txt"] if written else [])
+    assert (req.workspace / "keep.txt").exists() is not removed
+    assert (req.workspace / "shell.txt").read_text() == "ran\n"
+    # the refusals went back to the model; the `.env` read was asked, i.e. refused, which
+    # ends `opencode run` before the file's content reaches the model
+    assert len(twin.model_calls) == 4
+    assert not any("SECRET-VALUE" in json.dumps(call.body) for call in twin.model_calls)
+
+
+@real_cli
 def test_rate_limit_is_reported_after_the_cli_gives_up(tmp_path: Path, proxy: DeadProxy) -> None:
     with Twin([rate_limited(retry_after=0)] * 6, protocols=("openai_chat",)) as twin:
         _, result = drive(

@@ -3,6 +3,8 @@
 The prompt goes in on stdin; the persona's system prompt is appended to Claude Code's
 own (or replaces it). Permissions are enforced by the CLI itself: `dontAsk` mode plus
 `--allowedTools`/`--disallowedTools`, so anything not allowed is refused, never asked.
+Wave's `*` (every tool), which the CLI rejects as an allow rule, becomes every tool
+Claude Code has (`ALL_TOOLS`).
 See docs/adapters/claude.md for the flags, the environment and the known limits.
 """
 
@@ -37,6 +39,7 @@ from swell.adapters.cli_agent import (
     timed_out,
     total_usage,
 )
+from swell.adapters.permissions import allows_everything, entries, whole
 from swell.errors import (
     AgentCrashed,
     AgentError,
@@ -49,6 +52,16 @@ from swell.process import ProcessResult
 
 # the working set a persona gets when it names no allowed tools
 DEFAULT_TOOLS = ("Read", "Edit", "Write", "NotebookEdit", "Glob", "Grep", "Bash", "TodoWrite")
+# what `*` allows: every built-in tool of 2.1.330 (its `init` line lists them) and of the
+# versions and settings that have others; the CLI ignores names it does not know
+ALL_TOOLS = (
+    "Task", "Agent", "Bash", "BashOutput", "KillShell", "TaskStop", "Monitor", "Read", "Write",
+    "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS", "WebFetch",
+    "WebSearch", "TodoWrite", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TaskOutput",
+    "Skill", "SlashCommand", "ToolSearch", "LSP", "CronCreate", "CronDelete", "CronList",
+    "ScheduleWakeup", "EnterWorktree", "ExitWorktree", "ListAgents", "SendMessage",
+    "ReportFindings", "Workflow", "ListMcpResourcesTool", "ReadMcpResourceTool",
+)  # fmt: skip
 # headless runs never update themselves nor phone home (any value of these disables)
 QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 # tools that write a file, and the input naming it (files_changed comes from these)
@@ -122,11 +135,9 @@ class ClaudeAdapter(CliAdapter[ClaudeOptions]):
                 else "--append-system-prompt"
             )
             argv += [flag, request.system_prompt]
-        allowed = request.allowed_tools or opts.default_tools
-        if allowed:
-            argv += ["--allowedTools", *allowed]
+        argv += allowed_tools(request.allowed_tools or opts.default_tools, opts.permission_mode)
         if request.denied_tools:
-            argv += ["--disallowedTools", *request.denied_tools]
+            argv += ["--disallowedTools", *(whole(e) for e in entries(request.denied_tools))]
         if request.resume_session:
             argv += ["--resume", request.resume_session]
         if request.json_schema is not None:
@@ -140,6 +151,18 @@ class ClaudeAdapter(CliAdapter[ClaudeOptions]):
         if self.options.max_retries is not None:
             env["CLAUDE_CODE_MAX_RETRIES"] = str(self.options.max_retries)
         return env
+
+
+def allowed_tools(allowed: list[str], mode: str) -> list[str]:
+    """`--allowedTools` and its rules: `*` becomes ALL_TOOLS (the CLI refuses a wildcard
+    allow rule and would refuse every tool), or nothing at all in bypassPermissions mode,
+    which runs every tool anyway; `Tool(*)` becomes `Tool`."""
+    rules = [whole(entry) for entry in entries(allowed) if not entry.everything]
+    if allows_everything(allowed):
+        if mode == "bypassPermissions":
+            return []
+        rules = [*ALL_TOOLS, *(rule for rule in rules if rule not in ALL_TOOLS)]
+    return ["--allowedTools", *rules] if rules else []
 
 
 class _Stream(CliStream):

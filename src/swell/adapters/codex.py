@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.adapters.cli_agent import CliAdapter, CliStream, Launch
+from swell.adapters.permissions import Entry, Unenforced, allows_everything, entries
 from swell.errors import (
     AgentCrashed,
     AgentError,
@@ -44,9 +46,12 @@ from swell.process import ProcessResult
 Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
 ConfigValue = str | int | float | bool | list[str]
 
-# swell (Claude-style) and Codex tool names that need a writable sandbox
-WRITE_TOOLS = {"write", "edit", "multiedit", "notebookedit", "bash", "shell"}
-WRITE_TOOLS |= {"exec_command", "apply_patch"}
+# swell (Claude-style) and Codex tool names that need a writable sandbox: the shells
+# (one for codex's exec_command) and the file writers (codex's apply_patch)
+SHELLS = {"bash", "shell", "exec_command"}
+FILE_WRITERS = {"write", "edit", "multiedit", "notebookedit", "apply_patch"}
+WRITE_TOOLS = SHELLS | FILE_WRITERS
+DEFAULT_WRITERS = {"bash", "write", "edit", "multiedit", "notebookedit"}  # no list, or `*`
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens")
 # phrases of Codex's and the API's failure messages (paths may hold any digits, so no bare codes)
 RATE = ("too many requests", "rate limit", "rate_limit", "usage limit", "quota")
@@ -66,12 +71,54 @@ class CodexOptions(BaseModel):
     config: dict[str, ConfigValue] = Field(default_factory=dict)  # more `-c key=value`
 
 
-def sandbox_mode(allowed_tools: list[str]) -> Sandbox:
-    """workspace-write when a write/exec tool (or nothing in particular) is allowed."""
-    if not allowed_tools:
-        return "workspace-write"
-    names = {tool.split("(", 1)[0].strip().lower() for tool in allowed_tools}
-    return "workspace-write" if names & WRITE_TOOLS else "read-only"
+def _name(entry: Entry) -> str:
+    """The tool's lower-cased name, every shell as `bash`."""
+    name = entry.tool.lower()
+    return "bash" if name in SHELLS else name
+
+
+def sandbox_mode(allowed_tools: list[str], denied_tools: Iterable[str] = ()) -> Sandbox:
+    """workspace-write when a write/exec tool (or everything: no list, `*`) is allowed
+    and not denied outright; else read-only."""
+    gone = {_name(e) for e in entries(denied_tools) if not e.pattern}
+    if not allowed_tools or allows_everything(allowed_tools):
+        writers = set(DEFAULT_WRITERS)
+    else:
+        writers = {_name(e) for e in entries(allowed_tools)} & WRITE_TOOLS
+    return "workspace-write" if writers - gone else "read-only"
+
+
+def unenforced(
+    allowed: list[str], denied: list[str], options: Mapping[str, Any]
+) -> list[Unenforced]:
+    """The entries codex's one sandbox mode cannot hold to: it has no per-tool or
+    per-command rules a visit can set (its execpolicy `.rules` live in CODEX_HOME), and
+    its shell is always offered."""
+    sandbox = str(options.get("sandbox") or sandbox_mode(allowed, denied))
+    holds = f"its {sandbox} sandbox is all that holds"
+    listed = entries(allowed)
+    gaps = [
+        Unenforced(e.text, False, f"codex cannot limit {e.tool} to '{e.pattern}'; {holds}")
+        for e in listed
+        if e.pattern
+    ]
+    shell = any(_name(e) == "bash" and not e.pattern for e in listed)
+    writer = next((e for e in listed if _name(e) in FILE_WRITERS), None)
+    if sandbox != "read-only" and writer and not shell and not allows_everything(allowed):
+        why = "codex writes through its workspace-write sandbox, where its shell runs any command too (Bash is not allowed)"
+        gaps.append(Unenforced(writer.text, False, why))
+    for entry in entries(denied):
+        name = _name(entry)
+        if sandbox == "read-only" and name in FILE_WRITERS:
+            continue  # nothing writes in a read-only sandbox
+        if name == "bash":
+            why = f"codex's shell cannot be taken away or limited per command; {holds}"
+        elif name in FILE_WRITERS:
+            why = f"codex writes files through one tool for all of them; {holds}"
+        else:
+            why = f"codex has no per-tool switches; {holds}"
+        gaps.append(Unenforced(entry.text, True, why))
+    return gaps
 
 
 def toml_value(value: ConfigValue) -> str:
@@ -243,6 +290,7 @@ class CodexAdapter(CliAdapter[CodexOptions]):
         json_schema=True,
         skills_dir=".agents/skills",
     )
+    unenforced = staticmethod(unenforced)
     env_passthrough: tuple[str, ...] = (
         "CODEX_HOME",
         "CODEX_API_KEY",
@@ -284,7 +332,7 @@ class CodexAdapter(CliAdapter[CodexOptions]):
 
     def command(self, binary: str, request: AgentRequest, schema: Path | None) -> list[str]:
         """The argv of one `codex exec` (the prompt itself goes to stdin)."""
-        sandbox = self.options.sandbox or sandbox_mode(request.allowed_tools)
+        sandbox = self.options.sandbox or sandbox_mode(request.allowed_tools, request.denied_tools)
         argv = [binary, "exec", "--json", "--skip-git-repo-check", "-s", sandbox]
         argv += ["-C", str(request.workspace)]
         if request.model:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +29,7 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.adapters.cli_agent import CliAdapter, CliStream, Launch, as_dict, tail, timed_out
+from swell.adapters.permissions import Unenforced, allows_everything, entries
 from swell.errors import (
     AgentCrashed,
     AgentError,
@@ -68,6 +69,7 @@ TOOLS: dict[str, tuple[str, ...]] = {
 EVENT_NAMES = {names[0]: swell for swell, names in TOOLS.items() if swell != "MultiEdit"}
 FILE_TOOLS = ("write_file", "replace")
 TARGET_KEYS = ("file_path", "dir_path", "command", "pattern", "query", "prompt", "agent_name")
+REGEX_SPECIAL = re.compile(r"[\\^$.*+?()[\]{}|/-]")  # to escape in a (JavaScript) regex
 # policy priorities (0-999 in the user tier): above every rule the CLI derives from
 # settings (tools.allowed, tools.exclude, mcp.*: at most 900), below admin policies
 DENY_ALL, ALLOW, DENY = 950, 960, 999
@@ -99,26 +101,21 @@ def _rule(decision: str, priority: int, names: list[str], **extra: Any) -> str:
 def policy(allowed: list[str], denied: list[str]) -> str:
     """The policy file: deny everything, allow `allowed`, deny `denied` above that.
 
-    `Bash(git *)` becomes a shell rule with commandPrefix "git"; other tools' argument
-    patterns cannot be enforced, so such an allow is dropped (the tool stays denied)
-    and such a deny covers the whole tool."""
+    `*` allows every tool (the shell with redirection); `Bash(git *)` becomes a shell
+    rule with commandPrefix "git", a wildcard inside (`Bash(git * --force)`) a
+    commandRegex; other tools' argument patterns cannot be enforced (`unenforced`), so
+    such an allow is dropped (the tool stays denied) and such a deny covers the whole tool."""
     rules = [_rule("deny", DENY_ALL, ["*"], denyMessage="not allowed for this persona")]
     for decision, priority, tools in (("allow", ALLOW, allowed), ("deny", DENY, denied)):
         whole: list[str] = []
-        for tool in tools:
-            match = re.fullmatch(r"\s*([\w.-]+)\s*(?:\((.*)\))?\s*", tool)
-            if match is None:
+        for entry in entries(tools):
+            names = _names(entry.tool)
+            if entry.pattern and SHELL in names:
+                rules.append(_rule(decision, priority, [SHELL], **_shell_match(entry.pattern)))
+            elif entry.pattern and decision == "allow":
                 continue
-            name, args = match.group(1), (match.group(2) or "").strip()
-            server, _, mcp_tool = name.removeprefix("mcp__").partition("__")
-            names = [f"mcp_{server}_{mcp_tool}"] if name.startswith("mcp__") else []
-            names = names or list(TOOLS.get(name, (name,)))
-            prefix = args.removesuffix("*").strip().removesuffix(":").strip()
-            if prefix and SHELL in names:
-                rules.append(_rule(decision, priority, [SHELL], commandPrefix=prefix))
-            elif prefix and decision == "allow":
-                continue
-            elif SHELL in names and decision == "allow":  # all of it, `>` included
+            elif (SHELL in names or entry.everything) and decision == "allow":
+                # all of the shell, `>` included (a plain allow would ask, i.e. refuse)
                 rules.append(_rule(decision, priority, [SHELL], allowRedirection=True))
                 whole += [n for n in names if n != SHELL and n not in whole]
             else:
@@ -126,6 +123,44 @@ def policy(allowed: list[str], denied: list[str]) -> str:
         if whole:
             rules.append(_rule(decision, priority, whole))
     return "".join(rules)
+
+
+def _names(tool: str) -> list[str]:
+    """The CLI's names for a swell tool name (`*`: every tool)."""
+    if tool.startswith("mcp__"):
+        server, _, mcp_tool = tool.removeprefix("mcp__").partition("__")
+        return [f"mcp_{server}_{mcp_tool or '*'}"]
+    return list(TOOLS.get(tool, (tool,)))
+
+
+def _shell_match(pattern: str) -> dict[str, str]:
+    """A shell pattern as the CLI's rule fields: commandPrefix for `git *`, `go test*`,
+    `npm run test:*` or a whole command; commandRegex when a `*` is inside."""
+    body = pattern.removesuffix("*")
+    if "*" not in body:
+        return {"commandPrefix": body.strip().removesuffix(":").strip()}
+    # the regex meets the arguments as JSON: `"command":"` + the command, JSON-escaped
+    regex = ".*".join(
+        REGEX_SPECIAL.sub(r"\\\g<0>", json.dumps(p)[1:-1]) for p in pattern.split("*")
+    )
+    return {"commandRegex": regex if pattern.endswith("*") else f'{regex}"'}
+
+
+def unenforced(
+    allowed: list[str], denied: list[str], options: Mapping[str, Any]
+) -> list[Unenforced]:
+    """Argument patterns of tools other than the shell: the policy engine has rules for
+    shell commands only (file paths reach it in whatever form the model chose)."""
+    gaps: list[Unenforced] = []
+    for denying, tools in ((False, allowed), (True, denied)):
+        if not denying and allows_everything(allowed):
+            continue  # `*` allows each of these tools whole anyway
+        for entry in entries(tools):
+            if entry.pattern and SHELL not in _names(entry.tool):
+                outcome = "all of it is denied" if denying else "it stays denied"
+                why = f"gemini limits only shell commands by pattern, not {entry.tool}; {outcome}"
+                gaps.append(Unenforced(entry.text, denying, why))
+    return gaps
 
 
 class GeminiAdapter(CliAdapter[GeminiOptions]):
@@ -140,6 +175,7 @@ class GeminiAdapter(CliAdapter[GeminiOptions]):
         json_schema=False,
         skills_dir=".agents/skills",
     )
+    unenforced = staticmethod(unenforced)
     env_passthrough: tuple[str, ...] = (
         "GEMINI_*",
         "GOOGLE_API_KEY",
@@ -288,4 +324,4 @@ def _usage(stats: dict[str, Any]) -> Usage:
     )
 
 
-__all__ = ["GeminiAdapter", "GeminiOptions", "policy"]
+__all__ = ["GeminiAdapter", "GeminiOptions", "policy", "unenforced"]

@@ -40,6 +40,7 @@ from swell.adapters.cli_agent import (
     timed_out,
     total_usage,
 )
+from swell.adapters.permissions import allows_everything, entries
 from swell.errors import (
     AgentCrashed,
     AgentError,
@@ -94,22 +95,24 @@ class OpencodeOptions(BaseModel):
 def permission_rules(allowed: list[str], denied: list[str]) -> Rules:
     """opencode `permission` rules: with an allow list everything else is denied.
 
-    opencode applies the last matching rule, so the catch-all comes first and denials last.
+    opencode applies the last matching rule, so the catch-all comes first and denials
+    last. `*` (every tool) is opencode's defaults: no catch-all, no allow rules.
     """
+    if allows_everything(allowed):
+        allowed = []
     rules: Rules = {"*": {"*": "deny"}} if allowed else {}
     for action, tools in (("allow", allowed), ("deny", denied)):
-        for tool in tools:
-            name, _, rest = tool.strip().partition("(")
-            pattern = rest[:-1].strip() if rest.endswith(")") else "*"
+        for entry in entries(tools):
+            pattern = entry.pattern or "*"
             if pattern.endswith(":*"):  # Claude Code's legacy prefix form, `Bash(git:*)`
                 pattern = pattern[:-2] + " *"
-            key = name.strip()
+            key = entry.tool
             if key.lower() in TOOL_NAMES or key.lower() in PERMISSION_KEYS:
                 key = PERMISSION_KEYS.get(key.lower(), key.lower())
             elif key.startswith("mcp__"):  # Claude Code's mcp__server[__tool]: server_tool
                 server, _, mcp_tool = key[5:].partition("__")
                 key = f"{server}_{mcp_tool or '*'}"
-            rules.setdefault(key, {})[pattern or "*"] = action
+            rules.setdefault(key, {})[pattern] = action
     return rules
 
 

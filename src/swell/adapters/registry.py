@@ -1,16 +1,19 @@
 """Adapters by name: built-ins and plugins (entry-point group `swell.adapters`) alike.
 
 An entry is a factory taking `AdapterSetup` (usually the adapter class); its `Options`
-pydantic model and its `capabilities` are read without creating an adapter.
+pydantic model, its `capabilities` and its `unenforced(allowed, denied, options)` (the
+permission entries its CLI cannot hold to, if it has such a function) are read without
+creating an adapter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from swell.adapters.permissions import Unenforced
 from swell.errors import AdapterUnknown
 from swell.registry import Registry
 
@@ -45,6 +48,28 @@ class AdapterRegistry(Registry[Factory]):
         """Whether the adapter enforces allowed/denied tools (from its `capabilities`)."""
         caps = getattr(self.get(type_name), "capabilities", None)
         return bool(getattr(caps, "enforces_permissions", False))
+
+    def permission_warnings(
+        self,
+        type_name: str,
+        name: str,
+        options: Mapping[str, Any],
+        allowed: list[str],
+        denied: list[str],
+    ) -> list[str]:
+        """What adapter `name` (of type `type_name`) cannot enforce of these permissions,
+        one message each; an adapter without `unenforced` enforces all of them, unless
+        its capabilities say it enforces none (then every denial is named)."""
+        factory = self.get(type_name)
+        check = getattr(factory, "unenforced", None)
+        if callable(check):
+            gaps: list[Unenforced] = check(allowed, denied, options)
+        elif self.enforces_permissions(type_name):
+            gaps = []
+        else:
+            why = "it refuses no tool"
+            gaps = [Unenforced(entry, True, why) for entry in denied]
+        return [gap.message(name) for gap in gaps]
 
     def create(self, type_name: str, setup: AdapterSetup) -> AgentAdapter:
         return self.get(type_name)(setup)

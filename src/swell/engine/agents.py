@@ -31,7 +31,7 @@ from swell.engine import cost, stall, tiers
 from swell.engine.context import VisitContext
 from swell.errors import SwellError
 from swell.events import models as ev
-from swell.manifest.models import Persona
+from swell.manifest.models import AdapterConfig, Persona, Step
 
 DEFAULT_SUMMARIZER_ADAPTER = "local"  # the embedded model: runs anywhere, offline
 SUMMARIZER_TIMEOUT = 300.0
@@ -97,14 +97,33 @@ def permissions(
     """Allowed and denied tools, merged (as Wave does) from the step's `permissions`,
     the persona's and the adapter's defaults: the union of each list; deny wins."""
     config = ctx.plan.project.manifest.adapters.get(adapter)
+    return merged_permissions(ctx.step, persona, config)
+
+
+def merged_permissions(
+    step: Step, persona: Persona | None, config: AdapterConfig | None
+) -> tuple[list[str], list[str]]:
+    """The union of the step's, the persona's and the adapter's allow and deny lists,
+    without the allowed entries a denial names."""
     allowed: list[str] = []
     denied: list[str] = []
-    layers = [ctx.step.permissions, persona.permissions if persona else None]
+    layers = [step.permissions, persona.permissions if persona else None]
     layers.append(config.default_permissions if config else None)
     for perms in (p for p in layers if p is not None):
         allowed += [t for t in perms.allowed_tools if t not in allowed]
         denied += [t for t in perms.deny if t not in denied]
     return [t for t in allowed if t not in denied], denied
+
+
+def permission_warnings(
+    ctx: VisitContext, adapter: str, allowed: list[str], denied: list[str]
+) -> list[str]:
+    """One message for each permission entry the adapter's CLI cannot enforce."""
+    manifest = ctx.plan.project.manifest
+    config = manifest.adapters.get(adapter)
+    options = dict(config.options) if config else {}
+    kind = manifest.adapter_type(adapter)
+    return ctx.services.adapters.permission_warnings(kind, adapter, options, allowed, denied)
 
 
 PERSONAS_DIR = ".agents/personas"

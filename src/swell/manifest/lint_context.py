@@ -94,6 +94,9 @@ class Lookup(Protocol[T_co]):
     def get(self, name: str) -> T_co: ...
 
 
+PermissionWarnings = Callable[[str, str, Mapping[str, Any], list[str], list[str]], list[str]]
+
+
 @dataclass
 class LintContext:
     """What the registries know, handed in so this package imports no engine code."""
@@ -103,8 +106,9 @@ class LintContext:
     contract_types: Lookup[ContractRules]
     # adapter type -> the pydantic model of its `options:` (None: takes no options)
     adapter_options: Callable[[str], type[BaseModel] | None] | None = None
-    # adapter type -> whether it enforces allowed/denied tools
-    enforces_permissions: Callable[[str], bool] | None = None
+    # (adapter type, adapter name, its options, allowed, denied) -> one message for each
+    # permission entry the adapter cannot enforce
+    permission_warnings: PermissionWarnings | None = None
 
 
 __all__ = ["ContractRules", "LintContext", "LintScope", "Lookup", "StepRules", "contract_loc"]

@@ -10,8 +10,8 @@ something this machine or the project can fix, found before a run record exists.
 
 Each finding says what to do about it. A step *needs a write tool* when it declares
 an output artifact with `source: file` (the agent must write that file): its persona
-(or `adapters.NAME.default_permissions`) must allow one of Write, Edit, MultiEdit,
-NotebookEdit, Bash (or the adapter's own names: write_file, replace, run_shell_command,
+(or `adapters.NAME.default_permissions`) must allow `*` (every tool) or one of Write,
+Edit, MultiEdit, NotebookEdit, Bash (or the adapter's own names: write_file, replace, run_shell_command,
 write, edit, patch) when it lists `allowed_tools` at all, and must not deny them all. A
 tool limited to some paths (`Write(docs/**)`) counts; a shell limited to some commands
 (`Bash(git log *)`) does not.
@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from swell.adapters.permissions import Entry, allows_everything, entries
 from swell.engine import forge, skills, tiers
 from swell.errors import SwellError
 from swell.manifest.loader import LoadedPipeline, Project, load_pipeline
@@ -338,28 +339,24 @@ def _adapters(project: Project, registries: Registries, uses: list[AgentUse]) ->
     return found
 
 
-def _tool_name(entry: str) -> str:
-    return entry.split("(", 1)[0].strip().lower()
-
-
-def _writes(entry: str) -> bool:
-    """Whether an allowed-tools entry can write files: a file-writing tool, even limited
-    to some paths (`Write(docs/**)`); a shell only when not limited to some commands
-    (`Bash(git log *)` cannot be assumed to write)."""
-    name = _tool_name(entry)
+def _writes(entry: Entry) -> bool:
+    """Whether an allowed-tools entry can write files: `*`, a file-writing tool, even
+    limited to some paths (`Write(docs/**)`); a shell only when not limited to some
+    commands (`Bash(git log *)` cannot be assumed to write)."""
+    name = entry.tool.lower()
     if name in SHELL_TOOLS:
-        return "(" not in entry
-    return name in WRITE_TOOLS
+        return not entry.pattern
+    return entry.everything or name in WRITE_TOOLS
 
 
 def can_write(allowed: list[str], denied: list[str]) -> bool:
-    """Whether a persona allowed `allowed` (empty: the adapter's defaults, everything)
-    and denied `denied` has a tool that writes files. A denial with a pattern
-    (`Bash(rm *)`) narrows a tool but does not take it away."""
-    gone = {d.strip().lower() for d in denied if "(" not in d}
-    if not allowed:  # the adapter's defaults: Wave's (Claude Code's) tool names
-        return bool(DEFAULT_WRITE_TOOLS - gone)
-    return any(_writes(a) and _tool_name(a) not in gone for a in allowed)
+    """Whether a persona allowed `allowed` (empty: the adapter's defaults, everything;
+    `*`: every tool) and denied `denied` has a tool that writes files. A denial with a
+    pattern (`Bash(rm *)`) narrows a tool but does not take it away."""
+    gone = {d.tool.lower() for d in entries(denied) if not d.pattern}
+    if not allowed or allows_everything(allowed):  # Wave's (Claude Code's) tool names
+        return bool(DEFAULT_WRITE_TOOLS - gone) and "*" not in gone
+    return any(_writes(a) and a.tool.lower() not in gone for a in entries(allowed))
 
 
 def _tools(

@@ -13,6 +13,8 @@ from swell.engine.agents import (
     choose_adapter,
     choose_model,
     make_adapter,
+    merged_permissions,
+    permission_warnings,
     permissions,
     swell_bin,
     system_prompt,
@@ -212,7 +214,7 @@ def _source_problems(scope: LintScope) -> list[Problem]:
 
 
 def _adapter_problems(scope: LintScope) -> list[Problem]:
-    """An unknown adapter, or one that cannot enforce the persona's denied tools."""
+    """An unknown adapter, or permission entries the adapter cannot enforce."""
     step, m, known = scope.step, scope.project.manifest, scope.lint.adapter_types
     if step.adapter and step.adapter not in m.adapters and step.adapter not in known:
         return [
@@ -231,20 +233,15 @@ def _adapter_problems(scope: LintScope) -> list[Problem]:
             )
         ]
     config = m.adapters.get(adapter)
-    denied = (persona.permissions.deny if persona else []) + (
-        config.default_permissions.deny if config else []
-    )
-    enforces = scope.lint.enforces_permissions
-    if denied and enforces is not None and not enforces(kind):
-        return [
-            scope.problem(
-                ("persona",),
-                f"adapter '{adapter}' cannot enforce denied tools ({', '.join(denied)}); "
-                "the run will record this",
-                severity="warning",
-            )
-        ]
-    return []
+    warn = scope.lint.permission_warnings
+    if warn is None:
+        return []
+    allowed, denied = merged_permissions(step, persona, config)
+    messages = warn(kind, adapter, dict(config.options) if config else {}, allowed, denied)
+    return [
+        scope.problem(("persona",), f"{message}; the run will record this", severity="warning")
+        for message in messages
+    ]
 
 
 def _prompt_event(prompt: str, system: str | None) -> ev.PromptRendered:
@@ -325,10 +322,7 @@ async def _visit(ctx: VisitContext) -> StepResult:
     extra, skill_warning = _skills_and_hint(ctx, adapter_name, adapter.capabilities)
     system += extra
     warnings += skill_warning
-    if denied and not adapter.capabilities.enforces_permissions:
-        warnings.append(
-            f"adapter '{adapter_name}' cannot enforce denied tools: {', '.join(denied)}"
-        )
+    warnings += permission_warnings(ctx, adapter_name, allowed, denied)
     thread = await thread_context.prepare(ctx, adapter_name, adapter)
     ctx.emit([ctx.event(e) for e in [*(ev.Warning(message=w) for w in warnings), *thread.events]])
 
