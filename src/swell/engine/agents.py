@@ -262,9 +262,7 @@ def _helper_request(
     return AgentRequest(
         prompt=call.prompt,
         system_prompt="\n\n".join(
-            filter(
-                None, [call.system, system_prompt(ctx.plan.project.root, persona, call.persona)]
-            )
+            filter(None, [call.system, system_prompt(ctx.plan.project.root, persona, call.persona)])
         ),
         workspace=ctx.workspace.path,
         env=visit_env(ctx, adapter, {**ctx.swell_env(), "SWELL_BIN": swell_bin()}),
