@@ -18,9 +18,11 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 from swell import streaming, sweep
 from swell.streaming import Feed, Stream
@@ -224,6 +226,22 @@ def _pidfd_available() -> bool:
 
 
 _PIDFD = _pidfd_available()
+
+
+@contextlib.contextmanager
+def _stdin_file(data: bytes | None) -> Iterator[int | IO[bytes]]:
+    """The child's stdin: `data` in an unlinked file, there in full the instant the child
+    starts (an agent CLI that gives up on a slow stdin, as Claude Code does after 3 s,
+    never waits on swell's event loop), or /dev/null."""
+    if data is None:
+        yield asyncio.subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as fh:
+        fh.write(data)
+        fh.seek(0)
+        yield fh
+
+
 _devnull = -1  # one /dev/null for every child's stdin
 
 
@@ -350,8 +368,8 @@ class StreamedProcess:
 
     `async for line in proc.lines()` yields each stdout line (without the newline)
     as it arrives; afterwards `proc.result` holds the exit code, the capped stdout
-    and stderr, and whether the timeout ended it. `stdin_data` is written to the
-    child's stdin, which is then closed; without it stdin is /dev/null. Leaving the
+    and stderr, and whether the timeout ended it. `stdin_data` is the child's whole
+    stdin (a file, read to its end); without it stdin is /dev/null. Leaving the
     loop early, a cancellation or the timeout ends the whole process group.
     """
 
@@ -377,14 +395,12 @@ class StreamedProcess:
         """Yield stdout lines; raises FileNotFoundError if the binary is missing."""
         started = time.monotonic()
         _count_spawn()
-        with sweep.spawning():  # asyncio waits for the child itself: never reap it
+        with sweep.spawning(), _stdin_file(self.stdin_data) as stdin:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv,
                 cwd=self.cwd,
                 env=dict(self.env) if self.env is not None else None,
-                stdin=asyncio.subprocess.PIPE
-                if self.stdin_data is not None
-                else asyncio.subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
@@ -393,7 +409,6 @@ class StreamedProcess:
             sweep.track(proc.pid)
         self.pid = proc.pid
         out, err = _Capped(self.max_output), _Capped(self.max_output)
-        feeder = asyncio.create_task(self._feed(proc))
         err_pump = asyncio.create_task(_pump(proc.stderr, err))
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         timed_out = eof = False
@@ -413,7 +428,6 @@ class StreamedProcess:
                     out.add(raw)
                     yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
             finally:
-                feeder.cancel()
                 if not eof:  # the timeout, a consumer that stopped early, or a cancellation
                     await asyncio.shield(_end_group(proc, self.grace))
             if not timed_out:
@@ -437,14 +451,3 @@ class StreamedProcess:
             duration=time.monotonic() - started,
             truncated=out.truncated or err.truncated,
         )
-
-    async def _feed(self, proc: asyncio.subprocess.Process) -> None:
-        if self.stdin_data is None or proc.stdin is None:
-            return
-        try:
-            proc.stdin.write(self.stdin_data)
-            await proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        finally:
-            proc.stdin.close()

@@ -34,7 +34,15 @@ from swell.events import models as ev
 from swell.manifest.models import AdapterConfig, Persona, Step
 
 DEFAULT_SUMMARIZER_ADAPTER = "local"  # the embedded model: runs anywhere, offline
-SUMMARIZER_TIMEOUT = 300.0
+SUMMARIZER_TIMEOUT = 300.0  # seconds; Wave's 15 minutes is `timeouts.relay_compaction_minutes`
+
+
+def summarizer_timeout(ctx: VisitContext) -> float:
+    """How long a summarizer (relay checkpoint, thread summary) may take: wave.yaml's
+    `runtime.timeouts.relay_compaction_minutes`, else SUMMARIZER_TIMEOUT."""
+    minutes = ctx.plan.project.manifest.runtime.timeouts.relay_compaction_minutes
+    return minutes * 60 if minutes else SUMMARIZER_TIMEOUT
+
 
 # what every agent process may see of swell's environment; adapters add their own
 # names (API keys, base URLs) through `env_passthrough`

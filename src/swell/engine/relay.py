@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Usage
 from swell.engine import stall
-from swell.engine.agents import SUMMARIZER_TIMEOUT, Drive, HelperCall, drive, run_helper
+from swell.engine.agents import Drive, HelperCall, drive, run_helper, summarizer_timeout
 from swell.engine.context import VisitContext
 from swell.events import models as ev
 from swell.relay.checkpoint import (
@@ -156,7 +156,7 @@ async def _summarize(ctx: VisitContext, settings: RelaySettings, history: str, o
             system=SUMMARIZER_SYSTEM,
             prompt=summarizer_prompt(history),
             visit=out.relays,
-            timeout_s=SUMMARIZER_TIMEOUT,
+            timeout_s=summarizer_timeout(ctx),
             temperature=0.0,
             tools=(READ_ONLY, DENIED),  # minimal permissions: read only, no writes, no shell
         ),

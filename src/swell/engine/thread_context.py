@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swell.adapters.base import AgentAdapter
-from swell.engine.agents import SUMMARIZER_TIMEOUT, HelperCall, run_helper, swell_bin
+from swell.engine.agents import HelperCall, run_helper, summarizer_timeout, swell_bin
 from swell.engine.context import VisitContext
 from swell.events import models as ev
 from swell.threads.fidelity import (
@@ -133,7 +133,7 @@ async def _summarize(
             system=SUMMARIZER_SYSTEM,
             prompt=summary_prompt(thread, ctx.plan.input, entries),
             visit=1 + sum(1 for key in ctx.state.summaries if key[0] == thread),  # n-th summary
-            timeout_s=SUMMARIZER_TIMEOUT,
+            timeout_s=summarizer_timeout(ctx),
             temperature=0.0,
             tools=([], []),
         ),

@@ -78,7 +78,6 @@ class Timeouts(Strict):
     retry_max_delay_seconds: float | None = None
 
     NOT_RUN = {
-        "relay_compaction_minutes": "a relay summarizer timeout",
         "gate_approval_hours": "a default timeout for approval gates",
     }
     # Wave reads none of these from wave.yaml (it uses built-in values), and
