@@ -98,7 +98,10 @@ class VisitExecutor:
         if problems:
             return StepResult(outcome="failure", error="; ".join(problems))
         sink = self.services.output
-        output = None if sink is None else VisitOutput(sink, self.plan.run_id, step.id, visit.visit)
+        output = None
+        if sink is not None:
+            redactor = self.services.redactor
+            output = VisitOutput(sink, self.plan.run_id, step.id, visit.visit, redactor)
         ctx = VisitContext(
             plan=self.plan,
             services=self.services,
