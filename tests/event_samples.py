@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Iterator
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -24,6 +24,8 @@ ENVELOPE_FIELDS = set(ev.BaseEvent.model_fields)
 def _value(name: str, annotation: Any, default: Any) -> Any:
     """A valid value of `annotation` that differs from `default`."""
     origin = get_origin(annotation)
+    if origin is Annotated:  # FreeText
+        return _value(name, get_args(annotation)[0], default)
     if origin in (Union, types.UnionType):
         options = [a for a in get_args(annotation) if a is not type(None)]
         return _value(name, options[0], default)

@@ -38,7 +38,7 @@ from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
-from swell.events.redact import RedactedOutput, Redactor
+from swell.events.redact import MASK, Redactor
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
 from swell.manifest.loader import (
@@ -322,6 +322,11 @@ def _resumption(rt: Runtime, run: RunRow) -> Resumption:
         artifacts=dict(opts.get("artifacts") or {}),
         max_cycles=opts.get("max_cycles"),
     )
+    if MASK in (run.input or ""):  # the store never keeps a secret the input held
+        notes.append(
+            f"run {run.id}'s input held secrets, which swell does not keep; it "
+            f"continues with them masked ({MASK})"
+        )
     parent_ws = Path(run.workspace) if run.workspace else rt.state_dir / "workspaces" / run.id
     plan = RunPlan(
         run_id=run.id,
@@ -516,9 +521,7 @@ async def execute(
     snapshots = StateSnapshots(rt.store)
     redactor = Redactor.from_environ(os.environ)
     bus = EventBus(rt.store, snapshots, *sinks, *_retro_observers(rt), redact=redactor.events)
-    output: OutputSink = RedactedOutput(
-        Tee(rt.store, *watchers) if watchers else rt.store, redactor
-    )
+    output: OutputSink = Tee(rt.store, *watchers) if watchers else rt.store
 
     def services() -> Services:
         return Services(
@@ -531,7 +534,7 @@ async def execute(
             children=ChildRunner(rt, bus, services, snapshots),
             output=output,
             runs=rt.store,
-            redact=redactor.text,
+            redactor=redactor,
         )
 
     # everything alive now lives as long as the process; keep the collector off it

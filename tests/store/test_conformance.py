@@ -52,6 +52,22 @@ def test_a_new_run_reads_back_pending_with_every_field(store: Store, new_run: Ne
     assert (run.visits, run.last_seq) == (0, 0)
 
 
+def test_a_runs_input_is_kept_with_its_secrets_masked(
+    store: Store, new_run: NewRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every reader of the runs table (`swell list`, `status`, the dashboard) shows it
+    so; a run id, even one holding a key shape, is kept as it is."""
+    monkeypatch.setenv("DEPLOY_TOKEN", "tok-0123456789-abcdef")
+    key = "sk-ant-api03-" + "Zp4_w8" * 7
+    new_run("plan-task-20261127-172006-e25e17d5", input_text=f"use {key} tok-0123456789-abcdef")
+    (run,) = store.list_runs()
+    assert (run.id, run.input) == (
+        "plan-task-20261127-172006-e25e17d5",
+        "use [REDACTED] [REDACTED]",
+    )
+    assert store.get_run(run.id).input == run.input
+
+
 def test_options_default_to_empty_and_each_read_is_a_copy(store: Store, new_run: NewRun) -> None:
     new_run("plain")
     assert store.get_run("plain").options == {}

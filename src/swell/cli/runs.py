@@ -284,6 +284,7 @@ def run(
     something you can fix (unknown adapter, missing agent CLI or API key, a persona
     without the tools a step needs, a missing required input) and says how."""
     from swell.engine.context import RunOptions
+    from swell.events.redact import MASK
     from swell.ops import preflight
     from swell.runtime import check_pipeline, create_run, start_from_step
 
@@ -304,6 +305,11 @@ def run(
             print(str(problem), file=sys.stderr)
     reuse = _reuse(rt, loaded, from_step, previous) if from_step else None
     text = input_text if input_text is not None else (reuse.previous.input if reuse else "")
+    if reuse is not None and input_text is None and MASK in text:
+        reuse.notes.append(
+            f"run {reuse.previous.id}'s input held secrets, which swell does not keep; this "
+            f"run starts with them masked ({MASK}): give --input to pass them again"
+        )
     findings = preflight.check_run(
         rt.project, rt.registries, loaded, input_text=text, adapter=adapter, model=model
     )

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from swell.engine.pipeline_outputs import OutputsReader
     from swell.engine.state import OpenVisit, RunState
     from swell.engine.steps.registry import StepKinds
+    from swell.events.redact import Redactor
     from swell.workspace.workspace import Workspace
 
 
@@ -163,9 +164,9 @@ class Services:
     # where running visits' output is stored as it arrives (engine/output.py); None:
     # only at the end of each visit, as `step.finished` and the log artifact
     output: OutputSink | None = None
-    # masks secrets in text swell writes outside the event log (a command's log file);
-    # events and output are masked on their way to the store (events/redact.py)
-    redact: Callable[[str], str] | None = None
+    # masks secrets in a visit's output (engine/output.py) and in text swell writes
+    # outside the event log (a command's log file); events are masked by the bus
+    redactor: Redactor | None = None
     # the project's stored runs, for pipeline outputs (engine/pipeline_outputs.py): a
     # sub-pipeline's outputs, `inject_artifacts[].pipeline`; None: not available
     runs: OutputsReader | None = None

@@ -12,6 +12,12 @@ What is kept of a visit: its first `HEAD_CHARS` characters, and a rolling tail o
 last `TAIL_CHARS` or so (older tail chunks are dropped; a reader sees the gap in
 their `seq`). Agent events are kept on the `agent` stream as text: the answer as it
 streams, and a line per tool call.
+
+Secrets are masked here, on each stream as a whole, before it is cut into rows: a
+secret split across two rows or two writes is still one secret. The end of a stream
+where a secret may be starting is held back until the stream goes on or the visit
+ends (events/redact.py, `MaskedStream`); most output ends in a newline and holds
+nothing back.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 from swell.errors import SwellError
 from swell.events import models as ev
+from swell.events.redact import MaskedStream, Redactor
 from swell.streaming import OutputChunk, OutputSink, Stream
 
 DELAY = 0.25  # a visit's output is stored once it has run this long...
@@ -44,10 +51,11 @@ class VisitOutput:
         run_id: str,
         step_id: str,
         visit: int,
+        redactor: Redactor | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sink, self.run_id, self.step_id, self.visit = sink, run_id, step_id, visit
-        self.clock = clock
+        self.redactor, self.clock = redactor, clock
         self.started = clock()
         self.last_flush = 0.0
         self.written = False  # something was written: the rest follows at the end
@@ -59,6 +67,8 @@ class VisitOutput:
         self.tail_size = 0
         self.pending: list[tuple[Stream, str]] = []
         self.pending_size = 0
+        self.masked = 0  # pending[:masked] has had its secrets masked (`_mask`)
+        self.streams: dict[Stream, MaskedStream] = {}
         self.skipped = False  # pending lost its middle: leave a gap in seq
         self.timer: asyncio.TimerHandle | None = None
         self.decoders: dict[Stream, codecs.IncrementalDecoder] = {}
@@ -78,7 +88,7 @@ class VisitOutput:
             text = data
         if not text:
             return
-        if self.pending and self.pending[-1][0] == stream:
+        if len(self.pending) > self.masked and self.pending[-1][0] == stream:
             self.pending[-1] = (stream, self.pending[-1][1] + text)
         else:
             self.pending.append((stream, text))
@@ -116,6 +126,7 @@ class VisitOutput:
         room = max(HEAD_CHARS - self.stored, 0) + TAIL_CHARS
         if self.pending_size <= room + TAIL_CHARS:
             return
+        self._mask()  # cutting must not leave half a secret on either side
         head_room = max(HEAD_CHARS - self.stored, 0)
         kept: list[tuple[Stream, str]] = []
         taken = 0
@@ -135,16 +146,20 @@ class VisitOutput:
             left -= len(piece)
         self.pending = kept + list(reversed(tail))
         self.pending_size = sum(len(t) for _, t in self.pending)
+        self.masked = len(self.pending)
         self.skipped = True
 
     # ---------------------------------------------------------------- writing
 
-    def flush(self) -> None:
-        """Write what is pending now."""
+    def flush(self, *, final: bool = False) -> None:
+        """Write what is pending now (`final`: and what was held back)."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        if not self.pending or self.broken:
+        if self.broken:
+            return
+        self._mask(final=final)
+        if not self.pending:
             return
         chunks = self._chunks()
         self.last_flush = self.clock()
@@ -165,9 +180,27 @@ class VisitOutput:
             if rest:
                 self.pending.append((stream, rest))
         if self.written:
-            self.flush()
+            self.flush(final=True)
         self.pending.clear()
         self.closed = True
+
+    def _mask(self, *, final: bool = False) -> None:
+        """Mask the secrets in what was fed since the last call, each stream as one
+        text (`final`: the visit ended, pass on what each stream held back)."""
+        if self.redactor is None:
+            self.masked = len(self.pending)
+            return
+        out = self.pending[: self.masked]
+        for stream, text in self.pending[self.masked :]:
+            masker = self.streams.get(stream)
+            if masker is None:
+                masker = self.streams[stream] = MaskedStream(self.redactor)
+            if shown := masker.feed(text):
+                out.append((stream, shown))
+        if final:
+            out += [(s, rest) for s, masker in self.streams.items() if (rest := masker.end())]
+        self.pending, self.masked = out, len(out)
+        self.pending_size = sum(len(t) for _, t in out)
 
     def _chunks(self) -> list[OutputChunk]:
         stamp = ev.now_iso()
@@ -196,6 +229,7 @@ class VisitOutput:
                 )
         self.pending.clear()
         self.pending_size = 0
+        self.masked = 0
         return chunks
 
     def _drop_old_tail(self) -> None:

@@ -99,7 +99,10 @@ class VisitExecutor:
         if problems:
             return StepResult(outcome="failure", error="; ".join(problems))
         sink = self.services.output
-        output = None if sink is None else VisitOutput(sink, self.plan.run_id, step.id, visit.visit)
+        output = None
+        if sink is not None:
+            redactor = self.services.redactor
+            output = VisitOutput(sink, self.plan.run_id, step.id, visit.visit, redactor)
         ns = namespace(self.plan, self.state, step, ws.path, injected)
         step = with_output_paths(step, ns)
         owner = with_output_paths(owner, ns) if rework else step

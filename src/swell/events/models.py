@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from functools import cache
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
@@ -27,6 +27,22 @@ Policy = Literal["fail", "retry", "rework", "continue", "warn", "skip", "rejecte
 Progress = Literal["hidden", "line", "answer"]
 
 
+class _FreeText:
+    """Marks a field whose strings are free text (see `FreeText`)."""
+
+    def __repr__(self) -> str:
+        return "FREE_TEXT"
+
+
+FREE_TEXT = _FreeText()
+# Text people and programs wrote (output, errors, prompts, messages, a tool's input):
+# the only fields secrets are masked in (events/redact.py). Everything else is an
+# identifier, a key, a path or a number, which masking would corrupt (a run id ending
+# in `...task-2026...` once lost its events to an `sk-` key shape), so it is never
+# touched. On a dict, the marker covers its values, never its keys.
+FreeText = Annotated[str, FREE_TEXT]
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -37,7 +53,7 @@ class ReviewIssue(BaseModel):
     severity: Literal["critical", "major", "minor"]
     file: str | None = None
     line: int | None = None
-    detail: str
+    detail: FreeText
 
 
 class ReviewFeedback(BaseModel):
@@ -47,9 +63,9 @@ class ReviewFeedback(BaseModel):
 
     verdict: Literal["pass", "rework", "fail"]
     issues: list[ReviewIssue] = Field(default_factory=list)
-    suggestions: list[str] = Field(default_factory=list)
+    suggestions: list[FreeText] = Field(default_factory=list)
     confidence: float = Field(ge=0.0, le=1.0)
-    summary: str
+    summary: FreeText
 
 
 class BaseEvent(BaseModel):
@@ -70,7 +86,7 @@ class BaseEvent(BaseModel):
 class RunStarted(BaseEvent):
     type: Literal["run.started"] = "run.started"
     pipeline: str
-    input: str = ""
+    input: FreeText = ""
     parent_run_id: str | None = None
     parent_step_id: str | None = None
     workspace: str = ""
@@ -89,7 +105,7 @@ class RunWaiting(BaseEvent):
 class RunFinished(BaseEvent):
     type: Literal["run.finished"] = "run.finished"
     status: FinalStatus
-    error: str | None = None
+    error: FreeText | None = None
     visits: int = 0
     duration_ms: int = 0
 
@@ -113,7 +129,7 @@ class StepStarted(BaseEvent):
     persona: str | None = None
     adapter: str | None = None
     model: str | None = None
-    detail: str | None = None  # the command line or prompt summary, for people
+    detail: FreeText | None = None  # the command line or prompt summary, for people
     source_step: str | None = None  # the visit whose result led here
     source_visit: int | None = None
 
@@ -121,11 +137,11 @@ class StepStarted(BaseEvent):
 class StepFinished(BaseEvent):
     type: Literal["step.finished"] = "step.finished"
     outcome: Outcome
-    error: str | None = None
-    error_key: str | None = None  # normalized error, for the circuit breaker
+    error: FreeText | None = None
+    error_key: FreeText | None = None  # normalized error, for the circuit breaker
     exit_code: int | None = None
     duration_ms: int = 0
-    output_tail: str | None = None
+    output_tail: FreeText | None = None
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
@@ -138,7 +154,7 @@ class StepInterrupted(BaseEvent):
     """A visit that never finished (crash, Ctrl-C); it does not count toward limits."""
 
     type: Literal["step.interrupted"] = "step.interrupted"
-    reason: str
+    reason: FreeText
 
 
 class RoundRecorded(BaseEvent):
@@ -150,8 +166,8 @@ class RoundRecorded(BaseEvent):
     thread_round: int | None = None  # 1-based within the thread
     role: str  # the step id
     persona: str | None = None
-    content: str = ""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    content: FreeText = ""
+    metadata: Annotated[dict[str, Any], FREE_TEXT] = Field(default_factory=dict)
 
 
 class ThreadContext(BaseEvent):
@@ -173,7 +189,7 @@ class ThreadSummarized(BaseEvent):
     type: Literal["thread.summarized"] = "thread.summarized"
     thread: str
     upto_round: int
-    text: str
+    text: FreeText
     persona: str | None = None
 
 
@@ -181,7 +197,7 @@ class ContractPassed(BaseEvent):
     type: Literal["contract.passed"] = "contract.passed"
     index: int
     contract_type: str
-    note: str | None = None  # e.g. passed only because fail_open
+    note: FreeText | None = None  # e.g. passed only because fail_open
     for_step: str | None = None  # set when a rework visit re-checks another step's contracts
 
 
@@ -190,7 +206,7 @@ class ContractFailed(BaseEvent):
     index: int
     contract_type: str
     policy: Policy
-    error: str
+    error: FreeText
     verdict: str | None = None
     for_step: str | None = None
 
@@ -211,10 +227,10 @@ class ReviewCompleted(BaseEvent):
     model: str | None = None
     verdict: str | None = None  # None when the reviewer could not give one
     issues: list[ReviewIssue] = Field(default_factory=list)
-    suggestions: list[str] = Field(default_factory=list)
+    suggestions: list[FreeText] = Field(default_factory=list)
     confidence: float | None = None
-    summary: str | None = None
-    error: str | None = None
+    summary: FreeText | None = None
+    error: FreeText | None = None
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
@@ -230,7 +246,7 @@ class ReworkRequested(BaseEvent):
     for_step: str
     for_visit: int
     contract_type: str
-    reason: str
+    reason: FreeText
     reviewer: str | None = None
     feedback_path: str | None = None
     feedback: ReviewFeedback | None = None  # a reviewer's; None for a mechanical contract
@@ -252,7 +268,7 @@ class RetryRequested(BaseEvent):
     type: Literal["retry.requested"] = "retry.requested"
     attempt: int  # the attempt about to start (2 = first retry)
     max_attempts: int
-    reason: str
+    reason: FreeText
 
 
 class FailureAbsorbed(BaseEvent):
@@ -262,7 +278,7 @@ class FailureAbsorbed(BaseEvent):
 
     type: Literal["failure.absorbed"] = "failure.absorbed"
     policy: Literal["skip", "warn", "continue"]
-    error: str
+    error: FreeText
     fails_run: bool = False
 
 
@@ -297,14 +313,14 @@ class RelayResumed(BaseEvent):
 class RouteTaken(BaseEvent):
     type: Literal["route.taken"] = "route.taken"
     target: str
-    condition: str | None = None
+    condition: FreeText | None = None
     outcome: Outcome
 
 
 class ContextSet(BaseEvent):
     type: Literal["context.set"] = "context.set"
     key: str
-    value: str
+    value: FreeText
 
 
 class ArtifactWritten(BaseEvent):
@@ -328,14 +344,14 @@ class ChildRunStarted(BaseEvent):
 
 class GateChoiceInfo(BaseModel):
     key: str
-    label: str
+    label: FreeText
     target: str | None = None
 
 
 class GateWaiting(BaseEvent):
     type: Literal["gate.waiting"] = "gate.waiting"
     gate_type: str
-    message: str = ""
+    message: FreeText = ""
     choices: list[GateChoiceInfo] = Field(default_factory=list)
     deadline: str | None = None
     default: str | None = None
@@ -346,7 +362,7 @@ class GateResolved(BaseEvent):
     decision: GateVerdict
     choice: str | None = None
     target: str | None = None
-    reason: str | None = None
+    reason: FreeText | None = None
     by: str | None = None
 
 
@@ -362,7 +378,7 @@ class LimitExceeded(BaseEvent):
 
 class BreakerTripped(BaseEvent):
     type: Literal["breaker.tripped"] = "breaker.tripped"
-    error_key: str
+    error_key: FreeText
     count: int
 
 
@@ -372,7 +388,7 @@ class BudgetWarning(BaseEvent):
     type: Literal["budget.warning"] = "budget.warning"
     spent_usd: float
     warn_at: float
-    message: str = ""
+    message: FreeText = ""
 
 
 class BudgetExceeded(BaseEvent):
@@ -381,12 +397,12 @@ class BudgetExceeded(BaseEvent):
     type: Literal["budget.exceeded"] = "budget.exceeded"
     spent_usd: float
     ceiling: float
-    message: str = ""
+    message: FreeText = ""
 
 
 class Warning(BaseEvent):
     type: Literal["warning"] = "warning"
-    message: str
+    message: FreeText
 
 
 class OutcomeRecorded(BaseEvent):
@@ -395,9 +411,9 @@ class OutcomeRecorded(BaseEvent):
 
     type: Literal["outcome.recorded"] = "outcome.recorded"
     kind: Literal["pr", "issue", "url", "deployment", "file", "artifact"]
-    label: str
-    value: str
-    description: str = ""
+    label: FreeText
+    value: FreeText
+    description: FreeText = ""
 
 
 # ---------------------------------------------------------------------------- agents
@@ -405,13 +421,13 @@ class OutcomeRecorded(BaseEvent):
 
 class AgentText(BaseEvent):
     type: Literal["agent.text"] = "agent.text"
-    text: str
+    text: FreeText
 
 
 class AgentToolCall(BaseEvent):
     type: Literal["agent.tool_call"] = "agent.tool_call"
     name: str
-    target: str | None = None
+    target: FreeText | None = None  # what the tool was given
 
 
 class AgentUsage(BaseEvent):
@@ -433,8 +449,8 @@ class PromptRendered(BaseEvent):
     and the persona's system prompt, each cut to PROMPT_CAP characters."""
 
     type: Literal["prompt.rendered"] = "prompt.rendered"
-    prompt: str
-    system_prompt: str | None = None
+    prompt: FreeText
+    system_prompt: FreeText | None = None
     truncated: bool = False
 
 
@@ -492,6 +508,26 @@ def event_adapter() -> TypeAdapter[Event]:
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
 }
+
+
+@cache
+def text_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of `model` that hold free text (`FreeText`, or a model that has some)."""
+    return tuple(
+        name
+        for name, info in model.model_fields.items()
+        if FREE_TEXT in info.metadata or _holds_text(info.annotation)
+    )
+
+
+def _holds_text(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        return FREE_TEXT in annotation.__metadata__ or _holds_text(get_args(annotation)[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return bool(text_fields(annotation))
+    return any(_holds_text(arg) for arg in get_args(annotation))
+
+
 # what the store keeps in columns of its own, so not in an event's stored data
 ENVELOPE = frozenset({*BaseEvent.model_fields, "type"})
 _NOT_STORED: set[str] = set(ENVELOPE)

@@ -45,6 +45,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    stored_input,
 )
 from swell.store.run_locks import busy, this_process
 from swell.store.stats import reader_stats
@@ -293,7 +294,7 @@ class MemoryStore:
             "pipeline_path": pipeline_path,
             "project_root": project_root,
             "status": "pending",
-            "input": input_text,
+            "input": stored_input(input_text),
             "parent_run_id": parent_run_id,
             "parent_step_id": parent_step_id,
             "workspace": workspace,

@@ -61,6 +61,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    stored_input,
 )
 from swell.store.run_locks import busy, this_process
 from swell.store.stats import postgres_stats
@@ -169,7 +170,7 @@ class PostgresStore:
                         pipeline,
                         pipeline_path,
                         project_root,
-                        input_text,
+                        stored_input(input_text),
                         parent_run_id,
                         parent_step_id,
                         workspace,

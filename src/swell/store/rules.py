@@ -1,5 +1,5 @@
 """Rules every store backend applies the same way: run lookup, gate decisions, timestamps,
-the errors for a batch that repeats events and for snapshots.
+the errors for a batch that repeats events and for snapshots, a run's input masked.
 
 A backend fetches the rows; these functions decide, so the errors people see are the
 same whatever the backend.
@@ -22,6 +22,15 @@ if TYPE_CHECKING:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def stored_input(text: str) -> str:
+    """A run's input as a store keeps it: its secrets masked (events/redact.py), so
+    no reader of the runs table (`swell list`, `swell status`, the dashboard) shows
+    them. The process that starts the run keeps the input it was given."""
+    from swell.events.redact import mask_secrets  # pydantic: not for stores that only read
+
+    return mask_secrets(text)
 
 
 CANDIDATES = 10  # runs an ambiguous prefix lists

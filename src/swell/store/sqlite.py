@@ -43,6 +43,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    stored_input,
 )
 from swell.store.run_locks import RunLocks, this_process
 from swell.store.waiting import poll_for_events
@@ -142,7 +143,7 @@ class SqliteStore:
                         pipeline,
                         pipeline_path,
                         project_root,
-                        input_text,
+                        stored_input(input_text),
                         parent_run_id,
                         parent_step_id,
                         workspace,

@@ -102,7 +102,7 @@ class Command(StepKind):
         combined = result.stdout
         if result.stderr:
             combined += ("\n" if combined and not combined.endswith("\n") else "") + result.stderr
-        mask = ctx.services.redact or str
+        mask = ctx.services.redactor.text if ctx.services.redactor else str
         log = write_log(
             ctx.plan.run_dir, step.id, ctx.visit, mask(result.stdout), mask(result.stderr)
         )

@@ -29,7 +29,7 @@ from swell.engine.steps.gate import gate_message
 from swell.engine.visit import VisitExecutor, base_namespace
 from swell.errors import StoreError
 from swell.events import models as ev
-from swell.events.redact import RedactedOutput, Redactor
+from swell.events.redact import Redactor
 from swell.executors.temporal.children import EngineChildren, create_child
 from swell.executors.temporal.slots import VisitSlots
 from swell.executors.temporal.specs import (
@@ -161,9 +161,9 @@ class WorkerContext:
             gates=StoreGates(rt.store),
             control=StoreControl(rt.store),
             children=EngineChildren(rt, self.slots, sync),
-            output=RedactedOutput(rt.store, self.redactor),
+            output=rt.store,
             runs=rt.store,
-            redact=self.redactor.text,
+            redactor=self.redactor,
             session_host=self.own_queue,
         )
 
