@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import events, run_id_of, swell, write_pipeline
+from conftest import events, run_id_of, swell, swell_cmd, write_pipeline
 
 MANIFEST = """\
 apiVersion: v1
@@ -396,3 +397,39 @@ steps:
     assert call["system_prompt"].startswith(
         "# Protocol\nWrite outputs where told.\n\n\n# Scout\nYou look around.\n"
     )
+
+
+def test_a_huge_step_output_is_read_only_up_to_its_cap(tmp_path: Path) -> None:
+    """`{{ scan.out.big }}` of a 600 MB file reads 50 MiB, not the file (issue 28)."""
+    root = _project(tmp_path, "replies: []\n")
+    write_pipeline(
+        root,
+        "huge",
+        """\
+kind: WavePipeline
+metadata: {name: huge}
+steps:
+  - id: scan
+    type: command
+    script: truncate -s 600M big.bin
+    output_artifacts: [{name: big, path: big.bin, type: binary}]
+  - id: gather
+    dependencies: [scan]
+    aggregate: {from: "{{ scan.out.big }}", into: .agents/output/head.txt, strategy: concat}
+""",
+    )
+    # a parent of its own, so the peak is this run's alone
+    measure = (
+        "import resource, subprocess, sys; run = subprocess.run(sys.argv[1:]); "
+        "print(run.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", measure, *swell_cmd("run", "huge")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    code, peak_kib = map(int, done.stdout.split()[-2:])
+    assert code == 0, done.stdout + done.stderr
+    assert peak_kib < 300 * 1024, f"swell peaked at {peak_kib // 1024} MiB"

@@ -15,6 +15,7 @@ from swell.engine.context import VisitContext
 from swell.manifest.expressions import MissingVariable, lookup, to_text
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
+from swell.workspace import safe
 
 MAX_READ = 50 * 1024 * 1024  # an artifact larger than this is not read into a template
 
@@ -23,8 +24,8 @@ def read_value(path: str | Path) -> Any:
     """An artifact file's content: its JSON value when it holds JSON, else its text;
     None when it cannot be read."""
     try:
-        raw = Path(path).read_bytes()[:MAX_READ].decode("utf-8", "replace")
-    except OSError:
+        raw = safe.read_capped(Path(path), MAX_READ).decode("utf-8", "replace")
+    except (OSError, safe.UnsafePath):
         return None
     try:
         return json.loads(raw)
@@ -46,8 +47,8 @@ class Content(Mapping[Any, Any]):
         if not self._loaded:
             self._loaded = True
             try:
-                self._text = Path(self.path).read_bytes()[:MAX_READ].decode("utf-8", "replace")
-            except OSError:
+                self._text = safe.read_capped(Path(self.path), MAX_READ).decode("utf-8", "replace")
+            except (OSError, safe.UnsafePath):
                 self._text = ""
             try:
                 self._value = json.loads(self._text)

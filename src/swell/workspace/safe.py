@@ -71,6 +71,20 @@ def open_regular(path: Path) -> int:
     return fd
 
 
+def read_capped(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of the regular file `path` (never a link, a FIFO or a
+    device: UnsafePath), read without loading more than that."""
+    fd = open_regular(path)
+    try:
+        parts, left = [], limit
+        while left > 0 and (data := os.read(fd, min(CHUNK, left))):
+            parts.append(data)
+            left -= len(data)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 def _chunks(fd: int) -> Iterator[bytes]:
     while data := os.read(fd, CHUNK):
         yield data
@@ -293,6 +307,7 @@ __all__ = [
     "is_link",
     "make_dirs",
     "place",
+    "read_capped",
     "remove",
     "replace",
     "set_writable",
