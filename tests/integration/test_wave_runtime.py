@@ -377,7 +377,7 @@ def test_the_base_protocol_and_a_personas_own_file_make_its_system_prompt(
     root = _project(tmp_path, "replies:\n  - text: looked\n")
     personas = root / ".agents" / "personas"
     personas.mkdir(parents=True)
-    (personas / "base-protocol.md").write_text("# Protocol\nWrite outputs where told.\n")
+    (personas / "base-protocol.md").write_text("# Protocol\nRun-ID: {{ run.id }}\n")
     (personas / "scout.md").write_text("# Scout\nYou look around.\n")
     write_pipeline(
         root,
@@ -395,7 +395,7 @@ steps:
     assert result.returncode == 0, result.stdout + result.stderr
     (call,) = _calls(root)
     assert call["system_prompt"].startswith(
-        "# Protocol\nWrite outputs where told.\n\n\n# Scout\nYou look around.\n"
+        f"# Protocol\nRun-ID: {run_id_of(result.stdout)}\n\n\n# Scout\nYou look around.\n"
     )
 
 

@@ -314,7 +314,9 @@ async def _visit(ctx: VisitContext) -> StepResult:
         allowed, denied = permissions(ctx, persona, adapter_name)
         model = choose_model(ctx, persona, adapter_name)
         own = system_prompt(project.root, persona, ctx.step.persona)
-        system = "\n\n".join(filter(None, [base_protocol(project.root), own]))
+        # the protocol names the run (`Run-ID: {{ run.id }}` trailers)
+        protocol = render_text(base_protocol(project.root), ctx.namespace).text
+        system = "\n\n".join(filter(None, [protocol, own]))
     except (OSError, ValueError) as exc:
         return StepResult(outcome="failure", error=str(exc))
 
