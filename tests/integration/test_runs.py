@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import events, run_id_of, start_swell, swell, swell_json, write_pipeline
+from conftest import events, run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
 
 
 def test_loop_fails_twice_then_passes(project: Path, isolated_state: Path) -> None:
@@ -286,3 +286,32 @@ steps:
     assert result.returncode == 1
     assert "requires definitely-not-a-tool-xyz on PATH" in result.stderr
     assert swell_json("list", cwd=project) == []
+
+
+def test_list_columns_line_up_when_a_status_is_long(project: Path, isolated_state: Path) -> None:
+    """A run whose process died reads `running (process gone: swell resume)`; the
+    visits and time columns of every line still start at the same place."""
+    write_pipeline(
+        project,
+        "stuck",
+        "kind: WavePipeline\nsteps:\n  - id: s\n    script: touch started; sleep 30\n",
+    )
+    done = run_id_of(swell("run", "loop", cwd=project).stdout)
+    proc = start_swell("run", "stuck", cwd=project)
+    assert proc.stdout is not None
+    gone = run_id_of(proc.stdout.readline())
+    wait_for(lambda: (isolated_state / "workspaces" / gone / "started").exists())
+    proc.kill()
+    proc.communicate(timeout=30)
+    try:
+        listed = swell("list", cwd=project)
+        assert listed.returncode == 0, listed.stderr
+        lines = listed.stdout.splitlines()
+        assert [line.split()[0] for line in lines] == [gone, done]
+        assert "running (process gone: swell resume)" in lines[0]
+        assert "succeeded" in lines[1]
+        # the visits column ends, and the creation time starts, at one place on every line
+        assert len({line.index(" visits ") for line in lines}) == 1, listed.stdout
+        assert len({line.rindex(line.split()[-1]) for line in lines}) == 1, listed.stdout
+    finally:
+        swell("cancel", gone, cwd=project)

@@ -87,11 +87,15 @@ def list_runs(
     if not runs:
         print("no runs yet (start one with `swell run PIPELINE`)")
         return
-    width = max(len(r.id) for r in runs)
-    for r in runs:
+    # every column as wide as its widest entry: a long status ("running (process gone:
+    # swell resume)") must not push the columns after it out of line
+    words = [_status_word(r, store.owner(r.id)) for r in runs]
+    width, status_width = max(len(r.id) for r in runs), max(len(w) for w in words)
+    visits_width = max(4, *(len(str(r.visits)) for r in runs))
+    for r, word in zip(runs, words, strict=True):
         parent = f"  (child of {r.parent_run_id})" if r.parent_run_id else ""
         print(
-            f"{r.id:<{width}}  {_status_word(r, store.owner(r.id)):<10}  {r.visits:>4} visits  "
+            f"{r.id:<{width}}  {word:<{status_width}}  {r.visits:>{visits_width}} visits  "
             f"{r.created_at}{parent}"
         )
 
