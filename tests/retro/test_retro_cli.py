@@ -132,6 +132,30 @@ def test_stats_over_runs_by_pipeline_and_period(project: Path) -> None:
     assert none.returncode == 0 and "no runs" in none.stdout
 
 
+def test_cancelled_runs_and_routing_visits_are_no_failures(project: Path) -> None:
+    """A cancelled run is a person's choice: out of the success rate, rated `cancelled`.
+    A conditional step routing on a failed test inherits its outcome: that is the test's
+    failure, not the router's."""
+    looped = run(project, "loop", "--input", "x")  # run-tests fails twice, then passes
+    write_pipeline(project, "stuck", BREAKER)
+    assert swell("run", "stuck", cwd=project).returncode == 1  # a failed run
+    write_pipeline(project, "slow", "kind: WavePipeline\nsteps:\n  - id: s\n    script: sleep 30\n")
+    slow = run_id_of(swell("run", "slow", "--timeout", "1s", cwd=project).stdout)
+    assert swell("cancel", slow, cwd=project).returncode == 0
+    stats = swell_json("retro", "stats", cwd=project)
+    assert stats["statuses"] == {"succeeded": 1, "failed": 1, "cancelled": 1}
+    assert stats["success_rate"] == 0.5  # 1 of the 2 runs that succeeded or failed
+    assert stats["ratings"]["cancelled"] == 1 and stats["ratings"]["failed"] == 1
+    steps = {(s["pipeline"], s["step_id"]): s for s in stats["steps"]}
+    assert (steps["loop", "run-tests"]["visits"], steps["loop", "run-tests"]["failed"]) == (3, 2)
+    assert (steps["loop", "check"]["visits"], steps["loop", "check"]["failed"]) == (3, 0)
+    assert steps["stuck", "check"]["failed"] == 0 and steps["stuck", "run-tests"]["failed"] >= 3
+    retro = swell_json("retro", looped, cwd=project)
+    failed = {s["step_id"]: s["failed"] for s in retro["steps"]}
+    assert failed == {"implement": 0, "run-tests": 2, "check": 0}
+    assert swell_json("retro", slow, cwd=project)["rating"] == "cancelled"
+
+
 def test_user_errors_are_one_line(project: Path) -> None:
     bad = swell("retro", "stats", "--since", "last week", cwd=project)
     assert (

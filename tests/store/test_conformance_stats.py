@@ -10,9 +10,11 @@ from swell.store.protocols import Store
 from .conftest import NewRun, Writer
 
 
-def _visit(w: Writer, step: str, n: int, outcome: str = "success", **fields: object) -> None:
+def _visit(
+    w: Writer, step: str, n: int, outcome: str = "success", kind: str = "prompt", **fields: object
+) -> None:
     w.emit(
-        ev.StepStarted(step_id=step, visit=n, kind="prompt"),
+        ev.StepStarted(step_id=step, visit=n, kind=kind),
         ev.StepFinished(step_id=step, visit=n, outcome=outcome, **fields),  # type: ignore[arg-type]
     )
 
@@ -81,3 +83,18 @@ def test_stats_source_keeps_what_the_filter_keeps(store: Store, new_run: NewRun)
     assert set(only.events) == {"b-1"}
     later = store.stats_source(RunFilter(since="2999-01-01T00:00:00.000Z"))
     assert not later.runs and not later.steps and not later.reviews and not later.events
+
+
+def test_failed_visits_are_counted_per_step_but_not_a_router_s(
+    store: Store, new_run: NewRun
+) -> None:
+    """A conditional step's visit inherits the outcome of the visit it routes on: its
+    failure is that visit's, not one of its own."""
+    r = new_run("r-1", pipeline="loop")
+    r.emit(ev.RunStarted(pipeline="loop"))
+    for n, outcome in enumerate(("failure", "failure", "success"), start=1):
+        _visit(r, "run-tests", n, outcome, kind="command")
+        _visit(r, "check", n, outcome, kind="conditional")
+    r.emit(ev.RunFinished(status="succeeded", visits=6))
+    found = {s.step_id: (s.visits, s.failed) for s in store.stats_source(RunFilter()).steps}
+    assert found == {"run-tests": (3, 2), "check": (3, 0)}

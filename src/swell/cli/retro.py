@@ -199,7 +199,7 @@ def stats_text(s: Stats) -> str:
         review = f"  reviews {st.reviews} pass {_pct(st.review_pass_rate)}" if st.reviews else ""
         lines.append(
             f"  {st.pipeline + '/' + st.step_id:<30} {st.visits_per_run:.2f} visits/run "
-            f"(max {st.max_visits})  {st.tokens_per_visit:.0f} tok/visit  "
+            f"(max {st.max_visits}, {st.failed} failed)  {st.tokens_per_visit:.0f} tok/visit  "
             f"${st.cost_per_run:.4f}/run  median {_ms(st.median_ms)} p95 {_ms(st.p95_ms)}" + review
         )
     return "\n".join(lines) + "\n"

@@ -184,10 +184,12 @@ def counts(points: Sequence[Friction]) -> dict[str, int]:
 
 def smoothness(points: Sequence[Friction], revisits: int, status: str) -> tuple[int, Rating]:
     """100 minus every point's penalty and REVISIT_PENALTY per revisit, at least 0; the
-    rating by score (RATINGS, else `struggled`), `failed` for a run that did not succeed
-    (failed, cancelled, interrupted)."""
+    rating by score (RATINGS, else `struggled`), `failed` for a run that failed or was
+    interrupted, `cancelled` for one a person cancelled (a choice, not a failure)."""
     score = max(0, 100 - sum(p.penalty for p in points) - REVISIT_PENALTY * revisits)
-    if status in ("failed", "cancelled", "interrupted"):
+    if status == "cancelled":
+        return score, "cancelled"
+    if status in ("failed", "interrupted"):
         return score, "failed"
     rating: Rating = next((r for bound, r in RATINGS if score >= bound), "struggled")
     return score, rating

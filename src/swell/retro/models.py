@@ -17,7 +17,7 @@ FrictionKind = Literal[
     "relay",
 ]
 FRICTION_KINDS: tuple[FrictionKind, ...] = get_args(FrictionKind)
-Rating = Literal["effortless", "smooth", "bumpy", "struggled", "failed"]
+Rating = Literal["effortless", "smooth", "bumpy", "struggled", "failed", "cancelled"]
 
 
 class Friction(BaseModel):
@@ -63,7 +63,7 @@ class Loop(BaseModel):
 class StepRetro(BaseModel):
     step_id: str
     visits: int
-    failed: int
+    failed: int  # failed visits; a conditional step's are the failures it routes on
     tokens_in: int
     tokens_out: int
     cost_usd: float
@@ -117,6 +117,7 @@ class StepStats(BaseModel):
     pipeline: str
     step_id: str
     visits: int
+    failed: int = 0  # failed visits; a conditional step's are the failures it routes on
     runs: int
     visits_per_run: float  # a loop's visits, on average, in the runs that reached it
     max_visits: int  # the most in one run

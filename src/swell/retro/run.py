@@ -17,6 +17,7 @@ from swell.retro.friction import (
 from swell.retro.models import Loop, Retro, StepRetro, Totals, VisitChange
 from swell.store.protocols import RunReader
 from swell.store.rows import ReviewRow, RunRow, VisitRow
+from swell.store.stats import ROUTER_KINDS
 
 # the tools an agent changes files with (adapters report them under these names)
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Delete"})
@@ -91,7 +92,7 @@ def _steps(visits: Sequence[VisitRow], reviews: Sequence[ReviewRow]) -> list[Ste
         )  # fmt: skip
         steps[v.step_id] = s
         s.visits += 1
-        s.failed += v.status == "failed"
+        s.failed += v.status == "failed" and v.kind not in ROUTER_KINDS
         s.tokens_in += v.tokens_in
         s.tokens_out += v.tokens_out
         s.cost_usd += v.cost_usd
@@ -120,6 +121,7 @@ class _Walk:
     changes: dict[tuple[str, int], VisitChange] = field(default_factory=dict)
     group: dict[tuple[str, int], str] = field(default_factory=dict)  # visit -> loop's step
     artifacts: dict[tuple[str, str], str] = field(default_factory=dict)  # (loop, name) -> sha
+    routers: set[tuple[str, int]] = field(default_factory=set)  # visits of ROUTER_KINDS
 
 
 def _started(w: _Walk, e: ev.StepStarted) -> None:
@@ -127,6 +129,8 @@ def _started(w: _Walk, e: ev.StepStarted) -> None:
     queued = w.queued.pop(step, None)
     reason = queued.reason if queued else "entry"
     change = VisitChange(step_id=step, visit=visit, reason=reason)
+    if e.kind in ROUTER_KINDS:
+        w.routers.add((step, visit))
     if e.source_step:
         change.source = f"{e.source_step}#{e.source_visit}"
     group = step
@@ -159,7 +163,8 @@ def _finished(w: _Walk, e: ev.StepFinished) -> None:
         change.outcome, change.duration_ms = e.outcome, e.duration_ms
         change.error = first_line(e.error) or None
         change.tokens_in, change.tokens_out, change.cost_usd = e.tokens_in, e.tokens_out, e.cost_usd
-    if e.outcome == "failure" and not e.optional_failure:
+    # a router's failure is the failure it routes on, already listed
+    if e.outcome == "failure" and not e.optional_failure and key not in w.routers:
         w.failures.append(f"{key[0]}#{key[1]} failed: {_why(e)}")
 
 

@@ -109,7 +109,8 @@ def stats_of(source: StatsSource, pipeline: str | None, since: str | None) -> St
     tokens = sum(r.tokens_in + r.tokens_out for r in source.runs) + review_tokens
     cost = sum(r.cost_usd for r in source.runs) + sum(r.cost_usd for r in source.reviews)
     statuses = Counter(r.status for r in source.runs)
-    ended = statuses["succeeded"] + statuses["failed"] + statuses["cancelled"]
+    # a cancelled run is a person's choice, not a failure: out of the rate (docs/retro.md)
+    ended = statuses["succeeded"] + statuses["failed"]
     return Stats(
         pipeline=pipeline,
         since=since,
@@ -149,6 +150,7 @@ def _steps(source: StatsSource, runs: int) -> list[StepStats]:
                 pipeline=s.pipeline,
                 step_id=s.step_id,
                 visits=s.visits,
+                failed=s.failed,
                 runs=s.runs,
                 visits_per_run=round(s.visits / s.runs, 2) if s.runs else 0.0,
                 max_visits=s.max_visits,

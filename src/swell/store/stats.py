@@ -36,6 +36,9 @@ FRICTION_TYPES = (
     "gate.resolved",
 )
 FINISHED = ("succeeded", "failed")
+# step kinds whose visit inherits the outcome of the visit it routes on (`type:
+# conditional`): its failure is that visit's, counted there, never a failure of its own
+ROUTER_KINDS = ("conditional",)
 
 
 @dataclass
@@ -70,6 +73,7 @@ class StepFacts:
     duration_ms: int  # all its finished visits together
     median_ms: int | None = None
     p95_ms: int | None = None
+    failed: int = 0  # its failed visits (a router's inherited failures are not its own)
 
 
 @dataclass
@@ -129,6 +133,7 @@ def reader_stats(store: RunReader, filt: RunFilter) -> StatsSource:
             key = (run.pipeline, v.step_id)
             s = steps.setdefault(key, StepFacts(run.pipeline, v.step_id, 0, 0, 0, 0, 0, 0.0, 0))
             s.visits += 1
+            s.failed += v.status == "failed" and v.kind not in ROUTER_KINDS
             s.runs += v.step_id not in seen
             seen.add(v.step_id)
             s.max_visits = max(s.max_visits, v.visit)
@@ -189,7 +194,10 @@ _RUNS = (
 )
 _STEPS = (
     "SELECT sel.pipeline, v.step_id, COUNT(*), COUNT(DISTINCT v.run_id), MAX(v.visit), "
-    "SUM(v.tokens_in), SUM(v.tokens_out), SUM(v.cost_usd), COALESCE(SUM(v.duration_ms), 0) "
+    "SUM(v.tokens_in), SUM(v.tokens_out), SUM(v.cost_usd), COALESCE(SUM(v.duration_ms), 0), "
+    "SUM(CASE WHEN v.status = 'failed' AND COALESCE(v.kind, '') NOT IN ("
+    + ", ".join(f"'{kind}'" for kind in ROUTER_KINDS)
+    + ") THEN 1 ELSE 0 END) "
     "FROM visits v JOIN sel ON sel.id = v.run_id GROUP BY sel.pipeline, v.step_id"
 )
 # nearest rank: the median is rank (n + 1) / 2, p95 rank (95 n + 99) / 100 (integers)
@@ -244,9 +252,9 @@ def sql_stats(
     steps = {
         (str(p), str(s)): StepFacts(
             str(p), str(s), int(n), int(runs), int(most), int(t_in or 0), int(t_out or 0),
-            float(cost or 0), int(ms),
+            float(cost or 0), int(ms), failed=int(bad or 0),
         )
-        for p, s, n, runs, most, t_in, t_out, cost, ms in rows(_STEPS)
+        for p, s, n, runs, most, t_in, t_out, cost, ms, bad in rows(_STEPS)
     }  # fmt: skip
     for p, s, median, p95 in rows(_PERCENTILES):
         step = steps.get((str(p), str(s)))
