@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent_clis import cli_path
 from conftest import swell
+from postgres_server import PostgresServer
 
 CLIS = ("claude", "codex", "gemini", "opencode")
 
@@ -143,3 +144,78 @@ def test_doctor_outside_a_project(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert line_with(result.stdout, "ERROR", "project", "no wave.yaml")
     assert "fix: run swell in a project directory" in result.stdout
+
+
+def test_doctor_checks_the_store_swell_will_use_not_the_local_one(
+    project: Path, tmp_path: Path
+) -> None:
+    """An unreachable Postgres named by $SWELL_STORE, or by runtime.store in wave.yaml,
+    is one ERROR line with its fix (and never its password), not the local state.db."""
+    url = "postgresql://swell:hunter2@127.0.0.1:1/x"
+    env = clean_env(tmp_path, "/usr/bin:/bin", SWELL_STORE=url)
+    result = swell("doctor", cwd=project, env=env)
+    assert result.returncode == 1, result.stdout
+    assert line_with(
+        result.stdout, "ERROR", "store", "postgres",
+        "cannot reach postgresql://swell:***@127.0.0.1:1/x (from $SWELL_STORE)",
+    )  # fmt: skip
+    assert "fix: start the Postgres server, or fix the URL in $SWELL_STORE" in result.stdout
+    assert "state.db" not in result.stdout and "everything this project uses" not in result.stdout
+    assert "hunter2" not in result.stdout + result.stderr
+    text = (project / "wave.yaml").read_text()
+    assert text.count("\nruntime:\n") == 1
+    (project / "wave.yaml").write_text(
+        text.replace("\nruntime:\n", "\nruntime:\n  store: postgresql://swell@127.0.0.1:1/x\n")
+    )
+    configured = swell(
+        "doctor", "-o", "json", cwd=project, env=clean_env(tmp_path, "/usr/bin:/bin")
+    )
+    assert configured.returncode == 1
+    store = checks(configured.stdout)["store:postgres"]
+    assert store["status"] == "error" and "(from runtime.store in wave.yaml)" in str(
+        store["detail"]
+    )
+
+
+def test_doctor_over_a_real_postgres_store(
+    project: Path, tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    import psycopg
+
+    url = postgres_server.fresh_schema()
+    schema = url.rpartition("%3D")[2]
+    env = clean_env(tmp_path, "/usr/bin:/bin", SWELL_STORE=url)
+
+    def doctor(store_url: str) -> tuple[int, str]:
+        result = swell("doctor", cwd=project, env={**env, "SWELL_STORE": store_url})
+        return result.returncode, result.stdout
+
+    code, out = doctor(url)  # reachable, nothing created yet: the first run will
+    assert code == 0, out
+    assert line_with(out, "ok", "store", "postgres", f"schema {schema} has no swell tables yet")
+    assert swell("run", "loop", cwd=project, env=env).returncode == 0
+    code, out = doctor(url)
+    assert code == 0, out
+    assert line_with(
+        out, "ok", "store", "postgres", f"1 runs in schema {schema}, migrations current, writable"
+    )
+    # a user who may read swell's tables but not write them
+    with psycopg.connect(postgres_server.url, autocommit=True) as db:
+        db.execute(f"CREATE ROLE reader_{schema} LOGIN".encode())
+        db.execute(f"GRANT USAGE ON SCHEMA {schema} TO reader_{schema}".encode())
+        db.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO reader_{schema}".encode())
+    code, out = doctor(url.replace("//swell@", f"//reader_{schema}@"))
+    assert code == 1
+    assert line_with(out, "ERROR", "store", "postgres", f"reader_{schema} may not write: DELETE on")
+    assert f"fix: GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema}" in out
+    # a search_path naming no schema
+    code, out = doctor(url.replace(f"%3D{schema}", "%3Dnowhere"))
+    assert code == 1
+    assert line_with(out, "ERROR", "store", "postgres", "search_path names no schema that exists")
+    # a database a newer swell migrated
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("INSERT INTO schema_migrations (version) VALUES (999)")
+    code, out = doctor(url)
+    assert code == 1
+    assert line_with(out, "ERROR", "store", "postgres", "schema version 999 is newer")
+    assert "fix: upgrade swell" in out

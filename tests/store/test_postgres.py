@@ -136,6 +136,9 @@ def test_a_password_never_shows_in_messages() -> None:
 
     assert redacted("postgresql://me:s3cret@db:5432/swell") == "postgresql://me:***@db:5432/swell"
     assert redacted("postgresql://me@db/swell") == "postgresql://me@db/swell"
+    assert redacted("postgresql://db/swell?user=me&password=s3cret&sslmode=require") == (
+        "postgresql://db/swell?user=me&password=***&sslmode=require"
+    )
     with pytest.raises(StoreError) as err:
         open_store("postgresql://me:s3cret@127.0.0.1:1/swell?connect_timeout=2")
     assert "s3cret" not in str(err.value)

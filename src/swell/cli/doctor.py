@@ -19,7 +19,6 @@ def doctor(ctx: typer.Context, output: OutputOption = Output.text) -> None:
     from swell.manifest.loader import Project, load_project
     from swell.ops.doctor import failed, run_checks
     from swell.runtime import open_registries
-    from swell.store.location import state_dir_for
 
     project: Project | None = None
     error: SwellError | None = None
@@ -27,8 +26,7 @@ def doctor(ctx: typer.Context, output: OutputOption = Output.text) -> None:
         project = load_project(project_dir(ctx))
     except SwellError as exc:
         error = exc
-    state_db = state_dir_for(project.root) / "state.db" if project else None
-    checks = run_checks(project, open_registries(), state_db, error)
+    checks = run_checks(project, open_registries(), error)
     bad = failed(checks)
     if output is Output.json:
         print_json({"ok": not bad, "checks": [{**asdict(c), "failed": c.failed} for c in checks]})

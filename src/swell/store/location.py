@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Literal
 
 from swell.errors import StoreError
 from swell.manifest.discovery import find_project_root
@@ -18,31 +19,51 @@ from swell.store.protocols import Store
 
 LOCATIONS = "a path, sqlite:///PATH, postgresql://HOST/DATABASE or memory:"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: C:\ is a path
+_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")  # postgresql://user:PASSWORD@host
+_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)  # ?password=...
+Backend = Literal["sqlite", "memory", "postgres"]
+
+
+def redacted(url: str) -> str:
+    """A store URL as messages and files show it: without its password."""
+    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD.sub(r"\1***@", url))
+
+
+def backend_of(location: str | Path) -> tuple[Backend, Path | str]:
+    """Which backend `location` names, with its file (SQLite) or URL; StoreError when it
+    names none.
+
+    - a path, or `sqlite:///abs/state.db` (`sqlite://rel/state.db`): SQLite in that file;
+    - `memory:`: a new in-memory database;
+    - `postgresql://` or `postgres://` URL: Postgres.
+    """
+    if isinstance(location, Path):
+        return "sqlite", location
+    match = _SCHEME.match(location)
+    if match is None:
+        return "sqlite", Path(location)
+    scheme, rest = match.group(1).lower(), location[match.end() :]
+    if scheme == "sqlite" and rest.startswith("//") and len(rest) > 2:
+        return "sqlite", Path(rest[2:])
+    if scheme == "memory" and not rest:
+        return "memory", location
+    if scheme in ("postgres", "postgresql") and rest.startswith("//"):
+        return "postgres", location
+    raise StoreError(f"cannot open a store at '{redacted(location)}': use {LOCATIONS}")
 
 
 def open_store(location: str | Path) -> Store:
-    """The store at `location`.
-
-    - a path, or `sqlite:///abs/state.db` (`sqlite://rel/state.db`): SQLite in that
-      file; SWELL_SYNC=full makes every commit survive power loss (synchronous=FULL).
-    - `memory:`: a new in-memory database (more handles on it: `MemoryStore(store.database)`).
-    - `postgresql://` or `postgres://` URL: Postgres (needs `pip install 'swell[postgres]'`).
-    """
-    if isinstance(location, Path):
-        return _sqlite(location)
-    match = _SCHEME.match(location)
-    if match is None:
-        return _sqlite(Path(location))
-    scheme, rest = match.group(1).lower(), location[match.end() :]
-    if scheme == "sqlite" and rest.startswith("//") and len(rest) > 2:
-        return _sqlite(Path(rest[2:]))
-    if scheme == "memory" and not rest:
+    """The store at `location` (`backend_of`). SQLite: SWELL_SYNC=full makes every commit
+    survive power loss (synchronous=FULL). `memory:`: more handles on the new database
+    are `MemoryStore(store.database)`. Postgres needs `pip install 'swell[postgres]'`."""
+    backend, target = backend_of(location)
+    if backend == "sqlite":
+        return _sqlite(Path(target))
+    if backend == "memory":
         from swell.store.memory import MemoryStore
 
         return MemoryStore()
-    if scheme in ("postgres", "postgresql") and rest.startswith("//"):
-        return _postgres(location)
-    raise StoreError(f"cannot open a store at '{location}': use {LOCATIONS}")
+    return _postgres(str(target))
 
 
 def _sqlite(path: Path) -> Store:
@@ -68,6 +89,13 @@ def store_location(root: Path, configured: str | None = None) -> str | Path:
     """Where the project at `root` keeps its runs: $SWELL_STORE, else `configured`
     (`runtime.store` in wave.yaml), else SQLite in its state directory."""
     return os.environ.get("SWELL_STORE") or configured or state_dir_for(root) / "state.db"
+
+
+def store_source(configured: str | None = None) -> str:
+    """What chose `store_location`'s answer, in words for a person to fix it in."""
+    if os.environ.get("SWELL_STORE"):
+        return "$SWELL_STORE"
+    return "runtime.store in wave.yaml" if configured else "the default"
 
 
 def _manifest_store(root: Path) -> str | None:

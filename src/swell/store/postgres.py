@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -38,6 +37,7 @@ import psycopg
 from psycopg import sql
 
 from swell.errors import RunNotFound, StoreError, SwellError
+from swell.store.location import redacted
 from swell.store.postgres_migrations import migrate
 from swell.store.postgres_projections import PROJECTIONS
 from swell.store.rows import (
@@ -103,12 +103,6 @@ _HOLDER = (
     "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 1"
 )
 _OUTPUT_COLS = "id, run_id, step_id, visit, stream, seq, ts, text"
-_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")
-
-
-def redacted(url: str) -> str:
-    """The URL as messages show it: without its password."""
-    return _PASSWORD.sub(r"\1***@", url)
 
 
 class PostgresStore:

@@ -13,6 +13,7 @@ processes that open the store at the same time apply each migration once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -197,6 +198,8 @@ def _m1_initial(db: psycopg.Connection[tuple[object, ...]]) -> None:
 
 
 MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [_m1_initial]
+# the tables swell writes (`swell doctor` checks it may): the migrations' and their record
+TABLES = ("schema_migrations", *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL))
 
 # the transaction-level advisory lock migrations hold (pg_advisory_xact_lock), one per schema
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('swell.migrate.' || current_schema(), 0))"
