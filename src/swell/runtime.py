@@ -53,6 +53,7 @@ from swell.store.location import open_store, state_dir_for, store_location
 from swell.store.protocols import RunReader, RunWriter, Store
 from swell.store.rows import RunRow
 from swell.streaming import OutputSink, Tee
+from swell.workspace.owner import record_owner
 
 if TYPE_CHECKING:
     from swell.ops.rerun import Reuse
@@ -166,6 +167,8 @@ def create_run(
         options=stored_options(options),
         pipeline_text=loaded.text,
     )
+    if not shared:  # `swell clean` removes a workspace only from the store that keeps its run
+        record_owner(workspace, rt.store.identity)
     rt.store.claim(run_id)
     return plan
 

@@ -1,5 +1,5 @@
-"""`swell clean`: old workspaces go, running and resumable runs' stay, links are never
-followed, git worktrees are removed through git."""
+"""`swell clean`: old workspaces go, running and resumable runs' stay, another store's
+stay, links are never followed, git worktrees are removed through git."""
 
 from __future__ import annotations
 
@@ -11,11 +11,19 @@ import time
 from pathlib import Path
 
 from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
+from postgres_server import PostgresServer
+
+OWNERS = ".owners"  # beside the workspaces: which store keeps each one's run
 
 
 def workspaces(state: Path) -> set[str]:
     root = state / "workspaces"
-    return {p.name for p in root.iterdir()} if root.is_dir() else set()
+    return {p.name for p in root.iterdir() if p.name != OWNERS} if root.is_dir() else set()
+
+
+def owners(state: Path) -> dict[str, str]:
+    root = state / "workspaces" / OWNERS
+    return {p.name: p.read_text().strip() for p in root.iterdir()} if root.is_dir() else {}
 
 
 def test_clean_removes_ended_runs_workspaces_and_says_how_much(
@@ -90,12 +98,15 @@ def test_clean_never_follows_links(project: Path, isolated_state: Path, tmp_path
     ws = isolated_state / "workspaces" / run_id
     (ws / "link-to-precious").symlink_to(outside)
     (ws / "file-link").symlink_to(outside / "keep.txt")
-    # an orphan entry that is itself a link into the precious directory
+    # an orphan of this store (its record says so) that is itself a link into the
+    # precious directory
     (isolated_state / "workspaces" / "stray").symlink_to(outside)
+    ours = owners(isolated_state)[run_id]
+    (isolated_state / "workspaces" / OWNERS / "stray").write_text(ours + "\n")
     result = swell("clean", cwd=project)
     assert result.returncode == 0, result.stderr
     assert "removed stray" in result.stdout and "orphan" in result.stdout
-    assert workspaces(isolated_state) == set()
+    assert workspaces(isolated_state) == set() and owners(isolated_state) == {}
     assert (outside / "keep.txt").read_text() == "keep\n"
 
 
@@ -132,3 +143,43 @@ steps:
     assert run_id not in git(project, "worktree", "list", "--porcelain")
     assert workspaces(isolated_state) == set()
     assert f"swell/{run_id}" in git(project, "branch", "--list", "swell/*")  # branch kept
+
+
+def test_clean_keeps_another_store_s_workspaces(
+    project: Path, isolated_state: Path, postgres_server: PostgresServer
+) -> None:
+    """A run kept in Postgres has its workspace in the same state directory as SQLite's
+    runs: `swell clean` over SQLite lists it as not this store's and keeps it, while
+    its own orphans (their record names it, their run is gone) still go."""
+    # a password the server (trust authentication) ignores: it must not be written down
+    url = postgres_server.fresh_schema().replace("//swell@", "//swell:hunter2@")
+    elsewhere = run_id_of(
+        swell("run", "loop", cwd=project, env={**os.environ, "SWELL_STORE": url}).stdout
+    )
+    here = run_id_of(swell("run", "loop", cwd=project).stdout)
+    assert workspaces(isolated_state) == {elsewhere, here}
+    recorded = owners(isolated_state)
+    # a true orphan of SQLite: the state database was replaced, its runs are gone
+    for name in ("state.db", "state.db-wal", "state.db-shm"):
+        (isolated_state / name).unlink(missing_ok=True)
+    # and a directory nobody recorded
+    (isolated_state / "workspaces" / "by-hand").mkdir()
+    result = swell("clean", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert f"removed {here}" in result.stdout and "orphan: no run in the store" in result.stdout
+    assert (
+        f"kept {elsewhere}: not this store's; kept (its run is kept in postgresql://"
+        in result.stdout
+    )
+    assert "kept by-hand: not this store's; kept" in result.stdout
+    assert workspaces(isolated_state) == {elsewhere, "by-hand"}
+    # what the records say: the store's file, or where the Postgres server is (no user,
+    # no password)
+    assert recorded[here] == f"sqlite://{(isolated_state / 'state.db').resolve()}"
+    assert recorded[elsewhere].startswith("postgresql://127.0.0.1:")
+    assert "schema t" in recorded[elsewhere] and "@" not in recorded[elsewhere]
+    # Postgres's own clean removes it
+    theirs = swell("clean", cwd=project, env={**os.environ, "SWELL_STORE": url})
+    assert f"removed {elsewhere}" in theirs.stdout, theirs.stdout + theirs.stderr
+    assert "kept by-hand: not this store's" in theirs.stdout
+    assert workspaces(isolated_state) == {"by-hand"} and owners(isolated_state) == {}

@@ -46,7 +46,9 @@ def clean(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--older-than") from None
     rt = runtime(ctx)
-    selection = select(rt.store, rt.state_dir, older_than=seconds, run_id=run_id)
+    selection = select(
+        rt.store, rt.state_dir, identity=rt.store.identity, older_than=seconds, run_id=run_id
+    )
     problems = [] if dry_run else remove(selection, rt.project.root)
     verb = "would remove" if dry_run else "removed"
     if output is Output.json:

@@ -4,9 +4,16 @@ What is removed:
 - the workspace directory of each run that ended (succeeded, failed, cancelled), or of
   the run named with `--run` (any run no process executes); a sub-pipeline run shares
   its parent's workspace and goes with it;
-- directories there that belong to no run in the store (left by a crash, or copied in);
+- directories there whose run this store no longer has, when the workspace records this
+  store as its run's (`workspace/owner.py`: a run that is gone, a store file replaced);
 - with `--older-than`, only those whose run ended (or, for the others, that were last
   changed) longer ago than that.
+
+Only this store's: a workspace is this store's when the store has a run working in
+it, or when the record written beside it names this store. A workspace whose record
+names another store (runs kept in Postgres, cleaned from SQLite), or with no record
+and no run here (made by hand, or by a swell that kept no records), is listed as not
+this store's and kept: its owner may still need it.
 
 What is never removed: the workspace of a run some process is executing (its claim
 is held: `Store.owner`), and by default that of a run that can still be resumed
@@ -35,6 +42,7 @@ from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.protocols import RunReader
 from swell.store.rows import RunRow
 from swell.workspace import safe
+from swell.workspace.owner import OWNERS, forget_owner, owner_of
 
 ENDED = ENDED_FOR_GOOD
 SCAN = 1_000_000  # runs read from the store
@@ -92,15 +100,27 @@ def _age_of(runs: list[RunRow], path: Path) -> datetime:
     return max(known) if known else _last_change(path)
 
 
+def _not_ours(path: Path, runs: list[RunRow], identity: str) -> str | None:
+    """Why the workspace is not this store's to remove, or None when it is."""
+    owner = owner_of(path)
+    if owner is not None and owner != identity:
+        return f"not this store's; kept (its run is kept in {owner})"
+    if owner is None and not runs:
+        return "not this store's; kept (no run here, and no record of the store it came from)"
+    return None
+
+
 def select(
     store: RunReader,
     state_dir: Path,
     *,
+    identity: str,
     older_than: float | None = None,
     run_id: str | None = None,
     now: datetime | None = None,
 ) -> Selection:
-    """The workspaces to remove, and the ones kept with why."""
+    """The workspaces to remove, and the ones kept with why; `identity` is the store's
+    (`Store.identity`)."""
     root = state_dir / "workspaces"
     out = Selection()
     if safe.is_link(root) or not root.is_dir():
@@ -112,9 +132,15 @@ def select(
             by_dir.setdefault(Path(run.workspace).name, []).append(run)
     named = store.get_run(run_id) if run_id is not None else None
     for entry in sorted(os.listdir(root)):
+        if entry == OWNERS:
+            continue  # the records of which store each workspace's run is in
         path = root / entry
         runs = by_dir.get(entry, [])
         if named is not None and named.id not in {r.id for r in runs}:
+            continue
+        foreign = _not_ours(path, runs, identity)
+        if foreign is not None:
+            out.kept.append(Kept(path, foreign))
             continue
         running = [r.id for r in runs if store.owner(r.id) is not None]
         if running:
@@ -182,6 +208,8 @@ def remove(selection: Selection, project_root: Path) -> list[str]:
             safe.remove(target.path)
         except OSError as exc:
             problems.append(f"{target.path}: {exc.strerror or exc}")
+        else:
+            forget_owner(target.path)
     if pruned:
         _git(project_root, "worktree", "prune")
     return problems

@@ -261,6 +261,7 @@ class MemoryStore:
 
     def __init__(self, database: MemoryDatabase | None = None) -> None:
         self.database = database or MemoryDatabase()
+        self.identity = f"memory:{id(self.database):x}"  # Store.identity
         self._open = True
 
     def close(self) -> None:

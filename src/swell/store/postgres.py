@@ -122,6 +122,10 @@ class PostgresStore:
             self.db.close()
             raise StoreError(f"cannot prepare the Postgres store at {self.where}: {exc}") from None
         self.schema = str(row[0]) if row else "public"
+        # Store.identity: where the server is, not how this URL reached it (no user,
+        # no password)
+        info = self.db.info
+        self.identity = f"postgresql://{info.host}:{info.port}/{info.dbname} schema {self.schema}"
         digest = hashlib.sha256(self.schema.encode()).hexdigest()[:16]
         self.channel = f"swell_events_{digest}"
         self._lock = threading.RLock()  # one statement or transaction at a time per handle

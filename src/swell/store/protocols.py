@@ -233,3 +233,8 @@ class StatsReader(Protocol):
 
 class Store(RunWriter, RunReader, ThreadReader, OutputStore, StatsReader, Protocol):
     """Everything a store backend provides."""
+
+    # which database this handle is on, safe to write down (never a password):
+    # `sqlite:///abs/state.db`, `postgresql://HOST:PORT/DB schema S`, `memory:ID`. A run's
+    # workspace records it (workspace/owner.py), so `swell clean` removes only its own.
+    identity: str

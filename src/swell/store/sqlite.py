@@ -106,6 +106,7 @@ class SqliteStore:
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the state database {path}: {exc}") from None
         self.locks = RunLocks(path.parent / "locks")
+        self.identity = f"sqlite://{path.resolve()}"  # Store.identity
         self._nums: dict[str, int] = {}  # run id -> its number in `events`, once committed
         self._checkpoints: Checkpoints | None = None  # started by the first `emit`
 

@@ -72,6 +72,10 @@ def create_child(rt: Runtime, request: ChildCreate) -> ChildStarted:
         options=options,
         pipeline_text=loaded.text,
     )
+    if start.own_workspace and own.parent.is_dir():  # not on a host that has no such place
+        from swell.workspace.owner import record_owner
+
+        record_owner(own, rt.store.identity)
     from swell.engine.context import RunOptions
 
     child_options = RunOptions(

@@ -104,6 +104,7 @@ def record_run(
     """Record a new run for the engine to execute (no process of this machine claims
     it) and return what its workflow starts from."""
     from swell.runtime import new_run_id, stored_options
+    from swell.workspace.owner import record_owner
 
     run_id = new_run_id(loaded.name)
     workspace = rt.state_dir / "workspaces" / run_id
@@ -117,6 +118,7 @@ def record_run(
         options={**stored_options(options), **engine.options()},
         pipeline_text=loaded.text,
     )
+    record_owner(workspace, rt.store.identity)  # `swell clean` removes it only from its store
     return run_spec(rt, loaded, run_id, input_text, options, str(workspace))
 
 
