@@ -718,3 +718,11 @@ def test_concurrent_writers_each_through_their_own_handle(backend: Backend) -> N
         assert (run.last_seq, run.visits) == (3 * batches, batches)
         assert set(reader.context(run.id).values()) == {str(n)}
     assert len(reader.list_runs()) == writers
+
+
+def test_identity_names_the_database_not_the_handle(backend: Backend) -> None:
+    """What a workspace records as its run's store (`swell clean`): the same for every
+    handle on one database, and never a password."""
+    first, second = backend.open(), backend.open()
+    assert first.identity and first.identity == second.identity
+    assert "@" not in first.identity and "password" not in first.identity
