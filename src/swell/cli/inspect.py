@@ -13,6 +13,7 @@ from swell.cli import ledger
 from swell.cli.common import (
     Output,
     OutputOption,
+    on_engine,
     print_json,
     project_store,
     run_id_given,
@@ -31,16 +32,12 @@ def _run_dict(run: RunRow, owner: Owner | None) -> dict[str, Any]:
     data = {k: v for k, v in asdict(run).items() if k not in hidden}
     data["owner"] = asdict(owner) if owner else None  # the process executing it now
     # a run the Temporal engine executes has no owning process here, and is not stale
-    data["stale"] = run.status in ("running",) and owner is None and not _on_engine(run)
+    data["stale"] = run.status in ("running",) and owner is None and not on_engine(run.options)
     return data
 
 
-def _on_engine(run: RunRow) -> bool:
-    return run.options.get("engine") == "temporal"  # executors/temporal/client.py
-
-
 def _status_word(run: RunRow, owner: Owner | None) -> str:
-    if run.status == "running" and _on_engine(run):
+    if run.status == "running" and on_engine(run.options):
         return "running (on the Temporal engine)"
     if run.status == "running" and owner is None:
         return "running (process gone: swell resume)"

@@ -355,7 +355,10 @@ def show_logs(
 ) -> int:
     """Print the run's events and stored output that `where` keeps (the last `tail` of
     them first), then with `follow` what comes next until the run ends. Returns the exit
-    code: 0, or 1 when the run's process died while followed."""
+    code: 0, or 1 when the run's process died while followed. A run the Temporal engine
+    executes has no process here: it is followed until the store says it ended (a
+    killed worker's visit runs again on another worker)."""
+    from swell.cli.common import on_engine
     from swell.cli.pick import run_or_newest
 
     run = run_or_newest(store, run_id)
@@ -369,7 +372,8 @@ def show_logs(
         current = store.get_run(run.id)
         if current.status in ENDED and reader.seq >= current.last_seq:
             break
-        orphaned = orphaned + 1 if store.owner(run.id) is None else 0
+        held = on_engine(current.options) or store.owner(run.id) is not None
+        orphaned = 0 if held else orphaned + 1
         if orphaned >= ORPHAN_POLLS:
             _print(reader.read() + reader.rest())
             print(_gone(current.id, current.status), file=sys.stderr)

@@ -99,10 +99,12 @@ def run_on_engine(
     from swell.executors.temporal import client as engines
 
     engine = engines.configured(rt.project.manifest.runtime.temporal)
+    started: list[str] = []  # the run's id, once recorded (for the Ctrl-C message)
 
     async def begin() -> tuple[Client, str]:
         client = await engines.connect(engine)  # nothing is recorded when unreachable
         spec = engines.record_run(rt, loaded, input_text, options, engine)
+        started.append(spec.run_id)
         try:
             await engines.start(client, engine, spec)
         except Exception as exc:
@@ -121,8 +123,9 @@ def run_on_engine(
     try:
         result = asyncio.run(main())
     except KeyboardInterrupt:
+        run = started[0] if started else "RUN"
         print(
-            "the run goes on on the engine: `swell logs RUN --follow`, `swell cancel RUN`",
+            f"the run goes on on the engine: `swell logs {run} --follow`, `swell cancel {run}`",
             file=sys.stderr,
         )
         raise typer.Exit(130) from None
@@ -219,5 +222,6 @@ def refuse_resume(run: RunRow, engine: Engine) -> NoReturn:
 
     raise RunStateError(
         f"run {run.id} is executed by the Temporal engine at {engine.address}; it goes on "
-        f"there by itself (swell status {run.id})"
+        f"there by itself, on any worker of queue {engine.queue} (follow it: swell logs "
+        f"{run.id} --follow)"
     )

@@ -209,7 +209,7 @@ async def approve(
     require_csrf(request)
     store = app_state(request).reader.store
     choice = body.choice if body else None
-    return actions.decide(store, run_id, step_id, "approved", choice=choice)
+    return await actions.decide(store, run_id, step_id, "approved", choice=choice)
 
 
 @router.post("/runs/{run_id}/gates/{step_id}/reject", response_model=m.ActionResult)
@@ -219,11 +219,11 @@ async def reject(
     require_csrf(request)
     store = app_state(request).reader.store
     reason = body.reason if body else None
-    return actions.decide(store, run_id, step_id, "rejected", reason=reason)
+    return await actions.decide(store, run_id, step_id, "rejected", reason=reason)
 
 
 @router.post("/runs/{run_id}/cancel", response_model=m.ActionResult)
 async def cancel(request: Request, run_id: str) -> m.ActionResult:
     require_csrf(request)
     state = app_state(request)
-    return actions.cancel(state.reader.store, state.settings.root, run_id)
+    return await actions.cancel(state.reader.store, state.settings.root, run_id)

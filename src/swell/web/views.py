@@ -111,11 +111,11 @@ async def gate_form(request: Request, run_id: str, step_id: str, verdict: str) -
     store = app_state(request).reader.store
     try:
         if verdict == "approve":
-            done = actions.decide(
+            done = await actions.decide(
                 store, run_id, step_id, "approved", choice=form.get("choice") or None
             )
         else:
-            done = actions.decide(
+            done = await actions.decide(
                 store, run_id, step_id, "rejected", reason=form.get("reason") or None
             )
     except SwellError as exc:
@@ -128,7 +128,7 @@ async def cancel_form(request: Request, run_id: str) -> Response:
     await _checked_form(request)
     state = app_state(request)
     try:
-        done = actions.cancel(state.reader.store, state.settings.root, run_id)
+        done = await actions.cancel(state.reader.store, state.settings.root, run_id)
     except SwellError as exc:
         return _back(run_id, f"error: {exc}")
     return _back(run_id, done.message)
