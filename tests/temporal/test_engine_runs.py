@@ -55,6 +55,9 @@ def test_a_command_loop_runs_on_the_engine_with_postgres(
     assert started == [(step, n) for n in (1, 2, 3) for step in ("implement", "run-tests", "check")]
     work = _workspace(project, run_id) / "work.txt"
     assert work.read_text().splitlines() == ["attempt: hi"] * 3
+    # which store keeps the run, beside its workspace: `swell clean` over SQLite keeps it
+    owner = work.parent.parent / ".owners" / run_id
+    assert owner.read_text().startswith("postgresql://127.0.0.1:")
     status = swell_json("status", run_id, cwd=project)
     assert status["status"] == "succeeded"
     resumed = swell("resume", run_id, cwd=project)
