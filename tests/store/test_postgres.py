@@ -61,6 +61,23 @@ def test_a_claim_ends_with_the_claiming_process_even_killed(
         store.close()
 
 
+def test_close_returns_once_the_server_let_the_claims_go(postgres_server: PostgresServer) -> None:
+    """Closing a connection only tells the server to end the session: a claim made again
+    at once could find the lock still held (issue 27)."""
+    url = postgres_server.fresh_schema()
+    store = open_store(url)
+    store.create_run(run_id="r1", pipeline="p", input_text="", workspace="/ws")
+    try:
+        for _ in range(30):
+            other = open_store(url)
+            other.claim("r1")
+            other.close()
+            store.claim("r1")
+            store.release("r1")
+    finally:
+        store.close()
+
+
 def test_a_commit_notifies_the_stores_channel(postgres_server: PostgresServer) -> None:
     import psycopg
     from psycopg import sql

@@ -10,8 +10,9 @@ as they do over SQLite.
 (a 64-bit key hashed from the schema and the run id), taken on the handle's own
 connection: the server drops them when that connection ends, however the process
 holding it ends (kill -9 included: the server sees the socket close), so liveness
-follows the connection as an OS file lock follows the process for SQLite
-(`run_locks.py`). `owner` asks `pg_locks` whether the lock is held, and names the
+follows the connection as the kernel's lock on the database file follows the process
+for SQLite (`run_locks.py`); `close` unlocks before it closes, so the locks are gone
+when it returns. `owner` asks `pg_locks` whether the lock is held, and names the
 pid and host the holder recorded in `runs` when it claimed. A connection pooler in
 transaction mode would break session locks: connect directly, or through a pool in
 session mode.
@@ -24,6 +25,7 @@ commit instead of polling.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -134,10 +136,15 @@ class PostgresStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._held and not self.db.closed:
+                # closing only sends Terminate: the server may still hold the locks when
+                # close() returns; unlocking is a round trip, done when the reply comes
+                with contextlib.suppress(psycopg.Error):
+                    self.db.execute("SELECT pg_advisory_unlock_all()")
             self._held.clear()
             if self._listener is not None:
                 self._listener.close()
-            self.db.close()  # the server releases the connection's advisory locks
+            self.db.close()
 
     # ------------------------------------------------------------------ writing
 
@@ -531,7 +538,7 @@ class PostgresStore:
     def _holder(self, run_id: str, *, wait: bool) -> Owner | None:
         """The process holding the run's lock, or None when no connection holds it.
         Just after a process takes the lock it has not yet recorded itself: `wait`
-        a moment for it, as `run_locks` does."""
+        a moment for it, as the SQLite store does."""
         key = self._key(run_id)
         params = (run_id, (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)
         deadline = time.monotonic() + (1.0 if wait else 0.0)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -45,7 +47,7 @@ from swell.store.rules import (
     pending,
     stored_input,
 )
-from swell.store.run_locks import RunLocks, this_process
+from swell.store.run_locks import RunLocks, alive, busy, this_process
 from swell.store.waiting import poll_for_events
 
 if TYPE_CHECKING:
@@ -96,6 +98,11 @@ class SqliteStore:
             )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot open the state database {path}: {exc}") from None
+        # opened before SQLite opens the file: a FIFO there is refused, never waited on
+        self.locks = RunLocks(path)
+        try:
             self.db = sqlite3.connect(
                 path, isolation_level=None, timeout=30.0, check_same_thread=False
             )
@@ -104,8 +111,8 @@ class SqliteStore:
             self.db.execute("PRAGMA busy_timeout=30000")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
+            self.locks.close()
             raise StoreError(f"cannot open the state database {path}: {exc}") from None
-        self.locks = RunLocks(path.parent / "locks")
         self.identity = f"sqlite://{path.resolve()}"  # Store.identity
         self._nums: dict[str, int] = {}  # run id -> its number in `events`, once committed
         self._checkpoints: Checkpoints | None = None  # started by the first `emit`
@@ -113,8 +120,8 @@ class SqliteStore:
     def close(self) -> None:
         if self._checkpoints is not None:
             self._checkpoints.close()
-        self.locks.release_all()
         self.db.close()
+        self.locks.close()  # after SQLite's connection: see run_locks.py
 
     # ------------------------------------------------------------------ writing
 
@@ -161,7 +168,8 @@ class SqliteStore:
     def claim(self, run_id: str) -> None:
         """Make this process the run's only executor (RunBusy if another one is)."""
         owner = this_process()
-        self.locks.acquire(run_id, owner)
+        if not self.locks.acquire(run_id):
+            raise busy(run_id, self._recorded_owner(run_id, wait=1.0))
         try:
             with self._tx():
                 found = self.db.execute(
@@ -399,7 +407,26 @@ class SqliteStore:
         )
 
     def owner(self, run_id: str) -> Owner | None:
-        return self.locks.holder(run_id)
+        held = self.locks.holder(run_id)
+        if held == "here":
+            return this_process()
+        return self._recorded_owner(run_id, wait=1.0) if held else None
+
+    def _recorded_owner(self, run_id: str, wait: float) -> Owner:
+        """The executor the run's row names, for a run whose lock another process holds.
+        Just after a process takes the lock the row may still name the previous executor,
+        which is gone: `wait` that long for the new name."""
+        deadline = time.monotonic() + wait
+        while True:
+            row = self.db.execute(
+                "SELECT owner_pid, owner_host FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            found = Owner(int(row[0]), str(row[1])) if row and row[0] and row[1] else None
+            if found and (found.host != socket.gethostname() or alive(found.pid)):
+                return found
+            if time.monotonic() >= deadline:
+                return found or Owner(0, "?")
+            time.sleep(0.01)
 
     def pipeline_text(self, run_id: str) -> str | None:
         row = self.db.execute("SELECT pipeline_text FROM runs WHERE id = ?", (run_id,)).fetchone()
