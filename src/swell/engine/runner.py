@@ -20,6 +20,7 @@ from swell.engine.completion import Decisions, Limits, Visit, ending, idle_endin
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
 from swell.engine.preload import preload_adapters
+from swell.engine.retry import retry_max_delay, retry_of
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
 from swell.events import models as ev
@@ -68,6 +69,7 @@ class Runner:
             breaker_limit=runtime.circuit_breaker.limit,
             max_step_visits=plan.pipeline.pipeline.max_step_visits,
             budget=cost.Budget.of(runtime.cost),
+            retry_max_delay=retry_max_delay(runtime.timeouts.retry_max_delay_seconds),
         )
         self.decide = Decisions(self.graph, services.step_kinds, limits)
 
@@ -244,7 +246,10 @@ class Runner:
     def _launch(self, visit: Visit) -> None:
         task = asyncio.create_task(self.executor.run(visit))
         task.add_done_callback(self._ended)
-        self._tasks[task] = (visit, time.monotonic())
+        # a retried visit waits its backoff first (engine/visit.py): not part of its duration
+        retry = retry_of(self.state, visit.step.id, visit.activation)
+        backoff = retry.delay_ms / 1000 if retry is not None else 0.0
+        self._tasks[task] = (visit, time.monotonic() + backoff)
 
     # ------------------------------------------------------------ start and stop
 

@@ -82,6 +82,7 @@ def timed_out(gate: Gate) -> GateDecision:
 
 class GateKind(StepKind):
     name = "gate"
+    retries = None
 
     def choice_targets(self, step: Step) -> list[str | None]:
         return [c.target for c in step.gate.choices] if step.gate else []

@@ -19,7 +19,7 @@ from swell.engine.children import (
     child_pipeline,
     declared_output,
     failure_text,
-    run_child,
+    run_item,
 )
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.steps.base import StepKind
@@ -41,6 +41,7 @@ class Items(Exception):
 
 class Matrix(StepKind):
     name = "matrix"
+    retries = "own"
     records_round = False
 
     def detail(self, step: Step) -> str | None:
@@ -122,7 +123,7 @@ def _child_job(ctx: VisitContext, s: MatrixStrategy) -> Any:
             return
         text = input_text(s.input_template, worker.item, ctx.namespace)
         call = ChildCall(name, text, worker.index, resumed.get(worker.index), own_workspace=True)
-        outcome = await run_child(ctx, call, options)
+        outcome = await run_item(ctx, call, options)
         worker.ran, worker.child_run = True, outcome.run_id
         if outcome.status != "succeeded":
             worker.error = failure_text(outcome)

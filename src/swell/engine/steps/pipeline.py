@@ -53,7 +53,7 @@ async def run_pipeline(ctx: VisitContext, name: str) -> StepResult:
         name = render_field(name, composition_namespace(ctx)).strip()
     options, problems = child_options(ctx)
     if problems:
-        return StepResult(outcome="failure", error="; ".join(problems))
+        return StepResult(outcome="failure", error="; ".join(problems), retryable=False)
     resume = ctx.resumed.child_run_id if ctx.resumed else None
     call = ChildCall(pipeline=name, input=child_input(ctx), resume_id=resume)
     outcome = await run_child(ctx, call, options)
