@@ -90,6 +90,7 @@ async def run_child(ctx: VisitContext, call: ChildCall, options: RunOptions) -> 
         options=options,
         own_workspace=call.own_workspace,
         item=call.item,
+        stop_at_gates=ctx.services.stop_at_gates,
     )
     limit = timeout_of(ctx)
     if limit is None:

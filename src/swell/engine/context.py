@@ -63,6 +63,7 @@ class ChildRequest:
     options: RunOptions | None = None  # the child's own (env, handed artifacts), else the parent's
     own_workspace: bool = False  # a workspace of its own (iterate items), else the parent's
     item: int | None = None  # an iterate/matrix item's index (an engine keys its child by it)
+    stop_at_gates: bool = False  # the parent visit's `Services.stop_at_gates`
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,9 @@ class Services:
     # identity, recorded with each agent round): a thread resumes a session only from
     # a round recorded at the same place, else replays the transcript. None: in-process
     session_host: str | None = None
+    # no one is asked here and nothing should wait: an approval gate with no decision
+    # yet stops the run, `waiting` (`swell run` without a terminal, docs/cli.md)
+    stop_at_gates: bool = False
 
 
 @dataclass(frozen=True)

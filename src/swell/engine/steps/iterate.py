@@ -75,6 +75,8 @@ class Iterate(StepKind):
         )
         keep_going = config.on_failure in ("continue", "skip")
         await _run_items(ctx, items, options, max(width, 1), keep_going)
+        if any(i.outcome is not None and i.outcome.status == "waiting" for i in items):
+            return StepResult(outcome="failure", waiting=True)  # an item stopped at a gate
         return _result(ctx, items, keep_going)
 
 

@@ -57,6 +57,8 @@ async def run_pipeline(ctx: VisitContext, name: str) -> StepResult:
     resume = ctx.resumed.child_run_id if ctx.resumed else None
     call = ChildCall(pipeline=name, input=child_input(ctx), resume_id=resume)
     outcome = await run_child(ctx, call, options)
+    if outcome.status == "waiting":  # stopped at a gate: this visit waits with it
+        return StepResult(outcome="failure", waiting=True)
     ok = outcome.status == "succeeded"
     events, problems = after_child(ctx, outcome, name) if ok else ([], [])
     error = None if ok else failure_text(outcome)
