@@ -7,6 +7,7 @@ none of the concrete parts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import json
 import os
@@ -471,7 +472,8 @@ class ChildRunner:
                 request.on_start(plan.run_id, loaded.name)
         except SwellError as exc:
             return ChildOutcome(request.resume_id or "-", "failed", str(exc))
-        runner = Runner(plan, self.services_for(), self.sink, state)
+        services = dataclasses.replace(self.services_for(), stop_at_gates=request.stop_at_gates)
+        runner = Runner(plan, services, self.sink, state)
         if self.snapshots is not None:
             self.snapshots.watch(plan.run_id, runner.state, resumed=state is not None)
         try:
@@ -517,10 +519,12 @@ async def execute(
     prompter: GatePrompter | None = None,
     deadline: Deadline | None = None,
     watchers: Sequence[OutputSink] = (),
+    stop_at_gates: bool = False,
 ) -> RunSummary:
     """Run (or continue) a run this process has claimed to its end, then let it go;
     Ctrl-C and SIGTERM stop it cleanly, and so does the `deadline`. Running visits'
-    output goes to the store and then to `watchers` (a live display)."""
+    output goes to the store and then to `watchers` (a live display). `stop_at_gates`:
+    an approval gate nobody has decided stops the run `waiting` instead of waiting."""
     snapshots = StateSnapshots(rt.store)
     redactor = Redactor.from_environ(os.environ)
     bus = EventBus(rt.store, snapshots, *sinks, *_retro_observers(rt), redact=redactor.events)
@@ -538,6 +542,7 @@ async def execute(
             output=output,
             runs=rt.store,
             redactor=redactor,
+            stop_at_gates=stop_at_gates,
         )
 
     # everything alive now lives as long as the process; keep the collector off it

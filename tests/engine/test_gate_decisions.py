@@ -250,3 +250,67 @@ def test_a_resumed_run_that_stops_again_at_its_gate_is_still_waiting(h: Harness)
     again = h.resume(stopped.run_id)
     assert again.status == "waiting"
     assert again.state.status == "waiting"  # what `swell status` shows
+
+
+# ------------------------------------------- no one to ask: the run stops at the gate
+
+
+def test_with_no_one_to_ask_a_gate_stops_the_run_and_resume_takes_the_decision(
+    h: Harness,
+) -> None:
+    """`swell run` without a terminal: the gate's question is recorded, the run stops
+    `waiting` with the gate's visit open; once decided, resume goes on from it."""
+    h.pipeline(REVIEW)
+    h.services.stop_at_gates = True
+    stopped = h.run(input_text="v4")
+    assert stopped.status == "waiting" and stopped.state.status == "waiting"
+    assert list(stopped.state.open) == [("approve", 1)]
+    assert not stopped.of(ev.RunFinished) and not stopped.of(ev.StepInterrupted)
+    assert [e.gates for e in stopped.of(ev.RunWaiting)] == [["approve"]]
+
+    again = h.resume(stopped.run_id)  # still undecided: it stops again, waiting
+    assert again.status == "waiting" and again.state.status == "waiting"
+    assert len(again.of(ev.GateWaiting)) == 1
+    assert [e.gates for e in again.of(ev.RunWaiting)] == [["approve"], ["approve"]]
+
+    h.gates.decide("approve", choice="ship")
+    resumed = h.resume(stopped.run_id)
+    assert resumed.status == "succeeded"
+    assert resumed.visits() == [
+        ("prepare", 1, "success"),
+        ("approve", 1, "success"),
+        ("ship", 1, "success"),
+    ]
+    closed_once(resumed.events)
+
+
+def test_a_stopped_gate_lets_the_other_branches_finish_first(h: Harness) -> None:
+    h.pipeline(
+        """
+        kind: WavePipeline
+        steps:
+          - id: ask
+            gate: {message: "Go on?"}
+          - id: build
+            script: sleep 0.2; echo built
+          - id: ship
+            dependencies: [ask, build]
+            script: echo shipped
+        """
+    )
+    h.services.stop_at_gates = True
+    stopped = h.run()
+    assert stopped.status == "waiting"
+    assert stopped.visits() == [("build", 1, "success")]
+    h.gates.decide("ask")
+    resumed = h.resume(stopped.run_id)
+    assert resumed.status == "succeeded"
+    assert [s for s, *_ in resumed.visits()] == ["build", "ask", "ship"]
+
+
+def test_a_decision_made_before_the_gate_is_reached_is_taken_at_once(h: Harness) -> None:
+    h.pipeline(REVIEW)
+    h.services.stop_at_gates = True
+    h.gates.decide("approve", choice="drop")
+    result = h.run()
+    assert (result.status, result.error) == ("failed", "routed to _fail (choice=drop)")

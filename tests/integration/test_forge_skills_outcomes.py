@@ -138,7 +138,7 @@ steps:
 
 def test_gate_decisions_render_as_gate_variables(project: Path) -> None:
     write_pipeline(project, "decide", GATE_PIPELINE)
-    proc = start_swell("run", "decide", cwd=project)
+    proc = start_swell("run", "decide", "--wait", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"])
     note = "looks good {{ input }}"

@@ -101,7 +101,7 @@ def test_wave_fixture_errors_are_found_when_broken(tmp_path: Path) -> None:
 
 def test_a_broken_wave_yaml_does_not_lock_you_out_of_your_runs(project: Path) -> None:
     def waiting() -> str:
-        proc = start_swell("run", "review", "--input", "v2", cwd=project)
+        proc = start_swell("run", "review", "--input", "v2", "--wait", cwd=project)
         run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
         wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"] or None)
         procs.append(proc)

@@ -90,7 +90,7 @@ def test_breaker_trip_and_failed_run(project: Path) -> None:
 
 
 def test_gate_wait_is_timed(project: Path) -> None:
-    proc = start_swell("run", "review", "--input", "v1", cwd=project)
+    proc = start_swell("run", "review", "--input", "v1", "--wait", cwd=project)
     try:
         run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
         wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"])

@@ -283,11 +283,17 @@ def test_a_retry_failure_runs_the_step_again_until_its_attempts_are_used(
     decide: Decisions, attempts_so_far: int, gives_up: bool
 ) -> None:
     history = [*started("implement")]
-    if attempts_so_far:
-        history.append(
-            ev.RetryRequested(step_id="implement", attempt=2, max_attempts=2, reason="r")
-        )
-    done = decide.complete(visit(decide, "implement"), failure(decide, "retry"), 1, state(*history))
+    this = visit(decide, "implement")
+    if attempts_so_far:  # visit 1 failed and asked for attempt 2: this is visit 2
+        retry = {"source_step": "implement", "source_visit": 1}
+        history += [
+            ev.StepFinished(step_id="implement", visit=1, outcome="failure"),
+            ev.RetryRequested(step_id="implement", visit=1, attempt=2, max_attempts=2, reason="r"),
+            ev.StepQueued(step_id="implement", reason="retry", **retry),
+            ev.StepStarted(step_id="implement", visit=2, kind="command", **retry),
+        ]
+        this = visit(decide, "implement", 2, "retry", **retry)
+    done = decide.complete(this, failure(decide, "retry"), 1, state(*history))
     if gives_up:
         assert (
             done.fail == "step 'implement' still fails its contracts after 2 attempts: tests fail"

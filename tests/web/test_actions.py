@@ -37,7 +37,7 @@ async def _approve(project: Path, run_id: str) -> None:
 
 
 def test_gate_approved_from_the_api_finishes_the_run(project: Path) -> None:
-    proc = start_swell("run", "review", "--input", "v9", cwd=project)
+    proc = start_swell("run", "review", "--input", "v9", "--wait", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     wait_for(lambda: _waiting(project, run_id))
     asyncio.run(_approve(project, run_id))
@@ -56,7 +56,7 @@ async def _reject_with_form(project: Path, run_id: str) -> None:
 
 
 def test_gate_rejected_from_the_page_form(project: Path) -> None:
-    proc = start_swell("run", "review", cwd=project)
+    proc = start_swell("run", "review", "--wait", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     wait_for(lambda: _waiting(project, run_id))
     asyncio.run(_reject_with_form(project, run_id))

@@ -18,7 +18,7 @@ from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_
 def test_approve_in_the_browser_and_follow_live(project: Path, server: str, page: Any) -> None:  # noqa: F811 - the fixture
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    proc = start_swell("run", "review", "--input", "web", cwd=project)
+    proc = start_swell("run", "review", "--input", "web", "--wait", cwd=project)
     try:
         run_id = run_id_of(proc.stdout.readline())
         wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"])

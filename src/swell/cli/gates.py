@@ -13,6 +13,7 @@ from swell.cli.pick import OptionalRunArgument
 
 if TYPE_CHECKING:
     from swell.runtime import Runtime
+    from swell.store.protocols import RunReader
     from swell.store.rows import RunRow
 
 
@@ -48,8 +49,17 @@ def approve(
         f"approved gate '{gate.step_id}' of run {run.id}"
         + (f" (choice {choice})" if choice else "")
     )
-    if store.owner(run.id) is None:
-        print(f"the run is not executing; continue it with: swell resume {run.id}")
+    _continue_hint(store, run)
+
+
+def _continue_hint(store: RunReader, run: RunRow) -> None:
+    """Which run to resume when none is executing: the top one (a sub-pipeline run
+    goes on with its parent)."""
+    top = run
+    while top.parent_run_id:
+        top = store.get_run(top.parent_run_id)
+    if store.owner(run.id) is None and store.owner(top.id) is None:
+        print(f"the run is not executing; continue it with: swell resume {top.id}")
 
 
 def reject(
@@ -67,8 +77,7 @@ def reject(
         return
     gate = store.decide_gate(run.id, step, "rejected", reason=reason or None, by=_who())
     print(f"rejected gate '{gate.step_id}' of run {run.id}")
-    if store.owner(run.id) is None:
-        print(f"the run is not executing; continue it with: swell resume {run.id}")
+    _continue_hint(store, run)
 
 
 def _on_engine(run: RunRow, step: str | None, decision: str, **given: str | None) -> bool:

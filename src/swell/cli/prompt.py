@@ -30,17 +30,20 @@ async def _read_line(prompt: str) -> str | None:
 
 
 class TerminalPrompter:
-    """Asks on the terminal: a choice key, or y/n; a rejection asks for a reason."""
+    """Asks on the terminal: a choice key, or y/n; Enter takes the gate's `default`
+    choice (shown in the question); a rejection asks for a reason."""
 
     async def ask(self, run_id: str, step: Step, message: str) -> GateDecision | None:
         gate = step.gate
         keys = [c.key for c in gate.choices] if gate else []
+        default = gate.default if gate and gate.default in keys else None
         hint = "/".join(keys) if keys else "y/n"
+        takes = f"(Enter: {default}) " if default else ""
         while True:
-            answer = await _read_line(f"  {step.id}: approve? [{hint}] ")
+            answer = await _read_line(f"  {step.id}: approve? [{hint}] {takes}")
             if answer is None:
                 return None  # stdin closed; keep waiting for `swell approve`
-            answer = answer.strip()
+            answer = answer.strip() or default or ""
             if keys and answer in keys:
                 return GateDecision("approved", choice=answer, by="terminal")
             if answer.lower() in ("y", "yes", "a", "approve") and not keys:

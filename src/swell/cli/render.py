@@ -164,7 +164,10 @@ class ProgressPrinter:
         return self._c(f"  → rework by {e.step_id} (for {e.for_step})", "33")
 
     def _retry_requested(self, e: ev.RetryRequested) -> str | None:
-        return self._c(f"  → retry {e.step_id} (attempt {e.attempt} of {e.max_attempts})", "33")
+        wait = f" in {fmt_ms(e.delay_ms)}" if e.delay_ms else ""
+        return self._c(
+            f"  → retry {e.step_id} (attempt {e.attempt} of {e.max_attempts}){wait}", "33"
+        )
 
     def _limit_exceeded(self, e: ev.LimitExceeded) -> str | None:
         return self._c(f"! {e.limit} reached at {e.step_id}: {e.count} of {e.maximum}", "31")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from swell.manifest.loader import LoadedPipeline
     from swell.ops.rerun import Reuse
     from swell.runtime import Deadline, Runtime
+    from swell.store.rows import GateRow
     from swell.streaming import OutputSink
 
 # `rejected` is an answer (a contract with `on_failure: rejected` turned the work down)
@@ -54,6 +55,15 @@ VerboseOption = Annotated[
     bool,
     typer.Option(
         "--verbose", "-v", help="More detail: every event, agent text and tool calls included."
+    ),
+]
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        help="At an approval gate with no terminal to ask (stdin is not a terminal, or "
+        "-o json/quiet), wait for `swell approve` from elsewhere instead of stopping "
+        "the run there (exit 3).",
     ),
 ]
 TimeoutOption = Annotated[
@@ -152,8 +162,11 @@ def _execute(
     state: RunState | None = None,
     deadline: Deadline | None = None,
     announced: bool = False,
+    wait: bool = False,
 ) -> None:
-    """Run or continue `plan` with this terminal's printers, then exit with its status."""
+    """Run or continue `plan` with this terminal's printers, then exit with its status.
+    Without a terminal to ask at an approval gate (and without `wait`), the run stops
+    there, `waiting`: exit 3, with the commands that decide the gate and continue."""
     import asyncio
 
     from swell.runtime import execute
@@ -178,6 +191,7 @@ def _execute(
                 prompter=prompter,
                 deadline=deadline,
                 watchers=watchers,
+                stop_at_gates=prompter is None and not wait,
             )
         )
     finally:
@@ -192,13 +206,42 @@ def _execute(
         print(f"error: run {run_id} {status}: {summary.error or status}", file=sys.stderr)
     elif output is RunOutput.quiet and status == "rejected":
         print(f"run {run_id} rejected: {summary.error}")
-    elif status == "waiting" and output is RunOutput.text:
-        print(
-            f"run {run_id} is waiting at a gate: `swell approve {run_id}`, then `swell resume {run_id}`"
-        )
+    elif status == "waiting":
+        _print_waiting(rt, run_id, sys.stdout if output is RunOutput.text else sys.stderr)
     elif status == "interrupted" and output is not RunOutput.json:
         print(f"continue with: swell resume {run_id}", file=sys.stderr)
     raise typer.Exit(EXIT_TIMEOUT if timed_out else EXIT_CODES.get(status, 1))
+
+
+def _print_waiting(rt: Runtime, run_id: str, out: TextIO) -> None:
+    """What a run that stopped at a gate waits for, and the commands that decide the
+    gate (of the run or of a sub-pipeline run) and continue the run."""
+    gates = _waiting_gates(rt, run_id)
+    if not gates:
+        out.write(f"run {run_id} is waiting; continue it with: swell resume {run_id}\n")
+        return
+    for gate in gates:
+        where = "" if gate.run_id == run_id else f" of sub-pipeline run {gate.run_id}"
+        out.write(
+            f"run {run_id} is waiting at gate '{gate.step_id}'{where}: {gate.message or ''}\n"
+        )
+        keys = "|".join(str(c["key"]) for c in gate.choices)
+        choice = f" --choice {keys}" if keys else ""
+        out.write(
+            f"  decide:   swell approve {gate.run_id} {gate.step_id}{choice}"
+            f"   (or: swell reject {gate.run_id} {gate.step_id} --reason TEXT)\n"
+        )
+    out.write(f"  continue: swell resume {run_id}\n")
+    out.flush()
+
+
+def _waiting_gates(rt: Runtime, run_id: str) -> list[GateRow]:
+    """The undecided gates a waiting run stops at: its own, and its waiting children's."""
+    found = [g for g in rt.store.gates(run_id) if g.status == "waiting" and g.decision is None]
+    for child in rt.store.children(run_id):
+        if child.status == "waiting":
+            found += _waiting_gates(rt, child.id)
+    return found
 
 
 def run(
@@ -266,6 +309,7 @@ def run(
         ),
     ] = False,
     timeout: TimeoutOption = None,
+    wait: WaitOption = False,
     engine: Annotated[
         str | None,
         typer.Option(
@@ -338,7 +382,14 @@ def run(
     if detach:
         _detach(rt, plan, output, verbose, timeout)
     _execute(
-        rt, plan, output, verbose=verbose, state=state, deadline=deadline, announced=bool(reuse)
+        rt,
+        plan,
+        output,
+        verbose=verbose,
+        state=state,
+        deadline=deadline,
+        announced=bool(reuse),
+        wait=wait,
     )
 
 
@@ -382,6 +433,7 @@ def _detach(
     extra = ["-o", "json" if output is RunOutput.json else "text"]
     extra += ["--verbose"] if verbose else []
     extra += ["--timeout", timeout] if timeout else []
+    extra += ["--wait"]  # no terminal there: a gate waits for `swell approve`
     child = spawn(rt.project.root, plan.run_dir, plan.run_id, extra)
     problem = wait_until_claimed(rt.store, plan.run_id, child)
     if problem:
@@ -401,6 +453,7 @@ def resume(
     ctx: typer.Context,
     run_id: RunPrefixArgument,
     timeout: TimeoutOption = None,
+    wait: WaitOption = False,
     output: RunOutputOption = RunOutput.text,
     verbose: VerboseOption = False,
 ) -> None:
@@ -414,7 +467,15 @@ def resume(
     if output is not RunOutput.quiet:
         for note in resumed.notes:
             print(f"note: {note}", file=sys.stderr)
-    _execute(rt, resumed.plan, output, verbose=verbose, state=resumed.state, deadline=deadline)
+    _execute(
+        rt,
+        resumed.plan,
+        output,
+        verbose=verbose,
+        state=resumed.state,
+        deadline=deadline,
+        wait=wait,
+    )
 
 
 def _refuse_engine_run(rt: Runtime, run_id: str) -> None:

@@ -29,6 +29,7 @@ from swell.adapters.base import (
 from swell.contracts.base import AgentAnswer
 from swell.engine import cost, stall, tiers
 from swell.engine.context import VisitContext
+from swell.engine.retry import attempt_of
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import AdapterConfig, Persona, Step
@@ -90,13 +91,10 @@ def choose_model(ctx: VisitContext, persona: Persona | None, adapter: str) -> st
 
 
 def attempt(ctx: VisitContext) -> int:
-    """Which attempt of its step this visit is: a visit queued by a contract's retry
-    is the attempt its RetryRequested announced; any other visit is a first attempt
-    (a rework or a loop's next visit is new work, not a retry)."""
-    retry = ctx.state.retries.get(ctx.step.id)
-    if ctx.activation.reason == "retry" and retry is not None:
-        return retry.attempt
-    return 1
+    """Which attempt of its step this visit is: a visit queued by a retry (or queued
+    again after that visit was interrupted) is the attempt its RetryRequested announced;
+    any other visit is a first attempt (a rework or a loop's next visit is new work)."""
+    return attempt_of(ctx.state, ctx.step.id, ctx.activation)
 
 
 def permissions(

@@ -13,9 +13,10 @@ from typing import Any
 
 from swell.engine.context import ChildOutcome, ChildRequest, RunOptions, VisitContext
 from swell.engine.pipeline_outputs import as_artifacts
+from swell.engine.retry import max_attempts
 from swell.engine.step_outputs import read_value
 from swell.errors import SwellError
-from swell.events.models import ArtifactWritten, BaseEvent, ChildRunStarted, ContextSet
+from swell.events.models import ArtifactWritten, BaseEvent, ChildRunStarted, ContextSet, Warning
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import MissingVariable, lookup
@@ -89,6 +90,7 @@ async def run_child(ctx: VisitContext, call: ChildCall, options: RunOptions) -> 
         options=options,
         own_workspace=call.own_workspace,
         item=call.item,
+        stop_at_gates=ctx.services.stop_at_gates,
     )
     limit = timeout_of(ctx)
     if limit is None:
@@ -100,6 +102,27 @@ async def run_child(ctx: VisitContext, call: ChildCall, options: RunOptions) -> 
         return ChildOutcome(
             call.resume_id or "-", "failed", f"sub-pipeline {call.pipeline} timed out ({timeout})"
         )
+
+
+async def run_item(ctx: VisitContext, call: ChildCall, options: RunOptions) -> ChildOutcome:
+    """One fan-out item's child run (`iterate`, a matrix's `child_pipeline`), run again
+    while it fails and the step's `retry:` allows: each attempt is a new child run,
+    after the backoff; an item continued by `swell resume` continues its count."""
+    limit = max_attempts(ctx.step.retry)
+    resumed = ctx.resumed.item_attempts if ctx.resumed and call.resume_id else {}
+    attempt = resumed.get(call.item or 0, 1)
+    outcome = await run_child(ctx, call, options)
+    while outcome.status == "failed" and attempt < limit:
+        attempt += 1
+        delay = ctx.retry_delay(attempt)
+        note = (
+            f"item {call.item} failed; retrying in {delay:g}s (attempt {attempt} of {limit}): "
+            + failure_text(outcome)
+        )
+        ctx.emit([ctx.event(Warning(message=note))])
+        await asyncio.sleep(delay)
+        outcome = await run_child(ctx, dataclasses.replace(call, resume_id=None), options)
+    return outcome
 
 
 def failure_text(outcome: ChildOutcome) -> str:
@@ -251,4 +274,5 @@ __all__ = [
     "declared_output",
     "failure_text",
     "run_child",
+    "run_item",
 ]

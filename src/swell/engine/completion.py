@@ -19,7 +19,7 @@ from swell.engine.context import ContractFailure, StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import normalize_error
 from swell.engine.outputs import evaluate_context
-from swell.engine.retry import max_attempts
+from swell.engine.retry import DEFAULT_MAX_DELAY, attempt_of, delay_before, max_attempts
 from swell.engine.state import OpenVisit, RunState
 from swell.engine.steps.registry import StepKinds
 from swell.events import models as ev
@@ -35,6 +35,9 @@ class Limits:
     breaker_limit: int
     max_step_visits: int
     budget: cost.Budget = field(default_factory=cost.Budget)  # runtime.cost
+    # the longest wait between two attempts of a step whose `retry:` sets none
+    # (runtime.timeouts.retry_max_delay_seconds)
+    retry_max_delay: float = DEFAULT_MAX_DELAY
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,9 @@ class Decisions:
             events.append(warned.model_copy(update=stamp))
         if kind.records_round:
             events.append(round_of(visit, result, duration_ms, state))
-        if error_key is not None:
+        attempted = _attempted(visit, result, kind.retries, state)
+        # the breaker skips attempts that are left; after the last one it adds nothing
+        if error_key is not None and not (attempted and attempted.last):
             tripped = _breaker(step, error_key, state, self.limits.breaker_limit)
             if tripped is not None:
                 events.append(ev.BreakerTripped(error_key=error_key, count=tripped, **stamp))
@@ -167,18 +172,17 @@ class Decisions:
             return Completion(events, reject=result.error or failure.error)
         if failure is not None and failure.policy == "rework":
             return _rework(visit, failure, state, self.graph, events)
-        absorbed = False
-        if failure is not None and failure.policy == "retry":
-            retried = _retry(visit, failure, state, events)
-            if retried is not None:
-                return retried
-            after = _after_last_attempt(visit, failure, events)
+        absorbed, gave_up = False, None
+        if attempted is not None:
+            if not attempted.last:
+                return _retry(visit, attempted, events, self.limits.retry_max_delay)
+            after = _after_last_attempt(visit, attempted, events)
             if after.rework:
                 return _rework(visit, after.rework, state, self.graph, events)
-            if after.fail:
-                return Completion(events, fail=after.fail)
-            absorbed = True
+            gave_up, absorbed = after.fail, after.fail is None
         routing = _route(visit, result, context, state, self.graph, absorbed)
+        if gave_up and routing.fail and routing.route is None:
+            routing.fail = gave_up  # no edge took the failure: say it had its attempts
         if routing.route:
             events.append(
                 ev.RouteTaken(
@@ -409,23 +413,74 @@ def _rework(
     return Completion(events)
 
 
-def _retry(
-    visit: Visit, failure: ContractFailure, state: RunState, events: list[ev.BaseEvent]
-) -> Completion | None:
-    """The step runs again with the error; None when its attempts are used up."""
-    step = visit.step
-    previous = state.retries.get(step.id)
-    attempt = (previous.attempt if previous else 1) + 1
-    limit = max_attempts(step.retry, default=2)  # `on_failure: retry` means at least one more
-    if attempt > limit:
+@dataclass(frozen=True)
+class Attempted:
+    """A failed visit that the step's `retry:` covers: which attempt it was, of how
+    many, and the failure (a contract's, or one standing for the visit's own)."""
+
+    failure: ContractFailure
+    attempt: int
+    limit: int
+    contract: bool  # a contract failed (else the visit itself did)
+
+    @property
+    def last(self) -> bool:
+        return self.attempt >= self.limit
+
+    def message(self) -> str:
+        step, error = self.failure.owner.id, self.failure.error
+        if self.contract:
+            return f"step '{step}' still fails its contracts after {self.limit} attempts: {error}"
+        if self.limit == 1:
+            return f"step '{step}' failed: {error}"
+        return f"step '{step}' failed all {self.limit} attempts; the last: {error}"
+
+
+def _attempted(
+    visit: Visit, result: StepResult, retries: str | None, state: RunState
+) -> Attempted | None:
+    """The failure `retry:` covers, or None: a contract's `retry` (a `fail` becomes one
+    when the step allows more attempts, engine/handover.py), or the visit's own failure
+    on a step with `retry:` whose kind a new visit can try again (not a prompt step:
+    it retries its agent's passing errors itself, nor a fan-out: it retries its items)."""
+    step, failure = visit.step, result.failure
+    if failure is not None and failure.policy == "retry":
+        limit, contract = max_attempts(step.retry, default=2), True
+    elif (
+        failure is None
+        and step.retry is not None
+        and result.outcome == "failure"
+        and result.retryable
+        and retries == "visit"
+    ):
+        limit, contract = max_attempts(step.retry), False
+        failure = ContractFailure(  # no contract: what `rework` tells the rework step
+            policy="fail",
+            index=-1,
+            contract_type="",
+            error=result.error or "failure",
+            owner=step,
+            rework_step=step.retry.rework_step,
+        )
+    else:
         return None
+    return Attempted(failure, attempt_of(state, step.id, visit.activation), limit, contract)
+
+
+def _retry(
+    visit: Visit, attempted: Attempted, events: list[ev.BaseEvent], max_delay: float
+) -> Completion:
+    """The step runs again (a new visit, after the backoff delay) with the error."""
+    step, attempt = visit.step, attempted.attempt + 1
+    delay = delay_before(step.retry, attempt, max_delay)
     events += [
         ev.RetryRequested(
             step_id=step.id,
             visit=visit.visit,
             attempt=attempt,
-            max_attempts=limit,
-            reason=failure.error,
+            max_attempts=attempted.limit,
+            reason=attempted.failure.error,
+            delay_ms=round(delay * 1000),
         ),
         ev.StepQueued(
             step_id=step.id, reason="retry", source_step=step.id, source_visit=visit.visit
@@ -436,28 +491,28 @@ def _retry(
 
 @dataclass(frozen=True)
 class AfterLastAttempt:
-    """What `retry.on_failure` makes of a step whose last attempt failed: fail the run,
-    rework it, or (neither) go on past it."""
+    """What `retry.on_failure` makes of a step whose last attempt failed: fail (the
+    message, when no edge takes the failure), rework it, or (neither) go on past it."""
 
     fail: str | None = None
     rework: ContractFailure | None = None
 
 
 def _after_last_attempt(
-    visit: Visit, failure: ContractFailure, events: list[ev.BaseEvent]
+    visit: Visit, attempted: Attempted, events: list[ev.BaseEvent]
 ) -> AfterLastAttempt:
-    """`retry.on_failure`: `fail` (the default; `continue` for an optional step),
-    `rework` (its `rework_step` reworks it), or `skip`, `warn`, `continue`: the run goes
-    on as past an optional step, with a warning; after `continue` on a step that is not
-    optional, the run ends failed when it would have succeeded (docs/engine.md)."""
+    """`retry.on_failure`: `fail` (the default; `continue` for an optional step): the
+    visit fails as any failed visit does; `rework` (its `rework_step` reworks it); or
+    `skip`, `warn`, `continue`: the run goes on as past an optional step, with a
+    warning; after `continue` on a step that is not optional, the run ends failed when
+    it would have succeeded (docs/engine.md)."""
     step = visit.step
-    limit = max_attempts(step.retry, default=2)
-    message = f"step '{step.id}' still fails its contracts after {limit} attempts: {failure.error}"
+    message = attempted.message()
     after = step.retry.on_failure if step.retry else None
     after = after or ("continue" if step.optional else "fail")
     if after == "rework":
         target = step.retry.rework_step if step.retry else None
-        return AfterLastAttempt(rework=replace(failure, rework_step=target))
+        return AfterLastAttempt(rework=replace(attempted.failure, rework_step=target))
     if after == "fail":
         return AfterLastAttempt(fail=message)
     stamp: dict[str, Any] = {"step_id": step.id, "visit": visit.visit}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from swell.engine import retry
 from swell.events.models import BaseEvent, GateVerdict, Outcome, ReviewFeedback, RunStatus
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
@@ -65,6 +66,7 @@ class ChildRequest:
     options: RunOptions | None = None  # the child's own (env, handed artifacts), else the parent's
     own_workspace: bool = False  # a workspace of its own (iterate items), else the parent's
     item: int | None = None  # an iterate/matrix item's index (an engine keys its child by it)
+    stop_at_gates: bool = False  # the parent visit's `Services.stop_at_gates`
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,9 @@ class Services:
     # identity, recorded with each agent round): a thread resumes a session only from
     # a round recorded at the same place, else replays the transcript. None: in-process
     session_host: str | None = None
+    # no one is asked here and nothing should wait: an approval gate with no decision
+    # yet stops the run, `waiting` (`swell run` without a terminal, docs/cli.md)
+    stop_at_gates: bool = False
 
 
 @dataclass(frozen=True)
@@ -215,6 +220,13 @@ class StepResult:
     model: str | None = None
     # a contract failure that decides what happens next (see engine/handover.py)
     failure: ContractFailure | None = None
+    # False: trying again cannot help (a script that cannot be rendered or found, a
+    # missing input); `retry:` does not run such a failed visit again
+    retryable: bool = True
+    # the visit waits for a decision no one here can give (a gate, with no terminal to
+    # ask and `--wait` not given): it stays open, and once nothing else can run the run
+    # stops `waiting` for `swell approve` and `swell resume` (outcome and error unused)
+    waiting: bool = False
     # how the visit reads in the run's history (`swell thread`)
     round_content: str | None = None
     round_meta: dict[str, Any] = field(default_factory=dict)
@@ -257,6 +269,7 @@ class VisitContext:
             "SWELL_RUN_ID": self.plan.run_id,
             "SWELL_STEP_ID": self.step.id,
             "SWELL_VISIT": str(self.visit),
+            "SWELL_ATTEMPT": str(retry.attempt_of(self.state, self.step.id, self.activation)),
             "SWELL_WORKSPACE": str(self.workspace.path),
             "SWELL_PROJECT_ROOT": str(self.plan.project.root),
         }
@@ -271,6 +284,14 @@ class VisitContext:
         """The environment of a command run for this visit: swell's own, plus the visit's."""
         env = _run_env(self.plan.run_id, str(self.workspace.path), str(self.plan.project.root))
         return {**env, **self.swell_env()}
+
+    def retry_delay(self, attempt: int) -> float:
+        """Seconds to wait before attempt `attempt` of this step (`retry:`; Wave's
+        default cap is runtime.timeouts.retry_max_delay_seconds)."""
+        cap = retry.retry_max_delay(
+            self.plan.project.manifest.runtime.timeouts.retry_max_delay_seconds
+        )
+        return retry.delay_before(self.step.retry, attempt, cap)
 
     def timeout_seconds(self) -> float:
         """The step's timeout, else the manifest's default."""

@@ -43,6 +43,7 @@ class Worker:
     modified: list[str] = field(default_factory=list)
     child_run: str | None = None
     value: Any = None  # a child run's own output (matrix `child_pipeline`)
+    waiting: bool = False  # its child run stopped at a gate (`swell resume` continues it)
     events: list[BaseEvent] = field(default_factory=list)
 
     @property

@@ -306,10 +306,15 @@ def rework_header(request: ev.ReworkRequested, feedback_in_workspace: str | None
         if feedback.suggestions:
             lines.append("Suggestions:")
             lines += [f"- {s}" for s in feedback.suggestions]
-    else:
+    elif request.contract_type:
         lines = [
             f"The output of step '{request.for_step}' failed its {request.contract_type} contract "
             "and needs rework.",
+            f"Error: {request.reason}",
+        ]
+    else:  # the step itself failed all its attempts (`retry.on_failure: rework`)
+        lines = [
+            f"Step '{request.for_step}' failed all its attempts and needs rework.",
             f"Error: {request.reason}",
         ]
     if feedback_in_workspace:

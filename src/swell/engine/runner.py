@@ -20,6 +20,7 @@ from swell.engine.completion import Decisions, Limits, Visit, ending, idle_endin
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
 from swell.engine.preload import preload_adapters
+from swell.engine.retry import retry_max_delay, retry_of
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
 from swell.events import models as ev
@@ -50,6 +51,8 @@ class Runner:
         self._tasks: dict[asyncio.Task[StepResult], tuple[Visit, float]] = {}
         self._pending: list[ev.BaseEvent] = []
         self._done: list[asyncio.Task[StepResult]] = []  # ended visits, not yet recorded
+        # open visits that wait for `swell resume` (StepResult.waiting)
+        self._parked: list[Visit] = []
         self._wake: asyncio.Future[None] | None = None  # what `_next` waits on
         self._preloaded = False
         self.executor = VisitExecutor(
@@ -68,6 +71,7 @@ class Runner:
             breaker_limit=runtime.circuit_breaker.limit,
             max_step_visits=plan.pipeline.pipeline.max_step_visits,
             budget=cost.Budget.of(runtime.cost),
+            retry_max_delay=retry_max_delay(runtime.timeouts.retry_max_delay_seconds),
         )
         self.decide = Decisions(self.graph, services.step_kinds, limits)
 
@@ -158,6 +162,7 @@ class Runner:
             if self._stop:
                 return await self._shutdown()
             running = {visit.step.id for visit, _ in self._tasks.values()}
+            running |= {visit.step.id for visit in self._parked}
             starts = self.decide.start_ready(self.state, running)
             self.record(starts.events)
             if starts.fail:
@@ -181,6 +186,8 @@ class Runner:
                     return summary
                 continue  # what they routed to starts before anything is committed
             if not self._tasks:
+                if self._parked:
+                    return self._waiting()
                 return await self._finish(*idle_ending(self.state))
             self.flush()
             done = await self._next(poll)
@@ -193,8 +200,12 @@ class Runner:
             finished: list[tuple[Visit, StepResult, int]] = []
             for task in done:
                 visit, started = self._tasks.pop(task)
-                duration_ms = int((time.monotonic() - started) * 1000)
-                finished.append((visit, self._result_of(task), duration_ms))
+                result = self._result_of(task)
+                if result.waiting:
+                    self._parked.append(visit)
+                    continue
+                duration_ms = max(0, int((time.monotonic() - started) * 1000))
+                finished.append((visit, result, duration_ms))
             summary = await self._complete(finished)
             if summary is not None:
                 return summary
@@ -244,7 +255,10 @@ class Runner:
     def _launch(self, visit: Visit) -> None:
         task = asyncio.create_task(self.executor.run(visit))
         task.add_done_callback(self._ended)
-        self._tasks[task] = (visit, time.monotonic())
+        # a retried visit waits its backoff first (engine/visit.py): not part of its duration
+        retry = retry_of(self.state, visit.step.id, visit.activation)
+        backoff = retry.delay_ms / 1000 if retry is not None else 0.0
+        self._tasks[task] = (visit, time.monotonic() + backoff)
 
     # ------------------------------------------------------------ start and stop
 
@@ -268,14 +282,26 @@ class Runner:
             self._launch(visit)
 
     async def _cancel_tasks(self) -> list[Visit]:
-        """Cancel in-flight visits and wait until their processes are gone."""
+        """Cancel in-flight visits and wait until their processes are gone; returns
+        them, and the open visits that were waiting."""
         running = [visit for visit, _ in self._tasks.values()]
         tasks = list(self._tasks)
         self._cancel(tasks)
         if tasks:
             await asyncio.wait(tasks, timeout=30)
         self._tasks.clear()
+        running += self._parked
+        self._parked = []
         return running
+
+    def _waiting(self) -> RunSummary:
+        """Only visits waiting for a decision are left (a gate no one here is asked
+        about, a sub-pipeline stopped at one): they stay open, and the run stops
+        `waiting` until `swell resume` continues them."""
+        if self.state.status != "waiting":
+            self.record([ev.RunWaiting(gates=[v.step.id for v in self._parked])])
+        self.flush()
+        return RunSummary(self.plan.run_id, "waiting", None, self.state.total)
 
     def _elapsed_ms(self) -> int:
         return int((time.monotonic() - self._started) * 1000)

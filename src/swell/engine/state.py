@@ -42,6 +42,8 @@ class OpenVisit:
     resolution: GateResolved | None = None
     child_run_id: str | None = None
     children: dict[int, str] = field(default_factory=dict)  # iterate item -> child run id
+    # iterate item -> child runs started for it: its attempts (`retry:`, children.run_item)
+    item_attempts: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -247,6 +249,7 @@ def _open_data(v: OpenVisit) -> dict[str, Any]:
         "resolution": _event_data(v.resolution) if v.resolution else None,
         "child_run_id": v.child_run_id,
         "children": {str(k): c for k, c in v.children.items()},
+        "item_attempts": {str(k): n for k, n in v.item_attempts.items()},
     }
 
 
@@ -263,6 +266,7 @@ def _open_visit(d: Mapping[str, Any]) -> OpenVisit:
         else None,
         child_run_id=d["child_run_id"],
         children={int(k): c for k, c in d.get("children", {}).items()},  # not in older ones
+        item_attempts={int(k): n for k, n in d.get("item_attempts", {}).items()},  # nor this
     )
 
 
@@ -368,6 +372,7 @@ def _child(s: RunState, ev: Any) -> None:
         visit.child_run_id = ev.child_run_id
         if ev.item is not None:
             visit.children[ev.item] = ev.child_run_id
+            visit.item_attempts[ev.item] = visit.item_attempts.get(ev.item, 0) + 1
 
 
 def _spent(s: RunState, ev: Any) -> None:

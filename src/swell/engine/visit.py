@@ -18,6 +18,7 @@ from swell.engine import pipeline_outputs
 from swell.engine.completion import Visit
 from swell.engine.context import ContractFailure, RunPlan, Services, StepResult, VisitContext
 from swell.engine.output import VisitOutput, tee_events
+from swell.engine.retry import retry_of
 from swell.engine.state import RunState
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
@@ -77,8 +78,11 @@ class VisitExecutor:
         return [ctx.event(Warning(message=message + names))]
 
     async def _run(self, visit: Visit) -> StepResult:
-        spawned = process.spawned()
         step = visit.step
+        retry = retry_of(self.state, step.id, visit.activation)
+        if retry is not None and retry.delay_ms:
+            await asyncio.sleep(retry.delay_ms / 1000)  # the backoff before this attempt
+        spawned = process.spawned()
         # a rework visit works in the workspace of the step it reworks, on its contracts
         rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
         owner = self.steps[rework.for_step] if rework else step

@@ -263,12 +263,15 @@ class ReworkRequested(BaseEvent):
 
 
 class RetryRequested(BaseEvent):
-    """A contract failed with `on_failure: retry`: the step runs again with the error."""
+    """A visit failed (or a contract did, with `on_failure: retry`) and the step's
+    `retry:` allows another attempt: the step runs again, as a new visit, after
+    `delay_ms` (the backoff), with the error."""
 
     type: Literal["retry.requested"] = "retry.requested"
     attempt: int  # the attempt about to start (2 = first retry)
     max_attempts: int
     reason: FreeText
+    delay_ms: int = 0  # the wait before that attempt starts
 
 
 class FailureAbsorbed(BaseEvent):

@@ -125,6 +125,7 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("attempt", REQUIRED),
         ("max_attempts", REQUIRED),
         ("reason", REQUIRED),
+        ("delay_ms", 0),
     ),
     "review.completed": (
         ("index", REQUIRED),

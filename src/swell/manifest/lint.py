@@ -16,9 +16,10 @@ from pydantic import ValidationError
 
 from swell.errors import ManifestError, Problem, SwellError
 from swell.manifest.conditions import ConditionError, parse_condition
+from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import ExpressionError
 from swell.manifest.graph_checks import check_graph
-from swell.manifest.lint_context import LintContext, LintScope, contract_loc
+from swell.manifest.lint_context import LintContext, LintScope, StepRules, contract_loc
 from swell.manifest.loader import (
     LoadedPipeline,
     Project,
@@ -207,6 +208,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
         scope = LintScope(project, loaded, step, loc, ids, ctx)
         if kind in ctx.step_kinds:
             report.problems += ctx.step_kinds.get(kind).problems(scope)
+            _lint_retry(scope, ctx.step_kinds.get(kind), report)
         _lint_workspace(project, loaded, step, loc, ids, report)
         _lint_contracts(scope, report)
         compaction = step.handover.compaction if step.handover else None
@@ -329,6 +331,65 @@ def _lint_workspace(
             src.problem(
                 (*loc, "workspace"),
                 "a worktree already holds the project; mounts apply to directory workspaces",
+                severity="warning",
+            )
+        )
+
+
+def _lint_retry(scope: LintScope, rules: StepRules, report: LintReport) -> None:
+    """`retry:`: a kind that cannot be tried again refuses it; its delays must parse;
+    `on_failure: rework` and `rework_step` come together (as Wave checks), and the
+    target is a step, best a `rework_only` one."""
+    step, add = scope.step, report.problems.append
+    retry = step.retry
+    if retry is None:
+        return
+    if rules.retries is None:
+        add(
+            scope.problem(
+                ("retry",),
+                f"`retry` has no effect on a {step.kind} step (it has nothing to try "
+                "again); remove it",
+                key=True,
+            )
+        )
+        return
+    for name in ("base_delay", "max_delay"):
+        value = getattr(retry, name)
+        if value is None:
+            continue
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            add(scope.problem(("retry", name), str(exc)))
+    if retry.on_failure == "rework" and not retry.rework_step:
+        add(
+            scope.problem(("retry", "on_failure"), "retry.on_failure: rework needs a `rework_step`")
+        )
+    elif retry.rework_step and retry.on_failure != "rework":
+        add(
+            scope.problem(
+                ("retry", "rework_step"),
+                "retry.rework_step is only used with `on_failure: rework`; set that, or "
+                "put `rework_step` on the contract",
+            )
+        )
+    elif retry.rework_step and retry.rework_step not in scope.ids:
+        add(
+            scope.problem(
+                ("retry", "rework_step"),
+                f"rework_step names {unknown('step', retry.rework_step, scope.ids)}",
+            )
+        )
+    elif (
+        retry.rework_step
+        and not scope.loaded.pipeline.steps[scope.ids[retry.rework_step]].rework_only
+    ):
+        add(
+            scope.problem(
+                ("retry", "rework_step"),
+                f"rework_step '{retry.rework_step}' should be `rework_only: true` "
+                "(it would also run in the normal flow)",
                 severity="warning",
             )
         )

@@ -54,6 +54,11 @@ class StepRules(Protocol):
         """Routes on the outcome of the visit that led to it (a `conditional` router)."""
         ...
 
+    @property
+    def retries(self) -> str | None:
+        """What `retry:` does for the kind ("visit", "own"); None: it cannot be retried."""
+        ...
+
     def choice_targets(self, step: Step) -> list[str | None]:
         """Where a visit may route by choice (a gate's choices); None: on as usual."""
         ...

@@ -122,7 +122,8 @@ def _on_rework(scan: _Scan, e: ev.ReworkRequested) -> None:
         detail = f"{where}: {first_line(e.reason)}"
         point = _point("review_rework", e, detail, feedback=feedback_lines(e.feedback))
     else:
-        detail = f"{where}: {e.contract_type} failed: {first_line(e.reason)}"
+        what = e.contract_type or "the step"  # none: the step failed all its attempts
+        detail = f"{where}: {what} failed: {first_line(e.reason)}"
         point = _point("contract_failure", e, detail)
     # the point belongs to the visit whose work was sent back
     point.step_id, point.visit = e.for_step, e.for_visit

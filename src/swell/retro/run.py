@@ -140,7 +140,9 @@ def _started(w: _Walk, e: ev.StepStarted) -> None:
     elif reason == "rework" and step in w.rework:
         rework = w.rework.pop(step)
         group = rework.for_step
-        who = f"review by {rework.reviewer}" if rework.reviewer else rework.contract_type
+        who = (
+            f"review by {rework.reviewer}" if rework.reviewer else rework.contract_type or "failed"
+        )
         change.driven_by = f"{who}: {first_line(rework.reason)}"
         change.feedback = feedback_lines(rework.feedback)
     elif reason == "choice" and e.source_step in w.gate:

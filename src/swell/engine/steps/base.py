@@ -3,7 +3,7 @@ traits the engine routes by. One subclass per kind, one module each."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.graph import Activation
@@ -30,6 +30,11 @@ class StepKind:
     # the same failure again and again trips the circuit breaker
     counts_for_breaker: ClassVar[bool] = True
     progress: ClassVar[Progress] = "line"
+    # what `retry:` does for it: "visit" — a failed visit runs again as a new visit;
+    # "own" — the kind tries its own work again (an agent's passing errors, each
+    # fan-out item) and the engine runs a visit again only after a failed contract;
+    # None — nothing it does can be tried again: `swell validate` refuses `retry:`
+    retries: ClassVar[Literal["visit", "own"] | None] = "visit"
 
     async def run(self, ctx: VisitContext) -> StepResult:
         raise NotImplementedError

@@ -68,14 +68,20 @@ class Command(StepKind):
         inputs = prepare(ctx)  # before rendering: it adds `deps.*` and `artifacts.<dep>.*`
         if inputs.problems:
             return StepResult(
-                outcome="failure", error="; ".join(inputs.problems), events=inputs.events
+                outcome="failure",
+                error="; ".join(inputs.problems),
+                events=inputs.events,
+                retryable=False,
             )
         try:
             # a script without `{{` has no placeholder: nothing to read or place
             rendered = render_script(script, ctx.namespace) if "{{" in script else Rendered(script)
         except ExpressionError as exc:  # a script `swell validate` refuses (or a bad template)
             return StepResult(
-                outcome="failure", error=f"script not run: {exc}", events=inputs.events
+                outcome="failure",
+                error=f"script not run: {exc}",
+                events=inputs.events,
+                retryable=False,
             )
         notes = inputs.events + [
             ctx.event(Warning(message=w)) for w in unset_warnings(rendered.missing)
@@ -83,12 +89,13 @@ class Command(StepKind):
         env = {**ctx.command_env(), **inputs.env, **rendered.env}
         argv, refusal = shell_for(rendered.text, env.get("PATH"))
         if argv is None:
-            return StepResult(outcome="failure", error=f"script not run: {refusal}", events=notes)
+            refused = f"script not run: {refusal}"
+            return StepResult(outcome="failure", error=refused, events=notes, retryable=False)
         try:
             steps = {s.id: s for s in ctx.plan.pipeline.pipeline.steps}
             cwd = script_dir(ctx.workspace.path, workspace_config(steps, step))
         except WorkspaceError as exc:
-            return StepResult(outcome="failure", error=str(exc), events=notes)
+            return StepResult(outcome="failure", error=str(exc), events=notes, retryable=False)
         runtime = ctx.plan.project.manifest.runtime
         timeout = ctx.timeout_seconds()
         result = await run_process(

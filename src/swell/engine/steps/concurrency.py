@@ -30,6 +30,7 @@ def fan_out_problems(scope: LintScope, field: str) -> list[Problem]:
 
 class Concurrency(StepKind):
     name = "concurrency"
+    retries = "own"
     records_round = False
 
     def detail(self, step: Step) -> str | None:

@@ -13,6 +13,7 @@ from swell.manifest.models import Step
 
 class Conditional(StepKind):
     name = "conditional"
+    retries = None
     inherits_outcome = True
     records_round = False  # a router did no work worth remembering
     counts_for_breaker = False  # its failures are the failures of the step it routes

@@ -82,6 +82,7 @@ def timed_out(gate: Gate) -> GateDecision:
 
 class GateKind(StepKind):
     name = "gate"
+    retries = None
 
     def choice_targets(self, step: Step) -> list[str | None]:
         return [c.target for c in step.gate.choices] if step.gate else []
@@ -173,6 +174,9 @@ async def _wait(ctx: VisitContext) -> StepResult:
         prompt_task = asyncio.create_task(
             ctx.services.prompter.ask(ctx.plan.run_id, ctx.step, message)
         )
+    # nobody here is asked and nothing should wait: a decision made elsewhere is taken,
+    # else the visit stays open and the run stops `waiting` (engine/runner.py)
+    stops = gate.type == "approval" and prompt_task is None and ctx.services.stop_at_gates
     poll = ctx.plan.options.gate_poll_seconds
     try:
         while True:
@@ -188,6 +192,8 @@ async def _wait(ctx: VisitContext) -> StepResult:
             now = datetime.now(UTC)
             if deadline is not None and now >= deadline:
                 return _resolve(gate, timed_out(gate), ctx)
+            if stops:
+                return StepResult(outcome="failure", waiting=True)
             wait = poll if deadline is None else min(poll, (deadline - now).total_seconds())
             await asyncio.sleep(max(wait, 0.0))
     finally:

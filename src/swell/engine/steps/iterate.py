@@ -16,7 +16,7 @@ from swell.engine.children import (
     child_pipeline,
     declared_output,
     failure_text,
-    run_child,
+    run_item,
 )
 from swell.engine.context import ChildOutcome, RunOptions, StepResult, VisitContext
 from swell.engine.step_outputs import composition_namespace, render_field
@@ -44,6 +44,7 @@ class Item:
 
 class Iterate(StepKind):
     name = "iterate"
+    retries = "own"
     records_round = False
 
     def detail(self, step: Step) -> str | None:
@@ -74,6 +75,8 @@ class Iterate(StepKind):
         )
         keep_going = config.on_failure in ("continue", "skip")
         await _run_items(ctx, items, options, max(width, 1), keep_going)
+        if any(i.outcome is not None and i.outcome.status == "waiting" for i in items):
+            return StepResult(outcome="failure", waiting=True)  # an item stopped at a gate
         return _result(ctx, items, keep_going)
 
 
@@ -120,7 +123,7 @@ async def _run_items(
                 resume_id=resumed.get(item.index),
                 own_workspace=True,
             )
-            item.outcome = await run_child(ctx, call, options)
+            item.outcome = await run_item(ctx, call, options)
             if item.outcome.status != "succeeded" and not keep_going:
                 stopped = True
 

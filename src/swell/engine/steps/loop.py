@@ -147,7 +147,7 @@ async def _iteration(ctx: VisitContext, subs: list[Step]) -> str | None:
     on succeeded; the first error, or None."""
     errors: list[str] = []
     if ctx.step.pipeline:
-        result = await run_pipeline(dataclasses.replace(ctx, resumed=None), ctx.step.pipeline)
+        result = await run_pipeline(_in_loop(ctx), ctx.step.pipeline)
         ctx.emit(_restamp(ctx, result.events))
         if result.outcome == "failure":
             return result.error or "the loop's pipeline failed"
@@ -172,11 +172,7 @@ async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, st
         ns[sid] = outputs_of(None, recorded)
         ns["steps"] = {**ns.get("steps", {}), sid: {"artifacts": dict(recorded)}}
     sub_ctx = dataclasses.replace(
-        ctx,
-        step=sub,
-        namespace=ns,
-        resumed=None,
-        emit=lambda events: ctx.emit(_restamp(ctx, events)),
+        _in_loop(ctx), step=sub, namespace=ns, emit=lambda events: ctx.emit(_restamp(ctx, events))
     )
     result = await ctx.services.step_kinds.of(sub).run(sub_ctx)
     events = list(result.events)
@@ -201,6 +197,13 @@ async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, st
         events += [Warning(message=p) for p in problems]
     ctx.emit(_restamp(ctx, events))
     return result
+
+
+def _in_loop(ctx: VisitContext) -> VisitContext:
+    """The context an iteration's work runs in: nothing of it continues after a resume
+    (an iteration starts afresh), so its gates wait rather than stop the run."""
+    services = dataclasses.replace(ctx.services, stop_at_gates=False)
+    return dataclasses.replace(ctx, resumed=None, services=services)
 
 
 def _restamp(ctx: VisitContext, events: Sequence[BaseEvent]) -> list[BaseEvent]:

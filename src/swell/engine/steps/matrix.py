@@ -19,7 +19,7 @@ from swell.engine.children import (
     child_pipeline,
     declared_output,
     failure_text,
-    run_child,
+    run_item,
 )
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.steps.base import StepKind
@@ -41,6 +41,7 @@ class Items(Exception):
 
 class Matrix(StepKind):
     name = "matrix"
+    retries = "own"
     records_round = False
 
     def detail(self, step: Step) -> str | None:
@@ -98,6 +99,8 @@ class Matrix(StepKind):
             runnable = [w for w in tier if not _skip(w, s, failed)]
             await fanout.schedule(runnable, width, job, fail_fast=not s.dependency_key)
             failed |= {w.item_id or "" for w in tier if not w.ok}
+        if any(w.waiting for w in workers):
+            return StepResult(outcome="failure", waiting=True)  # an item stopped at a gate
         check = not s.child_pipeline
         return fanout.step_result(ctx, workers, "worker", "matrix", check_conflicts=check)
 
@@ -122,8 +125,9 @@ def _child_job(ctx: VisitContext, s: MatrixStrategy) -> Any:
             return
         text = input_text(s.input_template, worker.item, ctx.namespace)
         call = ChildCall(name, text, worker.index, resumed.get(worker.index), own_workspace=True)
-        outcome = await run_child(ctx, call, options)
+        outcome = await run_item(ctx, call, options)
         worker.ran, worker.child_run = True, outcome.run_id
+        worker.waiting = outcome.status == "waiting"
         if outcome.status != "succeeded":
             worker.error = failure_text(outcome)
             return

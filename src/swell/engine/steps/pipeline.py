@@ -53,10 +53,12 @@ async def run_pipeline(ctx: VisitContext, name: str) -> StepResult:
         name = render_field(name, composition_namespace(ctx)).strip()
     options, problems = child_options(ctx)
     if problems:
-        return StepResult(outcome="failure", error="; ".join(problems))
+        return StepResult(outcome="failure", error="; ".join(problems), retryable=False)
     resume = ctx.resumed.child_run_id if ctx.resumed else None
     call = ChildCall(pipeline=name, input=child_input(ctx), resume_id=resume)
     outcome = await run_child(ctx, call, options)
+    if outcome.status == "waiting":  # stopped at a gate: this visit waits with it
+        return StepResult(outcome="failure", waiting=True)
     ok = outcome.status == "succeeded"
     events, problems = after_child(ctx, outcome, name) if ok else ([], [])
     error = None if ok else failure_text(outcome)

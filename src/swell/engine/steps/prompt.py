@@ -24,7 +24,7 @@ from swell.engine.context import StepResult, VisitContext
 from swell.engine.handover import attempt_context, requirements, rework_header
 from swell.engine.inputs import ARTIFACTS_DIR, prepare
 from swell.engine.outputs import output_namespace
-from swell.engine.retry import retry_delay
+from swell.engine.retry import max_attempts, retry_of
 from swell.engine.steps.base import StepKind
 from swell.engine.visit import INJECTED_DIR
 from swell.errors import TRANSIENT_KINDS, Problem, RateLimited
@@ -89,9 +89,8 @@ def follow_up(ctx: VisitContext) -> str:
                     continue  # the header below still holds the review
                 copy = copy or os.path.relpath(target, ctx.workspace.path)
         return rework_header(request, copy)
-    if reason == "retry" and ctx.step.id in ctx.state.retries:
-        return attempt_context(ctx.plan.run_dir, ctx.state.retries[ctx.step.id])
-    return ""
+    retry = retry_of(ctx.state, ctx.step.id, ctx.activation)
+    return "" if retry is None else attempt_context(ctx.plan.run_dir, retry)
 
 
 def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
@@ -166,6 +165,7 @@ def agent_artifacts(ctx: VisitContext, result: AgentResult) -> list[ev.BaseEvent
 
 class Prompt(StepKind):
     name = "prompt"
+    retries = "own"
     progress = "answer"
 
     def problems(self, scope: LintScope) -> list[Problem]:
@@ -277,16 +277,15 @@ async def _attempts(
     """Run the agent, again after a pause while it fails for a passing reason (rate
     limit, timeout) and the step's retry policy allows."""
     run = await relay.run(ctx, adapter, request, settings)
-    attempt = 1
+    attempt, limit = 1, max_attempts(ctx.step.retry)
     while (
         run.result is not None
         and not run.result.success
         and run.result.error_kind in TRANSIENT_KINDS
+        and attempt < limit
     ):
-        delay = retry_delay(ctx.step.retry, attempt)
-        if delay is None:
-            break
         attempt += 1
+        delay = ctx.retry_delay(attempt)
         message = f"{run.result.error_kind}: retrying in {delay:g}s (attempt {attempt}): {run.result.error}"
         ctx.emit([ctx.event(ev.Warning(message=message))])
         await asyncio.sleep(delay)

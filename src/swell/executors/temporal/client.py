@@ -134,6 +134,7 @@ def run_spec(
     """What a recorded run's workflow starts from (the project's runtime settings as
     they are now); `state_dir`: where its run directory goes (the parent's, for a child)."""
     from swell.engine.cost import Budget
+    from swell.engine.retry import retry_max_delay
     from swell.store.location import store_location
 
     runtime = rt.project.manifest.runtime
@@ -154,6 +155,7 @@ def run_spec(
         budget_warn_at=budget.warn_at,
         budget_ceiling=budget.ceiling,
         budget_currency=budget.currency,
+        retry_max_delay=retry_max_delay(runtime.timeouts.retry_max_delay_seconds),
         auto_approve=options.auto_approve,
         adapter=options.adapter,
         model=options.model,

@@ -26,6 +26,7 @@ class RunSpec:
     budget_warn_at: float = 0.0
     budget_ceiling: float = 0.0
     budget_currency: str | None = None
+    retry_max_delay: float = 60.0  # runtime.timeouts.retry_max_delay_seconds, else 60
     auto_approve: bool = False
     adapter: str | None = None
     model: str | None = None

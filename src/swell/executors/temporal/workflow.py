@@ -100,7 +100,11 @@ class RunWorkflow:
         self.graph = Graph(loaded.pipeline, _kinds().of)
         budget = Budget(spec.budget_warn_at, spec.budget_ceiling, spec.budget_currency)
         limits = Limits(
-            spec.concurrency, spec.breaker_limit, loaded.pipeline.max_step_visits, budget
+            spec.concurrency,
+            spec.breaker_limit,
+            loaded.pipeline.max_step_visits,
+            budget,
+            spec.retry_max_delay,
         )
         self.decide = Decisions(self.graph, _kinds(), limits)
         self.pipeline = loaded.name
