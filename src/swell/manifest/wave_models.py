@@ -86,7 +86,7 @@ class Timeouts(Strict):
         "meta_default_minutes", "skill_cli_seconds", "skill_http_seconds",
         "skill_http_header_seconds", "skill_publish_seconds", "stdout_drain_seconds",
         "gate_poll_interval_seconds", "gate_poll_timeout_minutes", "git_command_seconds",
-        "forge_api_seconds", "retry_max_delay_seconds",
+        "forge_api_seconds",
     )  # fmt: skip
 
 
