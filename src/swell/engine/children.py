@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from swell.manifest.expressions import MissingVariable, lookup
 from swell.manifest.loader import load_pipeline
 from swell.manifest.models import Pipeline
 from swell.manifest.templates import render_text
-from swell.workspace import artifacts, safe
+from swell.workspace import safe
 
 
 @dataclass(frozen=True)
@@ -187,17 +186,14 @@ def extracted(
         if source is None:
             problems.append(f"config.extract: sub-pipeline {child} recorded no artifact '{name}'")
             continue
-        try:
-            raw = Path(source).read_bytes()
+        try:  # streamed, and only from a regular file (never a link, a FIFO, a device)
             rel = f"{ctx.step.id}/{ctx.visit}/{child}.{name}"
-            path = artifacts.write_run_file(ctx.plan.run_dir, rel, raw)
+            path = safe.place(ctx.plan.run_dir, rel, "run directory")
+            digest, size = safe.copy_file(Path(source), path)
         except (OSError, safe.UnsafePath) as exc:
             problems.append(f"config.extract: '{name}' could not be copied: {exc}")
             continue
-        digest = hashlib.sha256(raw).hexdigest()
-        written = ArtifactWritten(
-            name=f"{child}.{name}", path=str(path), sha256=digest, size=len(raw)
-        )
+        written = ArtifactWritten(name=f"{child}.{name}", path=str(path), sha256=digest, size=size)
         events.append(ctx.event(written))
     return events, problems
 
