@@ -176,3 +176,98 @@ steps:
     )
     result = swell("run", "sparse", "--timeout", "3s", cwd=proj, timeout=HANG_GUARD)
     assert result.returncode == 124, result.stdout + result.stderr
+
+
+# ------------------------------------------------------------ sub-pipeline names
+
+
+def _evil(root: Path) -> Path:
+    """A pipeline file outside the project's pipeline directories: its step leaves PWNED."""
+    evil = root.parent / "elsewhere" / "e.yaml"
+    evil.parent.mkdir()
+    evil.write_text(
+        "kind: WavePipeline\nmetadata: {name: e}\nsteps:\n"
+        f"  - {{id: pwn, type: command, script: 'touch {root.parent / 'PWNED'}'}}\n"
+    )
+    return evil
+
+
+def test_a_rendered_pipeline_may_only_name_a_pipeline_of_the_project(proj: Path) -> None:
+    """An item an earlier step wrote is a path to any pipeline file: before the fix it
+    ran (an agent that may only write files got a command of its choosing run)."""
+    evil = _evil(proj)
+    write_pipeline(
+        proj, "child", "kind: WavePipeline\nmetadata: {name: child}\nsteps:\n"
+        "  - {id: hi, type: command, script: 'echo hi'}\n",
+    )  # fmt: skip
+    write_pipeline(
+        proj,
+        "each",
+        f"""\
+kind: WavePipeline
+metadata: {{name: each}}
+steps:
+  - id: scan
+    type: command
+    script: echo '["child", "{evil}", "../../elsewhere/e"]' > items.json
+    output_artifacts: [{{name: items, path: items.json, type: json}}]
+  - id: fan
+    dependencies: [scan]
+    pipeline: "{{{{ item }}}}"
+    iterate: {{over: "{{{{ scan.out.items }}}}", on_failure: continue}}
+""",
+    )
+    code, said, found = _run(proj, "each")
+    assert code == 0 and not (proj.parent / "PWNED").exists()  # on_failure: continue
+    warning = next(e["message"] for e in found if "items failed" in e.get("message", ""))
+    for index, value in ((1, str(evil)), (2, "../../elsewhere/e")):
+        assert (
+            f"item {index}: `pipeline: {{{{ item }}}}` rendered to {value!r}, which is not the "
+            "name of a pipeline of the project" in warning
+        ), warning
+    started = [e["pipeline"] for e in found if e["type"] == "child.started"]
+    assert started == ["child"], said
+
+
+def test_a_pipeline_step_refuses_a_rendered_path_too(proj: Path) -> None:
+    """A step's output as a child's input, which the child runs as `pipeline:`."""
+    evil = _evil(proj)
+    write_pipeline(
+        proj, "runner", "kind: WavePipeline\nmetadata: {name: runner}\nsteps:\n"
+        "  - {id: go, pipeline: '{{ input }}'}\n",
+    )  # fmt: skip
+    write_pipeline(
+        proj,
+        "pick",
+        f"""\
+kind: WavePipeline
+metadata: {{name: pick}}
+steps:
+  - id: scan
+    type: command
+    script: printf '{evil}' > target.txt
+    output_artifacts: [{{name: target, path: target.txt}}]
+  - id: sub
+    dependencies: [scan]
+    pipeline: runner
+    input: "{{{{ scan.out.target }}}}"
+""",
+    )
+    code, said, _ = _run(proj, "pick")
+    assert code == 1 and not (proj.parent / "PWNED").exists()
+    assert (
+        f"`pipeline: {{{{ input }}}}` rendered to {str(evil)!r}, which is not the name of a "
+        "pipeline of the project" in said
+    ), said
+
+
+def test_a_literal_pipeline_path_still_runs(proj: Path) -> None:
+    """A path written in the manifest itself is the author's choice, not a step's."""
+    evil = _evil(proj)
+    write_pipeline(
+        proj, "lit", "kind: WavePipeline\nmetadata: {name: lit}\nsteps:\n"
+        f"  - {{id: sub, pipeline: '{evil}'}}\n",
+    )  # fmt: skip
+    code, said, _ = _run(proj, "lit")
+    assert code == 0, said
+    assert (proj.parent / "PWNED").exists()
