@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +276,111 @@ def test_a_literal_pipeline_path_still_runs(proj: Path) -> None:
     code, said, _ = _run(proj, "lit")
     assert code == 0, said
     assert (proj.parent / "PWNED").exists()
+
+
+# ------------------------------------------------------------ what reaches the terminal
+
+# a window title, a screen clear, a hyperlink, a cursor move, an 8-bit CSI (U+009B)
+HOSTILE = (
+    "\x1b]0;pwned\x07\x1b[2J\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\\x1b[5A\x9b2J"
+)
+SEQUENCES = ("\x1b]0;pwned", "\x1b[2J", "\x1b]8;;", "\x1b[5A", "\x9b")
+
+
+def _printf(text: str) -> str:
+    """`text` as a printf format of octal escapes: the script holds no control bytes."""
+    raw = text.encode()
+    return "".join(chr(b) if chr(b).isalnum() or chr(b) in " .:/;[]" else f"\\{b:03o}" for b in raw)
+
+
+def _escape_pipeline(root: Path) -> None:
+    (root / "scripts" / "replies.yaml").write_text(
+        "replies:\n  - step: talk\n    text: " + json.dumps(f"said {HOSTILE} done") + "\n"
+    )
+    (root / "wave.yaml").write_text(
+        MANIFEST + "  talker: {adapter: replay, system_prompt: 'You talk.'}\n"
+    )
+    write_pipeline(
+        root,
+        "shout",
+        f"""\
+kind: WavePipeline
+metadata: {{name: shout}}
+steps:
+  - id: talk
+    persona: talker
+    exec: {{type: prompt, source: "say it"}}
+  - id: out
+    dependencies: [talk]
+    type: command
+    script: |
+      printf '{_printf(HOSTILE)}\\n'
+      printf 'err {_printf(HOSTILE)}\\n' >&2
+      exit 3
+""",
+    )
+
+
+def _no_sequences(text: str) -> None:
+    for seq in SEQUENCES:
+        assert seq not in text, (seq, text)
+
+
+def test_escape_sequences_in_output_never_reach_the_terminal(proj: Path) -> None:
+    """Agent text and a command's stdout and stderr print their control characters as
+    `\\x1b` and the like, in `swell run`, `swell run -v` and `swell logs`; the store keeps
+    them as they were."""
+    _escape_pipeline(proj)
+    run = swell("run", "shout", cwd=proj, timeout=HANG_GUARD)
+    assert run.returncode == 1, run.stdout + run.stderr
+    _no_sequences(run.stdout + run.stderr)
+    assert "\\x1b]0;pwned\\x07" in run.stdout  # shown, escaped
+    run_id = run_id_of(run.stdout)
+    verbose = swell("run", "shout", "-v", cwd=proj, timeout=HANG_GUARD)
+    _no_sequences(verbose.stdout + verbose.stderr)
+    for args in (("--step", "out"), ("--step", "talk"), ()):
+        logs = swell("logs", run_id, *args, cwd=proj, timeout=HANG_GUARD)
+        assert logs.returncode == 0, logs.stderr
+        _no_sequences(logs.stdout + logs.stderr)
+    out = swell("logs", run_id, "--step", "out", cwd=proj, timeout=HANG_GUARD).stdout
+    assert "\\x1b[2J" in out
+    as_json = swell("logs", run_id, "-o", "json", cwd=proj, timeout=HANG_GUARD).stdout
+    _no_sequences(as_json)
+    stored = [json.loads(line) for line in as_json.splitlines()]
+    finished = next(e for e in stored if e["type"] == "step.finished" and e["step_id"] == "talk")
+    assert finished["output_tail"] == f"said {HOSTILE} done"  # kept as it was
+
+
+def test_escape_sequences_never_reach_a_terminal_through_the_live_display(proj: Path) -> None:
+    """On a terminal `swell run` draws a live region (rich): the output it shows there,
+    and the progress lines above it, are escaped too."""
+    _escape_pipeline(proj)
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swell", "run", "shout"],
+        cwd=proj,
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        close_fds=True,
+    )
+    os.close(secondary)
+    seen = b""
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 1)
+        if ready:
+            try:
+                data = os.read(main, 65536)
+            except OSError:  # the other side closed
+                break
+            if not data:
+                break
+            seen += data
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=10)
+    os.close(main)
+    text = seen.decode("utf-8", "replace")
+    assert "pwned" in text, text
+    _no_sequences(text)
