@@ -384,3 +384,72 @@ def test_escape_sequences_never_reach_a_terminal_through_the_live_display(proj: 
     text = seen.decode("utf-8", "replace")
     assert "pwned" in text, text
     _no_sequences(text)
+
+
+# ------------------------------------------------------------ values too large to pass
+
+
+def _big_input(root: Path, script: str, size: int, byte: str = "a") -> None:
+    """A 'count' child whose command `script` uses `{{ input }}`, and a parent handing it
+    the content of an artifact of `size` bytes `byte` as its input."""
+    write_pipeline(
+        root,
+        "count",
+        "kind: WavePipeline\nmetadata: {name: count}\nsteps:\n"
+        f"  - id: count\n    type: command\n    script: {json.dumps(script)}\n",
+    )
+    write_pipeline(
+        root,
+        "big",
+        f"""\
+kind: WavePipeline
+metadata: {{name: big}}
+steps:
+  - id: scan
+    type: command
+    script: head -c {size} /dev/zero | tr '\\0' '{byte}' > big.txt
+    output_artifacts: [{{name: big, path: big.txt}}]
+  - id: sub
+    dependencies: [scan]
+    pipeline: count
+    input: "{{{{ scan.out.big }}}}"
+""",
+    )
+
+
+def test_a_value_too_large_for_the_environment_is_refused_by_name(proj: Path) -> None:
+    """Before the fix: "internal error: OSError(7, 'Argument list too long')"."""
+    _big_input(proj, "printf '%s' {{ input }} | wc -c", 200 * 1024)
+    code, said, _ = _run(proj, "big")
+    assert code == 1
+    assert "internal error" not in said
+    assert (
+        "script not run: {{ input }} (line 1 of the script) is 204,800 bytes; a value "
+        "reaches a script through one environment variable, which Linux limits to 128 KiB. "
+        "Fix: have the script read the file the value comes from, by its path" in said
+    ), said
+
+
+def test_a_value_with_a_nul_byte_is_refused_by_name(proj: Path) -> None:
+    """Before the fix: "internal error: ValueError('embedded null byte')"."""
+    _big_input(proj, "printf '%s' {{ input }} | wc -c", 10, byte="\\0")
+    code, said, _ = _run(proj, "big")
+    assert code == 1
+    assert "internal error" not in said
+    assert (
+        "script not run: {{ input }} (line 1 of the script) holds a NUL byte, which no "
+        "environment variable can carry" in said
+    ), said
+
+
+def test_values_too_large_together_are_refused_with_the_largest_named(proj: Path) -> None:
+    """Each value fits one variable, but not all of them a process's start (ARG_MAX)."""
+    _big_input(proj, "printf '%s' " + " ".join(["{{ input }}"] * 60) + " | wc -c", 110 * 1024)
+    code, said, _ = _run(proj, "big")
+    assert code == 1
+    assert "internal error" not in said
+    assert (
+        "script not run: its values and environment together are more than the system lets "
+        "a process start with (Argument list too long; the largest values: {{ input }} "
+        "112,640 bytes" in said
+    ), said
