@@ -529,7 +529,7 @@ def test_non_empty_file_passes(env: Env, content: str) -> None:
 def test_non_empty_file_directory_escape_and_missing_source(env: Env) -> None:
     (env.workspace / "out").mkdir()
     cases = {
-        "out": "out is not a file",
+        "out": "out is a directory",
         "../project/x": "escapes the step's workspace",
         str(env.project): "is outside the step's workspace",
     }

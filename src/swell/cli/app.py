@@ -16,6 +16,7 @@ import click
 import typer
 
 from swell import __version__
+from swell.cli.render import for_terminal
 
 app = typer.Typer(
     name="swell",
@@ -170,11 +171,11 @@ def main() -> None:
     except SwellError as exc:
         if isinstance(exc, ManifestError):
             for problem in exc.problems:
-                print(str(problem), file=sys.stderr)
+                print(for_terminal(str(problem)), file=sys.stderr)
             count = len(exc.problems)
             print(f"{count} problem{'s' if count != 1 else ''} found", file=sys.stderr)
         else:
-            print(f"error: {exc}", file=sys.stderr)
+            print(for_terminal(f"error: {exc}"), file=sys.stderr)  # may quote a step's words
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -80,8 +80,11 @@ def show_logs(
             first.append(shown)
     if tail is not None:
         first = first[-tail:] if tail else []
+    from swell.cli.render import for_terminal, json_for_terminal
+
+    colours = render.printer.color
     for text in first:
-        print(text)
+        print(json_for_terminal(text) if json else for_terminal(text, colours))
     sys.stdout.flush()
 
 

@@ -97,6 +97,14 @@ def list_runs(
         )
 
 
+def _say(text: str) -> None:
+    """A line of `swell status`: values steps and agents wrote are in it (errors,
+    outcomes, context), escaped for the terminal (cli/render.py `for_terminal`)."""
+    from swell.cli.render import for_terminal
+
+    print(for_terminal(text))
+
+
 def status(
     ctx: typer.Context,
     run_id: Annotated[
@@ -146,60 +154,60 @@ def status(
             }
         )
         return
-    print(f"run       {run.id}")
-    print(f"pipeline  {run.pipeline}")
-    print(f"status    {_status_word(run, owner)}")
+    _say(f"run       {run.id}")
+    _say(f"pipeline  {run.pipeline}")
+    _say(f"status    {_status_word(run, owner)}")
     if run.error:
-        print(f"error     {run.error}")
-    print(f"visits    {run.visits}")
+        _say(f"error     {run.error}")
+    _say(f"visits    {run.visits}")
     if spent:
-        print(f"cost      {ledger.money(spent)}")
-    print(
+        _say(f"cost      {ledger.money(spent)}")
+    _say(
         f"started   {run.started_at or run.created_at}"
         + (f"   finished {run.finished_at}" if run.finished_at else "")
     )
     if run.parent_run_id:
-        print(f"parent    {run.parent_run_id} (step {run.parent_step_id})")
+        _say(f"parent    {run.parent_run_id} (step {run.parent_step_id})")
     if steps:
-        print("\nsteps")
+        _say("\nsteps")
         for step in steps:
             code = step.last_exit_code
             took = elapsed.get((step.step_id, step.last_visit))
-            print(
+            _say(
                 f"  {step.step_id:<24} {step.visits:>3} visits  last: {step.last_status:<11} "
                 f"{'' if code is None else f'exit {code}'}"
                 + ("" if took is None else f"for {_seconds(took)}")
                 + ledger.step_note(step)
             )
     for g in gates:
-        print(f"\nwaiting at gate '{g.step_id}': {g.message or ''}")
+        _say(f"\nwaiting at gate '{g.step_id}': {g.message or ''}")
         if g.choices:
-            print("  choices: " + ", ".join(f"[{c['key']}] {c['label']}" for c in g.choices))
-        print(
+            _say("  choices: " + ", ".join(f"[{c['key']}] {c['label']}" for c in g.choices))
+        _say(
             f"  swell approve {run.id} {g.step_id}   |   swell reject {run.id} {g.step_id} --reason TEXT"
         )
     if reviews:
-        print("\nreviews")
+        _say("\nreviews")
         for r in reviews:
-            print(
+            _say(
                 f"  {r.step_id} #{r.visit}: {r.reviewer} → {r.verdict or 'no verdict'}"
                 f"  ({len(r.issues)} issues, {r.tokens_in}→{r.tokens_out} tok)"
             )
     if outcomes:
-        print("\noutcomes")
+        _say("\noutcomes")
         for o in outcomes:
-            print(f"  {o['label']}: {o['value']}   (step {o['step_id']})")
+            _say(f"  {o['label']}: {o['value']}   (step {o['step_id']})")
     ledger.print_outputs(outputs)
     if context:
-        print("\ncontext")
+        _say("\ncontext")
         for key, value in context.items():
-            print(f"  {key} = {value}")
+            _say(f"  {key} = {value}")
     if children:
-        print("\nsub-pipelines")
+        _say("\nsub-pipelines")
         for c in _child_runs(store, run.id, children):
             item = "" if c["item"] is None else f" item {c['item']}"
             where = f"{c['step_id']}{item}" if c["step_id"] else ""
-            print(f"  {where:<24} {c['pipeline'] or '':<20} {c['status']:<11} {c['run_id']}")
+            _say(f"  {where:<24} {c['pipeline'] or '':<20} {c['status']:<11} {c['run_id']}")
 
 
 def logs(

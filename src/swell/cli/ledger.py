@@ -60,15 +60,21 @@ def outputs_json(outputs: dict[str, RunOutput]) -> dict[str, dict[str, Any]]:
 def print_outputs(outputs: dict[str, RunOutput]) -> None:
     if not outputs:
         return
-    print("\npipeline outputs")
+    _say("\npipeline outputs")
     for name, out in outputs.items():
         kind = f" ({out.type})" if out.type else ""
         source = f"step {out.step}, artifact {out.artifact}"
         if not out.found:
-            print(f"  {name}{kind}: not produced ({source})")
+            _say(f"  {name}{kind}: not produced ({source})")
             continue
         value = f" = {out.value}" if out.field else ""
-        print(f"  {name}{kind}: {out.path}{value}   ({source})")
+        _say(f"  {name}{kind}: {out.path}{value}   ({source})")
+
+
+def _say(text: str) -> None:
+    from swell.cli.render import for_terminal
+
+    print(for_terminal(text))  # an output's path and value come from what a step wrote
 
 
 __all__ = ["money", "outputs_json", "outputs_of", "print_outputs", "run_cost", "step_note"]

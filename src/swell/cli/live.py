@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from swell.cli.render import ProgressPrinter, fmt_ms
+from swell.cli.render import ProgressPrinter, fmt_ms, for_terminal, json_for_terminal
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.streaming import OutputChunk
 
@@ -48,7 +48,7 @@ def chunk_json(chunk: OutputChunk) -> str:
     """A chunk as `-o json` prints it: one object of type `output`."""
     data: dict[str, Any] = {"type": "output", **asdict(chunk)}
     del data["id"]
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return json_for_terminal(json.dumps(data, separators=(",", ":"), ensure_ascii=False))
 
 
 class _Lines:
@@ -88,7 +88,7 @@ class PlainOutput:
         for chunk in chunks:
             if chunk.stream != "agent":
                 for line in self.lines.add(chunk):
-                    self.out.write(f"    {chunk.step_id} | {line}\n")
+                    self.out.write(f"    {chunk.step_id} | {for_terminal(line)}\n")
         self.out.flush()
 
     def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
@@ -101,7 +101,7 @@ class PlainOutput:
         for event in events:
             if isinstance(event, ev.StepFinished | ev.StepInterrupted):
                 for line in self.lines.end(event.run_id, event.step_id, event.visit):
-                    self.out.write(f"    {event.step_id} | {line}\n")
+                    self.out.write(f"    {event.step_id} | {for_terminal(line)}\n")
 
 
 class NdjsonOutput:
@@ -175,7 +175,7 @@ class LiveDisplay:
             self._track(event)
             if line:
                 indent = "  " if event.run_id != self.root_run else ""
-                self.console.print(Text.from_ansi(indent + line))
+                self.console.print(Text.from_ansi(indent + for_terminal(line, colours=True)))
             if isinstance(event, ev.GateWaiting):
                 self.stop()  # the prompt is asked on this terminal
             elif isinstance(event, ev.StepStarted | ev.GateResolved):
@@ -224,12 +224,12 @@ class LiveDisplay:
                 text.append(visit.name, style="bold")
                 text.append(f"  {fmt_ms(int((now - visit.started) * 1000))}", style="yellow")
                 if visit.tool:
-                    text.append(f"  · {visit.tool}"[:width], style="dim")
+                    text.append(f"  · {for_terminal(visit.tool)}"[:width], style="dim")
                 if visit.tokens:
                     text.append(f"  {visit.tokens[0]}→{visit.tokens[1]} tok", style="dim")
                 shown = list(visit.lines) + ([visit.partial] if visit.partial.strip() else [])
                 for line in shown[-LIVE_LINES:]:
-                    text.append("\n    " + line.expandtabs()[:width], style="dim")
+                    text.append("\n    " + for_terminal(line.expandtabs())[:width], style="dim")
                 text.append("\n")
         text.rstrip()
         return text
@@ -366,7 +366,7 @@ def show_logs(
     first = reader.read()
     if tail is not None:
         first = first[-tail:] if tail else []
-    _print(first)
+    _print(first, json)
     orphaned = 0
     while follow:
         current = store.get_run(run.id)
@@ -375,14 +375,14 @@ def show_logs(
         held = on_engine(current.options) or store.owner(run.id) is not None
         orphaned = 0 if held else orphaned + 1
         if orphaned >= ORPHAN_POLLS:
-            _print(reader.read() + reader.rest())
+            _print(reader.read() + reader.rest(), json)
             print(_gone(current.id, current.status), file=sys.stderr)
             return 1
         # woken early by the run's next event (at once on Postgres: LISTEN/NOTIFY);
         # output chunks are not signalled, so look at least every FOLLOW_POLL
         store.wait_for_events(run.id, reader.seq, FOLLOW_POLL)
-        _print(reader.read())
-    _print(reader.read() + reader.rest() if follow else reader.rest())
+        _print(reader.read(), json)
+    _print(reader.read() + reader.rest() if follow else reader.rest(), json)
     return 0
 
 
@@ -398,9 +398,10 @@ def _gone(run_id: str, status: str) -> str:
     )
 
 
-def _print(lines: list[str]) -> None:
+def _print(lines: list[str], json: bool) -> None:
+    colours = sys.stdout.isatty()  # as the reader's ProgressPrinter decided
     for text in lines:
-        print(text)
+        print(json_for_terminal(text) if json else for_terminal(text, colours))
     sys.stdout.flush()
 
 

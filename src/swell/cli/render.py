@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -12,6 +13,36 @@ if TYPE_CHECKING:  # `swell logs` prints views of stored events, without pydanti
 
 SYMBOLS = {"success": "✓", "failure": "✗"}
 ANSWER_LINES = 6  # of an agent's final answer shown under its step
+
+
+# What a terminal would act on in text swell prints: an SGR (colour) sequence, or a
+# control character (ESC starting any other sequence, BEL, CR, backspace, C1's CSI).
+_CONTROLS = re.compile(r"(\x1b\[[0-9;:]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_OWN_COLOURS = re.compile(r"\x1b\[(?:0|2|3[1236])m")  # the colours ProgressPrinter uses
+_C1 = re.compile(r"[\x80-\x9f]")
+
+
+def for_terminal(text: str, colours: bool = False) -> str:
+    """`text` as swell prints it to a terminal. Agents, steps and files write what
+    they like, and a terminal acts on escape sequences (a window title, a screen clear,
+    a hidden link, a cursor move that overwrites what swell printed): every control
+    character is shown as `\\xNN` instead, except newlines and tabs. Colour sequences are
+    dropped, or kept with `colours` when they are the plain ones swell prints itself.
+    What is stored stays as it was."""
+
+    def shown(match: re.Match[str]) -> str:
+        sgr = match.group(1)
+        if sgr is not None:
+            return sgr if colours and _OWN_COLOURS.fullmatch(sgr) else ""
+        return f"\\x{ord(match.group()):02x}"
+
+    return _CONTROLS.sub(shown, text.replace("\r\n", "\n"))
+
+
+def json_for_terminal(line: str) -> str:
+    """A JSON line with its C1 control characters escaped as `\\u00NN` (JSON escapes
+    the others already): the same value, nothing a terminal acts on."""
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 def fmt_ms(ms: int | None) -> str:
@@ -36,7 +67,7 @@ class NdjsonPrinter:
         from swell.events.models import event_json
 
         for event in events:
-            self.out.write(event_json(event) + "\n")
+            self.out.write(json_for_terminal(event_json(event)) + "\n")
         self.out.flush()
 
 
@@ -57,7 +88,7 @@ class ProgressPrinter:
 
     def _write(self, line: str, run_id: str) -> None:
         indent = "  " if self.root_run and run_id != self.root_run else ""
-        self.out.write(indent + line + "\n")
+        self.out.write(indent + for_terminal(line, self.color) + "\n")
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         for event in events:

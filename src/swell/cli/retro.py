@@ -10,6 +10,7 @@ from typer.core import TyperGroup
 
 from swell.cli.common import Output, OutputOption, print_json, project_dir
 from swell.cli.pick import OptionalRunArgument, run_or_newest
+from swell.cli.render import for_terminal
 
 if TYPE_CHECKING:
     from swell.retro.models import Retro, Stats
@@ -67,7 +68,7 @@ def show(
     if output is Output.json:
         print_json(found.model_dump(mode="json"))
     else:
-        print(retro_text(found), end="")
+        print(for_terminal(retro_text(found)), end="")  # an agent may narrate it
 
 
 def _root(ctx: typer.Context) -> Any:
@@ -120,7 +121,7 @@ def stats(
     if output is Output.json:
         print_json(found.model_dump(mode="json"))
     else:
-        print(stats_text(found), end="")
+        print(for_terminal(stats_text(found)), end="")
 
 
 # ------------------------------------------------------------------------ text

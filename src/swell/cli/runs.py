@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from swell.cli.common import RunPrefixArgument, runtime
+from swell.cli.render import for_terminal
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -203,9 +204,10 @@ def _execute(
         assert deadline is not None
         print(f"{deadline.describe()}; continue with: swell resume {run_id}", file=sys.stderr)
     elif output is RunOutput.quiet and status in ("failed", "cancelled"):
-        print(f"error: run {run_id} {status}: {summary.error or status}", file=sys.stderr)
+        error = for_terminal(summary.error or status)
+        print(f"error: run {run_id} {status}: {error}", file=sys.stderr)
     elif output is RunOutput.quiet and status == "rejected":
-        print(f"run {run_id} rejected: {summary.error}")
+        print(f"run {run_id} rejected: {for_terminal(summary.error or '')}")
     elif status == "waiting":
         _print_waiting(rt, run_id, sys.stdout if output is RunOutput.text else sys.stderr)
     elif status == "interrupted" and output is not RunOutput.json:

@@ -14,6 +14,7 @@ from swell.cli.common import (
     print_json,
     project_dir,
 )
+from swell.cli.render import for_terminal
 
 
 def thread(
@@ -46,4 +47,4 @@ def thread(
         what = f"thread '{thread_name}' of run {run.id}" if thread_name else f"run {run.id}"
         print(f"no rounds in {what} yet", file=sys.stderr)
     else:
-        sys.stdout.write(page_text(page))
+        sys.stdout.write(for_terminal(page_text(page)))  # agents wrote the rounds

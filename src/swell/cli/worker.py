@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from swell.cli.common import print_json, project_dir
+from swell.cli.render import for_terminal
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -132,7 +133,8 @@ def run_on_engine(
     if isinstance(result, str):
         _detached(result, engine, output)
     if output is RunOutput.quiet and result.status in ("failed", "cancelled"):
-        print(f"error: run {result.run_id} {result.status}: {result.error}", file=sys.stderr)
+        error = for_terminal(result.error or "")
+        print(f"error: run {result.run_id} {result.status}: {error}", file=sys.stderr)
     raise typer.Exit(EXIT_CODES.get(result.status, 1))
 
 

@@ -43,6 +43,7 @@ from swell.contracts.review_prompt import (
 from swell.errors import Problem
 from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
+from swell.workspace.offload import off_loop
 
 ATTEMPTS = 2  # the first answer and one retry with the problem named
 # error kinds (swell.errors.AgentError.kind) that mean the review could not be made
@@ -299,7 +300,7 @@ class AgentReview(ContractType[AgentReviewSettings]):
                 f"'{ctx.step.id}'; an independent review needs a different persona",
             )
         try:
-            built = build_prompt(ctx)
+            built = await off_loop(lambda: build_prompt(ctx))  # files, and git diff
         except ValueError as exc:  # ReviewConfigError, or a template error in a rendered path
             return _failed(ctx, tally, f"agent_review: {exc}")
         ctx.notes.extend(built.notes)

@@ -32,9 +32,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
-from swell.contracts.non_empty_file import default_source, shown, workspace_path
+from swell.contracts.non_empty_file import default_source, read_file, shown, workspace_path
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
+from swell.workspace.offload import off_loop
 from swell.workspace.paths import PathEscape
 
 PLACEHOLDERS = ("TODO", "FIXME", "XXX", "[placeholder]", "TBD")
@@ -202,13 +203,9 @@ def _document(ctx: ContractContext[FormatSettings]) -> tuple[Any, str]:
         raise ValueError(str(exc)) from None
     name = shown(path, ctx)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise ValueError(f"{name} is larger than {MAX_BYTES // (1024 * 1024)} MB")
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ValueError(f"{name} does not exist (the step did not write it)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {name}: {exc}") from None
+        text = read_file(path, name, MAX_BYTES).decode("utf-8-sig")
+    except UnicodeDecodeError:  # a FileProblem goes on up: a ValueError saying why
+        raise ValueError(f"{name} is not UTF-8 text") from None
     try:
         return json.loads(text), name
     except json.JSONDecodeError as exc:
@@ -226,7 +223,7 @@ class Format(ContractType[FormatSettings]):
 
     async def check(self, ctx: ContractContext[FormatSettings]) -> ContractResult:
         try:
-            data, name = _document(ctx)
+            data, name = await off_loop(lambda: _document(ctx))
         except ValueError as exc:
             return ContractResult(passed=False, error=f"format: {exc}")
         kind = rule_set(ctx.settings.schema_path)

@@ -40,9 +40,10 @@ from referencing.jsonschema import DRAFT202012, specification_with
 
 from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
 from swell.contracts.json_recovery import Level, NotJson, WrappedNotJson, recover
-from swell.contracts.non_empty_file import shown, workspace_path
+from swell.contracts.non_empty_file import FileProblem, read_file, shown, workspace_path
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
+from swell.workspace.offload import off_loop
 from swell.workspace.paths import PathEscape
 
 MAX_ERRORS = 20
@@ -114,16 +115,15 @@ def _project_file(ctx: ContractContext[JsonSchemaSettings], raw: str, what: str)
 
 
 def _schema_file(path: Path, label: str) -> Any:
+    """The schema at `path` (resolved: a link in the project is followed inside it)."""
+    if not path.exists():
+        raise Unusable(f"schema file {label} not found (paths are relative to the project root)")
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise Unusable(
-            f"schema file {label} not found (paths are relative to the project root)"
-        ) from None
-    except IsADirectoryError:
-        raise Unusable(f"schema file {label} is a directory") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise Unusable(f"cannot read schema file {label}: {exc}") from None
+        text = read_file(path, f"schema file {label}").decode("utf-8-sig")
+    except FileProblem as exc:
+        raise Unusable(str(exc)) from None
+    except UnicodeDecodeError:
+        raise Unusable(f"schema file {label} is not UTF-8 text") from None
     return _parse(text, f"schema file {label}")
 
 
@@ -173,8 +173,8 @@ def _registry(base: Path, root: Path, cls: type[Validator]) -> Registry[Any]:
         if parts.scheme or parts.netloc or (target != root and root not in target.parents):
             raise _no_such(uri)
         try:
-            contents = json.loads(target.read_text(encoding="utf-8-sig"))
-        except (OSError, ValueError):
+            contents = json.loads(read_file(target, uri).decode("utf-8-sig"))
+        except ValueError:  # FileProblem and UnicodeDecodeError too
             raise _no_such(uri) from None
         return Resource.from_contents(contents, default_specification=spec)
 
@@ -216,15 +216,11 @@ def _unfence(text: str) -> str:
 
 def _read(path: Path, label: str) -> str:
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise Unusable(f"{label} does not exist (the step did not write it)") from None
-    except IsADirectoryError:
-        raise Unusable(f"{label} is a directory, not a JSON file") from None
+        return read_file(path, label).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise Unusable(f"{label} is not UTF-8 text") from None
-    except OSError as exc:
-        raise Unusable(f"cannot read {label}: {exc.strerror or exc}") from None
+    except FileProblem as exc:
+        raise Unusable(str(exc)) from None
 
 
 def _document_text(ctx: ContractContext[JsonSchemaSettings], text: str, label: str) -> Any:
@@ -254,10 +250,8 @@ def load_document(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str]:
         if (art.type or "").lower() == "json" or path.suffix.lower() == ".json":
             return _document_text(ctx, _read(path, label), label), label
         try:
-            if not path.is_file() or path.stat().st_size > MAX_SNIFF:
-                continue
-            return json.loads(path.read_text(encoding="utf-8-sig")), label
-        except (OSError, ValueError):
+            return json.loads(read_file(path, label, MAX_SNIFF).decode("utf-8-sig")), label
+        except ValueError:  # FileProblem too: a file swell will not read is not the document
             continue  # not JSON: not the document
     if ctx.stdout and ctx.stdout.strip():
         try:
@@ -300,7 +294,7 @@ class JsonSchema(ContractType[JsonSchemaSettings]):
         return []
 
     async def check(self, ctx: ContractContext[JsonSchemaSettings]) -> ContractResult:
-        return _check(ctx)
+        return await off_loop(lambda: _check(ctx))  # files, and a schema over a large document
 
     def brief(self, ctx: ContractContext[JsonSchemaSettings]) -> str:
         try:

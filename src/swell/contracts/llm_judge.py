@@ -56,6 +56,7 @@ from swell.contracts.review_prompt import (
 from swell.errors import Problem
 from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
+from swell.workspace.offload import off_loop
 from swell.workspace.paths import PathEscape
 
 CONTENT_CAP = 50_000  # characters of the content the judge is sent (Wave: 50,000 bytes)
@@ -266,7 +267,7 @@ class LlmJudge(ContractType[LlmJudgeSettings]):
             criteria = [ctx.render(c).strip() for c in ctx.settings.all_criteria()]
             if not criteria:
                 return ContractResult(passed=False, error="llm_judge: no criteria to judge by")
-            prompt, name = build_prompt(ctx, criteria)
+            prompt, name = await off_loop(lambda: build_prompt(ctx, criteria))
         except ValueError as exc:
             return ContractResult(passed=False, error=f"llm_judge: {exc}")
         if ctx.run_agent is None:

@@ -33,9 +33,17 @@ from swell.contracts.json_schema import (
     load_schema,
     validator,
 )
-from swell.contracts.non_empty_file import default_source, shown, workspace_path
+from swell.contracts.non_empty_file import (
+    FileProblem,
+    default_source,
+    read_file,
+    shown,
+    workspace_path,
+)
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
+from swell.workspace import safe
+from swell.workspace.offload import off_loop
 from swell.workspace.paths import PathEscape
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -309,15 +317,9 @@ def _source(ctx: ContractContext[MarkdownSpecSettings]) -> Path:
 def _read(ctx: ContractContext[MarkdownSpecSettings], path: Path) -> str:
     name = shown(path, ctx)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise Unusable(f"{name} is larger than {MAX_BYTES // (1024 * 1024)} MB")
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
-    except FileNotFoundError:
-        raise Unusable(f"{name} does not exist (the step did not write it)") from None
-    except IsADirectoryError:
-        raise Unusable(f"{name} is a directory, not a Markdown file") from None
-    except OSError as exc:
-        raise Unusable(f"cannot read {name}: {exc.strerror or exc}") from None
+        text = read_file(path, name, MAX_BYTES).decode("utf-8-sig", errors="replace")
+    except FileProblem as exc:
+        raise Unusable(str(exc)) from None
     if not text.strip():
         raise Unusable(f"{name} is empty")
     return text
@@ -350,33 +352,35 @@ class MarkdownSpec(ContractType[MarkdownSpecSettings]):
         return found
 
     async def check(self, ctx: ContractContext[MarkdownSpecSettings]) -> ContractResult:
-        try:
-            path = _source(ctx)
-            spec = parse_spec(_read(ctx, path), path.name)
-            errors = (
-                _schema_errors(ctx, ctx.settings.schema_path, spec)
-                if ctx.settings.schema_path
-                else []
-            )
-        except Unusable as exc:
-            return ContractResult(passed=False, error=f"markdown_spec: {exc}")
-        name = shown(path, ctx)
-        details: dict[str, Any] = {"document": name, "sections": sorted(spec)}
-        if errors:
-            listed = "\n".join(f"- {e}" for e in errors[:20])
-            return ContractResult(
-                passed=False,
-                error=f"markdown_spec: {name} does not match {ctx.settings.schema_path}:\n{listed}",
-                details={**details, "errors": errors},
-            )
-        out = path.with_suffix(".json")
-        try:
-            if out != path and not out.is_symlink():
-                out.write_text(json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
-                details["json"] = shown(out, ctx)
-        except OSError as exc:  # the check passed; the copy is a convenience
-            ctx.notes.append(f"markdown_spec: cannot write {shown(out, ctx)}: {exc}")
-        return ContractResult(passed=True, details=details)
+        return await off_loop(lambda: _check(ctx))
+
+
+def _check(ctx: ContractContext[MarkdownSpecSettings]) -> ContractResult:
+    try:
+        path = _source(ctx)
+        spec = parse_spec(_read(ctx, path), path.name)
+        errors = (
+            _schema_errors(ctx, ctx.settings.schema_path, spec) if ctx.settings.schema_path else []
+        )
+    except Unusable as exc:
+        return ContractResult(passed=False, error=f"markdown_spec: {exc}")
+    name = shown(path, ctx)
+    details: dict[str, Any] = {"document": name, "sections": sorted(spec)}
+    if errors:
+        listed = "\n".join(f"- {e}" for e in errors[:20])
+        return ContractResult(
+            passed=False,
+            error=f"markdown_spec: {name} does not match {ctx.settings.schema_path}:\n{listed}",
+            details={**details, "errors": errors},
+        )
+    out = path.with_suffix(".json")
+    try:  # a new file renamed over whatever is there (a FIFO would block a plain write)
+        if out != path and not safe.is_link(out):
+            safe.replace(out, (json.dumps(spec, indent=2, ensure_ascii=False) + "\n").encode())
+            details["json"] = shown(out, ctx)
+    except (OSError, safe.UnsafePath) as exc:  # the check passed; the copy is a convenience
+        ctx.notes.append(f"markdown_spec: cannot write {shown(out, ctx)}: {exc}")
+    return ContractResult(passed=True, details=details)
 
 
 TYPE = MarkdownSpec()

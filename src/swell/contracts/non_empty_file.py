@@ -8,13 +8,16 @@ which is what a tool that failed often writes where its output should be.
 `source` (default, as in Wave: the step's first output artifact) is a template
 (`{{ artifacts.report }}` works) naming a path in the step's
 workspace; relative paths are taken from the workspace, absolute ones must lie in
-it, and nothing may leave it (symlinks included).
+it, and nothing may leave it (symlinks included). What is read there must be a
+regular file: a FIFO, a socket or a device is refused, never opened, and at most
+MAX_READ bytes are read (workspace/safe.py); every file contract reads this way.
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -23,9 +26,12 @@ from swell.contracts.base import ContractContext, ContractResult, ContractSettin
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
+from swell.workspace import safe
+from swell.workspace.offload import off_loop
 from swell.workspace.paths import PathEscape, inside
 
 CHUNK = 64 * 1024
+MAX_READ = 50 * 1024 * 1024  # the most a contract reads of a file the step wrote
 ERROR_JSON_LIMIT = 1024 * 1024  # larger files are content, whatever they start with
 _BLANK = re.compile(r"[\s\ufeff\u200b]*")  # whitespace, a byte-order mark, zero-width space
 
@@ -87,6 +93,29 @@ def shown(path: Path, ctx: ContractContext[Any]) -> str:
         return str(path)
 
 
+class FileProblem(ValueError):
+    """Why a file a contract checks cannot be read, the file named as users see it."""
+
+
+def problem(name: str, exc: safe.Unreadable | OSError) -> FileProblem:
+    """`exc` about the file `name`, in the words every file contract uses."""
+    if isinstance(exc, safe.Unreadable):
+        why = exc.reason
+        if why == "does not exist":
+            why += " (the step did not write it)"
+        return FileProblem(f"{name} {why}")
+    return FileProblem(f"cannot read {name}: {exc.strerror or exc}")
+
+
+def read_file(path: Path, name: str, limit: int = MAX_READ) -> bytes:
+    """The content of `path`, a regular file of at most `limit` bytes (`name` in
+    messages); FileProblem saying why not. Blocking: call it off the event loop."""
+    try:
+        return safe.read_limited(path, limit)
+    except (safe.Unreadable, OSError) as exc:
+        raise problem(name, exc) from None
+
+
 def error_json(data: Any) -> str | None:
     """The error text when `data` is an object holding nothing but an error."""
     if not isinstance(data, dict) or not data:
@@ -100,13 +129,15 @@ def error_json(data: Any) -> str | None:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
-def _blank(path: Path) -> bool:
-    """True if the file holds only whitespace; reads only until the first content."""
+def _blank(fd: int) -> bool:
+    """True if the file holds only whitespace (in its first MAX_READ bytes); reads only
+    until the first content."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            if not _BLANK.fullmatch(decoder.decode(chunk)):
-                return False
+    left = MAX_READ
+    while left > 0 and (chunk := os.read(fd, min(CHUNK, left))):
+        left -= len(chunk)
+        if not _BLANK.fullmatch(decoder.decode(chunk)):
+            return False
     return bool(_BLANK.fullmatch(decoder.decode(b"", final=True)))
 
 
@@ -130,7 +161,7 @@ class NonEmptyFile(ContractType[NonEmptyFileSettings]):
         ]
 
     async def check(self, ctx: ContractContext[NonEmptyFileSettings]) -> ContractResult:
-        return _check(ctx)
+        return await off_loop(lambda: _check(ctx))
 
 
 def default_source(step: Step) -> str | None:
@@ -153,17 +184,17 @@ def _check(ctx: ContractContext[NonEmptyFileSettings]) -> ContractResult:
         return _failed(str(exc))
     name = shown(path, ctx)
     try:
-        if not path.exists():
-            return _failed(f"{name} does not exist (the step did not write it)", path)
-        if not path.is_file():
-            return _failed(f"{name} is not a file", path)
-        size = path.stat().st_size
-        if size == 0:
-            return _failed(f"{name} is empty", path)
-        if _blank(path):
-            return _failed(f"{name} contains only whitespace", path)
+        fd = safe.open_regular(path)
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0:
+                return _failed(f"{name} is empty", path)
+            if _blank(fd):
+                return _failed(f"{name} contains only whitespace", path)
+        finally:
+            os.close(fd)
         if size <= ERROR_JSON_LIMIT:
-            text = path.read_bytes().decode("utf-8-sig", errors="replace").strip()
+            text = read_file(path, name).decode("utf-8-sig", errors="replace").strip()
             if text.startswith("{"):
                 try:
                     data = json.loads(text)
@@ -172,8 +203,10 @@ def _check(ctx: ContractContext[NonEmptyFileSettings]) -> ContractResult:
                 message = error_json(data)
                 if message is not None:
                     return _failed(f"{name} holds only an error, not content: {message}", path)
-    except OSError as exc:
-        return _failed(f"cannot read {name}: {exc.strerror or exc}", path)
+    except (safe.Unreadable, OSError) as exc:
+        return _failed(str(problem(name, exc)), path)
+    except FileProblem as exc:
+        return _failed(str(exc), path)
     return ContractResult(passed=True, details={"path": str(path), "size": size})
 
 

@@ -10,6 +10,7 @@ text (whole, fenced, or the first object in it).
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from swell.contracts.base import AgentAnswer, ContractContext, ReviewFeedback
+from swell.workspace import safe
 from swell.workspace.paths import PathEscape, inside
 
 if TYPE_CHECKING:
@@ -92,18 +94,29 @@ def _capped(text: str, cap: int) -> tuple[str, str]:
 
 
 def _read(path: Path, cap: int) -> tuple[str | None, str]:
-    """A file's text (capped) and a note, or None and why it cannot be shown."""
-    if not path.exists():
-        return None, "does not exist"
-    if path.is_dir():
-        return None, "is a directory, not a file"
+    """A file's text (capped) and a note, or None and why it cannot be shown. Only a
+    regular file is read (never a link, a FIFO or a device: workspace/safe.py), and
+    only as much of it as `cap` characters can take."""
     try:
-        raw = path.read_bytes()
+        fd = safe.open_regular(path)
+        try:
+            size = os.fstat(fd).st_size
+            raw = safe.read_fd(fd, cap * 4)  # a character is at most 4 bytes of UTF-8
+        finally:
+            os.close(fd)
+    except safe.Unreadable as exc:
+        return None, exc.reason
     except OSError as exc:
         return None, f"cannot be read: {exc.strerror or exc}"
     if b"\0" in raw[:8192]:
-        return None, f"is a binary file ({len(raw):,} bytes); not shown"
-    return _capped(raw.decode(errors="replace"), cap)
+        return None, f"is a binary file ({size:,} bytes); not shown"
+    text = raw.decode(errors="replace")
+    if len(raw) < size:
+        note = (
+            f"(truncated: the first {min(cap, len(text)):,} characters of {size:,} bytes are shown)"
+        )
+        return text[:cap], note
+    return _capped(text, cap)
 
 
 def _section(title: str, body: str | None, note: str, lang: str = "") -> str:

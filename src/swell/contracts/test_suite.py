@@ -29,7 +29,7 @@ from swell.errors import Problem
 from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
-from swell.manifest.templates import render_script
+from swell.manifest.templates import ValueUnfit, render_script
 from swell.process import run_process
 from swell.workspace.manager import script_dir
 from swell.workspace.paths import PathEscape
@@ -139,6 +139,8 @@ async def _check(ctx: ContractContext[TestSuiteSettings]) -> ContractResult:
         return _failed("test_suite contract needs `command`: the command to run")
     try:
         rendered = render_script(command, ctx.namespace, env_prefix=ENV_PREFIX)
+    except ValueUnfit as exc:
+        return _failed(f"command not run: {exc}")
     except ExpressionError as exc:
         return _failed(f"invalid template in command: {exc}")
     if not rendered.text.strip():

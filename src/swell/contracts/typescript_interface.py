@@ -15,6 +15,7 @@ the step's workspace, where the step's work is (a worktree holds the project too
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from swell.contracts.base import (
@@ -30,6 +31,7 @@ from swell.errors import Problem
 from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
 from swell.process import run_process
+from swell.workspace import safe
 from swell.workspace.paths import PathEscape
 
 MAX_OUTPUT = 256 * 1024
@@ -87,10 +89,10 @@ class TypeScriptInterface(ContractType[TypeScriptSettings]):
         tsc = shutil.which("tsc", path=ctx.command_env.get("PATH"))
         if tsc is None:
             return missing_tsc(ctx, name)
-        if not path.is_file():
-            return ContractResult(
-                passed=False, error=f"typescript_interface: {name} does not exist"
-            )
+        try:  # tsc would wait on a FIFO for as long as its timeout
+            os.close(safe.open_regular(path))
+        except safe.Unreadable as exc:
+            return ContractResult(passed=False, error=f"typescript_interface: {name} {exc.reason}")
         argv = [tsc, "--noEmit", "--strict", "--skipLibCheck", str(path)]
         try:
             done = await run_process(

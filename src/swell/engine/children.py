@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,16 +15,16 @@ from typing import Any
 from swell.engine.context import ChildOutcome, ChildRequest, RunOptions, VisitContext
 from swell.engine.pipeline_outputs import as_artifacts
 from swell.engine.retry import max_attempts
-from swell.engine.step_outputs import read_value
+from swell.engine.step_outputs import read_value, render_field
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent, ChildRunStarted, ContextSet, Warning
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import MissingVariable, lookup
-from swell.manifest.loader import load_pipeline
+from swell.manifest.loader import PIPELINE_DIRS, load_pipeline
 from swell.manifest.models import Pipeline
 from swell.manifest.templates import render_text
-from swell.workspace import artifacts, safe
+from swell.workspace import safe
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,34 @@ class ChildCall:
     item: int | None = None  # an iterate item's index
     resume_id: str | None = None  # continue this child (after `swell resume`)
     own_workspace: bool = False
+
+
+_NAME = re.compile(r"\w[\w.-]*")  # no separator: never a path
+
+
+class NotAPipelineName(ValueError):
+    """A rendered `pipeline:` that is not the name of a pipeline of the project."""
+
+
+def rendered_pipeline(template: str, ns: Mapping[str, Any]) -> str:
+    """The pipeline a `pipeline:` field (or a `branch` case) names for this visit.
+
+    Written literally it is used as it is, a name or a path: the manifest's author
+    chose it. Rendered, its value may come from what a step wrote (an item, an
+    output), so it must be the name of a pipeline of the project, found in
+    `.agents/pipelines/` or `.wave/pipelines/`: a path there would let a step that can
+    only write files pick any pipeline file, and so any command, to run."""
+    if "{{" not in template:
+        return template
+    name = render_field(template, ns).strip()
+    if _NAME.fullmatch(name) and not name.endswith((".yaml", ".yml")):
+        return name
+    where = " or ".join(f"{d}/NAME.yaml" for d in PIPELINE_DIRS)
+    raise NotAPipelineName(
+        f"`pipeline: {template.strip()}` rendered to {name[:200]!r}, which is not the name of "
+        f"a pipeline of the project; a rendered pipeline is named as NAME for {where} "
+        "(a path must be written in the manifest itself)"
+    )
 
 
 def child_options(ctx: VisitContext) -> tuple[RunOptions, list[str]]:
@@ -210,17 +239,14 @@ def extracted(
         if source is None:
             problems.append(f"config.extract: sub-pipeline {child} recorded no artifact '{name}'")
             continue
-        try:
-            raw = Path(source).read_bytes()
+        try:  # streamed, and only from a regular file (never a link, a FIFO, a device)
             rel = f"{ctx.step.id}/{ctx.visit}/{child}.{name}"
-            path = artifacts.write_run_file(ctx.plan.run_dir, rel, raw)
+            path = safe.place(ctx.plan.run_dir, rel, "run directory")
+            digest, size = safe.copy_file(Path(source), path)
         except (OSError, safe.UnsafePath) as exc:
             problems.append(f"config.extract: '{name}' could not be copied: {exc}")
             continue
-        digest = hashlib.sha256(raw).hexdigest()
-        written = ArtifactWritten(
-            name=f"{child}.{name}", path=str(path), sha256=digest, size=len(raw)
-        )
+        written = ArtifactWritten(name=f"{child}.{name}", path=str(path), sha256=digest, size=size)
         events.append(ctx.event(written))
     return events, problems
 
@@ -273,6 +299,7 @@ __all__ = [
     "child_pipeline",
     "declared_output",
     "failure_text",
+    "rendered_pipeline",
     "run_child",
     "run_item",
 ]

@@ -19,6 +19,7 @@ from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent
 from swell.workspace import artifacts, safe
 from swell.workspace.manager import DEFAULT_BRANCH, Workspaces, workspace_config
+from swell.workspace.offload import off_loop
 from swell.workspace.workspace import Workspace
 
 # Wave's own directories in a workspace: injected inputs and outputs, never a conflict
@@ -134,7 +135,8 @@ async def run_agent(ctx: VisitContext, worker: Worker, extra: dict[str, Any]) ->
     if result.outcome != "success":
         worker.error = result.error or "the agent failed"
         return
-    found, missing = artifacts.collect(ws.path, step.output_artifacts, result.stdout)
+    outputs, stdout = step.output_artifacts, result.stdout
+    found, missing = await off_loop(lambda: artifacts.collect(ws.path, outputs, stdout))
     worker.outputs = {a.name: a.path for a in found}
     if missing:
         worker.error = "; ".join(missing)

@@ -130,6 +130,7 @@ async def check(ctx: VisitContext, result: StepResult, owner: Step) -> ContractF
 
 ATTEMPT_FILE = "attempt-context.json"
 OUTPUT_TAIL = 2000  # characters of the failed attempt's output the next one sees
+MAX_ATTEMPT_FILE = 10 * 1024 * 1024
 
 
 def _write_attempt(ctx: VisitContext, result: StepResult, errors: list[tuple[str, str]]) -> None:
@@ -151,8 +152,8 @@ def attempt_context(run_dir: Path, request: ev.RetryRequested) -> str:
     attempt's output, and to fix the work rather than start over."""
     data: dict[str, Any] = {}
     path = run_dir / (request.step_id or "") / str(request.visit or 0) / ATTEMPT_FILE
-    with contextlib.suppress(OSError, ValueError):
-        data = json.loads(path.read_text(encoding="utf-8"))
+    with contextlib.suppress(OSError, ValueError, safe.UnsafePath):  # a step can reach it
+        data = json.loads(safe.read_limited(path, MAX_ATTEMPT_FILE))
     lines = [
         f"RETRY CONTEXT (attempt {request.attempt} of {request.max_attempts})",
         f"Your previous attempt failed its checks:\n{request.reason}",

@@ -15,7 +15,6 @@ another step's output.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -101,9 +100,8 @@ def _explicit(ctx: VisitContext, arts: dict[str, object], out: Inputs) -> None:
 
 def _sha256(path: Path) -> str | None:
     try:
-        with path.open("rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError:
+        return safe.digest_file(path)[0]
+    except (OSError, safe.UnsafePath):
         return None
 
 

@@ -11,7 +11,6 @@ warning. Unlike Wave, command steps record theirs too (Wave ignores them there).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,8 @@ from swell.events.models import BaseEvent, OutcomeRecorded, Warning
 from swell.manifest.models import Step
 from swell.manifest.wave_models import Outcome
 from swell.workspace import safe
+
+MAX_READ = 50 * 1024 * 1024  # a larger file is not read for outcomes (a warning says so)
 
 
 class PathError(ValueError):
@@ -97,12 +98,8 @@ def _one(outcome: Outcome, workspace: Path, step_id: str) -> list[BaseEvent]:
     where = f"outcome of step '{step_id}' ({outcome.extract_from})"
     try:
         path = _inside(workspace, outcome.extract_from)
-        fd = safe.open_regular(path)
-        try:
-            raw = b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
-        finally:
-            os.close(fd)
-    except safe.UnsafePath as exc:
+        raw = safe.read_limited(path, MAX_READ)
+    except (safe.UnsafePath, OSError) as exc:
         return [Warning(message=f"{where}: not read: {exc}")]
     if outcome.type in ("file", "artifact"):
         return [OutcomeRecorded(kind=outcome.type, label=label, value=str(path),
@@ -146,7 +143,7 @@ def _labels(data: Any, path: str | None, count: int) -> list[str]:
 
 def extract(step: Step, workspace: Path) -> list[BaseEvent]:
     """The outcomes of a visit that succeeded, and a warning for each that could not be
-    read (they never fail the step)."""
+    read (they never fail the step). Blocking: call it off the event loop."""
     return [event for outcome in step.outcomes for event in _one(outcome, workspace, step.id)]
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from swell.events.models import ArtifactWritten
 from swell.manifest.models import ArtifactRef, Pipeline
 from swell.manifest.wave_models import PipelineOutput
+from swell.workspace import safe
 from swell.workspace.mounts import json_path
 
 # what `inject_artifacts` asks about an `inject_artifacts[].pipeline` entry (raising
@@ -26,6 +28,7 @@ Lookup = Callable[[ArtifactRef], "Found"]
 
 # how many of the newest runs a cross-pipeline lookup reads before it gives up
 NEWEST_RUNS = 10_000
+MAX_FIELD_FILE = 50 * 1024 * 1024  # an output file read for a `field:` value
 
 
 class StoredRun(Protocol):
@@ -160,9 +163,8 @@ def _newest_artifacts(rows: Sequence[StoredArtifact]) -> dict[tuple[str, str], S
 
 def _field_value(path: str, field: str) -> Any:
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json_path(json.load(fh), field)
-    except (OSError, ValueError, KeyError):
+        return json_path(json.loads(safe.read_limited(Path(path), MAX_FIELD_FILE)), field)
+    except (OSError, ValueError, KeyError, safe.UnsafePath):
         return None
 
 

@@ -27,6 +27,7 @@ from swell.manifest.template_names import FORGE_FIELDS, PIPELINE_CONTEXT
 from swell.manifest.templates import render_text
 from swell.workspace import artifacts, safe
 from swell.workspace.manager import Workspaces
+from swell.workspace.offload import off_loop
 
 INJECTED_DIR = ".wave/artifacts"  # where Wave puts injected artifacts; kept for compatibility
 
@@ -137,7 +138,8 @@ class VisitExecutor:
         problems = self.workspaces.after_visit(ws)
         if step.output_artifacts:
             base = result.outputs_dir or ws.path
-            found, missing = artifacts.collect(base, step.output_artifacts, result.stdout)
+            declared, stdout = step.output_artifacts, result.stdout
+            found, missing = await off_loop(lambda: artifacts.collect(base, declared, stdout))
             for art in found:
                 art.step_id, art.visit = step.id, visit.visit
             result.events += found
@@ -168,7 +170,8 @@ class VisitExecutor:
         if result.outcome == "success" and step.outcomes:
             from swell.engine import outcomes
 
-            result.events += [ctx.event(e) for e in outcomes.extract(step, ws.path)]
+            extracted = await off_loop(lambda: outcomes.extract(step, ws.path))
+            result.events += [ctx.event(e) for e in extracted]
         return result
 
     def _write_feedback(

@@ -9,6 +9,7 @@ and artifacts cannot inject commands (docs/security.md, "Templates are never cod
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class Rendered:
     env: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     preview: str = ""  # scripts: the text with values inlined, for people to read
+    sources: dict[str, str] = field(default_factory=dict)  # scripts: env name -> `{{ x }}`
 
 
 def unset_warnings(missing: list[str]) -> list[str]:
@@ -154,6 +156,42 @@ class ScriptRefused(ExpressionError):
         super().__init__(
             f"{self.placeholder} (line {self.line} of the script) {reason}. "
             f"Fix: {fix.replace(FIX_VALUE, self.placeholder)}"
+        )
+
+
+# Linux caps one string of a new process's environment, `NAME=value` and its NUL, at 32
+# pages (MAX_ARG_STRLEN): a longer one makes exec fail, and the script does not start
+MAX_ENV_STRING = 32 * 4096
+
+
+class ValueUnfit(ExpressionError):
+    """A value that cannot reach a script through the environment: too large for one
+    environment variable, or holding a NUL byte. Names the placeholder and the fix."""
+
+    def __init__(self, text: str, tpl: Template, index: int, why: str) -> None:
+        start, end = tpl.spans[index]
+        self.placeholder = text[start:end]
+        line = _line_col(text, start)[0]
+        super().__init__(f"{self.placeholder} (line {line} of the script) {why}")
+
+
+def _fit(text: str, tpl: Template, index: int, name: str, value: str) -> None:
+    """Refuse a value the environment cannot carry, before exec fails on it."""
+    if "\0" in value:
+        raise ValueUnfit(
+            text, tpl, index, "holds a NUL byte, which no environment variable can carry"
+        )
+    size = len(os.fsencode(value))
+    if len(name) + size + 2 > MAX_ENV_STRING:
+        raise ValueUnfit(
+            text,
+            tpl,
+            index,
+            f"is {size:,} bytes; a value reaches a script through one environment variable, "
+            f"which Linux limits to {MAX_ENV_STRING // 1024} KiB. Fix: have the script read "
+            "the file the value comes from, by its path (`{{ artifacts.NAME }}`, "
+            "`{{ steps.STEP.artifacts.NAME }}`, or hand the file to a sub-pipeline with "
+            "`config.inject`)",
         )
 
 
@@ -239,7 +277,9 @@ def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SW
     is refused (ScriptRefused, an ExpressionError) instead (docs/security.md). The
     exception is `{{ project.X }}`: wave.yaml's project variables are written by the
     project's owner as shell code (`test_command`), so they are inserted as is; and so
-    are the forge's fixed words (`{{ forge.cli_tool }}`, CODE_FORGE_FIELDS).
+    are the forge's fixed words (`{{ forge.cli_tool }}`, CODE_FORGE_FIELDS). A value the
+    environment cannot carry (over MAX_ENV_STRING, or with a NUL byte) is refused
+    (ValueUnfit, an ExpressionError) naming its placeholder: exec would fail on it.
     """
     tpl = parse_template(text)
     if not tpl.placeholders:
@@ -247,6 +287,7 @@ def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SW
     contexts = analyse_script(text, namespace).contexts
     missing: list[str] = []
     env: dict[str, str] = {}
+    sources: dict[str, str] = {}
     out = [tpl.literals[0]]
     preview = [tpl.literals[0]]
     for n, ((_, node), literal, ctx) in enumerate(
@@ -258,7 +299,10 @@ def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SW
             out.append(value)
         else:
             if ctx != "comment":  # a comment is never read: its value is not handed over
+                _fit(text, tpl, n - 1, name, value)
                 env[name] = value
+                start, end = tpl.spans[n - 1]
+                sources[name] = text[start:end]
             out.append(
                 {
                     "word": f'"${{{name}}}"',
@@ -270,7 +314,9 @@ def render_script(text: str, namespace: Mapping[str, Any], env_prefix: str = "SW
         out.append(literal)
         preview.append(value)
         preview.append(literal)
-    return Rendered("".join(out), env=env, missing=missing, preview="".join(preview))
+    return Rendered(
+        "".join(out), env=env, missing=missing, preview="".join(preview), sources=sources
+    )
 
 
 Renderer = Callable[[str, Mapping[str, Any]], Rendered]

@@ -51,7 +51,9 @@ def collect(
     A `source: stdout` artifact is written from the visit's stdout (replacing a link at
     its path). A file artifact that is a link is followed only inside the workspace;
     what is recorded is the regular file it resolves to. A required artifact that is
-    missing or empty is a problem (the visit fails).
+    missing or empty is a problem (the visit fails), and so is any artifact that is a
+    FIFO, a socket or a device: swell never opens one. Blocking (it hashes each file):
+    call it off the event loop.
     """
     events: list[ArtifactWritten] = []
     problems: list[str] = []
@@ -68,8 +70,11 @@ def collect(
             continue
         try:
             sha, size = safe.digest_file(path)
+        except safe.NotRegular as exc:  # a FIFO, a socket, a device: never opened
+            problems.append(f"artifact '{art.name}' ({rel}) {exc.reason}; not recorded")
+            continue
         except safe.UnsafePath:
-            sha, size = "", 0  # missing, or not a regular file
+            sha, size = "", 0  # missing, a directory, unreadable
         if size == 0:
             if art.required:
                 problems.append(f"required artifact '{art.name}' ({rel}) is missing or empty")

@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from swell.workspace import safe
+
 # Wave's list (internal/workspace/workspace.go `skipDirs`), plus swell's own state dir
 SKIP_DIRS = frozenset(
     {
@@ -47,6 +49,7 @@ SKIP_DIRS = frozenset(
 )
 SKIP_SUFFIXES = (".pdf", ".zip", ".jar", ".war", ".whl", ".exe", ".dll", ".tar.gz")
 MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_SUBSET_FILE = 50 * 1024 * 1024  # the JSON list of files a subset mount takes
 
 
 class SubsetError(ValueError):
@@ -149,9 +152,9 @@ def subset_paths(artifact: Path, path: str, source: Path) -> tuple[list[str], li
     Only regular files inside `source` are kept; absolute paths, paths that leave
     `source`, links and missing files are left out (and named). Raises SubsetError
     when the artifact is not JSON or the path does not give a list of strings."""
-    try:
-        data = json.loads(artifact.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    try:  # a regular file only: a step may have left a FIFO where its artifact was
+        data = json.loads(safe.read_limited(artifact, MAX_SUBSET_FILE))
+    except (OSError, ValueError, safe.UnsafePath) as exc:
         raise SubsetError(f"artifact {artifact.name} is not readable JSON: {exc}") from None
     try:
         listed = json_path(data, path) if path else data

@@ -57,30 +57,102 @@ def is_link(path: Path) -> bool:
     return os.path.islink(path)
 
 
+class Unreadable(UnsafePath):
+    """A file swell will not read; `reason` says why without naming it ("is a FIFO")."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"{path} {reason}")
+
+
+class NotRegular(Unreadable):
+    """A FIFO, a socket or a device where a file should be."""
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "is not a regular file (a FIFO)"),
+    (stat.S_ISSOCK, "is not a regular file (a socket)"),
+    (stat.S_ISCHR, "is not a regular file (a character device)"),
+    (stat.S_ISBLK, "is not a regular file (a block device)"),
+)
+
+
+def _refused(path: Path, mode: int) -> Unreadable:
+    if stat.S_ISDIR(mode):
+        return Unreadable(path, "is a directory")
+    why = next((why for test, why in _KINDS if test(mode)), "is not a regular file")
+    return NotRegular(path, why)
+
+
 def open_regular(path: Path) -> int:
-    """A read descriptor of `path`, which must be a regular file and not a link."""
+    """A read descriptor of `path`, which must be a regular file and not a link.
+
+    Whatever else is there is refused before it is opened (Unreadable): opening a
+    FIFO waits for a writer, a device can act on being opened. The open itself
+    neither follows a link nor waits, and what it opened is checked again, so a
+    file swapped in between is refused too."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        raise Unreadable(path, "does not exist") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise Unreadable(path, f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISLNK(mode):
+        raise Unreadable(path, "is a symbolic link")
+    if not stat.S_ISREG(mode):
+        raise _refused(path, mode)
     try:
         fd = os.open(path, _READ)
     except OSError as exc:
         if is_link(path):
-            raise UnsafePath(f"{path} is a symbolic link") from None
-        raise UnsafePath(f"cannot read {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unreadable(path, "is a symbolic link") from None
+        raise Unreadable(path, f"cannot be read: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise UnsafePath(f"{path} is not a regular file")
+        raise _refused(path, mode)
     return fd
+
+
+def size_text(size: int) -> str:
+    """`size` bytes as people read it: "50 MiB", "128 KiB", "900 bytes"."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            value = size / scale
+            return f"{value:.0f} {unit}" if value.is_integer() else f"{value:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def read_fd(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes from `fd`, from where it stands."""
+    parts, left = [], limit
+    while left > 0 and (data := os.read(fd, min(CHUNK, left))):
+        parts.append(data)
+        left -= len(data)
+    return b"".join(parts)
 
 
 def read_capped(path: Path, limit: int) -> bytes:
     """At most `limit` bytes of the regular file `path` (never a link, a FIFO or a
-    device: UnsafePath), read without loading more than that."""
+    device: Unreadable), read without loading more than that."""
     fd = open_regular(path)
     try:
-        parts, left = [], limit
-        while left > 0 and (data := os.read(fd, min(CHUNK, left))):
-            parts.append(data)
-            left -= len(data)
-        return b"".join(parts)
+        return read_fd(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def read_limited(path: Path, limit: int) -> bytes:
+    """The whole of the regular file `path` (see `read_capped`); Unreadable, without
+    reading it, when it holds more than `limit` bytes."""
+    fd = open_regular(path)
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise Unreadable(path, f"is larger than {size_text(limit)}")
+        data = read_fd(fd, limit + 1)
+        if len(data) > limit:  # it grew since
+            raise Unreadable(path, f"is larger than {size_text(limit)}")
+        return data
     finally:
         os.close(fd)
 
@@ -211,6 +283,24 @@ def copy_verified(source: Path, sha256: str, target: Path) -> None:
         os.close(fd)
 
 
+def copy_file(source: Path, target: Path) -> tuple[str, int]:
+    """Copy the regular file `source` (never a link, a FIFO or a device) to `target`
+    (a path from `place`); returns the copy's sha256 and size."""
+    fd = open_regular(source)
+    size = 0
+
+    def counted() -> Iterator[bytes]:
+        nonlocal size
+        for data in _chunks(fd):
+            size += len(data)
+            yield data
+
+    try:
+        return _replace_with(target, counted()), size
+    finally:
+        os.close(fd)
+
+
 def _chmod(path: Path, change: int, add: bool) -> None:
     """Add or remove mode bits of `path` itself; a link is left alone."""
     try:
@@ -301,16 +391,22 @@ def tree_digest(root: Path, skip: Collection[str] = ()) -> str:
 
 __all__ = [
     "ContentChanged",
+    "NotRegular",
+    "Unreadable",
     "UnsafePath",
+    "copy_file",
     "copy_verified",
     "digest_file",
     "is_link",
     "make_dirs",
     "place",
     "read_capped",
+    "read_fd",
+    "read_limited",
     "remove",
     "replace",
     "set_writable",
+    "size_text",
     "tree_digest",
     "walk",
     "write_bytes",

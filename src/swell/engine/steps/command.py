@@ -7,6 +7,7 @@ runs, naming the feature (docs/engine.md, "Command steps")."""
 
 from __future__ import annotations
 
+import errno
 import functools
 
 from swell.engine.context import StepResult, VisitContext
@@ -44,6 +45,19 @@ def script_of(step: Step) -> str:
     if step.script is not None:
         return step.script
     return (step.exec.source if step.exec else None) or ""
+
+
+def too_big(rendered: Rendered) -> str:
+    """Why a script whose values each fit did not start: together with the environment
+    they pass the system's limit on what a new process is given (ARG_MAX)."""
+    largest = sorted(rendered.env, key=lambda name: -len(rendered.env[name]))[:3]
+    named = ", ".join(f"{rendered.sources[n]} {len(rendered.env[n]):,} bytes" for n in largest)
+    return (
+        "script not run: its values and environment together are more than the system "
+        "lets a process start with (Argument list too long"
+        + (f"; the largest values: {named}" if named else "")
+        + "). Fix: have the script read large values from their files, by path"
+    )
 
 
 class Command(StepKind):
@@ -98,14 +112,19 @@ class Command(StepKind):
             return StepResult(outcome="failure", error=str(exc), events=notes, retryable=False)
         runtime = ctx.plan.project.manifest.runtime
         timeout = ctx.timeout_seconds()
-        result = await run_process(
-            argv,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            grace=runtime.timeouts.process_grace_seconds or 3.0,
-            max_output=runtime.artifacts.max_stdout_size or DEFAULT_MAX_OUTPUT,
-        )
+        try:
+            result = await run_process(
+                argv,
+                cwd=cwd,
+                env=env,
+                timeout=timeout,
+                grace=runtime.timeouts.process_grace_seconds or 3.0,
+                max_output=runtime.artifacts.max_stdout_size or DEFAULT_MAX_OUTPUT,
+            )
+        except OSError as exc:
+            if exc.errno != errno.E2BIG:
+                raise
+            return StepResult(outcome="failure", error=too_big(rendered), events=notes)
         combined = result.stdout
         if result.stderr:
             combined += ("\n" if combined and not combined.endswith("\n") else "") + result.stderr

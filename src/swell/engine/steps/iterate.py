@@ -11,11 +11,13 @@ from typing import Any
 
 from swell.engine.children import (
     ChildCall,
+    NotAPipelineName,
     after_child,
     child_options,
     child_pipeline,
     declared_output,
     failure_text,
+    rendered_pipeline,
     run_item,
 )
 from swell.engine.context import ChildOutcome, RunOptions, StepResult, VisitContext
@@ -40,6 +42,7 @@ class Item:
     pipeline: str
     input: str
     outcome: ChildOutcome | None = None
+    error: str | None = None  # why it cannot run at all (its pipeline is refused)
 
 
 class Iterate(StepKind):
@@ -96,9 +99,13 @@ def _items(ctx: VisitContext, over: str, ns: dict[str, Any]) -> tuple[list[Item]
     items = []
     for index, value in enumerate(values):
         item_ns = {**ns, "item": value, "iteration": index}
-        pipeline = render_field(step.pipeline or "", item_ns).strip()
+        error = None
+        try:
+            pipeline = rendered_pipeline(step.pipeline or "", item_ns).strip()
+        except NotAPipelineName as exc:
+            pipeline, error = "", str(exc)
         text_input = render_field(step.input, item_ns) if step.input else ""
-        items.append(Item(index, value, pipeline, text_input or ctx.plan.input))
+        items.append(Item(index, value, pipeline, text_input or ctx.plan.input, error=error))
     return items, None
 
 
@@ -115,6 +122,9 @@ async def _run_items(
         nonlocal stopped
         async with gate:
             if stopped:
+                return
+            if item.error is not None:
+                stopped = not keep_going
                 return
             call = ChildCall(
                 pipeline=item.pipeline,
@@ -136,6 +146,8 @@ def _result(ctx: VisitContext, items: list[Item], keep_going: bool) -> StepResul
     slots: list[Any] = []
     for item in items:
         outcome = item.outcome
+        if item.error is not None:
+            failures.append(f"item {item.index}: {item.error}")
         if outcome is None:
             slots.append(None)
             continue

@@ -27,6 +27,7 @@ from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 from swell.workspace import artifacts
+from swell.workspace.offload import off_loop
 
 DONE_WORDS = ("true", "done", "yes")
 
@@ -177,7 +178,8 @@ async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, st
     result = await ctx.services.step_kinds.of(sub).run(sub_ctx)
     events = list(result.events)
     if sub.output_artifacts:
-        found, missing = artifacts.collect(ctx.workspace.path, sub.output_artifacts, result.stdout)
+        declared, stdout, where = sub.output_artifacts, result.stdout, ctx.workspace.path
+        found, missing = await off_loop(lambda: artifacts.collect(where, declared, stdout))
         events += found
         outputs[sub.id] = {a.name: a.path for a in found}
         if missing and result.outcome == "success":

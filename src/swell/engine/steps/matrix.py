@@ -7,6 +7,7 @@ item whose dependency failed is skipped (docs/composition.md)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,9 @@ from swell.manifest.loader import load_pipeline
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 from swell.manifest.wave_models import MatrixStrategy
+from swell.workspace import safe
 
+MAX_ITEMS_FILE = 50 * 1024 * 1024
 _GO_FIELD = re.compile(r"\{\{-?\s*\.([A-Za-z0-9_.]*)\s*-?\}\}")  # `{{ .name }}`, `{{ . }}`
 
 
@@ -187,13 +190,17 @@ def read_items(ctx: VisitContext, s: MatrixStrategy) -> list[Any]:
     the field of each item to use (as Wave's guide describes it)."""
     source = s.items_source or ""
     places = source_path(ctx, source)
-    path = next((p for p in places if p.is_file()), None)
+    path = next((p for p in places if os.path.lexists(p) and not p.is_dir()), None)
     if path is None:
         where = ", ".join(dict.fromkeys(str(p) for p in places))
         raise Items(f"items_source '{source}' not found (looked at {where})")
+    try:  # a regular file, never through a link (a FIFO would never end)
+        raw = safe.read_limited(path.resolve(), MAX_ITEMS_FILE)
+    except (OSError, safe.UnsafePath) as exc:
+        raise Items(f"items_source: {exc}") from None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(raw)
+    except ValueError as exc:
         raise Items(f"items_source {path} is not JSON: {exc}") from None
     if s.item_key and isinstance(data, list):
         return [_by_key(item, s.item_key, "item_key") for item in data]

@@ -4,7 +4,15 @@ as docs/composition.md says (engine/children.py)."""
 
 from __future__ import annotations
 
-from swell.engine.children import ChildCall, after_child, child_options, failure_text, run_child
+from swell.engine.children import (
+    ChildCall,
+    NotAPipelineName,
+    after_child,
+    child_options,
+    failure_text,
+    rendered_pipeline,
+    run_child,
+)
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.step_outputs import composition_namespace, render_field
 from swell.engine.steps.base import StepKind
@@ -50,7 +58,10 @@ async def run_pipeline(ctx: VisitContext, name: str) -> StepResult:
     """Run pipeline `name` as this visit's child (continuing it after a resume), and
     hand its context and artifacts back to the step (also used by `branch`)."""
     if "{{" in name:
-        name = render_field(name, composition_namespace(ctx)).strip()
+        try:
+            name = rendered_pipeline(name, composition_namespace(ctx))
+        except NotAPipelineName as exc:
+            return StepResult(outcome="failure", error=str(exc))
     options, problems = child_options(ctx)
     if problems:
         return StepResult(outcome="failure", error="; ".join(problems), retryable=False)

@@ -37,6 +37,7 @@ from swell.manifest.templates import render_text, unset_warnings
 from swell.relay.settings import RelaySettings, relay_settings
 from swell.threads.fidelity import with_context
 from swell.workspace import artifacts, safe
+from swell.workspace.offload import off_loop
 
 INLINE_LIMIT = 20_000  # characters of an input artifact put into a tool-less agent's prompt
 PROMPT_CAP = 200_000  # characters of a prompt (and of a system prompt) kept in its event
@@ -75,7 +76,8 @@ def follow_up(ctx: VisitContext) -> str:
     if reason == "rework" and ctx.step.id in ctx.state.reworks:
         request = ctx.state.reworks[ctx.step.id]
         copy = None
-        if request.feedback_path and Path(request.feedback_path).is_file():
+        feedback = _feedback(request.feedback_path)
+        if feedback is not None:
             # swell's place, and the two names Wave's prompts read it by
             for rel in (
                 f"{INJECTED_DIR}/review-feedback.json",
@@ -84,13 +86,25 @@ def follow_up(ctx: VisitContext) -> str:
             ):
                 try:
                     target = safe.place(ctx.workspace.path, rel)
-                    safe.replace(target, Path(request.feedback_path).read_bytes())
+                    safe.replace(target, feedback)
                 except safe.UnsafePath:
                     continue  # the header below still holds the review
                 copy = copy or os.path.relpath(target, ctx.workspace.path)
         return rework_header(request, copy)
     retry = retry_of(ctx.state, ctx.step.id, ctx.activation)
     return "" if retry is None else attempt_context(ctx.plan.run_dir, retry)
+
+
+MAX_FEEDBACK = 10 * 1024 * 1024
+
+
+def _feedback(path: str | None) -> bytes | None:
+    """The review feedback swell wrote in the run directory, if it is still a regular
+    file there (a step can reach the run directory)."""
+    try:
+        return safe.read_limited(Path(path), MAX_FEEDBACK) if path else None
+    except (OSError, safe.UnsafePath):
+        return None
 
 
 def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
@@ -112,7 +126,11 @@ def artifact_sections(ctx: VisitContext, has_tools: bool = True) -> str:
                 + (f"pipeline '{ref.pipeline}')" if ref.pipeline else f"step '{ref.step}')")
             )
             if not has_tools:
-                text = Path(path).read_text(encoding="utf-8", errors="replace")
+                try:  # a character is at most 4 bytes of UTF-8
+                    raw = safe.read_capped(Path(path), INLINE_LIMIT * 4 + 4)
+                except (OSError, safe.UnsafePath) as exc:
+                    raw = f"(not readable: {exc})".encode()
+                text = raw.decode("utf-8", errors="replace")
                 cut = "\n[… truncated]" if len(text) > INLINE_LIMIT else ""
                 lines += ["```", text[:INLINE_LIMIT] + cut, "```"]
     files = [a for a in step.output_artifacts if a.source == "file" and a.path]
@@ -153,13 +171,13 @@ def answer_to_outputs(ctx: VisitContext, text: str) -> list[str]:
     return written
 
 
-def agent_artifacts(ctx: VisitContext, result: AgentResult) -> list[ev.BaseEvent]:
+async def agent_artifacts(ctx: VisitContext, result: AgentResult) -> list[ev.BaseEvent]:
     """Files the adapter names as artifacts (a browser's screenshots), recorded as
     declared outputs are: read only as regular files inside the workspace."""
     if not result.artifacts:
         return []
     defs = [ArtifactDef(name=a.name, path=a.path, type=a.type) for a in result.artifacts]
-    found, problems = artifacts.collect(ctx.workspace.path, defs, None)
+    found, problems = await off_loop(lambda: artifacts.collect(ctx.workspace.path, defs, None))
     return [ctx.event(e) for e in [*found, *(ev.Warning(message=p) for p in problems)]]
 
 
@@ -396,7 +414,7 @@ async def _visit(ctx: VisitContext) -> StepResult:
         cost_usd=cost.visit_cost(model, tokens_in, tokens_out, result.usage.cost_usd),
         adapter=adapter_name,
         model=model,
-        events=agent_artifacts(ctx, result),
+        events=await agent_artifacts(ctx, result),
         round_content=result.text if ok else (result.text or result.error or ""),
         round_meta={
             "adapter": adapter_name,
