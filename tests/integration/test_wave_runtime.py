@@ -51,6 +51,15 @@ def _project(tmp_path: Path, replies: str, remote: str | None = None) -> Path:
 
 
 GITHUB = "git@github.com:acme/rocket.git"
+# a step whose persona is named by the project's forge, as Wave's publishing steps are
+COMMENT = """\
+kind: WavePipeline
+metadata: {name: comment}
+steps:
+  - id: publish
+    persona: "{{ forge.type }}-commenter"
+    exec: {type: prompt, source: "Post the comment."}
+"""
 
 
 def _calls(root: Path) -> list[dict[str, object]]:
@@ -69,18 +78,7 @@ def test_a_templated_persona_name_is_rendered_before_it_is_looked_up(
     tmp_path: Path, remote: str, persona: str
 ) -> None:
     root = _project(tmp_path, "replies:\n  - text: posted\n", remote)
-    write_pipeline(
-        root,
-        "comment",
-        """\
-kind: WavePipeline
-metadata: {name: comment}
-steps:
-  - id: publish
-    persona: "{{ forge.type }}-commenter"
-    exec: {type: prompt, source: "Post the comment."}
-""",
-    )
+    write_pipeline(root, "comment", COMMENT)
     result = swell("run", "comment", cwd=root)
     assert result.returncode == 0, result.stdout + result.stderr
     started = [e for e in events(root, run_id_of(result.stdout)) if e["type"] == "step.started"]
@@ -95,18 +93,7 @@ def test_a_templated_persona_that_names_no_persona_fails_the_step_clearly(tmp_pa
     root = _project(
         tmp_path, "replies:\n  - text: posted\n", "https://codeberg.org/acme/rocket.git"
     )
-    write_pipeline(
-        root,
-        "comment",
-        """\
-kind: WavePipeline
-metadata: {name: comment}
-steps:
-  - id: publish
-    persona: "{{ forge.type }}-commenter"
-    exec: {type: prompt, source: "Post the comment."}
-""",
-    )
+    write_pipeline(root, "comment", COMMENT)
     result = swell("run", "comment", cwd=root)
     assert result.returncode == 1
     assert "unknown persona 'codeberg-commenter'" in result.stdout + result.stderr
