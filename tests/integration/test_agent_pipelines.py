@@ -59,9 +59,9 @@ def _claude_env(tmp_path: Path, twin: Twin) -> dict[str, str]:
 
 def _codex_env(tmp_path: Path) -> dict[str, str]:
     """Codex with its own HOME and CODEX_HOME, whose config keeps it offline."""
-    codex_home, home = tmp_path / "codex-home", tmp_path / "home"
-    codex_home.mkdir()
-    home.mkdir()
+    codex_home, home, tmp = tmp_path / "codex-home", tmp_path / "home", tmp_path / "tmp"
+    for path in (codex_home, home, tmp):
+        path.mkdir()
     (codex_home / "config.toml").write_text(
         "[analytics]\nenabled = false\n\n[features]\nplugins = false\n"
     )
@@ -69,6 +69,9 @@ def _codex_env(tmp_path: Path) -> dict[str, str]:
         **os.environ,
         "CODEX_HOME": str(codex_home),
         "HOME": str(home),
+        # Codex puts its sandbox helper on the PATH only when CODEX_HOME is outside the
+        # temp dir; without it a machine's bwrap cannot start it (tests/adapters/test_codex.py)
+        "TMPDIR": str(tmp),
         "TWIN_API_KEY": "sk-twin",
     }
 
