@@ -3,16 +3,15 @@ that Wave's own pipelines use) run through `swell run` with the real Claude Code
 against the auto twin, as scripts/wave-e2e runs Wave's own 46 (docs/conformance.md).
 
 Each pipeline runs once per module (`outcomes`); the tests then look at what swell
-stored and what the twin saw. A test that a known defect of swell still fails is
-marked xfail(strict) with the defect (DEFECTS); when the defect is fixed its tests
-pass, strict xfail turns that into a failure, and the defect's entry in DEFECTS is
-deleted, which removes every mark naming it.
+stored and what the twin saw. Before issue 26's fixes every pipeline here but `gate`
+stopped on one of them (`*` permissions, templated persona names and output paths,
+run ids redacted, `{{ S.output.FIELD }}`, the cross-pipeline inject type, schemas
+missing from prompts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import pytest
 from wave_harness import Harness, Result, copy_project, fixture_project
@@ -20,7 +19,6 @@ from wave_sweep import FIXTURE
 
 from agent_clis import cli_path
 
-Test = TypeVar("Test", bound=Callable[..., Any])
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
 
 # the pipelines the test runs (the fixture's other pipelines run inside these), and
@@ -56,56 +54,6 @@ WITH_SCHEMAS = [
     "forge-commands",
 ]
 
-# Defects of swell (not of the harness) these tests still meet; delete an entry once
-# it is fixed (see the module docstring)
-DEFECTS = {
-    "stars": "`allowed_tools: ['*']` does not reach Claude Code: every Write is refused",
-    "persona": "`persona: '{{ forge.type }}-commenter'` is not rendered: 'has no adapter'",
-    "redaction": "the run id of a pipeline whose name ends in 'sk' is redacted in its events",
-    "step-output": "`{{ scope.output.tasks }}` reads only the child's first artifact",
-    "inject-type": "inject_artifacts {pipeline} compares a pipeline_outputs type with 'json'",
-    "output-path": "templated output_artifacts paths are listed unrendered in the prompt",
-    "schema": "the json_schema contract's schema is not in the prompt",
-}
-# what stops each pipeline reaching its end today
-STOPS = {
-    "hello": ["stars"],
-    "persona-template": ["persona", "stars"],
-    "breakdown-task": ["stars", "redaction"],
-    "review-rework": ["stars"],
-    "implement-rework": ["stars"],
-    "judge": ["stars"],
-    "fanout": ["stars"],
-    "epic": ["stars", "redaction", "step-output"],
-    "branch": ["stars"],
-    "loop": ["stars"],
-    "inject-parent": ["stars", "inject-type"],
-    "forge-commands": ["persona", "stars"],
-    "graph": ["stars"],
-    "templated-output": ["stars"],
-}
-
-
-def known(*names: str) -> list[pytest.MarkDecorator]:
-    """xfail(strict) naming the defects still listed in DEFECTS, if any."""
-    open_ = [DEFECTS[n] for n in names if n in DEFECTS]
-    return [pytest.mark.xfail(strict=True, reason="; ".join(open_))] if open_ else []
-
-
-def expect(*names: str) -> Callable[[Test], Test]:
-    """A test's marks for the defects it still meets (see `known`)."""
-
-    def apply(test: Test) -> Test:
-        for mark in known(*names):
-            test = mark(test)
-        return test
-
-    return apply
-
-
-def cases(names: list[str], defects: Callable[[str], list[str]]) -> list[pytest.ParameterSet]:
-    return [pytest.param(name, marks=known(*defects(name)), id=name) for name in names]
-
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Result]:
@@ -133,7 +81,7 @@ def describe(result: Result) -> str:
     )
 
 
-@pytest.mark.parametrize("pipeline", cases(list(PIPELINES), lambda p: STOPS.get(p, [])))
+@pytest.mark.parametrize("pipeline", list(PIPELINES))
 def test_pipeline_reaches_its_end(outcomes: Callable[[str], Result], pipeline: str) -> None:
     result = outcomes(pipeline)
     ended, refused = result.reached_end, result.tool_errors
@@ -142,10 +90,7 @@ def test_pipeline_reaches_its_end(outcomes: Callable[[str], Result], pipeline: s
     assert not result.contract_failures or PIPELINES[pipeline], result.contract_failures
 
 
-@pytest.mark.parametrize(
-    "pipeline",
-    cases(list(PIPELINES), lambda p: ["output-path"] if p == "templated-output" else []),
-)
+@pytest.mark.parametrize("pipeline", list(PIPELINES))
 def test_prompts_hold_no_unrendered_placeholder(
     outcomes: Callable[[str], Result], pipeline: str
 ) -> None:
@@ -159,10 +104,7 @@ def test_listed_input_artifacts_exist_when_the_agent_starts(
     assert not outcomes(pipeline).missing_inputs
 
 
-@pytest.mark.parametrize(
-    "pipeline",
-    cases(WITH_SCHEMAS, lambda p: ["schema", *(["persona"] if "persona" in STOPS[p] else [])]),
-)
+@pytest.mark.parametrize("pipeline", WITH_SCHEMAS)
 def test_json_outputs_come_with_their_schema_in_the_prompt(
     outcomes: Callable[[str], Result], pipeline: str
 ) -> None:
@@ -181,7 +123,6 @@ def test_review_failure_sends_the_work_to_its_rework_step(
     assert result.visits_by_step.get("fix-report") == 1, result.visits_by_step
 
 
-@expect("stars")
 def test_judge_failure_runs_the_step_again(outcomes: Callable[[str], Result]) -> None:
     result = outcomes("judge")
     assert result.tally.judges >= 2 and result.tally.failed_verdicts >= 1
@@ -192,7 +133,6 @@ def test_fan_out_runs_each_child_pipeline(outcomes: Callable[[str], Result]) -> 
     assert sorted(outcomes("fanout").child_pipelines) == ["audit-alpha", "audit-beta"]
 
 
-@expect("stars")
 def test_branch_runs_the_case_the_step_output_names(outcomes: Callable[[str], Result]) -> None:
     # the twin picks the first enum value of plan.route, "fast"
     assert outcomes("branch").child_pipelines == ["audit-alpha"]

@@ -244,9 +244,9 @@ class Harness:
 
     def env(self, project: Path, twin_url: str, bin_dir: Path) -> dict[str, str]:
         path = os.pathsep.join([str(bin_dir), str(self.claude_dir), os.environ.get("PATH", "")])
-        python_path = os.pathsep.join(
-            p for p in [str(self.swell_src or ""), os.environ.get("PYTHONPATH", "")] if p
-        )
+        # absolute: swell runs in the project, where a relative entry (`src`) is lost
+        entries = [str(self.swell_src or ""), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+        python_path = os.pathsep.join(os.path.abspath(p) for p in entries if p)
         return {
             **os.environ,
             **_git_identity(),
