@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 from forge_standins import calls, install
-from wave_harness import WaveCheckoutError, check_wave_commit, first_error, placeholders
+from wave_harness import (
+    WaveCheckoutError,
+    check_wave_commit,
+    first_error,
+    placeholders,
+    prerequisites,
+)
 
 from twins.auto import AutoModel, output_artifacts, schema_in_prompt
 from twins.schema_sample import pattern_sample, sample, valid
@@ -296,3 +302,27 @@ def test_without_a_structured_output_tool_the_verdict_is_the_answer_text() -> No
     review = "# Your answer\n\nAnswer with the one ReviewFeedback JSON object."
     strict = AutoModel(fail_first_review=True)
     assert json.loads(strict(body(review)).text)["verdict"] == "rework"  # type: ignore[arg-type]
+
+
+def test_without_a_schema_the_prompts_example_document_is_written() -> None:
+    prompt = (
+        "Write `.agents/output/issue-context.json`:\n\n```json\n"
+        '{"owner": "<owner>", "number": <int>, "labels": ["..."]}\n```\n\n'
+        "## Output artifacts\n- `.agents/output/issue-context.json` (issue-context; required, json)\n"
+    )
+    model = AutoModel()
+    reply = model(body(prompt))  # type: ignore[arg-type]
+    written = json.loads(reply.tool_calls[0].input["content"])
+    assert written == {"owner": "<owner>", "number": 1, "labels": ["..."]}
+    assert model.tally.examples_used == 1
+
+
+def test_a_pipeline_reading_another_pipelines_outputs_runs_after_it(tmp_path: Path) -> None:
+    folder = tmp_path / ".agents" / "pipelines"
+    folder.mkdir(parents=True)
+    (folder / "child.yaml").write_text(
+        "steps:\n  - id: a\n    memory:\n      inject_artifacts:\n"
+        "        - {pipeline: parent, artifact: verdict}\n        - {pipeline: child, artifact: x}\n"
+    )
+    assert prerequisites(tmp_path, "child") == ["parent"]
+    assert prerequisites(tmp_path, "parent") == []

@@ -138,6 +138,28 @@ def pipelines(project: Path) -> list[str]:
     return sorted(p.stem for p in (project / ".agents" / "pipelines").glob("*.yaml"))
 
 
+def prerequisites(project: Path, pipeline: str) -> list[str]:
+    """The pipelines whose outputs `pipeline` reads with `inject_artifacts: {pipeline: X}`
+    (X other than itself). Run on its own, such a pipeline reads X's latest succeeded
+    run in the project (in Wave it reads its parent's): the harness runs X first."""
+    try:
+        data = yaml.safe_load((project / ".agents" / "pipelines" / f"{pipeline}.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return []
+    found: list[str] = []
+    steps = list((data or {}).get("steps") or []) if isinstance(data, dict) else []
+    while steps:
+        step = steps.pop(0)
+        if not isinstance(step, dict):
+            continue
+        steps += (step.get("loop") or {}).get("steps") or []
+        for ref in (step.get("memory") or {}).get("inject_artifacts") or []:
+            name = ref.get("pipeline") if isinstance(ref, dict) else None
+            if name and name != pipeline and name not in found:
+                found.append(str(name))
+    return found
+
+
 def example_input(project: Path, pipeline: str) -> str:
     """The pipeline's `input.example`, else DEFAULT_INPUT."""
     try:
@@ -173,13 +195,14 @@ class Result:
     visits_by_step: dict[str, int] = field(default_factory=dict)  # of the run itself
     child_pipelines: list[str] = field(default_factory=list)  # every child run's pipeline
     output: str = ""  # the tail of swell's stdout and stderr
+    prerequisites: list[str] = field(default_factory=list)  # run first: "name (status)"
 
     @property
     def reached_end(self) -> bool:
         return self.exit_code == 0 and self.status == "succeeded"
 
     def row(self) -> str:
-        notes = []
+        notes = [f"after {', '.join(self.prerequisites)}"] if self.prerequisites else []
         if self.tally.schemas_from_project:
             notes.append(f"schema read from project x{self.tally.schemas_from_project}")
         if self.tally.schemas_missing:
@@ -263,6 +286,13 @@ class Harness:
         }
 
     def run(self, project: Path, pipeline: str, input_text: str | None = None) -> Result:
+        """Run `pipeline` in `project` (after its prerequisites, in the same project)."""
+        before = [self._run(project, name, None) for name in prerequisites(project, pipeline)]
+        result = self._run(project, pipeline, input_text)
+        result.prerequisites = [f"{r.pipeline} ({r.status})" for r in before]
+        return result
+
+    def _run(self, project: Path, pipeline: str, input_text: str | None) -> Result:
         if input_text is None:
             input_text = INPUTS.get(pipeline) or example_input(project, pipeline)
         scratch = self.work / f"bin-{pipeline}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -89,6 +90,17 @@ def report(results: list[Result], total: int, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def swell_commit(src: Path | None) -> str:
+    """The commit of the swell sources that run (a dirty tree is marked)."""
+    where = src or Path(__file__).resolve().parents[2]
+    head = subprocess.run(
+        ["git", "-C", str(where), "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+    )
+    return head.stdout.strip() or "(not a git checkout)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="swell-wave-e2e-"))
@@ -110,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(exc)
             return 2
         title = f"Wave's pipelines (re-cinq/wave {WAVE_COMMIT}) through swell with Claude Code"
+    title += f", swell {swell_commit(args.swell_src)}"
     names = args.pipelines or pipelines(template)
     harness = Harness(
         work,

@@ -61,6 +61,7 @@ class Tally:
     schemas_from_prompt: int = 0
     schemas_from_project: int = 0
     schemas_missing: int = 0  # a JSON output no schema was found for
+    examples_used: int = 0  # JSON outputs written as the prompt's own example document
     invalid_samples: int = 0  # a generated document its schema does not accept
     reviews: int = 0
     judges: int = 0
@@ -166,6 +167,10 @@ class AutoModel:
         kind = (out.type or "").lower()
         if kind == "json" or out.path.endswith(".json"):
             schema = self._schema(prompt, out, count=first)
+            example = example_in_prompt(prompt, out.path)
+            if example is not None and (schema is None or valid(schema, example)):
+                self.tally.examples_used += first
+                return json.dumps(example, indent=2) + "\n"
             doc = sample(schema) if schema else {"summary": f"twin output {out.name}"}
             if schema and not valid(schema, doc):
                 self.tally.invalid_samples += 1
@@ -393,6 +398,26 @@ def input_artifacts(prompt: str) -> list[tuple[str, str]]:
         if match:
             found.append((match.group(1).strip(), match.group(2)))
     return found
+
+
+def example_in_prompt(prompt: str, path: str) -> Any:
+    """The example document a prompt shows for `path` (a ```json block that is no schema,
+    its `<placeholder>` values made numbers), as a model would fill it in: the nearest
+    after a mention of the file's name, else the only one; None when there is none."""
+    name = path.rsplit("/", 1)[-1]
+    examples = []
+    for match in re.finditer(r"```json[ \t]*\n(.*?)```", prompt, re.S):
+        text = re.sub(r'(?<=[:\[,\s])<[^<>"\n]*>', "1", match.group(1))
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value and not _looks_like_schema(value):
+            examples.append((match.start(), value))
+    for start, value in examples:
+        if name in prompt[max(0, start - 600) : start]:
+            return value
+    return examples[0][1] if len(examples) == 1 else None
 
 
 def _looks_like_schema(value: Any) -> bool:
