@@ -326,3 +326,17 @@ def test_a_pipeline_reading_another_pipelines_outputs_runs_after_it(tmp_path: Pa
     )
     assert prerequisites(tmp_path, "child") == ["parent"]
     assert prerequisites(tmp_path, "parent") == []
+
+
+def test_the_project_schema_is_only_the_asking_steps_own(tmp_path: Path) -> None:
+    """An output of the same path checked in another step is no schema for this one."""
+    (tmp_path / ".agents" / "pipelines").mkdir(parents=True)
+    (tmp_path / "schema.json").write_text(json.dumps(FINDINGS))
+    (tmp_path / ".agents" / "pipelines" / "other.yaml").write_text(
+        "steps:\n  - id: s\n    exec: {source: 'Some other step that writes findings as JSON'}\n"
+        "    output_artifacts: [{name: findings, path: .agents/output/findings.json}]\n"
+        "    handover: {contract: {type: json_schema, schema_path: schema.json}}\n"
+    )
+    model = AutoModel(project_root=tmp_path)
+    model(body(PROMPT))  # type: ignore[arg-type]
+    assert model.schema_sources == [(".agents/output/findings.json", "none")]

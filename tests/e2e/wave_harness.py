@@ -206,7 +206,7 @@ class Result:
         if self.tally.schemas_from_project:
             notes.append(f"schema read from project x{self.tally.schemas_from_project}")
         if self.tally.schemas_missing:
-            notes.append(f"no schema x{self.tally.schemas_missing}")
+            notes.append(f"json without a schema x{self.tally.schemas_missing}")
         if self.unrendered:
             notes.append(f"unrendered {', '.join(sorted(set(self.unrendered))[:3])}")
         if self.missing_inputs:

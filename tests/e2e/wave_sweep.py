@@ -22,6 +22,7 @@ from wave_harness import (
     Harness,
     Result,
     WaveCheckoutError,
+    agent_cli_bin,
     copy_project,
     fixture_project,
     pipelines,
@@ -62,12 +63,17 @@ def report(results: list[Result], total: int, title: str) -> str:
         "## Details",
     ]
     for r in results:
-        if r.reached_end and not (
-            r.unrendered or r.missing_inputs or r.tool_errors or r.contract_failures
+        from_project = [path for path, source in r.schema_sources if source == "project"]
+        if (
+            r.reached_end
+            and not (r.unrendered or r.missing_inputs or r.tool_errors or r.contract_failures)
+            and not from_project
         ):
             continue
         lines += ["", f"### {r.pipeline} ({r.status}, run {r.run_id})", ""]
         lines.append(f"- first error: {r.first_error or '(none)'}")
+        if from_project:
+            lines.append(f"- JSON outputs whose schema was not in the prompt: {from_project}")
         if r.unrendered:
             lines.append(f"- unrendered placeholders: {sorted(set(r.unrendered))[:10]}")
         if r.missing_inputs:
@@ -103,6 +109,11 @@ def swell_commit(src: Path | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
+    if not (agent_cli_bin() / "claude").exists():
+        print(
+            f"Claude Code is not installed in {agent_cli_bin()}: run scripts/install-agent-clis.sh"
+        )
+        return 2
     work = args.work or Path(tempfile.mkdtemp(prefix="swell-wave-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
     template = work / "template"

@@ -7,13 +7,15 @@ state between the turns of one agent:
 - a reviewer or judge (the request offers Claude Code's `StructuredOutput` tool, as
   `--json-schema` does) gets an answer built from that tool's schema, with passing
   verdicts (`verdict: pass`, every `pass: true`); with `fail_first_review` the first
-  review or judge of each step fails instead, so rework and retry paths run;
+  review or judge of each step fails instead, so rework and retry paths run. Asked
+  for the verdict in its answer text instead, it answers with Wave's shapes;
 - a worker is asked, in swell's "## Output artifacts" section of the prompt, for
   files: it writes each one with the Write tool. A JSON output gets a minimal document
   its contract's schema accepts: the schema is taken from the prompt when the prompt
   carries one, otherwise read from the project's own pipeline files (the contract's
   `schema_path`), and each time that happens is counted (`Tally.schemas_from_project`):
-  a prompt without its schema is one a real model would have to guess at;
+  a prompt without its schema is one a real model would have to guess at. An example
+  document the prompt shows for the file is written instead when it fits;
 - when the prompt asks for a commit it runs `git add -A && git commit` with Bash;
 - then it ends its turn with a short text.
 
@@ -507,14 +509,18 @@ class ProjectSchemas:
         return None
 
     def find(self, path: str, prompt: str) -> dict[str, Any] | None:
+        """The schema of the step this prompt is from that checks `path`: among the
+        contracts on that path, the one whose step's prompt lines the prompt holds (an
+        output of the same name elsewhere in the project is not this step's)."""
         wanted = _norm(path)
         found = [d for d in self.declared if _matches(d.path, wanted)]
-        if not found:
-            return None
-        distinct = {json.dumps(d.schema, sort_keys=True) for d in found}
-        if len(distinct) == 1:
-            return found[0].schema
-        return max(found, key=lambda d: sum(1 for line in d.lines if line in prompt)).schema
+        scored = [(sum(1 for line in d.lines if line in prompt), d) for d in found]
+        best = max(scored, key=lambda pair: pair[0], default=None)
+        if best is not None and best[0] > 0:
+            return best[1].schema
+        unknown = [d for d in found if not d.lines]  # a step whose prompt cannot be told
+        distinct = {json.dumps(d.schema, sort_keys=True) for d in unknown}
+        return unknown[0].schema if len(distinct) == 1 else None
 
 
 def _all_steps(steps: list[Any]) -> list[dict[str, Any]]:
