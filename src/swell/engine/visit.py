@@ -125,7 +125,8 @@ class VisitExecutor:
             workspace=ws,
             resumed=visit.resumed,
         )
-        ctx.emit([ctx.event(Warning(message=note)) for note in notes])
+        if notes:
+            ctx.emit([ctx.event(Warning(message=note)) for note in notes])
         try:  # the kind's processes and agents report their output as they go
             with streaming.feeding(None if output is None else output.feed):
                 result = await self.services.step_kinds.of(step).run(ctx)
