@@ -79,6 +79,39 @@ class StoreError(SwellError):
     """The state database cannot be opened or written."""
 
 
+class StoreBroken(StoreError):
+    """The store's file or disk failed (full, read-only, damaged): `problem` says what,
+    naming the file, and `remedy` what the user does about it, then `then`."""
+
+    def __init__(self, problem: str, remedy: str, then: str = "run the command again") -> None:
+        self.problem, self.remedy, self.then = problem, remedy, then
+        super().__init__(f"{problem}; {remedy}, then {then}" if then else f"{problem}; {remedy}")
+
+    def stopped(self, run_id: str) -> StoreBroken:
+        """The same failure, as the run it stopped reports it (the run stays resumable:
+        the batch that failed was not written, and everything before it was)."""
+        return type(self)(
+            f"run {run_id} stopped: {self.problem}",
+            f"nothing it recorded is lost; {self.remedy}",
+            f"`swell resume {run_id}`",
+        )
+
+
+class StoreFull(StoreBroken):
+    """The disk holding the store is full: nothing was half-written; free space and retry."""
+
+
+class StoreReadOnly(StoreBroken):
+    """The store's file or directory cannot be written by this user."""
+
+
+class StoreDamaged(StoreBroken):
+    """The store's file is corrupt (or not a database): it must be recovered or moved away."""
+
+    def stopped(self, run_id: str) -> StoreBroken:
+        return StoreDamaged(f"run {run_id} stopped: {self.problem}", self.remedy, self.then)
+
+
 class AgentError(SwellError):
     """An agent adapter failed; `kind` is what the engine and events call it."""
 

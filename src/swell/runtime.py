@@ -36,7 +36,7 @@ from swell.engine.context import (
 from swell.engine.runner import Runner, RunSummary
 from swell.engine.state import RunState
 from swell.engine.steps.registry import StepKinds, default_step_kinds
-from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
+from swell.errors import RunNotFound, RunStateError, StoreBroken, StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
 from swell.events.redact import MASK, Redactor
@@ -562,6 +562,8 @@ async def execute(
     timer = loop.call_later(deadline.seconds, time_out) if deadline else None
     try:
         return await runner.run()
+    except StoreBroken as exc:  # the runner stopped, writing nothing more: say how to go on
+        raise exc.stopped(plan.run_id) from None
     finally:
         if timer is not None:
             timer.cancel()

@@ -23,6 +23,7 @@ from swell.engine.preload import preload_adapters
 from swell.engine.retry import retry_max_delay, retry_of
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
+from swell.errors import StoreError
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.events.models import FinalStatus, RunStatus
@@ -55,6 +56,9 @@ class Runner:
         self._parked: list[Visit] = []
         self._wake: asyncio.Future[None] | None = None  # what `_next` waits on
         self._preloaded = False
+        # a batch the store could not commit: the state here is ahead of the store, so
+        # nothing more is written and the run stops, as the store has it, for resume
+        self._lost: StoreError | None = None
         self.executor = VisitExecutor(
             plan,
             services,
@@ -98,9 +102,16 @@ class Runner:
         self._pending.extend(events)
 
     def flush(self) -> None:
+        if self._lost is not None:
+            raise self._lost
         if self._pending:
             batch, self._pending = self._pending, []
-            self.sink.emit(batch)
+            try:
+                self.sink.emit(batch)
+            except StoreError as exc:
+                self._lost = exc
+                self._wakeup()  # a visit's own batch: the loop stops the run now
+                raise
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         """Record and commit at once (events from inside a running visit)."""
@@ -147,6 +158,9 @@ class Runner:
             )
         try:
             return await self._loop()
+        except StoreError:
+            await asyncio.shield(self._abandon())
+            raise
         except asyncio.CancelledError as stopping:
             # a parent run (or the caller) is stopping us; a cancelled parent says so,
             # and its sub-pipeline runs are cancelled with it
@@ -195,6 +209,8 @@ class Runner:
                 last_check = time.monotonic()
                 if control.cancel_requested(self.plan.run_id):
                     self.interrupt("cancelled")
+            if self._lost is not None:
+                raise self._lost
             if self._stop:
                 continue
             finished: list[tuple[Visit, StepResult, int]] = []
@@ -249,6 +265,8 @@ class Runner:
     def _result_of(task: asyncio.Task[StepResult]) -> StepResult:
         try:
             return task.result()
+        except StoreError:
+            raise  # the store failed, not the step: the run stops (`_abandon`)
         except Exception as exc:  # a bug in a step kind must not lose the run
             return StepResult(outcome="failure", error=f"internal error: {exc!r}")
 
@@ -311,6 +329,15 @@ class Runner:
         status, error = ending(self.state, status, error)
         self.emit(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
         return RunSummary(self.plan.run_id, status, error, self.state.total)
+
+    async def _abandon(self) -> None:
+        """The store cannot take the run's events (a full disk, a read-only or damaged
+        file): stop the visits and their processes, writing nothing. The store keeps the
+        run as its last committed batch left it, open visits and all, which `swell
+        resume` continues like a run whose process was killed."""
+        self._stop = self._stop or "interrupted"
+        self._pending.clear()
+        await self._cancel_tasks()
 
     async def _shutdown(self) -> RunSummary:
         """Stop for Ctrl-C or `swell cancel`. Waiting gates stay open for `swell resume`."""

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from swell.store.rows import RunRow, VisitRow, row_from
+from swell.store.sqlite_errors import translated
 
 if TYPE_CHECKING:
     import sqlite3
@@ -89,7 +91,7 @@ def page_reader(store: Store) -> PageReader:
     from swell.store.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
-        return SqlitePages(store.db)
+        return SqlitePages(store.db, store.path)
     if type(store).__module__ == "swell.store.postgres":  # without importing psycopg
         from swell.store.postgres_pages import PostgresPages
 
@@ -153,11 +155,12 @@ VISIT_COLUMNS = (
 )
 
 
+@translated
 class SqlitePages:
     """SQLite's queries: runs by the `runs_created` index, visits by their key."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self.db, self.path = db, path  # `path` names the file in errors (sqlite_errors.py)
 
     def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
         from swell.store.sqlite import _RUN_COLS  # the same columns `list_runs` reads

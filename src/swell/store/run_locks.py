@@ -42,6 +42,7 @@ from pathlib import Path
 
 from swell.errors import RunBusy, StoreError
 from swell.store.rows import Owner
+from swell.store.sqlite_errors import os_store_error, read_only
 
 _OFD = hasattr(fcntl, "F_OFD_SETLK")  # Linux 3.15+
 _BASE = 1 << 62  # a run's lock byte: _BASE + 61 bits of a hash of its id
@@ -167,10 +168,12 @@ def _open(path: Path) -> tuple[tuple[int, int], _File]:
     try:
         try:
             fd = os.open(path, os.O_RDWR | flags, 0o644)
-        except PermissionError:  # a read-only database: readers probe, no one claims
+        except OSError as exc:  # a read-only database: readers probe, no one claims
+            if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
+                raise
             fd = os.open(path, (flags & ~os.O_CREAT) | os.O_RDONLY)
     except OSError as exc:
-        raise StoreError(f"cannot open the state database {path}: {exc}") from None
+        raise os_store_error(exc, path) from None
     opened = os.fstat(fd)
     key = (opened.st_dev, opened.st_ino)
     if not stat.S_ISREG(opened.st_mode):  # swapped since `stat`: not the database
@@ -196,6 +199,8 @@ def _lock(fd: int, byte: int, path: Path) -> bool:
     except OSError as exc:
         if exc.errno in (errno.EAGAIN, errno.EACCES):
             return False
+        if exc.errno == errno.EBADF:  # opened read-only: this user cannot write the file
+            raise read_only(path, "no write access to it") from None
         raise StoreError(f"cannot lock a run in {path}: {exc}") from None
     return True
 

@@ -9,6 +9,7 @@ survives power loss at a cost per commit.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -48,6 +49,7 @@ from swell.store.rules import (
     stored_input,
 )
 from swell.store.run_locks import RunLocks, alive, busy, this_process
+from swell.store.sqlite_errors import os_store_error, store_error, translated
 from swell.store.waiting import poll_for_events
 
 if TYPE_CHECKING:
@@ -87,8 +89,10 @@ _GATE_COLS = (
 _SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
+@translated
 class SqliteStore:
-    """Runs, events and their projections in one SQLite file."""
+    """Runs, events and their projections in one SQLite file. Every public method
+    raises what goes wrong with the file as a `StoreError` naming it (sqlite_errors.py)."""
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path = path
@@ -99,7 +103,7 @@ class SqliteStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot open the state database {path}: {exc}") from None
+            raise os_store_error(exc, path) from None
         # opened before SQLite opens the file: a FIFO there is refused, never waited on
         self.locks = RunLocks(path)
         try:
@@ -112,7 +116,9 @@ class SqliteStore:
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             self.locks.close()
-            raise StoreError(f"cannot open the state database {path}: {exc}") from None
+            if isinstance(exc, OSError):
+                raise os_store_error(exc, path) from None
+            raise store_error(exc, path) from None
         self.identity = f"sqlite://{path.resolve()}"  # Store.identity
         self._nums: dict[str, int] = {}  # run id -> its number in `events`, once committed
         self._checkpoints: Checkpoints | None = None  # started by the first `emit`
@@ -553,21 +559,28 @@ class _Clash(Exception):
 
 
 class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK when the block raises. SQLite rolls a
+    transaction back by itself when a write or the commit fails for a full disk (or
+    an I/O error): then there is nothing left to roll back, and SQLite's own error is
+    the one to report (`translated` names the file)."""
+
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
 
     def __enter__(self) -> None:
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to the state database: {exc}") from None
+        self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             try:
                 self.db.execute("COMMIT")
-            except sqlite3.Error as err:
-                self.db.execute("ROLLBACK")
-                raise StoreError(f"cannot commit to the state database: {err}") from None
+            except sqlite3.Error:
+                self._rollback()
+                raise
         else:
-            self.db.execute("ROLLBACK")
+            self._rollback()
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the error that got here says more
+                self.db.execute("ROLLBACK")

@@ -19,6 +19,7 @@ from swell.store.pages import RunFilter, run_where
 
 if TYPE_CHECKING:
     import sqlite3
+    from pathlib import Path
 
     from swell.events.models import Event
     from swell.store.protocols import RunReader
@@ -307,6 +308,7 @@ def postgres_dialect() -> Dialect:
 
 class _SqliteHandle(Protocol):
     db: sqlite3.Connection
+    path: Path
 
 
 class _PostgresHandle(Protocol):
@@ -315,7 +317,17 @@ class _PostgresHandle(Protocol):
 
 def sqlite_stats(store: _SqliteHandle, filt: RunFilter) -> StatsSource:
     """`SqliteStore.stats_source`."""
-    return sql_stats(lambda q, p: store.db.execute(q, p).fetchall(), sqlite_dialect(), filt)
+    import sqlite3
+
+    from swell.store.sqlite_errors import store_error
+
+    def rows(query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            return store.db.execute(query, params).fetchall()
+        except sqlite3.Error as exc:
+            raise store_error(exc, store.path) from None
+
+    return sql_stats(rows, sqlite_dialect(), filt)
 
 
 def postgres_stats(store: _PostgresHandle, filt: RunFilter) -> StatsSource:

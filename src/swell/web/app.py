@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from swell.errors import RunNotFound, RunStateError, SwellError
+from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
 from swell.store.pages import page_reader
 from swell.store.protocols import Store
 from swell.web import analytics, api, views
@@ -54,6 +54,8 @@ def _status_of(exc: SwellError) -> int:
         return 403
     if isinstance(exc, RunStateError):
         return 409
+    if isinstance(exc, StoreError):  # a full disk, a read-only or damaged store: not the request
+        return 503
     return 400
 
 

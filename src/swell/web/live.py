@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 
 from starlette.requests import Request
 
+from swell.errors import StoreError
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.protocols import Store
 
@@ -52,7 +53,7 @@ async def run_events(
     def over() -> bool:
         return store.get_run(run_id).status in FINAL
 
-    async for text in _tail(events, over, after, request):
+    async for text in _until_store_fails(_tail(events, over, after, request)):
         yield text
 
 
@@ -86,9 +87,25 @@ async def _tail(
             yield ": keep-alive\n\n"
 
 
+async def _until_store_fails(frames: AsyncIterator[str]) -> AsyncIterator[str]:
+    """`frames`, until the store fails (a full disk, a damaged file): then an `error`
+    event saying so, and the stream ends (a response under way cannot become a 503,
+    and an exception here would only be a traceback in the server's log)."""
+    try:
+        async for text in frames:
+            yield text
+    except StoreError as exc:
+        yield f"event: error\ndata: {json.dumps({'detail': str(exc)})}\n\n"
+
+
 async def runs_changes(store: Store, request: Request | None = None) -> AsyncIterator[str]:
     """A `runs` event whenever the newest runs change (a run starts, moves on, ends):
     the runs page then reloads its table."""
+    async for text in _until_store_fails(_runs_changes(store, request)):
+        yield text
+
+
+async def _runs_changes(store: Store, request: Request | None) -> AsyncIterator[str]:
     yield "retry: 2000\n\n"
     last: list[tuple[str, str, int]] | None = None
     idle = 0.0
@@ -126,8 +143,8 @@ async def visit_output(
             for c in found[:OUTPUT_CHUNKS]
         ]
 
-    async for text in _tail(
-        chunks, lambda: not _visit_running(store, run_id, step_id, visit), after, request
+    async for text in _until_store_fails(
+        _tail(chunks, lambda: not _visit_running(store, run_id, step_id, visit), after, request)
     ):
         yield text
 
