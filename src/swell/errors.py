@@ -80,8 +80,9 @@ class StoreError(SwellError):
 
 
 class StoreBroken(StoreError):
-    """The store's file or disk failed (full, read-only, damaged): `problem` says what,
-    naming the file, and `remedy` what the user does about it, then `then`."""
+    """The store's file or disk failed (full, read-only, damaged, an I/O error):
+    `problem` says what, naming the file, and `remedy` what the user does about it,
+    then `then`."""
 
     def __init__(self, problem: str, remedy: str, then: str = "run the command again") -> None:
         self.problem, self.remedy, self.then = problem, remedy, then

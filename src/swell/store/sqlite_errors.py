@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from swell.errors import StoreDamaged, StoreError, StoreFull, StoreReadOnly
+from swell.errors import StoreBroken, StoreDamaged, StoreError, StoreFull, StoreReadOnly
 
 T = TypeVar("T")
 
@@ -37,14 +37,14 @@ def store_error(exc: sqlite3.Error, path: Path) -> StoreError:
     if code in (_CORRUPT, _NOTADB):
         return damaged(path, said)
     if code == _CANTOPEN:
-        return StoreError(
-            f"cannot open the state database {path} ({said}); check that its directory "
-            f"{path.parent} exists and this user may read and write it"
+        return StoreBroken(
+            f"cannot open the state database {path} ({said})",
+            f"check that {path.parent} exists and this user may read and write it",
         )
     if code == _IOERR:
-        return StoreError(
-            f"cannot read or write the state database {path}: a disk I/O error ({said}); "
-            f"check the disk holding it (full? failing? unmounted?), then run the command again"
+        return StoreBroken(
+            f"cannot read or write the state database {path}: a disk I/O error ({said})",
+            "check the disk holding it (full? failing? remounted read-only?)",
         )
     return StoreError(f"the state database {path} failed: {said}")
 
