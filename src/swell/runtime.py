@@ -470,6 +470,8 @@ class ChildRunner:
                 )
                 state = None
                 request.on_start(plan.run_id, loaded.name)
+        except StoreBroken:
+            raise  # not the child's failure: the parent run stops (engine/runner.py, `_lost`)
         except SwellError as exc:
             return ChildOutcome(request.resume_id or "-", "failed", str(exc))
         services = dataclasses.replace(self.services_for(), stop_at_gates=request.stop_at_gates)
