@@ -212,6 +212,17 @@ def test_a_read_only_store_is_read_and_every_write_is_one_error(
     assert json.loads(again.stdout)["status"] == "waiting"
 
 
+def test_a_read_only_state_directory_without_a_store_yet_is_one_error(
+    project: Path, isolated_state: Path, tmp_path: Path
+) -> None:
+    write_pipeline(project, "one", ONE_STEP)
+    isolated_state.mkdir()
+    ns = Namespace(tmp_path, READ_ONLY["directory"].format(d=isolated_state))
+    ns.step("run", f"{SWELL} run one")
+    said = ns.run(project)
+    one_error(said["run"], str(isolated_state / "state.db"), "writable")
+
+
 # ------------------------------------------------------------------ damaged
 
 ONE_STEP = "kind: WavePipeline\nmetadata: {name: one}\nsteps:\n  - {id: a, type: command, script: seq 1 500}\n"

@@ -171,6 +171,8 @@ def _open(path: Path) -> tuple[tuple[int, int], _File]:
         except OSError as exc:  # a read-only database: readers probe, no one claims
             if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
                 raise
+            if found is None:  # none yet, and none can be made: why not is the error
+                raise os_store_error(exc, path) from None
             fd = os.open(path, (flags & ~os.O_CREAT) | os.O_RDONLY)
     except OSError as exc:
         raise os_store_error(exc, path) from None
