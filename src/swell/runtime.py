@@ -558,8 +558,7 @@ async def execute(
     def time_out() -> None:
         assert deadline is not None
         deadline.expired = True
-        runner.emit([ev.Warning(message=deadline.describe())])
-        runner.interrupt()
+        runner.stop_with(deadline.describe())
 
     timer = loop.call_later(deadline.seconds, time_out) if deadline else None
     try:

@@ -10,6 +10,7 @@ continues from the same place.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -123,6 +124,13 @@ class Runner:
         if self._stop is None:
             self._stop = status
         self._cancel(list(self._tasks))
+
+    def stop_with(self, warning: str) -> None:
+        """`interrupt`, after a warning event saying why (`--timeout`). A store that
+        cannot take the warning is what stops the run then (`_lost`)."""
+        with contextlib.suppress(StoreError):
+            self.emit([ev.Warning(message=warning)])
+        self.interrupt()
 
     def _cancel(self, tasks: list[asyncio.Task[StepResult]]) -> None:
         for task in tasks:

@@ -88,14 +88,14 @@ async def _tail(
 
 
 async def _until_store_fails(frames: AsyncIterator[str]) -> AsyncIterator[str]:
-    """`frames`, until the store fails (a full disk, a damaged file): then an `error`
-    event saying so, and the stream ends (a response under way cannot become a 503,
+    """`frames`, until the store fails (a full disk, a damaged file): then a
+    `store-error` event saying so, and the stream ends (a response under way cannot become a 503,
     and an exception here would only be a traceback in the server's log)."""
     try:
         async for text in frames:
             yield text
     except StoreError as exc:
-        yield f"event: error\ndata: {json.dumps({'detail': str(exc)})}\n\n"
+        yield f"event: store-error\ndata: {json.dumps({'detail': str(exc)})}\n\n"
 
 
 async def runs_changes(store: Store, request: Request | None = None) -> AsyncIterator[str]:
