@@ -66,8 +66,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Result
     def run(pipeline: str) -> Result:
         if pipeline not in done:
             project = copy_project(template, root / f"project-{pipeline}")
-            harness = Harness(root / f"work-{pipeline}", fail_first_review=PIPELINES[pipeline])
-            done[pipeline] = harness.run(project, pipeline)
+            work = root / f"work-{pipeline}"
+            with Harness(work, fail_first_review=PIPELINES[pipeline]) as harness:
+                done[pipeline] = harness.run(project, pipeline)
         return done[pipeline]
 
     return run
