@@ -356,6 +356,7 @@ class Harness:
         if options.get("base_url") == f"{self.twin.url}/v1":
             return
         options |= {"base_url": f"{self.twin.url}/v1", "api_key_env": TWIN_KEY_ENV}
+        config.setdefault("default_model", "twin-model")  # a gateway serves its own names
         if self.adapter == "codex":  # the twin never fails: no retries to wait out
             options["config"] = {
                 "model_providers.swell.request_max_retries": 0,
