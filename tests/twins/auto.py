@@ -122,7 +122,7 @@ class AutoModel:
         outputs = output_artifacts(prompt)
         asked = None if outputs else _asked_verdict(prompt)
         if asked:
-            return self._in_text(asked, prompt)
+            return self._in_text(asked, prompt, talk.system)
         if talk.turns == 0:
             self._check_inputs(prompt, talk.workdir)
         if talk.turns >= MAX_TURNS:
@@ -210,11 +210,16 @@ class AutoModel:
         fail, note = self._verdict(kind, prompt)
         return Move(answer=sample(schema, prefer=_verdicts(fail))), note
 
-    def _in_text(self, kind: str, prompt: str) -> tuple[Move, str]:
-        """A review or judge asked for its JSON in the answer text (no StructuredOutput
-        tool): Wave's shapes, `{verdict, issues, ...}` and `{criteria_results,
-        overall_pass, score, summary}`."""
+    def _in_text(self, kind: str, prompt: str, system: str = "") -> tuple[Move, str]:
+        """A review or judge asked for its JSON in the answer text (a CLI without
+        structured answers): a review as the verdict schema its instructions carry
+        (swell's ReviewFeedback), else Wave's shapes, `{verdict, issues, ...}` and
+        `{criteria_results, overall_pass, score, summary}`."""
         fail, note = self._verdict(kind, prompt)
+        schema = verdict_schema(f"{system}\n{prompt}") if kind == "review" else None
+        if schema is not None:
+            answer = sample(schema, prefer=_verdicts(fail))
+            return Move(text=json.dumps(answer)), note + " (in text, schema)"
         summary = "The twin found a problem to rework." if fail else "Looks right to the twin."
         if kind == "judge":
             listed = prompt.split("criteria:", 1)[-1].split("\n## ", 1)[0]
@@ -362,9 +367,16 @@ def _looks_like_schema(value: Any) -> bool:
     )
 
 
-def schema_in_prompt(prompt: str, path: str) -> dict[str, Any] | None:
-    """A JSON Schema the prompt carries for `path` (fenced or not): the schema nearest
-    after a mention of the path, else the only schema in the prompt."""
+def verdict_schema(text: str) -> dict[str, Any] | None:
+    """The JSON Schema of a reviewer's answer in `text` (one with a `verdict`)."""
+    for _, schema in _schemas(text):
+        if "verdict" in (schema.get("properties") or {}):
+            return schema
+    return None
+
+
+def _schemas(prompt: str) -> list[tuple[int, dict[str, Any]]]:
+    """Every JSON Schema in the text (fenced or not), with where it starts."""
     schemas: list[tuple[int, dict[str, Any]]] = []
     decoder = json.JSONDecoder()
     end = -1
@@ -378,6 +390,13 @@ def schema_in_prompt(prompt: str, path: str) -> dict[str, Any] | None:
         end = stop
         if _looks_like_schema(value):
             schemas.append((match.start(), value))
+    return schemas
+
+
+def schema_in_prompt(prompt: str, path: str) -> dict[str, Any] | None:
+    """A JSON Schema the prompt carries for `path` (fenced or not): the schema nearest
+    after a mention of the path, else the only schema in the prompt."""
+    schemas = _schemas(prompt)
     if not schemas:
         return None
     for start, schema in schemas:

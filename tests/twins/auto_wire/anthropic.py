@@ -27,6 +27,7 @@ def read(body: dict[str, Any]) -> Conversation:
         calls=_calls(mine),
         workdir=next((m.group(1) for t in _all_texts(body) if (m := WORKDIR.search(t))), None),
         answer_schema=(answer.get("input_schema") or {}) if answer else None,
+        system=_system(body),
         side_call=not body.get("tools"),
     )
 
@@ -101,3 +102,10 @@ def _all_texts(body: dict[str, Any]) -> list[str]:
         found += [content] if isinstance(content, str) else []
     found += [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
     return found
+
+
+def _system(body: dict[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return str(system or "")

@@ -32,6 +32,7 @@ class Conversation:
     turns: int  # assistant turns since that task was given
     calls: list[Call]
     workdir: str | None  # the agent's working directory, as the CLI tells the model
+    system: str = ""  # the system (developer) instructions, where swell's answer schemas go
     # the schema of a structured answer the CLI asks for (Claude Code's StructuredOutput
     # tool, Codex's --output-schema), else None
     answer_schema: dict[str, Any] | None = None

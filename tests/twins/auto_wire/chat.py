@@ -30,6 +30,7 @@ def read(body: dict[str, Any]) -> Conversation:
         calls=_calls(mine),
         workdir=next((w.group(1) for m in messages if (w := WORKDIR.search(_text(m)))), None),
         answer_schema=schema,
+        system="\n".join(_text(m) for m in messages if m.get("role") == "system"),
         side_call=not body.get("tools") and schema is None,
     )
 

@@ -32,6 +32,7 @@ def read(body: dict[str, Any]) -> Conversation:
         turns=sum(1 for c in mine if c.get("role") == "model"),
         calls=_calls(mine),
         workdir=workdir,
+        system="\n".join(_texts(body.get("systemInstruction") or {})),
     )
 
 

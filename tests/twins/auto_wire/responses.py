@@ -50,6 +50,7 @@ def read(body: dict[str, Any]) -> Conversation:
         calls=_calls(mine),
         workdir=next((m.group(1).strip() for t in texts if (m := WORKDIR.search(t))), None),
         answer_schema=fmt.get("schema") if fmt.get("type") == "json_schema" else None,
+        system="\n".join(_text(i) for i in items if i.get("role") == "developer"),
     )
 
 
