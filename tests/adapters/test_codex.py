@@ -203,6 +203,49 @@ def test_wave_star_allows_every_tool_and_a_denial_of_every_writer_holds(
     assert len(twin.model_calls) == 3
 
 
+@real_cli
+@pytest.mark.parametrize("worktree", [False, True], ids=["checkout", "worktree"])
+def test_a_writing_persona_writes_wave_outputs_and_commits(tmp_path: Path, worktree: bool) -> None:
+    """Codex's workspace-write sandbox keeps `.agents` and `.git` read-only inside the
+    workspace: without their own writable roots a Wave step could neither write its
+    `.agents/output/...` artifact nor commit (both refused: "writing outside of the
+    project", "Read-only file system")."""
+    repo = tmp_path / "repo"
+    git = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
+    git |= {"GIT_COMMITTER_EMAIL": "t@e"}
+    repo.mkdir()
+    subprocess.run(
+        "git init -q -b main && git commit -q --allow-empty -m initial",
+        shell=True, cwd=repo, env={**os.environ, **git}, check=True,
+    )  # fmt: skip
+    patch = PATCH.replace("notes/hello.txt", ".agents/output/result.json")
+    replies = [
+        Reply(tool_calls=[shell(f"apply_patch <<'EOF'\n{patch}EOF\n")]),
+        Reply(tool_calls=[shell("git add -A && git commit -q -m 'the work'")]),
+        Reply(text="done"),
+    ]
+    with Twin(replies, protocols=("openai_responses",)) as twin:
+        req = request(tmp_path, allowed_tools=["*"])
+        if worktree:  # swell's workspaces may be worktrees: their git dir is elsewhere
+            req.workspace.rmdir()
+            subprocess.run(
+                ["git", "worktree", "add", "-q", str(req.workspace)], cwd=repo, check=True
+            )
+        else:
+            req.workspace.rmdir()
+            req = req.model_copy(update={"workspace": repo})
+        req.env.update(git)
+        _, result = drive(adapter(tmp_path, cli_path("codex"), twin), req)
+        outputs = [i.get("output", "") for i in inputs(twin.model_calls[-1].body)]
+
+    assert result.success, result.error
+    assert (req.workspace / ".agents" / "output" / "result.json").exists(), outputs
+    log = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=req.workspace, capture_output=True, text=True
+    )
+    assert log.stdout.splitlines()[0] == "the work", outputs
+
+
 def test_what_codex_cannot_enforce_is_named() -> None:
     star = ["*", "Read", "Bash"]
     assert sandbox_mode(star) == "workspace-write"

@@ -93,6 +93,34 @@ def tool_outputs(body: Any) -> list[dict[str, Any]]:
 
 
 @real_cli
+def test_a_commit_in_the_shell_uses_the_users_git_identity(
+    tmp_path: Path, proxy: DeadProxy
+) -> None:
+    """The CLI's shell runs git with GIT_CONFIG_GLOBAL=/dev/null, so the identity in
+    ~/.gitconfig is hidden: a Wave step's commit failed with "Author identity unknown"."""
+    commit = "git add -A && git commit -q -m 'the work' && git log -1 --format=%an"
+    replies = [
+        Reply(tool_calls=[ToolCall("run_shell_command", {"command": commit})]),
+        Reply(text="committed"),
+    ]
+    with Twin(replies, protocols=("gemini",)) as twin:
+        req = request(tmp_path, twin, "commit", proxy, allowed_tools=["*"])
+        home = Path(req.env["HOME"])
+        (home / ".gitconfig").write_text("[user]\n\tname = Ada Gemini\n\temail = ada@example.com\n")
+        subprocess.run(["git", "init", "-q", "-b", "main"], cwd=req.workspace, check=True)
+        (req.workspace / "work.txt").write_text("done\n")
+        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
+        shown = tool_outputs(twin.model_calls[-1].body)
+
+    assert result.success, result.error
+    log = subprocess.run(
+        ["git", "log", "-1", "--format=%an <%ae> %s"],
+        cwd=req.workspace, capture_output=True, text=True,
+    )  # fmt: skip
+    assert log.stdout.strip() == "Ada Gemini <ada@example.com> the work", shown
+
+
+@real_cli
 def test_write_tool_writes_the_file_and_usage_and_session_are_read(
     tmp_path: Path, proxy: DeadProxy
 ) -> None:

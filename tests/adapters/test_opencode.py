@@ -99,6 +99,23 @@ def bash(command: str) -> ToolCall:
 
 
 @real_cli
+def test_a_base_url_visit_without_a_model_says_which_setting_is_missing(
+    tmp_path: Path, proxy: DeadProxy
+) -> None:
+    """Without `-m` opencode picks its own default model, on a provider base_url does
+    not serve: it failed with "Unexpected server error" (a Wave fixture step with no
+    model under `--adapter opencode`)."""
+    with Twin([Reply(text="never asked")], protocols=("openai_chat",)) as twin:
+        req = request(tmp_path, "answer", proxy, model=None)
+        _, result = drive(adapter(tmp_path, cli_path("opencode"), twin), req)
+        asked = len(twin.model_calls)
+
+    assert not result.success
+    assert "adapters.opencode.default_model" in (result.error or ""), result.error
+    assert asked == 0
+
+
+@real_cli
 def test_write_tool_writes_the_file_and_usage_and_session_are_read(
     tmp_path: Path, proxy: DeadProxy
 ) -> None:

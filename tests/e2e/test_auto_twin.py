@@ -340,3 +340,98 @@ def test_the_project_schema_is_only_the_asking_steps_own(tmp_path: Path) -> None
     model = AutoModel(project_root=tmp_path)
     model(body(PROMPT))  # type: ignore[arg-type]
     assert model.schema_sources == [(".agents/output/findings.json", "none")]
+
+
+# --------------------------------------------------------------------------- other protocols
+
+
+class _Wire:
+    """A request to the twin on `path` (the wire format is told by the path)."""
+
+    def __init__(self, path: str, body: dict[str, Any]) -> None:
+        self.path, self.body = path, body
+
+
+def test_codex_writes_through_apply_patch_then_commits_in_its_shell() -> None:
+    """Codex (OpenAI Responses) through a custom provider offers only its shell, which
+    runs `apply_patch` itself; the conversation comes back as function_call items."""
+    prompt = PROMPT + "\nStage and commit all changes with `git commit`.\n"
+    tools = [{"type": "function", "name": "exec_command"}]
+    context = "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": context}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]},
+    ]
+    model = AutoModel()
+    first = model(_Wire("/v1/responses", {"input": items, "tools": tools}))  # type: ignore[arg-type]
+    patches = [c.input["cmd"] for c in first.tool_calls]
+    assert [c.name for c in first.tool_calls] == ["exec_command", "exec_command"]
+    assert patches[0].startswith("apply_patch <<")
+    assert "*** Add File: .agents/output/findings.json\n+{" in patches[0]
+    for n, call in enumerate(first.tool_calls):
+        arguments = json.dumps(call.input)
+        items.append(
+            {"type": "function_call", "name": call.name, "arguments": arguments, "call_id": f"c{n}"}
+        )
+        items.append(
+            {"type": "function_call_output", "call_id": f"c{n}", "output": "Exit code: 0\nSuccess."}
+        )
+    second = model(_Wire("/v1/responses", {"input": items, "tools": tools}))  # type: ignore[arg-type]
+    assert "git commit" in second.tool_calls[0].input["cmd"]
+    assert model.tally.tool_errors == 0
+
+
+def test_codex_structured_answers_are_the_final_message() -> None:
+    schema = {
+        "type": "object",
+        "required": ["verdict"],
+        "properties": {"verdict": {"enum": ["pass", "rework"]}},
+    }
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "step `s`"}]}
+    ]
+    body = {
+        "input": items,
+        "tools": [],
+        "text": {"format": {"type": "json_schema", "schema": schema}},
+    }
+    strict = AutoModel(fail_first_review=True)
+    answers = [json.loads(strict(_Wire("/v1/responses", body)).text) for _ in range(2)]  # type: ignore[arg-type]
+    assert answers == [{"verdict": "rework"}, {"verdict": "pass"}]
+
+
+def test_gemini_and_opencode_use_their_own_file_tools() -> None:
+    gemini = {
+        "contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+        "tools": [{"functionDeclarations": [{"name": "write_file"}]}],
+        "systemInstruction": {"parts": [{"text": "persona"}]},
+    }
+    reply = AutoModel()(_Wire("/v1beta/models/m:streamGenerateContent", gemini))  # type: ignore[arg-type]
+    assert {c.name for c in reply.tool_calls} == {"write_file"}
+    assert "file_path" in reply.tool_calls[0].input
+    chat = {
+        "messages": [{"role": "user", "content": PROMPT}],
+        "tools": [{"function": {"name": "write"}}],
+    }
+    reply = AutoModel()(_Wire("/v1/chat/completions", chat))  # type: ignore[arg-type]
+    assert {c.name for c in reply.tool_calls} == {"write"} and "filePath" in reply.tool_calls[
+        0
+    ].input
+
+
+def test_a_review_in_text_follows_the_schema_of_its_instructions() -> None:
+    """Gemini and opencode answer reviews in text: as swell's ReviewFeedback schema in
+    the system prompt says (its issues allow no other fields)."""
+    from swell.contracts.review_prompt import SCHEMA, SYSTEM_PROMPT, ReviewFeedback
+
+    system = SYSTEM_PROMPT.format(schema=json.dumps(SCHEMA))
+    chat = {
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "# What to review\nAnswer with the ReviewFeedback JSON."},
+        ],
+        "tools": [{"function": {"name": "read"}}],
+    }
+    strict = AutoModel(fail_first_review=True)
+    first = ReviewFeedback.model_validate_json(strict(_Wire("/v1/chat/completions", chat)).text)  # type: ignore[arg-type]
+    assert first.verdict == "rework" and first.issues

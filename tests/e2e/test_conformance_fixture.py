@@ -66,8 +66,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Result
     def run(pipeline: str) -> Result:
         if pipeline not in done:
             project = copy_project(template, root / f"project-{pipeline}")
-            harness = Harness(root / f"work-{pipeline}", fail_first_review=PIPELINES[pipeline])
-            done[pipeline] = harness.run(project, pipeline)
+            work = root / f"work-{pipeline}"
+            with Harness(work, fail_first_review=PIPELINES[pipeline]) as harness:
+                done[pipeline] = harness.run(project, pipeline)
         return done[pipeline]
 
     return run
@@ -154,3 +155,44 @@ def test_command_steps_call_the_forge_cli(outcomes: Callable[[str], Result]) -> 
 
 def test_gates_are_approved_with_their_default(outcomes: Callable[[str], Result]) -> None:
     assert outcomes("gate").visits_by_step.get("verify") == 1
+
+
+# --------------------------------------------------------------------------- other CLIs
+
+# a few pipelines per CLI (CI time): JSON outputs checked by a schema, an injected
+# artifact, a commit, a test_suite contract and a failed review's rework
+OTHER_CLIS = ["codex", "gemini", "opencode"]
+SUBSET = {"hello": False, "implement-rework": True}
+
+
+@pytest.fixture(scope="module")
+def cli_outcomes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Result]:
+    """Run a fixture pipeline under `swell run --adapter CLI` (once per module)."""
+    root = tmp_path_factory.mktemp("conformance-clis")
+    template = fixture_project(FIXTURE, root / "template")
+    done: dict[tuple[str, str], Result] = {}
+
+    def run(cli: str, pipeline: str) -> Result:
+        cli_path(cli)
+        if (cli, pipeline) not in done:
+            project = copy_project(template, root / f"project-{cli}-{pipeline}")
+            work = root / f"work-{cli}-{pipeline}"
+            with Harness(work, fail_first_review=SUBSET[pipeline], adapter=cli) as harness:
+                done[cli, pipeline] = harness.run(project, pipeline)
+        return done[cli, pipeline]
+
+    return run
+
+
+@pytest.mark.parametrize("pipeline", list(SUBSET))
+@pytest.mark.parametrize("cli", OTHER_CLIS)
+def test_pipeline_reaches_its_end_under_another_cli(
+    cli_outcomes: Callable[[str, str], Result], cli: str, pipeline: str
+) -> None:
+    result = cli_outcomes(cli, pipeline)
+    assert result.reached_end and not result.tool_errors, describe(result)
+    assert not result.unrendered and not result.missing_inputs
+    assert all(source == "prompt" for _, source in result.schema_sources)
+    if SUBSET[pipeline]:  # the failed review sent the work back, and the rework passed
+        assert result.tally.failed_verdicts >= 1 and result.tally.reviews >= 2
+        assert result.tally.commits >= 1

@@ -65,7 +65,8 @@ RESULTS: list[Result] = []
 @pytest.mark.parametrize("pipeline", _names())
 def test_wave_pipeline_reaches_its_end(template: Path, tmp_path: Path, pipeline: str) -> None:
     project = copy_project(template, tmp_path / "project")
-    result = Harness(tmp_path / "work").run(project, pipeline)
+    with Harness(tmp_path / "work") as harness:
+        result = harness.run(project, pipeline)
     RESULTS.append(result)
     if out := os.environ.get("SWELL_WAVE_E2E_RESULTS"):
         Path(out).write_text(report(RESULTS, len(_names()), "Wave's pipelines (pytest)"))

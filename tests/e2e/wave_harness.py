@@ -1,5 +1,13 @@
-"""End-to-end conformance harness: Wave-format pipelines run through `swell run` with the
-real Claude Code CLI, against the auto twin (twins/auto.py) on 127.0.0.1.
+"""End-to-end conformance harness: Wave-format pipelines run through `swell run` with a
+real agent CLI (Claude Code by default; Codex, the Gemini CLI or opencode with
+`adapter=`), against the auto twin (twins/auto.py) on 127.0.0.1.
+
+Another CLI is chosen as a user would: `swell run --adapter NAME` switches every
+persona's steps (reviews and judges included) to it. The CLI is pointed at the twin
+through its own settings in the harness's HOME (Gemini: GOOGLE_GEMINI_BASE_URL and
+~/.gemini/settings.json) or, for Codex and opencode, which a user points at a
+gateway in wave.yaml, through `adapters.NAME.options.base_url` written into the
+scratch project's wave.yaml (and committed there).
 
 `Harness.run(project, pipeline, input)` runs one pipeline as a user would (`python -m
 swell run NAME --auto-approve --input ...`), with the stand-in forge CLIs and `go` on
@@ -36,7 +44,7 @@ from forge_standins import calls as standin_calls
 from forge_standins import install as install_standins
 
 from twins.auto import AutoModel, Tally
-from twins.server import Twin
+from twins.server import Reply, Request, Twin
 
 WAVE_COMMIT = "6b82c89e"  # the commit of re-cinq/wave whose 46 pipelines are measured
 WAVE_ENV = "SWELL_WAVE_REPO"
@@ -55,6 +63,22 @@ WAVE_VARIABLES = frozenset(
         "sub_pipeline_stop", "item", "iteration",
     }
 )  # fmt: skip
+# the CLI of each adapter the harness can run, and the protocol its twin speaks
+ADAPTERS = {
+    "claude": ("claude", "anthropic"),
+    "codex": ("codex", "openai_responses"),
+    "gemini": ("gemini", "gemini"),
+    "opencode": ("opencode", "openai_chat"),
+}
+TWIN_KEY_ENV = "SWELL_TWIN_API_KEY"  # the key variable Codex and opencode send to the twin
+CODEX_CONFIG = "[analytics]\nenabled = false\n\n[features]\nplugins = false\n"
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},  # what a base URL needs
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "ide": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
 VARIABLE = re.compile(r"[A-Za-z_][\w-]*(?:\.[\w-]+|\[\d+\])*(?:\s*\|.*)?", re.S)
 PLACEHOLDER = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.S)
 
@@ -242,7 +266,9 @@ def _cell(text: str, cap: int) -> str:
 
 
 class Harness:
-    """Runs pipelines with claude against the auto twin; one scratch area per harness."""
+    """Runs pipelines with one agent CLI against the auto twin; one scratch area and one
+    twin per harness (each run gets its own AutoModel). Use as a context manager, or
+    call close()."""
 
     def __init__(
         self,
@@ -252,18 +278,44 @@ class Harness:
         timeout_s: float = 1200,
         claude_dir: Path | None = None,
         swell_src: Path | None = None,
+        adapter: str = "claude",
     ) -> None:
+        if adapter not in ADAPTERS:
+            raise ValueError(f"unknown adapter '{adapter}' (one of {', '.join(ADAPTERS)})")
         self.work = work
         self.fail_first_review = fail_first_review
         self.timeout_s = timeout_s
         self.claude_dir = claude_dir or agent_cli_bin()
         self.swell_src = swell_src  # None: the swell the environment imports
+        self.adapter = adapter
         self.home = work / "home"
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / ".gitconfig").write_text(
             "[user]\n\tname = swell harness\n\temail = harness@example.com\n"
             "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
         )
+        # Codex finds its sandbox helper only with CODEX_HOME outside the temp dir
+        self.tmp = work / "tmp"
+        self.codex_home = work / "codex-home"
+        for folder in (self.tmp, self.codex_home, self.home / ".gemini"):
+            folder.mkdir(parents=True, exist_ok=True)
+        (self.codex_home / "config.toml").write_text(CODEX_CONFIG)
+        (self.home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+        self.model = AutoModel()
+        protocol = ADAPTERS[adapter][1]
+        self.twin = Twin(self._answer, protocols=(protocol,)).__enter__()
+
+    def _answer(self, req: Request) -> Reply:
+        return self.model(req)
+
+    def close(self) -> None:
+        self.twin.__exit__(None, None, None)
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def env(self, project: Path, twin_url: str, bin_dir: Path) -> dict[str, str]:
         path = os.pathsep.join([str(bin_dir), str(self.claude_dir), os.environ.get("PATH", "")])
@@ -276,17 +328,48 @@ class Harness:
             "PATH": path,
             "PYTHONPATH": python_path,
             "HOME": str(self.home),
+            "TMPDIR": str(self.tmp),
             "XDG_RUNTIME_DIR": str(self.work),
+            # every CLI is pointed at the twin; only the chosen one's protocol answers
             "ANTHROPIC_BASE_URL": twin_url,
             "ANTHROPIC_API_KEY": "dummy",
+            "GOOGLE_GEMINI_BASE_URL": twin_url,
+            "GEMINI_API_KEY": "dummy",
+            "CODEX_HOME": str(self.codex_home),
+            TWIN_KEY_ENV: "sk-twin",
             "GH_TOKEN": "stand-in",
             "GITLAB_TOKEN": "stand-in",
             "GITEA_TOKEN": "stand-in",
             "SWELL_STATE_DIR": str(project / ".swell"),
         }
 
+    def point_at_twin(self, project: Path) -> None:
+        """For Codex and opencode: `adapters.NAME.options.base_url` in the project's
+        wave.yaml, as a user points them at a gateway (committed, so worktrees see it)."""
+        if self.adapter not in ("codex", "opencode"):
+            return
+        manifest = project / "wave.yaml"
+        data = yaml.safe_load(manifest.read_text())
+        adapters = data.setdefault("adapters", {})
+        config = adapters.setdefault(self.adapter, {"binary": ADAPTERS[self.adapter][0]})
+        options = config.setdefault("options", {})
+        if options.get("base_url") == f"{self.twin.url}/v1":
+            return
+        options |= {"base_url": f"{self.twin.url}/v1", "api_key_env": TWIN_KEY_ENV}
+        config.setdefault("default_model", "twin-model")  # a gateway serves its own names
+        if self.adapter == "codex":  # the twin never fails: no retries to wait out
+            options["config"] = {
+                "model_providers.swell.request_max_retries": 0,
+                "model_providers.swell.stream_max_retries": 0,
+            }
+        manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+        env = {**os.environ, **_git_identity()}
+        for args in (["add", "wave.yaml"], ["commit", "-q", "-m", "harness: the twin"]):
+            subprocess.run(["git", "-C", str(project), *args], check=True, env=env)
+
     def run(self, project: Path, pipeline: str, input_text: str | None = None) -> Result:
         """Run `pipeline` in `project` (after its prerequisites, in the same project)."""
+        self.point_at_twin(project)
         before = [self._run(project, name, None) for name in prerequisites(project, pipeline)]
         result = self._run(project, pipeline, input_text)
         result.prerequisites = [f"{r.pipeline} ({r.status})" for r in before]
@@ -299,28 +382,32 @@ class Harness:
         log = self.work / f"forge-{pipeline}.jsonl"
         install_standins(scratch, log)
         model = AutoModel(project_root=project, fail_first_review=self.fail_first_review)
+        self.model = model
         started = time.monotonic()
-        with Twin(model, protocols=("anthropic",)) as twin:
-            env = self.env(project, twin.url, scratch)
-            argv = [sys.executable, "-m", "swell", "run", pipeline, "--auto-approve"]
-            text = input_text.replace("{twin}", twin.url)
-            argv += ["--input", text, "--timeout", f"{int(self.timeout_s)}s"]
-            try:
-                done = subprocess.run(
-                    argv,
-                    cwd=project,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=self.timeout_s + 120,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-                exit_code: int | None = done.returncode
-                output = done.stdout + done.stderr
-            except subprocess.TimeoutExpired as exc:
-                exit_code = None
-                output = _text(exc.stdout) + _text(exc.stderr)
+        # the harness's one twin answers with this run's model
+        twin = self.twin
+        env = self.env(project, twin.url, scratch)
+        argv = [sys.executable, "-m", "swell", "run", pipeline, "--auto-approve"]
+        if self.adapter != "claude":
+            argv += ["--adapter", self.adapter]
+        text = input_text.replace("{twin}", twin.url)
+        argv += ["--input", text, "--timeout", f"{int(self.timeout_s)}s"]
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s + 120,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            exit_code: int | None = done.returncode
+            output = done.stdout + done.stderr
+        except subprocess.TimeoutExpired as exc:
+            exit_code = None
+            output = _text(exc.stdout) + _text(exc.stderr)
         seconds = time.monotonic() - started
         run_id = _run_id(output)
         result = Result(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wave_harness import (
+    ADAPTERS,
     TABLE_HEAD,
     WAVE_COMMIT,
     WAVE_ENV,
@@ -47,6 +48,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         help="each step's first review or judge fails (rework and retry paths run)",
     )
     parser.add_argument("--swell-src", type=Path, help="the swell sources to run (default: ours)")
+    parser.add_argument(
+        "--adapter",
+        choices=list(ADAPTERS),
+        default="claude",
+        help="the agent CLI every persona runs on (`swell run --adapter`; default: claude)",
+    )
     return parser.parse_args(argv)
 
 
@@ -109,10 +116,9 @@ def swell_commit(src: Path | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    if not (agent_cli_bin() / "claude").exists():
-        print(
-            f"Claude Code is not installed in {agent_cli_bin()}: run scripts/install-agent-clis.sh"
-        )
+    cli = ADAPTERS[args.adapter][0]
+    if not (agent_cli_bin() / cli).exists():
+        print(f"{cli} is not installed in {agent_cli_bin()}: run scripts/install-agent-clis.sh")
         return 2
     work = args.work or Path(tempfile.mkdtemp(prefix="swell-wave-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -121,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(template)
     if args.fixture:
         fixture_project(FIXTURE, template)
-        title = "Conformance fixture pipelines through swell with Claude Code"
+        title = f"Conformance fixture pipelines through swell with {cli}"
     else:
         repo = wave_checkout()
         if repo is None:
@@ -132,26 +138,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         except WaveCheckoutError as exc:
             print(exc)
             return 2
-        title = f"Wave's pipelines (re-cinq/wave {WAVE_COMMIT}) through swell with Claude Code"
+        title = f"Wave's pipelines (re-cinq/wave {WAVE_COMMIT}) through swell with {cli}"
     title += f", swell {swell_commit(args.swell_src)}"
     names = args.pipelines or pipelines(template)
+    if args.fail_first_review:
+        title += ", each step's first review or judge failing"
     harness = Harness(
         work,
         fail_first_review=args.fail_first_review,
         timeout_s=args.timeout,
         swell_src=args.swell_src,
+        adapter=args.adapter,
     )
     results: list[Result] = []
     print(TABLE_HEAD, flush=True)
-    for name in names:
-        project = copy_project(template, work / f"project-{name}")
-        result = harness.run(project, name)
-        results.append(result)
-        print(result.row(), flush=True)
-        if args.out:
-            args.out.write_text(report(results, len(names), title))
-        if not args.keep:
-            shutil.rmtree(project, ignore_errors=True)
+    with harness:
+        for name in names:
+            project = copy_project(template, work / f"project-{name}")
+            result = harness.run(project, name)
+            results.append(result)
+            print(result.row(), flush=True)
+            if args.out:
+                args.out.write_text(report(results, len(names), title))
+            if not args.keep:
+                shutil.rmtree(project, ignore_errors=True)
     done = sum(r.reached_end for r in results)
     print(f"\n{done}/{len(results)} reached their end", flush=True)
     if not args.work and not args.keep:

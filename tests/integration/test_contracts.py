@@ -90,6 +90,27 @@ def test_review_finds_a_critical_issue_and_rework_gets_exactly_the_feedback(
     assert kinds.count("rework.requested") == 1
 
 
+def test_run_adapter_option_also_runs_the_reviews(project: Path) -> None:
+    """`swell run --adapter NAME` puts every agent on NAME, reviewers included, as Wave's
+    --adapter does (its reviewer runs on the step's adapter); the dry run says so too."""
+    manifest = (project / "wave.yaml").read_text()
+    other = "  other:\n    type: scripted\n    options:\n      script: scripts/impl-issue.yaml\n"
+    other += "      calls: calls.jsonl\n"
+    (project / "wave.yaml").write_text(manifest.replace("adapters:\n", "adapters:\n" + other))
+    argv = ("run", "impl-issue", "--adapter", "other", "--input", "add a greet(name) function")
+    plan = json.loads(swell(*argv, "--dry-run", "-o", "json", cwd=project).stdout)
+    implement = next(s for s in plan["steps"] if s["id"] == "implement")
+    assert {(a["role"], a["adapter"]) for a in implement["agents"]} == {
+        ("step", "other"),
+        ("review", "other"),
+    }
+    result = swell(*argv, cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "implement.review" in [c["step_id"] for c in _calls(project)]
+    reviews = swell_json("status", run_id_of(result.stdout), cwd=project)["reviews"]
+    assert reviews and {r["adapter"] for r in reviews} == {"other"}, reviews
+
+
 def test_self_review_and_bad_contracts_are_rejected_by_validate(project: Path) -> None:
     write_pipeline(
         project,

@@ -1,22 +1,26 @@
 """The "auto twin": a stand-in model that answers any step of any pipeline.
 
-Instead of a script, `AutoModel` reads each Anthropic Messages request (what Claude
-Code sends) and decides the next move from the conversation so far, so it holds no
-state between the turns of one agent:
+Instead of a script, `AutoModel` reads each request and decides the next move from
+the conversation so far, so it holds no state between the turns of one agent. One
+decision core serves every protocol: a module per wire format (twins/auto_wire/:
+Anthropic Messages for Claude Code, OpenAI Responses for Codex, Chat Completions for
+opencode, the Gemini API for the Gemini CLI) reads the request into a `Conversation`
+and writes the core's `Move` back in that CLI's own tools. The core:
 
-- a reviewer or judge (the request offers Claude Code's `StructuredOutput` tool, as
-  `--json-schema` does) gets an answer built from that tool's schema, with passing
-  verdicts (`verdict: pass`, every `pass: true`); with `fail_first_review` the first
-  review or judge of each step fails instead, so rework and retry paths run. Asked
-  for the verdict in its answer text instead, it answers with Wave's shapes;
+- a reviewer or judge (the CLI asks for a structured answer: Claude Code's
+  `StructuredOutput` tool, Codex's `--output-schema`) gets an answer built from that
+  schema, with passing verdicts (`verdict: pass`, every `pass: true`); with
+  `fail_first_review` the first review or judge of each step fails instead, so rework
+  and retry paths run. Asked for the verdict in its answer text instead (CLIs without
+  schema support), it answers with Wave's shapes;
 - a worker is asked, in swell's "## Output artifacts" section of the prompt, for
-  files: it writes each one with the Write tool. A JSON output gets a minimal document
+  files: it writes each one with the CLI's file tool. A JSON output gets a minimal document
   its contract's schema accepts: the schema is taken from the prompt when the prompt
   carries one, otherwise read from the project's own pipeline files (the contract's
   `schema_path`), and each time that happens is counted (`Tally.schemas_from_project`):
   a prompt without its schema is one a real model would have to guess at. An example
   document the prompt shows for the file is written instead when it fits;
-- when the prompt asks for a commit it runs `git add -A && git commit` with Bash;
+- when the prompt asks for a commit it runs `git add -A && git commit` in the shell;
 - then it ends its turn with a short text.
 
 `Tally` counts what it did; `decisions` keeps one line per model call for reports.
@@ -34,8 +38,10 @@ from typing import Any
 
 import yaml
 
+from twins.auto_wire import anthropic, chat, gemini, responses
+from twins.auto_wire.base import Action, Call, Conversation, Move, Read, Shell, Write
 from twins.schema_sample import NO_PREFERENCE, sample, valid
-from twins.server import Reply, Request, ToolCall
+from twins.server import Reply, Request
 
 MAX_TURNS = 8  # assistant turns in one agent run before the twin just finishes
 OUTPUT_HEADING = re.compile(r"^#+\s*Output artifacts?\s*$", re.I | re.M)
@@ -45,8 +51,6 @@ JUDGE_CRITERION = re.compile(r"^\d+\. (.+)$", re.M)
 STEP_NAME = re.compile(r"step `([^`]+)`")
 INPUT_HEADING = re.compile(r"^#+\s*Input artifacts?\s*$", re.I | re.M)
 INPUT_LINE = re.compile(r"^\s*[-*]\s*([^:`]+):\s*`([^`]+)`")
-REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)  # Claude Code's own notes
-WORKDIR = re.compile(r"Primary working directory: (\S+)")
 
 
 @dataclass
@@ -93,77 +97,74 @@ class AutoModel:
 
     def __call__(self, req: Request) -> Reply:
         body = req.body if isinstance(req.body, dict) else {}
+        wire = protocol(getattr(req, "path", ""))
+        conversation = wire.read(body)
+        if conversation.side_call:
+            return Reply(text="ok", usage={"input_tokens": 1, "output_tokens": 1})
         with self._lock:
             self.tally.agent_calls += 1
-            reply, note = self._decide(body)
+            move, note = self._decide(conversation)
             self.decisions.append(note)
-            return reply
+        if wire is responses:
+            return responses.reply(move, body)
+        return wire.reply(move)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ deciding
 
-    def _decide(self, body: dict[str, Any]) -> tuple[Reply, str]:
-        # a resumed session (a thread) carries earlier tasks: this task is the last user
-        # text, and only what came after it is this task's conversation
-        task, prompt = _current_task(body.get("messages") or [])
-        messages = (body.get("messages") or [])[task:]
-        history = _tool_history(messages)
-        for call in history:
+    def _decide(self, talk: Conversation) -> tuple[Move, str]:
+        for call in talk.calls:
             if call.error and call.fresh:
                 self.tally.tool_errors += 1
                 self.tool_errors.append(f"{call.name} {call.target or ''}: {call.result[:200]}")
-        tools = {t.get("name"): t for t in body.get("tools") or [] if isinstance(t, dict)}
-        if "StructuredOutput" in tools:
-            return self._structured(prompt, tools["StructuredOutput"], history)
+        prompt = talk.prompt
+        if talk.answer_schema is not None:
+            return self._structured(prompt, talk.answer_schema, talk.calls, talk.turns)
         outputs = output_artifacts(prompt)
         asked = None if outputs else _asked_verdict(prompt)
         if asked:
-            return self._in_text(asked, prompt)
-        turns = sum(1 for m in messages if m.get("role") == "assistant")
-        if turns == 0:
-            self._check_inputs(prompt, body)
-        if turns >= MAX_TURNS:
-            return Reply(text="Stopping: turn limit of the twin."), "finish (turn limit)"
-        writes = self._writes(prompt, outputs, history)
+            return self._in_text(asked, prompt, talk.system)
+        if talk.turns == 0:
+            self._check_inputs(prompt, talk.workdir)
+        if talk.turns >= MAX_TURNS:
+            return Move(text="Stopping: turn limit of the twin."), "finish (turn limit)"
+        writes = self._writes(prompt, outputs, talk.calls)
         if writes:
-            paths = ", ".join(c.input["file_path"] for c in writes if "file_path" in c.input)
-            return Reply(tool_calls=writes), f"write {paths}"
-        if COMMIT_ASK.search(prompt) and not any(c.name == "Bash" for c in history):
+            paths = ", ".join(a.path for a in writes if isinstance(a, Write))
+            return Move(actions=writes), f"write {paths}"
+        committed = any(c.kind == "shell" and "git commit" in (c.target or "") for c in talk.calls)
+        if COMMIT_ASK.search(prompt) and not committed:
             self.tally.commits += 1
             command = (
                 "git add -A && git reset -q -- .agents .claude 2>/dev/null; "
                 "git commit -q --allow-empty -m 'twin: the step asked for a commit'"
             )
-            bash = ToolCall("Bash", {"command": command, "description": "commit the work"})
-            return Reply(tool_calls=[bash]), "commit"
-        done = [c.input.get("file_path") for c in history if c.name == "Write" and not c.error]
+            return Move(actions=[Shell(command, "commit the work")]), "commit"
+        done = [c.target for c in talk.calls if c.kind == "write" and not c.error]
         text = "Done." + (f" Wrote {', '.join(map(str, done))}." if done else "")
-        return Reply(text=text), "finish"
+        return Move(text=text), "finish"
 
-    def _check_inputs(self, prompt: str, body: dict[str, Any]) -> None:
-        found = next(filter(None, map(WORKDIR.search, _texts(body))), None)
-        if found is None:
+    def _check_inputs(self, prompt: str, workdir: str | None) -> None:
+        if workdir is None:
             return
-        workdir = Path(found.group(1))
         for name, path in input_artifacts(prompt):
             self.tally.inputs_listed += 1
-            if not (workdir / path).exists():
+            if not (Path(workdir) / path).exists():
                 self.missing_inputs.append(f"{name} ({path})")
 
-    def _writes(self, prompt: str, outputs: list[Output], history: list[_Call]) -> list[ToolCall]:
-        calls = []
+    def _writes(self, prompt: str, outputs: list[Output], history: list[Call]) -> list[Action]:
+        actions: list[Action] = []
         for out in outputs:
-            attempts = [c for c in history if c.name == "Write" and c.target == out.path]
+            attempts = [c for c in history if c.kind == "write" and c.target == out.path]
             if any(not c.error for c in attempts) or len(attempts) >= 2:
                 continue
-            if attempts and not any(c.name == "Read" and c.target == out.path for c in history):
-                calls.append(ToolCall("Read", {"file_path": out.path}))
+            if attempts and not any(c.kind == "read" and c.target == out.path for c in history):
+                actions.append(Read(out.path))  # CLIs refuse to overwrite a file not read
                 continue
             if "{{" in out.path and not attempts:
                 self.tally.unrendered_paths += 1
-            content = self._content(prompt, out, first=not attempts)
-            calls.append(ToolCall("Write", {"file_path": out.path, "content": content}))
+            actions.append(Write(out.path, self._content(prompt, out, first=not attempts)))
             self.tally.files_written += 1
-        return calls
+        return actions
 
     def _content(self, prompt: str, out: Output, first: bool) -> str:
         kind = (out.type or "").lower()
@@ -201,21 +202,24 @@ class AutoModel:
         return found
 
     def _structured(
-        self, prompt: str, tool: dict[str, Any], history: list[_Call]
-    ) -> tuple[Reply, str]:
-        if any(c.name == "StructuredOutput" and not c.error for c in history):
-            return Reply(text="Answer given."), "finish (structured)"
-        schema = tool.get("input_schema") or {}
+        self, prompt: str, schema: dict[str, Any], history: list[Call], turns: int
+    ) -> tuple[Move, str]:
+        if any(c.kind == "answer" and not c.error for c in history):
+            return Move(text="Answer given."), "finish (structured)"
         kind = "judge" if "criteria_results" in (schema.get("properties") or {}) else "review"
         fail, note = self._verdict(kind, prompt)
-        answer = sample(schema, prefer=_verdicts(fail))
-        return Reply(tool_calls=[ToolCall("StructuredOutput", answer)]), note
+        return Move(answer=sample(schema, prefer=_verdicts(fail))), note
 
-    def _in_text(self, kind: str, prompt: str) -> tuple[Reply, str]:
-        """A review or judge asked for its JSON in the answer text (no StructuredOutput
-        tool): Wave's shapes, `{verdict, issues, ...}` and `{criteria_results,
-        overall_pass, score, summary}`."""
+    def _in_text(self, kind: str, prompt: str, system: str = "") -> tuple[Move, str]:
+        """A review or judge asked for its JSON in the answer text (a CLI without
+        structured answers): a review as the verdict schema its instructions carry
+        (swell's ReviewFeedback), else Wave's shapes, `{verdict, issues, ...}` and
+        `{criteria_results, overall_pass, score, summary}`."""
         fail, note = self._verdict(kind, prompt)
+        schema = verdict_schema(f"{system}\n{prompt}") if kind == "review" else None
+        if schema is not None:
+            answer = sample(schema, prefer=_verdicts(fail))
+            return Move(text=json.dumps(answer)), note + " (in text, schema)"
         summary = "The twin found a problem to rework." if fail else "Looks right to the twin."
         if kind == "judge":
             listed = prompt.split("criteria:", 1)[-1].split("\n## ", 1)[0]
@@ -236,7 +240,7 @@ class AutoModel:
                 "confidence": 0.9,
                 "summary": summary,
             }
-        return Reply(text=json.dumps(answer)), note + " (in text)"
+        return Move(text=json.dumps(answer)), note + " (in text)"
 
     def _verdict(self, kind: str, prompt: str) -> tuple[bool, str]:
         """Whether this review or judge fails (the first of its step, with
@@ -252,6 +256,17 @@ class AutoModel:
         else:
             self.tally.reviews += 1
         return fail, f"{kind} {step or '?'}: {'fail' if fail else 'pass'}"
+
+
+def protocol(path: str) -> Any:
+    """The wire module of a request's path (Anthropic's when there is none)."""
+    if path.endswith("/responses"):
+        return responses
+    if path.endswith("/chat/completions"):
+        return chat
+    if "GenerateContent" in path:
+        return gemini
+    return anthropic
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -283,63 +298,7 @@ def _verdicts(fail: bool) -> Any:
     return prefer
 
 
-# --------------------------------------------------------------------------- reading requests
-
-
-@dataclass
-class _Call:
-    name: str
-    input: dict[str, Any]
-    error: bool
-    fresh: bool  # its result is in the last message (counted once)
-    result: str = ""
-
-    @property
-    def target(self) -> str | None:
-        value = self.input.get("file_path")
-        return value if isinstance(value, str) else None
-
-
-def _tool_history(messages: list[dict[str, Any]]) -> list[_Call]:
-    """The tool calls the assistant made so far, with whether each result was an error."""
-    results: dict[str, tuple[bool, int, str]] = {}
-    for index, message in enumerate(messages):
-        if message.get("role") != "user" or not isinstance(message.get("content"), list):
-            continue
-        for block in message["content"]:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                text = block.get("content")
-                if isinstance(text, list):
-                    text = " ".join(str(t.get("text", "")) for t in text if isinstance(t, dict))
-                results[str(block.get("tool_use_id"))] = (
-                    bool(block.get("is_error")),
-                    index,
-                    str(text or ""),
-                )
-    calls = []
-    last = len(messages) - 1
-    for message in messages:
-        if message.get("role") != "assistant" or not isinstance(message.get("content"), list):
-            continue
-        for block in message["content"]:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                error, where, text = results.get(str(block.get("id")), (True, -1, ""))
-                data = block.get("input") if isinstance(block.get("input"), dict) else {}
-                calls.append(_Call(str(block.get("name")), data, error, where == last, text))
-    return calls
-
-
-def _texts(body: dict[str, Any]) -> list[str]:
-    """Every text of the request: system blocks and message texts."""
-    system = body.get("system")
-    found = [system] if isinstance(system, str) else []
-    parts: list[Any] = system if isinstance(system, list) else []
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        parts += content if isinstance(content, list) else []
-        found += [content] if isinstance(content, str) else []
-    found += [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return found
+# --------------------------------------------------------------------------- reading prompts
 
 
 def _asked_verdict(prompt: str) -> str | None:
@@ -349,26 +308,6 @@ def _asked_verdict(prompt: str) -> str | None:
     if "ReviewFeedback" in prompt or re.search(r'"verdict"\s*:', prompt):
         return "review"
     return None
-
-
-def _current_task(messages: list[dict[str, Any]]) -> tuple[int, str]:
-    """The index and text of the last user message with text of its own (not only tool
-    results; Claude Code's <system-reminder> notes are left out)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        text = "\n".join(
-            b.get("text", "")
-            for b in blocks or []
-            if isinstance(b, dict) and b.get("type") == "text"
-        )
-        text = REMINDER.sub("", text)
-        if text.strip():
-            return index, text
-    return 0, ""
 
 
 def output_artifacts(prompt: str) -> list[Output]:
@@ -428,9 +367,16 @@ def _looks_like_schema(value: Any) -> bool:
     )
 
 
-def schema_in_prompt(prompt: str, path: str) -> dict[str, Any] | None:
-    """A JSON Schema the prompt carries for `path` (fenced or not): the schema nearest
-    after a mention of the path, else the only schema in the prompt."""
+def verdict_schema(text: str) -> dict[str, Any] | None:
+    """The JSON Schema of a reviewer's answer in `text` (one with a `verdict`)."""
+    for _, schema in _schemas(text):
+        if "verdict" in (schema.get("properties") or {}):
+            return schema
+    return None
+
+
+def _schemas(prompt: str) -> list[tuple[int, dict[str, Any]]]:
+    """Every JSON Schema in the text (fenced or not), with where it starts."""
     schemas: list[tuple[int, dict[str, Any]]] = []
     decoder = json.JSONDecoder()
     end = -1
@@ -444,6 +390,13 @@ def schema_in_prompt(prompt: str, path: str) -> dict[str, Any] | None:
         end = stop
         if _looks_like_schema(value):
             schemas.append((match.start(), value))
+    return schemas
+
+
+def schema_in_prompt(prompt: str, path: str) -> dict[str, Any] | None:
+    """A JSON Schema the prompt carries for `path` (fenced or not): the schema nearest
+    after a mention of the path, else the only schema in the prompt."""
+    schemas = _schemas(prompt)
     if not schemas:
         return None
     for start, schema in schemas:

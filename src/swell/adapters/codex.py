@@ -57,6 +57,10 @@ USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens",
 RATE = ("too many requests", "rate limit", "rate_limit", "usage limit", "quota")
 AUTH = ("unauthorized", "forbidden", "invalid_api_key", "api key", "not logged in", "login")
 CONTEXT = ("context window", "context_length_exceeded", "maximum context length")
+# Wave's folders for a step's outputs: Codex's workspace-write sandbox keeps `.agents`
+# (and `.git`) read-only inside the workspace unless they are writable roots of their own
+OUTPUT_DIRS = (".agents/output", ".agents/artifacts")
+WRITABLE_ROOTS = "sandbox_workspace_write.writable_roots"
 
 
 class CodexOptions(BaseModel):
@@ -119,6 +123,34 @@ def unenforced(
             why = f"codex has no per-tool switches; {holds}"
         gaps.append(Unenforced(entry.text, True, why))
     return gaps
+
+
+def git_dirs(workspace: Path) -> list[Path]:
+    """What a commit in `workspace` writes: its git dir and, for a worktree (a `.git`
+    file), the shared objects, refs and logs of the repository it belongs to."""
+    dot = workspace / ".git"
+    if dot.is_dir():
+        return [dot]
+    try:
+        pointer = dot.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    if not pointer.startswith("gitdir:"):
+        return []
+    git_dir = (workspace / pointer[len("gitdir:") :].strip()).resolve()
+    try:
+        common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return [git_dir]
+    return [git_dir, *(common / name for name in ("objects", "refs", "logs"))]
+
+
+def writable_roots(workspace: Path) -> list[str]:
+    """Roots a workspace-write visit needs besides the workspace: Wave's output folders
+    and the git directories, which Codex's sandbox otherwise keeps read-only, so a step
+    can write its `.agents/output/...` artifacts and commit as with every other CLI."""
+    found = [workspace / d for d in OUTPUT_DIRS] + git_dirs(workspace)
+    return [str(path) for path in found if path.is_dir()]
 
 
 def toml_value(value: ConfigValue) -> str:
@@ -304,8 +336,10 @@ class CodexAdapter(CliAdapter[CodexOptions]):
         if self.options.api_key_env:
             self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
 
-    def _config(self, request: AgentRequest) -> dict[str, ConfigValue]:
+    def _config(self, request: AgentRequest, sandbox: Sandbox) -> dict[str, ConfigValue]:
         config: dict[str, ConfigValue] = {}
+        if sandbox == "workspace-write" and (roots := writable_roots(request.workspace)):
+            config[WRITABLE_ROOTS] = roots
         if self.options.base_url:
             provider = "model_providers.swell"
             config |= {"model_provider": "swell", f"{provider}.name": "swell"}
@@ -327,17 +361,23 @@ class CodexAdapter(CliAdapter[CodexOptions]):
         if request.json_schema is not None:
             schema = scratch / "schema.json"
             schema.write_text(json.dumps(request.json_schema), encoding="utf-8")
+        if self.sandbox(request) == "workspace-write":
+            for folder in OUTPUT_DIRS:
+                (request.workspace / folder).mkdir(parents=True, exist_ok=True)
         argv = self.command(binary, request, schema)
         return Launch(argv, request.env, _Stream(request.workspace, baseline), request.prompt)
 
+    def sandbox(self, request: AgentRequest) -> Sandbox:
+        return self.options.sandbox or sandbox_mode(request.allowed_tools, request.denied_tools)
+
     def command(self, binary: str, request: AgentRequest, schema: Path | None) -> list[str]:
         """The argv of one `codex exec` (the prompt itself goes to stdin)."""
-        sandbox = self.options.sandbox or sandbox_mode(request.allowed_tools, request.denied_tools)
+        sandbox = self.sandbox(request)
         argv = [binary, "exec", "--json", "--skip-git-repo-check", "-s", sandbox]
         argv += ["-C", str(request.workspace)]
         if request.model:
             argv += ["-m", request.model]
-        for key, value in self._config(request).items():
+        for key, value in self._config(request, sandbox).items():
             argv += ["-c", f"{key}={toml_value(value)}"]
         if schema is not None:
             argv += ["--output-schema", str(schema)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -210,10 +211,36 @@ class GeminiAdapter(CliAdapter[GeminiOptions]):
         return request.prompt
 
     def environment(self, request: AgentRequest, system_md: Path) -> dict[str, str]:
-        env = {**QUIET_ENV, **request.env}
+        env = {**QUIET_ENV, **git_identity(request.workspace, request.env), **request.env}
         if request.system_prompt and self.options.system_prompt_mode == "replace":
             env["GEMINI_SYSTEM_MD"] = str(system_md)
         return env
+
+
+def git_identity(workspace: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """The user's git identity as GIT_AUTHOR_*/GIT_COMMITTER_* variables. The Gemini CLI
+    runs shell commands with GIT_CONFIG_GLOBAL=/dev/null (its "safe git" environment),
+    so a commit the step asks for would find no user.name; these variables it keeps."""
+    found: dict[str, str] = {}
+    for key in ("name", "email"):
+        try:
+            done = subprocess.run(
+                ["git", "config", "--get", f"user.{key}"],
+                cwd=workspace,
+                env=dict(env),
+                capture_output=True,
+                text=True,
+                timeout=10,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        value = done.stdout.strip()
+        if done.returncode != 0 or not value:
+            continue
+        for role in ("AUTHOR", "COMMITTER"):
+            found[f"GIT_{role}_{key.upper()}"] = value
+    return found
 
 
 class _Stream(CliStream):

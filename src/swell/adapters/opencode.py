@@ -12,7 +12,7 @@ in on stdin. docs/adapters/opencode.md has the details.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from swell.adapters.base import (
     AdapterSetup,
     AgentEvent,
+    AgentFinished,
     AgentRequest,
     AgentResult,
     AgentSessionStarted,
@@ -168,6 +169,21 @@ class OpencodeAdapter(CliAdapter[OpencodeOptions]):
         super().__init__(setup)
         if self.options.api_key_env:
             self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
+
+    async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+        if self.options.base_url and not request.model:
+            # opencode would pick its own default model, on a provider base_url is not:
+            # it fails with "Unexpected server error" (or spends on another provider)
+            name = self.setup_name
+            error = AgentError(
+                f"opencode: adapters.{name}.options.base_url serves the models of this "
+                f"visit, but it names no model: set adapters.{name}.default_model (or the "
+                "step's or persona's model)"
+            )
+            yield AgentFinished(AgentResult.failed(error))
+            return
+        async for event in super().run(request):
+            yield event
 
     def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
         persona = None

@@ -76,6 +76,15 @@ def choose_adapter(ctx: VisitContext, persona: Persona | None) -> str:
     return name
 
 
+def helper_adapter(cli: str | None, persona: Persona | None, persona_name: str | None) -> str:
+    """A helper persona's adapter: `--adapter` > the persona's, as in Wave, whose reviewer
+    runs on the step's (overridden) adapter; the summariser without a persona runs on
+    the embedded model."""
+    if not persona_name:
+        return DEFAULT_SUMMARIZER_ADAPTER
+    return cli or (persona.adapter if persona else None) or ""
+
+
 def choose_model(ctx: VisitContext, persona: Persona | None, adapter: str) -> str | None:
     """The model name the visit runs on (engine/tiers.py: `--model` > step > persona >
     auto_route > adapter default, tiers resolved, raised one level per retry)."""
@@ -200,9 +209,7 @@ async def run_helper(ctx: VisitContext, call: HelperCall) -> AgentAnswer:
     persona = manifest.personas.get(call.persona) if call.persona else None
     if call.persona and persona is None:
         return AgentAnswer(False, error=f"unknown persona '{call.persona}'", error_kind="agent")
-    adapter_name = (persona.adapter if persona else None) or (
-        "" if call.persona else DEFAULT_SUMMARIZER_ADAPTER
-    )
+    adapter_name = helper_adapter(ctx.plan.options.adapter, persona, call.persona)
     config = manifest.adapters.get(adapter_name)
     wanted = tiers.requested(
         None,

@@ -132,8 +132,9 @@ def agent_uses(
                     uses.append(_use(project, step, persona_name, chosen, name, model))
             for reviewer in _reviewers(step, registries):
                 p = personas.get(reviewer)
-                if p and p.adapter:
-                    uses.append(_use(project, step, reviewer, p.adapter, name, None, "review"))
+                if p and (adapter or p.adapter):
+                    chosen = adapter or p.adapter or ""
+                    uses.append(_use(project, step, reviewer, chosen, name, None, "review"))
             child = step.pipeline
             if child and "{{" not in child and child not in seen and depth < MAX_DEPTH:
                 try:
