@@ -13,7 +13,6 @@ from swell.store.pages import RunFilter
 from swell.web import actions, data, live
 from swell.web import models as m
 from swell.web.artifacts import read_artifact
-from swell.web.graph import graph_of, render_svg
 from swell.web.state import app_state
 
 router = APIRouter(prefix="/api")
@@ -98,23 +97,27 @@ async def thread(
     return data.thread_page(app_state(request).reader, run_id, thread, before, budget)
 
 
-def graph_svg(request: Request, run_id: str) -> str | None:
-    store = app_state(request).reader.store
+async def graph_svg(request: Request, run_id: str) -> str | None:
+    """The run's graph, laid out in a worker thread (web/offload.py)."""
+    state = app_state(request)
+    store = state.reader.store
     run_row = store.get_run(run_id)
     text = store.pipeline_text(run_row.id)
-    graph = graph_of(text, run_row.pipeline) if text else None
-    if graph is None:
+    if not text:
         return None
     steps = store.steps(run_row.id)
-    return render_svg(
-        graph, {s.step_id: s.visits for s in steps}, {s.step_id: s.last_status for s in steps}
+    return await state.offload.graph_svg(
+        text,
+        run_row.pipeline,
+        {s.step_id: s.visits for s in steps},
+        {s.step_id: s.last_status for s in steps},
     )
 
 
 @router.get("/runs/{run_id}/graph.svg", response_class=Response)
 async def graph(request: Request, run_id: str) -> Response:
     """The pipeline as the run stored it at its start, with visit counts per step."""
-    svg = graph_svg(request, run_id)
+    svg = await graph_svg(request, run_id)
     if svg is None:
         raise HTTPException(404, "the run kept no readable copy of its pipeline")
     return Response(svg, media_type="image/svg+xml")
@@ -187,7 +190,9 @@ async def runs_stream(request: Request) -> StreamingResponse:
 
 @router.get("/pipelines", response_model=m.Pipelines)
 async def pipelines(request: Request) -> m.Pipelines:
-    return data.pipelines_state(app_state(request).settings.root)
+    """`swell validate` of the project, run in a worker thread (web/offload.py)."""
+    state = app_state(request)
+    return await state.offload.pipelines(state.settings.root)
 
 
 @router.get("/csrf", response_model=m.CsrfToken)

@@ -57,7 +57,7 @@ async def run_page(request: Request, run_id: str) -> Response:
     reader = app_state(request).reader
     detail = data.run_detail(reader, run_id, _int(q.get("page"), 1), data.PER_PAGE)
     template = "run_live.html" if q.get("fragment") else "run.html"
-    return render(request, template, d=detail, svg=graph_svg(request, detail.run.id))
+    return render(request, template, d=detail, svg=await graph_svg(request, detail.run.id))
 
 
 @router.get("/runs/{run_id}/visits/{step_id}/{visit}")
@@ -81,9 +81,8 @@ async def thread_page(request: Request, run_id: str) -> Response:
 
 @router.get("/pipelines")
 async def pipelines_page(request: Request) -> Response:
-    return render(
-        request, "pipelines.html", p=data.pipelines_state(app_state(request).settings.root)
-    )
+    state = app_state(request)
+    return render(request, "pipelines.html", p=await state.offload.pipelines(state.settings.root))
 
 
 async def _form(request: Request) -> dict[str, str]:
