@@ -429,20 +429,23 @@ class MemoryStore:
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
         return [e for e in self.events(run_id) if e.type in kinds]  # memory: all are cheap
 
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
+    def events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Event]:
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
 
-    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
+    def stored_rows(
+        self, run_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredRow]:
         with self._read() as db:
             log = db.rows("events", run_id)
+            after = [seq for seq in sorted(log) if seq > after_seq]
             return [
                 StoredRow(seq, r["ts"], r["type"], r["step_id"], r["visit"], r["data"])
-                for seq, r in sorted(log.items())
-                if seq > after_seq
+                for seq in (after if limit is None else after[: max(limit, 0)])
+                for r in (log[seq],)
             ]
 
-    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
-        return [event_json(event) for event in self.events(run_id, after_seq)]
+    def raw_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[str]:
+        return [event_json(event) for event in self.events(run_id, after_seq, limit)]
 
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
         with self._read() as db:

@@ -63,6 +63,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    seq_after,
     stored_input,
 )
 from swell.store.run_locks import busy, this_process
@@ -315,14 +316,16 @@ class PostgresStore:
             (run_id,),
         )
 
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
+    def events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Event]:
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
 
-    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
-        rows = self._all(
+    def stored_rows(
+        self, run_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredRow]:
+        rows = self._all(  # LIMIT NULL: all of them
             "SELECT seq, ts, type, step_id, visit, data FROM events "
-            "WHERE run_id = %s AND seq > %s ORDER BY seq",
-            (run_id, max(after_seq, 0)),
+            "WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (run_id, seq_after(after_seq), None if limit is None else max(limit, 0)),
         )
         return [StoredRow(*row) for row in rows]
 
@@ -334,10 +337,10 @@ class PostgresStore:
         )
         return [StoredRow(*row).event(run_id) for row in rows]
 
-    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
+    def raw_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[str]:
         from swell.events.models import event_json
 
-        return [event_json(event) for event in self.events(run_id, after_seq)]
+        return [event_json(event) for event in self.events(run_id, after_seq, limit)]
 
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
         row = self._one("SELECT seq, data FROM snapshots WHERE run_id = %s", (run_id,))

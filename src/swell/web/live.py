@@ -46,7 +46,7 @@ async def run_events(
     """SSE frames of the run's events after `after`, as they are stored."""
 
     def events(after: int) -> list[tuple[int, str, str]]:
-        lines = store.raw_events(run_id, after)[:BATCH]
+        lines = store.raw_events(run_id, after, limit=BATCH)  # one batch read, not all
         return [(int(json.loads(line)["seq"]), "swell", line) for line in lines]
 
     def over() -> bool:
