@@ -67,6 +67,31 @@ def test_graph_layout_does_not_hold_up_other_requests(project: Path) -> None:
         assert asyncio.run(finish_order(project, url)) == ["/api/runs", url]
 
 
+def long_run(project: Path, visits: int) -> str:
+    """A finished run of `visits` command visits, written as the run loop writes one."""
+    store = open_project_store(project)
+    run_id = "long-20261127-000000-test"
+    store.create_run(run_id=run_id, pipeline="long", input_text="", workspace=str(project))
+    events: list[ev.BaseEvent] = [ev.RunStarted(pipeline="long", workspace=str(project))]
+    for n in range(1, visits + 1):
+        events += [
+            ev.StepStarted(step_id="work", visit=n, kind="command"),
+            ev.StepFinished(step_id="work", visit=n, outcome="success", duration_ms=3),
+        ]
+    events.append(ev.RunFinished(status="succeeded", visits=visits, duration_ms=visits * 3))
+    for seq, event in enumerate(events, 1):
+        event.run_id, event.seq, event.ts = run_id, seq, "2026-11-27T00:00:00.000Z"
+    store.emit(events)
+    store.close()
+    return run_id
+
+
+def test_a_long_runs_retro_does_not_hold_up_other_requests(project: Path) -> None:
+    run_id = long_run(project, 5_000)
+    for url in (f"/api/runs/{run_id}/retro", f"/runs/{run_id}/retro"):
+        assert asyncio.run(finish_order(project, url)) == ["/api/runs", url]
+
+
 def test_pipelines_page_follows_edits(project: Path) -> None:
     path = project / ".agents" / "pipelines" / "edited.yaml"
     broken = chain(3, "edited") + "  - {id: x, dependencies: [nowhere], script: x}\n"
