@@ -559,9 +559,10 @@ class MemoryStore:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
         with self._read() as db:
-            return db.output.read(run_id, after_id, step_id, visit)
+            return db.output.read(run_id, after_id, step_id, visit, limit)
 
     stats_source = reader_stats  # computed from the methods above
 

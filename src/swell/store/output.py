@@ -50,22 +50,30 @@ def drop(db: sqlite3.Connection, run_id: str, step_id: str, visit: int, seqs: ra
     )
 
 
+MAX_ID = 2**63 - 1  # the highest chunk id (SQLite's and Postgres's bigint)
+
+
+def _limit(limit: int | None) -> int:
+    return -1 if limit is None else max(limit, 0)  # SQLite's LIMIT -1: all
+
+
 def read(
     db: sqlite3.Connection,
     run_id: str,
     after_id: int = 0,
     step_id: str | None = None,
     visit: int | None = None,
+    limit: int | None = None,
 ) -> list[OutputChunk]:
     sql = f"SELECT {_COLUMNS} FROM output WHERE run_id = ? AND id > ?"
-    params: list[object] = [run_id, after_id]
+    params: list[object] = [run_id, min(max(after_id, 0), MAX_ID)]
     if step_id is not None:
         sql += " AND step_id = ?"
         params.append(step_id)
     if visit is not None:
         sql += " AND visit = ?"
         params.append(visit)
-    rows = db.execute(sql + " ORDER BY id", params).fetchall()
+    rows = db.execute(sql + " ORDER BY id LIMIT ?", [*params, _limit(limit)]).fetchall()
     return [
         OutputChunk(
             run_id=r[1],
@@ -113,11 +121,13 @@ class MemoryOutput:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
-        return [
+        found = [
             chunk
             for key, chunk in sorted(self.rows.get(run_id, {}).items())
             if key > after_id
             and (step_id is None or chunk.step_id == step_id)
             and (visit is None or chunk.visit == visit)
         ]
+        return found if limit is None else found[: max(limit, 0)]

@@ -40,6 +40,7 @@ from psycopg import sql
 
 from swell.errors import RunNotFound, StoreError, SwellError
 from swell.store.location import redacted
+from swell.store.output import MAX_ID
 from swell.store.postgres_migrations import migrate
 from swell.store.postgres_projections import PROJECTIONS
 from swell.store.rows import (
@@ -486,12 +487,21 @@ class PostgresStore:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
-        rows = self._all(
+        rows = self._all(  # LIMIT NULL: all of them
             f"SELECT {_OUTPUT_COLS} FROM output WHERE run_id = %s AND id > %s "
             "AND (%s::text IS NULL OR step_id = %s) AND (%s::int IS NULL OR visit = %s) "
-            "ORDER BY id",
-            (run_id, after_id, step_id, step_id, visit, visit),
+            "ORDER BY id LIMIT %s",
+            (
+                run_id,
+                min(max(after_id, 0), MAX_ID),
+                step_id,
+                step_id,
+                visit,
+                visit,
+                None if limit is None else max(limit, 0),
+            ),
         )
         return [OutputChunk(r[1], r[2], r[3], r[4], r[5], r[6], r[7], id=r[0]) for r in rows]
 

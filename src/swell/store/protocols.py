@@ -221,9 +221,10 @@ class OutputStore(Protocol):
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
         """The run's chunks stored after chunk `after_id` (of one step, one visit), in
-        the order they were stored."""
+        the order they were stored; the first `limit` of them when one is given."""
         ...
 
 

@@ -500,8 +500,9 @@ class SqliteStore:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
-        return output_table.read(self.db, run_id, after_id, step_id, visit)
+        return output_table.read(self.db, run_id, after_id, step_id, visit, limit)
 
     # ---------------------------------------------------------------- internals
 

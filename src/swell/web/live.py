@@ -120,10 +120,12 @@ async def visit_output(
     from swell.web.text import strip_ansi
 
     def chunks(after: int) -> list[tuple[int, str, str]]:
-        found = store.output(run_id, after_id=after, step_id=step_id, visit=visit)
+        found = store.output(
+            run_id, after_id=after, step_id=step_id, visit=visit, limit=OUTPUT_CHUNKS
+        )
         return [
             (c.id, "output", json.dumps({"stream": c.stream, "text": strip_ansi(c.text)}))
-            for c in found[:OUTPUT_CHUNKS]
+            for c in found
         ]
 
     async for text in _tail(
