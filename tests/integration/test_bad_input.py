@@ -60,6 +60,39 @@ def test_thread_budget_zero_is_a_usage_error(project: Path) -> None:
     assert "Invalid value for '--budget': 0 is not in the range x>=1" in result.stderr
 
 
+HUGE = "99999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["logs", "--tail", HUGE],
+            f"Invalid value for '--tail' / '-n': {HUGE} is not in the range",
+        ),
+        (["logs", "--since", "99999999999999d"], "duration '99999999999999d' is too long"),
+        (["logs", "--since", HUGE], f"duration '{HUGE}' is too long (at most 100 years)"),
+        (["logs", "--step", "implement", "--since", "99999999999999d"], "is too long"),
+        (["run", "loop", "--timeout", "99999999999999d"], "duration '99999999999999d' is too long"),
+        (["run", "loop", "--timeout", "9" * 400 + "s"], "is too long (at most 100 years)"),
+        (["clean", "--older-than", "99999999999999d"], "duration '99999999999999d' is too long"),
+        (["cancel", "--force", "--grace", "1e400"], "Invalid value for '--grace': inf is not in"),
+    ],
+)
+def test_absurd_numbers_and_durations_are_usage_errors(
+    project: Path, args: list[str], message: str
+) -> None:
+    result = swell(*args, cwd=project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert message in " ".join(result.stderr.split()), result.stderr
+
+
+@pytest.mark.parametrize("since", ["99999999999999d", "9999999999w"])
+def test_retro_stats_since_before_the_year_one_is_one_error(project: Path, since: str) -> None:
+    result = swell("retro", "stats", "--since", since, cwd=project)
+    refused(result, f"error: --since '{since}' reaches back before the year 1")
+
+
 @pytest.mark.parametrize("command", ["status", "logs", "resume", "thread", "cancel", "approve"])
 def test_an_empty_run_id_is_refused_not_matched_as_a_prefix(project: Path, command: str) -> None:
     result = swell(command, " ", cwd=project)

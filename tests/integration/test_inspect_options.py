@@ -192,3 +192,27 @@ def test_cancel_without_force_says_how_to_force(project: Path, tmp_path: Path) -
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert f"cancelled run {run_id}" in forced.stdout
     wait_for(lambda: process_gone(f"stubborn-marker-{tag}"), timeout=30)
+
+
+def test_logs_of_a_run_longer_than_a_page_print_every_event_once(project: Path) -> None:
+    """`swell logs` reads a run a page at a time (cli/history.py): 2,500 events, each
+    printed once and in order, as NDJSON and as text, and `--tail` keeps the last."""
+    from swell.events import models as ev
+    from swell.store.location import open_project_store
+
+    store = open_project_store(project)
+    run_id = "long-20261127-000000-logs"
+    store.create_run(run_id=run_id, pipeline="long", input_text="", workspace=str(project))
+    events: list[ev.BaseEvent] = [ev.RunStarted(pipeline="long", workspace=str(project))]
+    events += [ev.Warning(message=f"note {n}") for n in range(2, 2501)]
+    for seq, event in enumerate(events, 1):
+        event.run_id, event.seq, event.ts = run_id, seq, "2026-11-27T00:00:00.000Z"
+    store.emit(events)
+    store.close()
+    lines = swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == list(range(1, 2501))
+    text = swell("logs", run_id, cwd=project).stdout
+    assert [n for n in range(2, 2501) if f"note {n}\n" not in text] == []
+    assert text.index("note 999\n") < text.index("note 1000\n") < text.index("note 1001\n")
+    tail = swell("logs", run_id, "--tail", "2", "-o", "json", cwd=project).stdout.splitlines()
+    assert [json.loads(line)["message"] for line in tail] == ["note 2499", "note 2500"]

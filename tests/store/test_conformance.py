@@ -573,6 +573,27 @@ def test_events_read_back_typed_or_raw_after_a_seq(store: Store, new_run: NewRun
     assert store.stored_rows("missing") == []
 
 
+def test_events_read_a_page_at_a_time(store: Store, new_run: NewRun) -> None:
+    w, other = new_run("r1"), new_run("r2")
+    w.emit(*[ev.Warning(message=f"w{i}") for i in range(1, 12)])
+    other.emit(ev.Warning(message="other"))
+    whole = store.raw_events("r1")
+    pages, after = [], 0
+    while page := store.raw_events("r1", after, limit=4):
+        pages.append(page)
+        after = json.loads(page[-1])["seq"]
+    assert [len(p) for p in pages] == [4, 4, 3] and [x for p in pages for x in p] == whole
+    assert [e.seq for e in store.events("r1", 9, limit=5)] == [10, 11]
+    assert [r.seq for r in store.stored_rows("r1", 2, limit=2)] == [3, 4]
+    assert [e.seq for e in store.events("r1", limit=None)] == list(range(1, 12))
+    assert store.events("r1", limit=0) == [] and store.stored_rows("r2", 0, limit=0) == []
+    # a seq no event can have, or below any: an answer, never a database error
+    for absurd in (2**32, 10**20, 99999999999999999999):
+        assert store.events("r1", absurd) == [] and store.raw_events("r1", absurd, limit=3) == []
+        assert store.stored_rows("r1", absurd) == []
+    assert [e.seq for e in store.events("r1", -(10**20), limit=1)] == [1]
+
+
 def test_a_duplicate_seq_is_rejected_with_its_whole_batch(store: Store, new_run: NewRun) -> None:
     w = new_run("r1")
     started(w)  # seq 1 and 2

@@ -55,3 +55,18 @@ def test_another_handle_sees_chunks_once_written(backend: Backend, new_run: NewR
     writer, reader = backend.open(), backend.open()
     writer.write_output([chunk("build", 1, 1, "live\n")])
     assert [c.text for c in reader.output("r1")] == ["live\n"]
+
+
+def test_chunks_read_a_page_at_a_time(store: Store, new_run: NewRun) -> None:
+    new_run("r1")
+    store.write_output([chunk("build" if n % 2 else "test", 1, n, f"{n}\n") for n in range(1, 12)])
+    whole = store.output("r1", step_id="build")
+    pages, after = [], 0
+    while page := store.output("r1", after_id=after, step_id="build", limit=2):
+        pages.append([c.text for c in page])
+        after = page[-1].id
+    assert pages == [["1\n", "3\n"], ["5\n", "7\n"], ["9\n", "11\n"]]
+    assert [c.text for c in whole] == [t for p in pages for t in p]
+    assert store.output("r1", limit=0) == [] and len(store.output("r1", limit=None)) == 11
+    for absurd in (2**63, 10**30):  # past any id: nothing, never a database error
+        assert store.output("r1", after_id=absurd) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swell.manifest.durations import parse_duration
+from swell.manifest.durations import DurationTooLong, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,10 @@ def test_negative_numbers_and_booleans_are_rejected() -> None:
         parse_duration(-1)
     with pytest.raises(ValueError, match="invalid duration True"):
         parse_duration(True)
+
+
+@pytest.mark.parametrize("value", ["99999999999999d", "9" * 400, "9" * 400 + "s", 1e400, 4e9])
+def test_durations_past_a_century_are_refused(value: str | float) -> None:
+    with pytest.raises(DurationTooLong, match=r"^duration .* is too long \(at most 100 years\)$"):
+        parse_duration(value)
+    assert parse_duration("36500d") == 36500 * 86400.0  # a century is still a duration

@@ -112,6 +112,7 @@ def cancel(
             "--grace",
             metavar="SECONDS",
             min=0,
+            max=86_400,  # a day: past that a clock or timer may not count (1e400 is inf)
             help="How long --force waits first (default: runtime.timeouts."
             "process_grace_seconds + 2, i.e. 5).",
         ),

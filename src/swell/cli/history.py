@@ -4,6 +4,7 @@ followed) and its artifact files (listed, exported)."""
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from swell.store.protocols import RunReader
 
 OUTPUT_LINES = 40  # of a visit's output shown with --step
+PAGE = 1000  # events read from the store at a time (a run may have millions)
 
 
 class _Render:
@@ -55,15 +57,20 @@ def read_events(
     if json:
         from swell.events.models import parse_event
 
-        for raw in store.raw_events(run_id, after):
-            yield raw, parse_event(raw)
+        while raws := store.raw_events(run_id, after, limit=PAGE):
+            for raw in raws:
+                event = parse_event(raw)
+                yield raw, event
+            after = event.seq
         return
     from swell.events.views import view
 
-    for row in store.stored_rows(run_id, after):
-        shown = view(row.type, row.data, **row.envelope(run_id))
-        # a kind this version does not know: the models say so
-        yield "", row.event(run_id) if shown is None else shown
+    while rows := store.stored_rows(run_id, after, limit=PAGE):
+        for row in rows:
+            shown = view(row.type, row.data, **row.envelope(run_id))
+            # a kind this version does not know: the models say so
+            yield "", row.event(run_id) if shown is None else shown
+        after = rows[-1].seq
 
 
 def show_logs(
@@ -71,19 +78,22 @@ def show_logs(
 ) -> None:
     """Print the run's events that `where` keeps (the last `tail` of them). Following a
     run, and its visits' stored output, are `cli/live.py`'s."""
-    run = run_or_newest(store, run_id)
-    render = _Render(run.id, json, where.step)
-    first: list[str] = []
-    for raw, event in read_events(store, run.id, 0, json):
-        shown = render(raw, event, keep(event, where))
-        if shown is not None:
-            first.append(shown)
-    if tail is not None:
-        first = first[-tail:] if tail else []
     from swell.cli.render import for_terminal, json_for_terminal
 
+    run = run_or_newest(store, run_id)
+    render = _Render(run.id, json, where.step)
     colours = render.printer.color
-    for text in first:
+    # printed as they are read, or the last `tail` kept: never the whole run in memory
+    last: deque[str] | None = None if tail is None else deque(maxlen=max(tail, 0))
+    for raw, event in read_events(store, run.id, 0, json):
+        shown = render(raw, event, keep(event, where))
+        if shown is None:
+            continue
+        if last is not None:
+            last.append(shown)
+        else:
+            print(json_for_terminal(shown) if json else for_terminal(shown, colours))
+    for text in last or ():
         print(json_for_terminal(text) if json else for_terminal(text, colours))
     sys.stdout.flush()
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from swell.store.rows import Owner, RunRow, StepRow
 
 MAX_LIST = 1_000_000  # `swell list -n`: more than a store holds, less than SQLite's integers
+MAX_TAIL = 1_000_000_000  # `swell logs --tail`: more events than a run holds
 
 
 def _run_dict(run: RunRow, owner: Owner | None) -> dict[str, Any]:
@@ -229,7 +230,13 @@ def logs(
     ] = False,
     tail: Annotated[
         int | None,
-        typer.Option("--tail", "-n", min=0, help="Only the last N events (then --follow goes on)."),
+        typer.Option(
+            "--tail",
+            "-n",
+            min=0,
+            max=MAX_TAIL,
+            help="Only the last N events (then --follow goes on).",
+        ),
     ] = None,
     since: Annotated[
         str | None,

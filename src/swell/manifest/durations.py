@@ -6,6 +6,13 @@ import re
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+# a century: longer than anything swell waits for, and far inside what clocks, timers
+# and datetime can count (99999999999999d overflowed them: a traceback, not an error)
+MAX_SECONDS = 100 * 365 * 86400.0
+
+
+class DurationTooLong(ValueError):
+    """A duration past MAX_SECONDS."""
 
 
 def parse_duration(value: str | int | float) -> float:
@@ -15,10 +22,10 @@ def parse_duration(value: str | int | float) -> float:
     if isinstance(value, int | float):
         if value < 0:
             raise ValueError(f"duration must not be negative: {value}")
-        return float(value)
+        return _bounded(float(value), value)
     text = value.strip().replace(" ", "")
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return float(text)
+        return _bounded(float(text), value)
     pos, total = 0, 0.0
     for match in _PART.finditer(text):
         if match.start() != pos:
@@ -27,4 +34,11 @@ def parse_duration(value: str | int | float) -> float:
         pos = match.end()
     if pos != len(text) or not text:
         raise ValueError(f"invalid duration {value!r} (use e.g. 30s, 5m, 2h)")
-    return total
+    return _bounded(total, value)
+
+
+def _bounded(seconds: float, value: object) -> float:
+    if not seconds <= MAX_SECONDS:  # NaN too
+        shown = repr(value) if len(str(value)) <= 40 else repr(f"{str(value)[:37]}...")
+        raise DurationTooLong(f"duration {shown} is too long (at most 100 years)")
+    return seconds

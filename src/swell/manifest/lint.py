@@ -29,7 +29,7 @@ from swell.manifest.loader import (
 )
 from swell.manifest.models import Contract, Step
 from swell.manifest.suggest import did_you_mean, unknown
-from swell.manifest.template_checks import check_templates
+from swell.manifest.template_checks import PipelineNames, check_templates
 from swell.manifest.template_names import declared
 from swell.manifest.templates import parse_template
 from swell.manifest.wave_checks import check_wave_fields
@@ -158,6 +158,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
             dependents.setdefault(dep, []).append(step.id)
 
     context_keys = _context_keys(project.root, steps)
+    names = PipelineNames.of(loaded, context_keys)
 
     for i, step in enumerate(steps):
         loc: tuple[str | int, ...] = ("steps", i)
@@ -234,7 +235,7 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                     f"trigger must look like token_limit_80%, not {compaction.trigger!r}",
                 )
             )
-        report.problems += check_templates(project, loaded, ctx, step, loc, ids, context_keys)
+        report.problems += check_templates(project, loaded, ctx, step, loc, names)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
                 add(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import typing
 from dataclasses import dataclass, field
@@ -190,6 +191,14 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
+@functools.cache
+def _fields(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by alias and by name (once per model, not once per value)."""
+    fields = {info.alias or name: info for name, info in model.model_fields.items()}
+    fields.update(model.model_fields)
+    return fields
+
+
 def unsupported_problems(annotation: Any, data: Any, loc: Loc, source: SourceMap) -> list[Problem]:
     """Problems for Wave fields that are set in `data` but not implemented (an error)
     or not run yet (a warning naming the field). Any model may list them (`Strict`'s
@@ -197,8 +206,7 @@ def unsupported_problems(annotation: Any, data: Any, loc: Loc, source: SourceMap
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         if not isinstance(data, dict):
             return []
-        fields = {info.alias or name: info for name, info in annotation.model_fields.items()}
-        fields.update(annotation.model_fields)
+        fields = _fields(annotation)
         problems: list[Problem] = []
         unsupported: dict[str, str] = getattr(annotation, "UNSUPPORTED", {})
         not_runs: dict[str, str] = getattr(annotation, "NOT_RUN", {})

@@ -6,6 +6,7 @@ before any run starts; docs/security.md)."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 from swell.errors import Problem
@@ -79,29 +80,42 @@ def script_sources(step: Step, lint: LintContext) -> set[tuple[str | int, ...]]:
     return out
 
 
+@dataclass(frozen=True)
+class PipelineNames:
+    """What every step of one pipeline may refer to, built once per pipeline: building
+    it per step made checking an n-step pipeline O(n²)."""
+
+    steps: dict[str, Step]
+    gates: dict[str, None]  # ordered (for "did you mean") and O(1) to test
+    context_keys: set[str]
+
+    @classmethod
+    def of(cls, loaded: LoadedPipeline, context_keys: set[str]) -> PipelineNames:
+        steps = loaded.pipeline.steps
+        gates = dict.fromkeys(s.id for s in steps if s.gate is not None)
+        return cls({s.id: s for s in steps}, gates, context_keys)
+
+
 def check_templates(
     project: Project,
     loaded: LoadedPipeline,
     lint: LintContext,
     step: Step,
     loc: tuple[str | int, ...],
-    ids: dict[str, int],
-    context_keys: set[str],
+    shared: PipelineNames,
 ) -> list[Problem]:
     """Template syntax, and variables that can never resolve, in everything a step renders."""
     problems: list[Problem] = []
     src, add = loaded.source, problems.append
-    pipeline = loaded.pipeline
     own_artifacts = {a.name for a in step.output_artifacts}
     injected = {ref.as_ or ref.artifact for ref in step.memory.inject_artifacts}
-    steps = {s.id: s for s in pipeline.steps}
     base = Names(
-        steps=steps,
+        steps=shared.steps,
         project=project.manifest.project,
-        context_keys=context_keys,
+        context_keys=shared.context_keys,
         artifacts=own_artifacts | injected,
         dependencies=step.dependencies,
-        gates=[s.id for s in pipeline.steps if s.gate is not None],
+        gates=shared.gates,
     )
     scripts = script_sources(step, lint)
     project_ns = {"project": dict(project.manifest.project), "forge": FORGE_LINT_VALUES}

@@ -20,13 +20,15 @@ class LogFilter:
 
 def since_time(value: str | None, now: datetime | None = None) -> datetime | None:
     """`--since`: a duration back from now (10m, 2h, 1d) or an ISO time; ValueError if neither."""
-    from swell.manifest.durations import parse_duration
+    from swell.manifest.durations import DurationTooLong, parse_duration
 
     if value is None:
         return None
     try:
         return (now or datetime.now(UTC)) - timedelta(seconds=parse_duration(value))
-    except ValueError:
+    except DurationTooLong as exc:
+        raise ValueError(f"invalid --since {value!r}: {exc}") from None
+    except (ValueError, OverflowError):  # not a duration, or one before the year 1
         pass
     try:
         when = datetime.fromisoformat(value.replace("Z", "+00:00"))

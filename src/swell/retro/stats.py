@@ -29,10 +29,16 @@ def since_time(text: str | None, now: datetime | None = None) -> str | None:
     value = text.strip()
     parts = _SINCE.findall(value)
     if parts and "".join(n + u for n, u in parts) == value.replace(" ", ""):
-        delta = timedelta(**{_UNITS[u]: 0 for u in _UNITS})
-        for number, unit in parts:
-            delta += timedelta(**{_UNITS[unit]: int(number)})
-        return _stamp((now or datetime.now(UTC)) - delta)
+        try:
+            delta = timedelta(**{_UNITS[u]: 0 for u in _UNITS})
+            for number, unit in parts:
+                delta += timedelta(**{_UNITS[unit]: int(number)})
+            return _stamp((now or datetime.now(UTC)) - delta)
+        except (OverflowError, ValueError):  # past what a date can hold
+            raise SwellError(
+                f"--since {value!r} reaches back before the year 1: give a shorter period "
+                "(7d, 12h, 30m, 2w) or a date (2026-11-01)"
+            ) from None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

@@ -27,6 +27,7 @@ from swell.store.records import INSERTS, PRIMARY_KEYS, Record
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
+    Limit,
     Owner,
     ReviewRow,
     RoundRow,
@@ -35,6 +36,7 @@ from swell.store.rows import (
     StoredRow,
     VisitRow,
     row_from,
+    stored_page,
 )
 from swell.store.rules import (
     CANDIDATES,
@@ -429,20 +431,15 @@ class MemoryStore:
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
         return [e for e in self.events(run_id) if e.type in kinds]  # memory: all are cheap
 
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
+    def events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[Event]:
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
 
-    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
+    def stored_rows(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[StoredRow]:
         with self._read() as db:
-            log = db.rows("events", run_id)
-            return [
-                StoredRow(seq, r["ts"], r["type"], r["step_id"], r["visit"], r["data"])
-                for seq, r in sorted(log.items())
-                if seq > after_seq
-            ]
+            return stored_page(db.rows("events", run_id), after_seq, limit)
 
-    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
-        return [event_json(event) for event in self.events(run_id, after_seq)]
+    def raw_events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[str]:
+        return [event_json(event) for event in self.events(run_id, after_seq, limit)]
 
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
         with self._read() as db:
@@ -556,9 +553,10 @@ class MemoryStore:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: Limit = None,
     ) -> list[OutputChunk]:
         with self._read() as db:
-            return db.output.read(run_id, after_id, step_id, visit)
+            return db.output.read(run_id, after_id, step_id, visit, limit)
 
     stats_source = reader_stats  # computed from the methods above
 

@@ -50,22 +50,45 @@ def drop(db: sqlite3.Connection, run_id: str, step_id: str, visit: int, seqs: ra
     )
 
 
+MAX_ID = 2**63 - 1  # the highest chunk id (SQLite's and Postgres's bigint)
+# Postgres's read: a page of a run's chunks (of one step, one visit); `postgres_read`
+# gives its parameters
+POSTGRES_READ = (
+    f"SELECT {_COLUMNS} FROM output WHERE run_id = %s AND id > %s "
+    "AND (%s::text IS NULL OR step_id = %s) AND (%s::int IS NULL OR visit = %s) "
+    "ORDER BY id LIMIT %s"
+)
+
+
+def _limit(limit: int | None) -> int:
+    return -1 if limit is None else max(limit, 0)  # SQLite's LIMIT -1: all
+
+
+def postgres_read(
+    run_id: str, after_id: int, step_id: str | None, visit: int | None, limit: int | None
+) -> tuple[object, ...]:
+    """POSTGRES_READ's parameters (LIMIT NULL: all chunks)."""
+    most = None if limit is None else max(limit, 0)
+    return (run_id, min(max(after_id, 0), MAX_ID), step_id, step_id, visit, visit, most)
+
+
 def read(
     db: sqlite3.Connection,
     run_id: str,
     after_id: int = 0,
     step_id: str | None = None,
     visit: int | None = None,
+    limit: int | None = None,
 ) -> list[OutputChunk]:
     sql = f"SELECT {_COLUMNS} FROM output WHERE run_id = ? AND id > ?"
-    params: list[object] = [run_id, after_id]
+    params: list[object] = [run_id, min(max(after_id, 0), MAX_ID)]
     if step_id is not None:
         sql += " AND step_id = ?"
         params.append(step_id)
     if visit is not None:
         sql += " AND visit = ?"
         params.append(visit)
-    rows = db.execute(sql + " ORDER BY id", params).fetchall()
+    rows = db.execute(sql + " ORDER BY id LIMIT ?", [*params, _limit(limit)]).fetchall()
     return [
         OutputChunk(
             run_id=r[1],
@@ -113,11 +136,13 @@ class MemoryOutput:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
-        return [
+        found = [
             chunk
             for key, chunk in sorted(self.rows.get(run_id, {}).items())
             if key > after_id
             and (step_id is None or chunk.step_id == step_id)
             and (visit is None or chunk.visit == visit)
         ]
+        return found if limit is None else found[: max(limit, 0)]

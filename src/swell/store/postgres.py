@@ -39,12 +39,14 @@ import psycopg
 from psycopg import sql
 
 from swell.errors import RunNotFound, StoreError, SwellError
+from swell.store import output as output_table
 from swell.store.location import redacted
 from swell.store.postgres_migrations import migrate
 from swell.store.postgres_projections import PROJECTIONS
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
+    Limit,
     Owner,
     ReviewRow,
     RoundRow,
@@ -52,7 +54,9 @@ from swell.store.rows import (
     StepRow,
     StoredRow,
     VisitRow,
+    json_lines,
     row_from,
+    sql_limit,
 )
 from swell.store.rules import (
     CANDIDATES,
@@ -63,6 +67,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    seq_after,
     stored_input,
 )
 from swell.store.run_locks import busy, this_process
@@ -104,7 +109,6 @@ _HOLDER = (
     "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
     "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 1"
 )
-_OUTPUT_COLS = "id, run_id, step_id, visit, stream, seq, ts, text"
 
 
 class PostgresStore:
@@ -315,14 +319,14 @@ class PostgresStore:
             (run_id,),
         )
 
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
+    def events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[Event]:
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
 
-    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
+    def stored_rows(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[StoredRow]:
         rows = self._all(
             "SELECT seq, ts, type, step_id, visit, data FROM events "
-            "WHERE run_id = %s AND seq > %s ORDER BY seq",
-            (run_id, max(after_seq, 0)),
+            "WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (run_id, seq_after(after_seq), sql_limit(limit)),
         )
         return [StoredRow(*row) for row in rows]
 
@@ -334,10 +338,8 @@ class PostgresStore:
         )
         return [StoredRow(*row).event(run_id) for row in rows]
 
-    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
-        from swell.events.models import event_json
-
-        return [event_json(event) for event in self.events(run_id, after_seq)]
+    def raw_events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[str]:
+        return json_lines(self.events(run_id, after_seq, limit))
 
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
         row = self._one("SELECT seq, data FROM snapshots WHERE run_id = %s", (run_id,))
@@ -483,13 +485,10 @@ class PostgresStore:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: Limit = None,
     ) -> list[OutputChunk]:
-        rows = self._all(
-            f"SELECT {_OUTPUT_COLS} FROM output WHERE run_id = %s AND id > %s "
-            "AND (%s::text IS NULL OR step_id = %s) AND (%s::int IS NULL OR visit = %s) "
-            "ORDER BY id",
-            (run_id, after_id, step_id, step_id, visit, visit),
-        )
+        params = output_table.postgres_read(run_id, after_id, step_id, visit, limit)
+        rows = self._all(output_table.POSTGRES_READ, params)
         return [OutputChunk(r[1], r[2], r[3], r[4], r[5], r[6], r[7], id=r[0]) for r in rows]
 
     # ------------------------------------------------------------------ following

@@ -116,15 +116,18 @@ class RunReader(Protocol):
         """The run's sub-pipeline runs, oldest first."""
         ...
 
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        """The run's events with seq > after_seq, in seq order."""
+    def events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Event]:
+        """The run's events with seq > after_seq, in seq order; the first `limit` of
+        them when a limit is given (read a page at a time: the store reads no more)."""
         ...
 
-    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
+    def raw_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[str]:
         """The same events as NDJSON lines (`event_json`: every field, unset ones null)."""
         ...
 
-    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
+    def stored_rows(
+        self, run_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredRow]:
         """The same events as they are stored, not parsed (for `events.views`)."""
         ...
 
@@ -218,9 +221,10 @@ class OutputStore(Protocol):
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
         """The run's chunks stored after chunk `after_id` (of one step, one visit), in
-        the order they were stored."""
+        the order they were stored; the first `limit` of them when one is given."""
         ...
 
 

@@ -19,8 +19,21 @@ if TYPE_CHECKING:
     # types only: readers such as `swell thread` stay clear of the pydantic event models
     from swell.events.models import Event, GateVerdict, Outcome, RunStatus
 
+Limit = int | None  # how many rows a read returns at most (its SQL LIMIT); None: all
 VisitStatus = Literal["running", "succeeded", "failed", "interrupted"]
 GateStatus = Literal["waiting", "approved", "rejected", "timeout", "cancelled"]
+
+
+def sql_limit(limit: Limit) -> int | None:
+    """A LIMIT for Postgres (None: `LIMIT NULL`, all rows); SQLite's is `or -1`."""
+    return None if limit is None else max(limit, 0)
+
+
+def json_lines(events: list[Event]) -> list[str]:
+    """Events as `raw_events` gives them (NDJSON lines: every field, unset ones null)."""
+    from swell.events.models import event_json  # only readers of JSON load the models
+
+    return [event_json(event) for event in events]
 
 
 class StoredRow(NamedTuple):
@@ -50,6 +63,17 @@ class StoredRow(NamedTuple):
         from swell.events.models import stored_event
 
         return stored_event(self.type, self.data, **self.envelope(run_id))
+
+
+def stored_page(
+    log: Mapping[int, Mapping[str, Any]], after_seq: int, limit: Limit
+) -> list[StoredRow]:
+    """The in-memory store's events (records by seq) after `after_seq`, at most `limit`."""
+    seqs = sorted(seq for seq in log if seq > after_seq)[: sql_limit(limit)]
+    return [
+        StoredRow(seq, r["ts"], r["type"], r["step_id"], r["visit"], r["data"])
+        for seq, r in ((seq, log[seq]) for seq in seqs)
+    ]
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,12 @@ def already_stored(events: Sequence[BaseEvent], stored: set[tuple[str, int]]) ->
 MAX_SEQ = (1 << 32) - 1  # the highest seq a store keeps
 
 
+def seq_after(after_seq: int) -> int:
+    """`after_seq` as a store reads it: below 0 is 0 and past MAX_SEQ is MAX_SEQ (no
+    event is after it), so an absurd number never reaches the database."""
+    return min(max(after_seq, 0), MAX_SEQ)
+
+
 def check_seqs(events: Sequence[BaseEvent]) -> None:
     """Every event's seq is one a store can keep (0 to MAX_SEQ)."""
     for event in events:

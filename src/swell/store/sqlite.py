@@ -46,6 +46,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    seq_after,
     stored_input,
 )
 from swell.store.run_locks import RunLocks, alive, busy, this_process
@@ -307,23 +308,28 @@ class SqliteStore:
             (run_id,),
         )
 
-    def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq)]
+    def events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Event]:
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
 
-    def stored_rows(self, run_id: str, after_seq: int = 0) -> list[StoredRow]:
-        return self._stored_rows("", (run_id, max(after_seq, 0), run_id))
+    def stored_rows(
+        self, run_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredRow]:
+        return self._stored_rows("", (run_id, seq_after(after_seq), run_id), limit)
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
         marks = ", ".join("?" for _ in kinds)
         rows = self._stored_rows(f"AND type IN ({marks}) ", (run_id, 0, run_id, *kinds))
         return [row.event(run_id) for row in rows]
 
-    def _stored_rows(self, condition: str, params: tuple[Any, ...]) -> list[StoredRow]:
-        """A run's events after a seq (`_EVENTS_AFTER`'s parameters first), as stored."""
+    def _stored_rows(
+        self, condition: str, params: tuple[Any, ...], limit: int | None = None
+    ) -> list[StoredRow]:
+        """A run's events after a seq (`_EVENTS_AFTER`'s parameters first), as stored;
+        at most `limit` of them (SQLite's LIMIT -1: all)."""
         rows = self.db.execute(
             f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {_EVENTS_AFTER} "
-            f"{condition}ORDER BY id",
-            params,
+            f"{condition}ORDER BY id LIMIT ?",
+            (*params, -1 if limit is None else max(limit, 0)),
         )
         stamps: dict[int | str, str] = {}  # a batch's events share one time
         stored = []
@@ -334,10 +340,10 @@ class SqliteStore:
             stored.append(StoredRow(seq_of(key), ts, kind, step, visit, data))
         return stored
 
-    def raw_events(self, run_id: str, after_seq: int = 0) -> list[str]:
+    def raw_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[str]:
         from swell.events.models import event_json
 
-        return [event_json(event) for event in self.events(run_id, after_seq)]
+        return [event_json(event) for event in self.events(run_id, after_seq, limit)]
 
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
         row = self.db.execute(
@@ -500,8 +506,9 @@ class SqliteStore:
         after_id: int = 0,
         step_id: str | None = None,
         visit: int | None = None,
+        limit: int | None = None,
     ) -> list[OutputChunk]:
-        return output_table.read(self.db, run_id, after_id, step_id, visit)
+        return output_table.read(self.db, run_id, after_id, step_id, visit, limit)
 
     # ---------------------------------------------------------------- internals
 

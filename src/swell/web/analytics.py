@@ -18,9 +18,25 @@ pages = APIRouter(include_in_schema=False)
 PERIODS = ("1d", "7d", "30d", "90d", "")  # the period links of the page ("": all time)
 
 
-def stats_for(request: Request, pipeline: str | None, since: str | None) -> Stats:
-    store = app_state(request).reader.store
-    return compute_stats(store, pipeline or None, since_time(since))
+REPORTS = 2  # retros and stats computed at once (each reads a whole run, or many)
+
+
+async def stats_for(request: Request, pipeline: str | None, since: str | None) -> Stats:
+    state = app_state(request)
+    start = since_time(since)
+    store = state.reader.store
+    # over every run of the period: in a worker thread, off the event loop
+    return await state.offload.run(
+        "reports", REPORTS, lambda: compute_stats(store, pipeline or None, start)
+    )
+
+
+async def retro_of(request: Request, run_id: str) -> Retro:
+    """A run's retro, from all its events: in a worker thread, off the event loop (a
+    run of 21,000 events takes about a second)."""
+    state = app_state(request)
+    store = state.reader.store
+    return await state.offload.run("reports", REPORTS, lambda: build_retro(store, run_id))
 
 
 @api.get("/analytics", response_model=Stats)
@@ -29,13 +45,13 @@ async def analytics(
 ) -> Stats:
     """Numbers over the runs of `pipeline` (all: unset) created in the period `since`
     (`7d`, `12h`, a date; all time: unset), as `swell retro stats -o json` gives them."""
-    return stats_for(request, pipeline, since)
+    return await stats_for(request, pipeline, since)
 
 
 @api.get("/runs/{run_id}/retro", response_model=Retro)
 async def retro(request: Request, run_id: str) -> Retro:
     """The run's retrospective, as `swell retro RUN -o json` gives it."""
-    return build_retro(app_state(request).reader.store, run_id)
+    return await retro_of(request, run_id)
 
 
 def charts(stats: Stats) -> dict[str, str]:
@@ -73,7 +89,7 @@ def charts(stats: Stats) -> dict[str, str]:
 async def analytics_page(request: Request) -> Response:
     q = request.query_params
     pipeline, since = q.get("pipeline") or None, q.get("since") or None
-    found = stats_for(request, pipeline, since)
+    found = await stats_for(request, pipeline, since)
     names = app_state(request).reader.pages.pipeline_names()
     return render(
         request,
@@ -89,4 +105,4 @@ async def analytics_page(request: Request) -> Response:
 
 @pages.get("/runs/{run_id}/retro")
 async def retro_page(request: Request, run_id: str) -> Response:
-    return render(request, "retro.html", r=build_retro(app_state(request).reader.store, run_id))
+    return render(request, "retro.html", r=await retro_of(request, run_id))

@@ -3,21 +3,27 @@ FastAPI builds its OpenAPI description (`/openapi.json`, `/docs`) from these."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
-from fastapi import APIRouter, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from swell.store.pages import RunFilter
+from swell.store.rules import MAX_SEQ
 from swell.web import actions, data, live
 from swell.web import models as m
 from swell.web.artifacts import read_artifact
-from swell.web.graph import graph_of, render_svg
 from swell.web.state import app_state
 
 router = APIRouter(prefix="/api")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# bounds of every number a request carries: an absurd one is a 400 saying so, never a
+# number the store cannot hold (99999999999999999999 was a 500)
+MAX_ID = 2**62  # a stored output chunk's or round's id
+MAX_BUDGET = 1_000_000  # characters of a thread page
+Visit = Annotated[int, Path(ge=0, le=MAX_SEQ, description="the visit number")]
+Page = Annotated[int, Query(ge=1, le=data.MAX_PAGE)]
+PerPage = Annotated[int, Query(ge=1, le=data.MAX_PER_PAGE)]
 
 
 def run_filter(
@@ -40,8 +46,8 @@ async def runs(
     since: str | None = None,
     until: str | None = None,
     roots: bool = False,
-    page: Annotated[int, Query(ge=1)] = 1,
-    per_page: Annotated[int, Query(ge=1, le=data.MAX_PER_PAGE)] = data.PER_PAGE,
+    page: Page = 1,
+    per_page: PerPage = data.PER_PAGE,
 ) -> m.RunsPage:
     filt = run_filter(pipeline, status, since, until, roots)
     return data.runs_page(app_state(request).reader, filt, page, per_page)
@@ -51,14 +57,14 @@ async def runs(
 async def run(
     request: Request,
     run_id: str,
-    page: Annotated[int, Query(ge=1)] = 1,
-    per_page: Annotated[int, Query(ge=1, le=data.MAX_PER_PAGE)] = data.PER_PAGE,
+    page: Page = 1,
+    per_page: PerPage = data.PER_PAGE,
 ) -> m.RunDetail:
     return data.run_detail(app_state(request).reader, run_id, page, per_page)
 
 
 @router.get("/runs/{run_id}/visits/{step_id}/{visit}", response_model=m.VisitDetail)
-async def visit(request: Request, run_id: str, step_id: str, visit: int) -> m.VisitDetail:
+async def visit(request: Request, run_id: str, step_id: str, visit: Visit) -> m.VisitDetail:
     found = data.visit_detail(app_state(request).reader, run_id, step_id, visit)
     if found is None:
         raise HTTPException(404, f"run {run_id} has no visit {visit} of step '{step_id}'")
@@ -70,8 +76,8 @@ async def visit_output(
     request: Request,
     run_id: str,
     step_id: str,
-    visit: int,
-    after: Annotated[int, Query(ge=0)] = 0,
+    visit: Visit,
+    after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """A visit's output as it is stored (SSE: `output` events, then `end`); the
@@ -91,37 +97,43 @@ async def thread(
     request: Request,
     run_id: str,
     thread: str | None = None,
-    before: Annotated[int | None, Query(ge=1)] = None,
-    budget: Annotated[int, Query(ge=1, le=1_000_000)] = 8000,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    budget: Annotated[int, Query(ge=1, le=MAX_BUDGET)] = 8000,
 ) -> m.ThreadPage:
     """One page of the run's rounds, as `swell thread` shows them (same retrieval)."""
     return data.thread_page(app_state(request).reader, run_id, thread, before, budget)
 
 
-def graph_svg(request: Request, run_id: str) -> str | None:
-    store = app_state(request).reader.store
+async def graph_svg(request: Request, run_id: str) -> str | None:
+    """The run's graph, laid out in a worker thread (web/offload.py)."""
+    state = app_state(request)
+    store = state.reader.store
     run_row = store.get_run(run_id)
     text = store.pipeline_text(run_row.id)
-    graph = graph_of(text, run_row.pipeline) if text else None
-    if graph is None:
+    if not text:
         return None
     steps = store.steps(run_row.id)
-    return render_svg(
-        graph, {s.step_id: s.visits for s in steps}, {s.step_id: s.last_status for s in steps}
+    return await state.offload.graph_svg(
+        text,
+        run_row.pipeline,
+        {s.step_id: s.visits for s in steps},
+        {s.step_id: s.last_status for s in steps},
     )
 
 
 @router.get("/runs/{run_id}/graph.svg", response_class=Response)
 async def graph(request: Request, run_id: str) -> Response:
     """The pipeline as the run stored it at its start, with visit counts per step."""
-    svg = graph_svg(request, run_id)
+    svg = await graph_svg(request, run_id)
     if svg is None:
         raise HTTPException(404, "the run kept no readable copy of its pipeline")
     return Response(svg, media_type="image/svg+xml")
 
 
 @router.get("/runs/{run_id}/artifacts/{step_id}/{visit}/{name}", response_class=Response)
-async def artifact(request: Request, run_id: str, step_id: str, visit: int, name: str) -> Response:
+async def artifact(
+    request: Request, run_id: str, step_id: str, visit: Visit, name: str
+) -> Response:
     """An artifact's file, only where the store recorded it inside the run's workspace.
     Served as plain text or bytes to download, never as a page of its own."""
     store = app_state(request).reader.store
@@ -147,21 +159,33 @@ async def artifact(request: Request, run_id: str, step_id: str, visit: int, name
         return Response(body, media_type="application/octet-stream", headers=headers)
 
 
-@router.get("/runs/{run_id}/events")
+EVENTS_PAGE = 1000  # events one request returns at most
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=Response,
+    responses={200: {"content": {"application/json": {}}, "description": "a JSON array"}},
+)
 async def events(
-    request: Request, run_id: str, after: Annotated[int, Query(ge=0)] = 0
-) -> list[dict[str, object]]:
-    """The run's events after seq `after` (at most 1000), as `swell logs -o json` has them."""
+    request: Request,
+    run_id: str,
+    after: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
+    limit: Annotated[int, Query(ge=1, le=EVENTS_PAGE)] = EVENTS_PAGE,
+) -> Response:
+    """The run's events after seq `after` (at most `limit`, 1000), as `swell logs -o json`
+    has them: one page read from the store, sent as the stored JSON lines."""
     store = app_state(request).reader.store
     run_row = store.get_run(run_id)
-    return [json.loads(line) for line in store.raw_events(run_row.id, after)[:1000]]
+    lines = store.raw_events(run_row.id, after, limit=limit)
+    return Response(f"[{','.join(lines)}]", media_type="application/json")
 
 
 @router.get("/runs/{run_id}/stream")
 async def stream(
     request: Request,
     run_id: str,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """Server-Sent Events: the run's events as they are stored; `id` is the seq."""
@@ -187,7 +211,9 @@ async def runs_stream(request: Request) -> StreamingResponse:
 
 @router.get("/pipelines", response_model=m.Pipelines)
 async def pipelines(request: Request) -> m.Pipelines:
-    return data.pipelines_state(app_state(request).settings.root)
+    """`swell validate` of the project, run in a worker thread (web/offload.py)."""
+    state = app_state(request)
+    return await state.offload.pipelines(state.settings.root)
 
 
 @router.get("/csrf", response_model=m.CsrfToken)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
@@ -67,6 +68,25 @@ async def _swell_error(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(str(exc), status_code=status)
 
 
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    """A query or path value out of its bounds or of the wrong kind is a 400 naming
+    it, as one message (FastAPI's default is a 422 with pydantic's error list)."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    message = "; ".join(_problem(e) for e in errors) or "bad request"
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"detail": message}, status_code=400)
+    return PlainTextResponse(message, status_code=400)
+
+
+def _problem(error: Any) -> str:
+    where = [str(part) for part in error.get("loc", ())]
+    kind = {"query": "query parameter", "path": "path segment", "header": "header"}
+    name = f"{kind.get(where[0], where[0])} '{'.'.join(where[1:])}'" if where else "request"
+    given = error.get("input")
+    shown = f" (got {str(given)[:40]!r})" if isinstance(given, str | int) else ""
+    return f"{name}: {error.get('msg', 'invalid')}{shown}"
+
+
 def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     """The app over `settings`' store (or the `store` given, for tests)."""
     from swell.store.location import open_project_store
@@ -88,6 +108,7 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     app.state.swell = state
     app.middleware("http")(middleware(state.guard))
     app.add_exception_handler(SwellError, _swell_error)
+    app.add_exception_handler(RequestValidationError, _bad_request)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
     app.include_router(analytics.api)

@@ -21,6 +21,7 @@ from swell.web.text import clean, path_part
 FINAL = ENDED_FOR_GOOD
 PER_PAGE = 50
 MAX_PER_PAGE = 500
+MAX_PAGE = 1_000_000  # a page number past every run (a bound, not a limit in practice)
 PROMPT_TEXT = 100_000  # characters of a visit's prompt its page shows
 ARTIFACTS_SHOWN = 200  # a run page lists this many; a visit's page lists all of its own
 

@@ -48,19 +48,26 @@ def graph_of(pipeline_text: str, name: str) -> Graph | None:
 
 
 def _ranks(graph: Graph) -> dict[str, int]:
+    """Each step's row: its distance from the entry steps, in O(steps + arrows)."""
     # entry steps: no dependency and no edge leads to them (else the first step)
     targets = {t for _, t, _ in graph.arrows}
     entries = [s for s in graph.steps if s not in targets] or graph.steps[:1]
+    out: dict[str, list[str]] = {}
+    for src, dst, _ in graph.arrows:
+        out.setdefault(src, []).append(dst)
     rank = dict.fromkeys(entries, 0)
     queue = deque(entries)
     while queue:
         step = queue.popleft()
-        for src, dst, _ in graph.arrows:
-            if src == step and dst not in rank:
+        for dst in out.get(step, ()):
+            if dst not in rank:
                 rank[dst] = rank[step] + 1
                 queue.append(dst)
+    last = max(rank.values(), default=-1)
     for step in graph.steps:  # unreachable ones go last
-        rank.setdefault(step, max(rank.values(), default=-1) + 1)
+        if step not in rank:
+            last += 1
+            rank[step] = last
     return rank
 
 

@@ -47,7 +47,7 @@ async def run_events(
     """SSE frames of the run's events after `after`, as they are stored."""
 
     def events(after: int) -> list[tuple[int, str, str]]:
-        lines = store.raw_events(run_id, after)[:BATCH]
+        lines = store.raw_events(run_id, after, limit=BATCH)  # one batch read, not all
         return [(int(json.loads(line)["seq"]), "swell", line) for line in lines]
 
     def over() -> bool:
@@ -137,10 +137,12 @@ async def visit_output(
     from swell.web.text import strip_ansi
 
     def chunks(after: int) -> list[tuple[int, str, str]]:
-        found = store.output(run_id, after_id=after, step_id=step_id, visit=visit)
+        found = store.output(
+            run_id, after_id=after, step_id=step_id, visit=visit, limit=OUTPUT_CHUNKS
+        )
         return [
             (c.id, "output", json.dumps({"stream": c.stream, "text": strip_ansi(c.text)}))
-            for c in found[:OUTPUT_CHUNKS]
+            for c in found
         ]
 
     async for text in _until_store_fails(

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import Request
 
 from swell.web.data import Reader
+from swell.web.offload import Offload
 from swell.web.security import Guard
 
 
@@ -30,6 +31,7 @@ class AppState:
     guard: Guard
     templates: Any  # jinja2 Environment (typed loosely: jinja2 is an optional extra)
     extra: dict[str, Any] = field(default_factory=dict)
+    offload: Offload = field(default_factory=Offload)  # long work, off the event loop
 
 
 def new_csrf() -> str:

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from swell.errors import SwellError
 from swell.web import actions, data
-from swell.web.api import graph_svg, run_filter
+from swell.web.api import MAX_BUDGET, MAX_ID, Visit, graph_svg, run_filter
 from swell.web.state import app_state
 from swell.web.text import path_part
 
@@ -31,8 +31,17 @@ def render(request: Request, template: str, **context: Any) -> HTMLResponse:
     return HTMLResponse(html, headers={"Content-Security-Policy": CSP})
 
 
-def _int(value: str | None, default: int) -> int:
-    return int(value) if value and value.isdigit() and int(value) > 0 else default
+def _int(q: Any, name: str, default: int, most: int) -> int:
+    """The query's number `name` (1 to `most`), the default when it is not given; a
+    400 saying so for anything else (an absurd number was a 500)."""
+    value = q.get(name)
+    if not value:
+        return default
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= most:
+        raise HTTPException(
+            400, f"query parameter '{name}': give a whole number from 1 to {most:,}"
+        )
+    return int(value)
 
 
 @router.get("/")
@@ -41,8 +50,9 @@ async def runs_page(request: Request) -> Response:
     filt = run_filter(
         q.get("pipeline"), q.get("status"), q.get("since"), q.get("until"), q.get("roots") == "1"
     )
-    per_page = min(_int(q.get("per_page"), data.PER_PAGE), data.MAX_PER_PAGE)
-    found = data.runs_page(app_state(request).reader, filt, _int(q.get("page"), 1), per_page)
+    per_page = _int(q, "per_page", data.PER_PAGE, data.MAX_PER_PAGE)
+    page = _int(q, "page", 1, data.MAX_PAGE)
+    found = data.runs_page(app_state(request).reader, filt, page, per_page)
     template = "runs_table.html" if q.get("fragment") else "runs.html"
     return render(request, template, runs=found, query=_query(q, drop=("page", "fragment")))
 
@@ -55,13 +65,13 @@ def _query(q: Any, drop: tuple[str, ...]) -> str:
 async def run_page(request: Request, run_id: str) -> Response:
     q = request.query_params
     reader = app_state(request).reader
-    detail = data.run_detail(reader, run_id, _int(q.get("page"), 1), data.PER_PAGE)
+    detail = data.run_detail(reader, run_id, _int(q, "page", 1, data.MAX_PAGE), data.PER_PAGE)
     template = "run_live.html" if q.get("fragment") else "run.html"
-    return render(request, template, d=detail, svg=graph_svg(request, detail.run.id))
+    return render(request, template, d=detail, svg=await graph_svg(request, detail.run.id))
 
 
 @router.get("/runs/{run_id}/visits/{step_id}/{visit}")
-async def visit_page(request: Request, run_id: str, step_id: str, visit: int) -> Response:
+async def visit_page(request: Request, run_id: str, step_id: str, visit: Visit) -> Response:
     found = data.visit_detail(app_state(request).reader, run_id, step_id, visit)
     if found is None:
         raise HTTPException(404, f"run {run_id} has no visit {visit} of step '{step_id}'")
@@ -71,8 +81,8 @@ async def visit_page(request: Request, run_id: str, step_id: str, visit: int) ->
 @router.get("/runs/{run_id}/thread")
 async def thread_page(request: Request, run_id: str) -> Response:
     q = request.query_params
-    before = _int(q.get("before"), 0) or None
-    budget = min(_int(q.get("budget"), 8000), 1_000_000)
+    before = _int(q, "before", 0, MAX_ID) or None
+    budget = _int(q, "budget", 8000, MAX_BUDGET)
     page = data.thread_page(
         app_state(request).reader, run_id, q.get("thread") or None, before, budget
     )
@@ -81,9 +91,8 @@ async def thread_page(request: Request, run_id: str) -> Response:
 
 @router.get("/pipelines")
 async def pipelines_page(request: Request) -> Response:
-    return render(
-        request, "pipelines.html", p=data.pipelines_state(app_state(request).settings.root)
-    )
+    state = app_state(request)
+    return render(request, "pipelines.html", p=await state.offload.pipelines(state.settings.root))
 
 
 async def _form(request: Request) -> dict[str, str]:
