@@ -1,0 +1,528 @@
+"""Wave's contract test tables (internal/contract/*_test.go), mirrored through swell's
+real contracts: each case writes our own document into a workspace and checks what
+the contract says. Case ids name the Wave test (`FILE:Test/row`); docs/conformance.md,
+"Wave's test tables", counts them and lists the deliberate differences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wave_tables import Workspace
+
+ANY: dict[str, Any] = {}  # a schema every JSON value meets
+PAIR = {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}
+DOC = ".agents/output/doc.json"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path)
+
+
+def _schema_check(
+    ws: Workspace, text: str, schema: Any = ANY, **settings: Any
+) -> tuple[bool, str, list[str]]:
+    ws.write(DOC, text)
+    result = ws.check({"type": "json_schema", "schema": schema, "source": DOC, **settings})
+    return result.passed, result.error or "", list(result.details.get("recovered", []))
+
+
+# ------------------------------------------------ jsonschema_recovery_test.go: repairs
+R = "contract/jsonschema_recovery_test.go:"
+# (id, text, recovery_level, passes, a word of what recovery says it did)
+RECOVERY = [
+    (R + "TestParseWithRecovery_ValidJSON", '{"key": "v"}', None, True, None),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/trailing_commas",
+        '{"key": "v",}',
+        "conservative",
+        True,
+        "trailing commas",
+    ),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/markdown_code_block",
+        '```json\n{"key": "v"}\n```',
+        "conservative",
+        True,
+        "code block",
+    ),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/AI_preamble_text",
+        'Here is what I found in the repository:\n{"key": "v"}',
+        "conservative",
+        True,
+        "text around",
+    ),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/single-line_comments",
+        '{\n// the key\n"key": "v"\n}',
+        "conservative",
+        True,
+        "comments",
+    ),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/unquoted_keys_with_progressive_recovery",
+        '{key: "v", size: 3}',
+        "progressive",
+        True,
+        "bare keys",
+    ),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/single_quotes_with_progressive_recovery",
+        "{'key': 'v'}",
+        "progressive",
+        True,
+        "single-quoted",
+    ),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/missing_commas_between_properties",
+        '{"key": "v" "other": "w"}',
+        "progressive",
+        True,
+        "missing commas",
+    ),
+    (
+        R + "TestParseWithRecovery_RecoveryStrategies/unbalanced_braces_with_aggressive_recovery",
+        '{"key": "v"',
+        "aggressive",
+        True,
+        "unbalanced",
+    ),
+    (
+        R + "TestParseWithRecovery_AllRecoveryFails",
+        "nothing here resembles a document",
+        "aggressive",
+        False,
+        None,
+    ),
+    (
+        R + "TestNewJSONRecoveryParser_Defaults/progressive_by_default",
+        '{key: "v"}',
+        None,
+        True,
+        "bare keys",
+    ),
+    (
+        R + "TestRecoveryLevel_StrategyCounts/conservative_lacks_progressive",
+        '{key: "v"}',
+        "conservative",
+        False,
+        None,
+    ),
+    (
+        R + "TestRecoveryLevel_StrategyCounts/progressive_lacks_aggressive",
+        '{"key": "v"',
+        "progressive",
+        False,
+        None,
+    ),
+    (
+        R + "TestExtractFromMarkdown_Variations/json_fenced_block",
+        'Result\n```json\n{"key": "v"}\n```\nDone',
+        "conservative",
+        True,
+        "code block",
+    ),
+    (
+        R + "TestExtractFromMarkdown_Variations/plain_fenced_block",
+        'Result\n```\n{"key": "v"}\n```\nDone',
+        "conservative",
+        True,
+        "code block",
+    ),
+    (
+        R + "TestExtractFromMarkdown_Variations/inline_code",
+        'It is `{"key": "v"}`',
+        "conservative",
+        True,
+        None,
+    ),
+    (
+        R + "TestExtractFromMarkdown_Variations/no_markdown",
+        "plain words only",
+        "conservative",
+        False,
+        None,
+    ),
+    (
+        R + "TestExtractFromAIExplanation_ColonFallback",
+        'The verdict: {"key": "v"}',
+        "conservative",
+        True,
+        "text around",
+    ),
+    (
+        R + "TestHashCommentRemoval",
+        '# written by the agent\n{"key": "v"}',
+        "conservative",
+        True,
+        None,
+    ),
+    (
+        R + "TestMultiLineCommentRemoval",
+        '{/* the key */ "key": "v"}',
+        "conservative",
+        True,
+        "comments",
+    ),
+    (R + "TestParseWithRecovery_ValidArray", "[4, 5, 6]", "conservative", True, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "level", "passes", "said"), [c[1:] for c in RECOVERY], ids=[c[0] for c in RECOVERY]
+)
+def test_recovery(
+    ws: Workspace, text: str, level: str | None, passes: bool, said: str | None
+) -> None:
+    settings = {"recovery_level": level, "allow_recovery": True} if level else {}
+    ok, error, recovered = _schema_check(ws, text, **settings)
+    assert ok is passes, error
+    if said:
+        assert any(said in step for step in recovered), recovered
+    if not passes:
+        assert "not valid JSON" in error
+
+
+# ----------------------------------- jsonschema_cleaner_test.go: comments, commas, prose
+C = "contract/jsonschema_cleaner_test.go:"
+CLEANER = [
+    (C + "TestJSONCleaner_CleanJSONOutput/already_valid_JSON", '{"key":"v","n":1}', True),
+    (C + "TestJSONCleaner_CleanJSONOutput/trailing_comma", '{"key":"v",}', True),
+    (
+        C + "TestJSONCleaner_CleanJSONOutput/multiple_trailing_commas",
+        '{"key":"v","a":[1,2,]}',
+        True,
+    ),
+    (C + "TestJSONCleaner_CleanJSONOutput/single_line_comments", '{"key":"v"} // done', True),
+    (C + "TestJSONCleaner_CleanJSONOutput/multiline_comments", '{"key":"v" /* done */}', True),
+    (
+        C + "TestJSONCleaner_CleanJSONOutput/mixed_comments_and_trailing_commas",
+        '{"key":"v", // why\n"a":[1,2,], /* more */ }',
+        True,
+    ),
+    (
+        C + "TestJSONCleaner_CleanJSONOutput/newlines_preserved_in_strings",
+        '{"key":"one\\ntwo // not a comment"}',
+        True,
+    ),
+    (C + "TestJSONCleaner_CleanJSONOutput/invalid_JSON_cannot_be_fixed", "{what is this}", False),
+    (C + "TestJSONCleaner_PreservesMultilineStrings", '{\n "key": "a\\nb"\n}', True),
+    (C + "TestJSONCleaner_IsValidJSON/valid_object", '{"key":"v"}', True),
+    (C + "TestJSONCleaner_IsValidJSON/valid_array", "[7,8]", True),
+    (C + "TestJSONCleaner_IsValidJSON/valid_primitive", '"text"', True),
+    (C + "TestJSONCleaner_IsValidJSON/invalid_object", "{nope}", False),
+    (
+        C + "TestJSONCleaner_ExtractJSONFromText/JSON_with_preceding_text",
+        'My analysis: {"key":"v"}',
+        True,
+    ),
+    (
+        C + "TestJSONCleaner_ExtractJSONFromText/JSON_with_trailing_text",
+        '{"key":"v"} is the answer',
+        True,
+    ),
+    (
+        C + "TestJSONCleaner_ExtractJSONFromText/nested_JSON_with_text",
+        'So: {"key":"v","in":{"x":1}}. End.',
+        True,
+    ),
+    (C + "TestJSONCleaner_ExtractJSONFromText/JSON_array_with_text", "Sizes: [3,4] end", True),
+    (C + "TestJSONCleaner_ExtractJSONFromText/no_JSON_in_text", "no document here", False),
+    (
+        C + "TestJSONCleaner_ExtractJSONFromText/malformed_JSON_in_text",
+        "Here: {broken document} and more",
+        False,
+    ),
+    (
+        C + "TestJSONCleaner_RealWorldScenarios",
+        '{\n "repo": {"owner": "acme"},\n // counted\n "total": 2,\n "items": [\n'
+        '  {"n": 1, /* note */ "score": 4,}, // last\n ],\n}',
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "passes"), [c[1:] for c in CLEANER], ids=[c[0] for c in CLEANER])
+def test_cleaner(ws: Workspace, text: str, passes: bool) -> None:
+    ok, error, _ = _schema_check(ws, text)
+    assert ok is passes, error
+
+
+def test_cleaner_keeps_string_content(ws: Workspace) -> None:
+    """contract/jsonschema_cleaner_test.go:TestJSONCleaner_RealWorldScenarios (content kept):
+    a string holding `//` and `/*` is not cut as a comment."""
+    schema = {"type": "object", "properties": {"key": {"const": "a // b /* c */"}}}
+    ok, error, _ = _schema_check(ws, '{"key": "a // b /* c */",}', schema)
+    assert ok, error
+
+
+# --------------------------------------------------- jsonschema_wrapper_test.go: envelopes
+W = "contract/jsonschema_wrapper_test.go:"
+FULL = {
+    "error_type": "contract_validation",
+    "contract_type": "json_schema",
+    "step_id": "s1",
+    "final_error": "validation failed",
+    "attempts": 3,
+}
+# (id, document, passes against PAIR, what the error says)
+WRAPPERS: list[tuple[str, Any, bool, str]] = [
+    (W + "TestDetectErrorWrapper_NonJSON", "not a document at all", False, "not valid JSON"),
+    (W + "TestDetectErrorWrapper_ValidNonWrapper", {"key": "v", "value": 42}, True, ""),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/full_wrapper_with_valid_raw_output_JSON",
+        {**FULL, "raw_output": '{"key": "inner"}'},
+        True,
+        "",
+    ),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/wrapper_with_non-JSON_raw_output",
+        {**FULL, "raw_output": "plain text output"},
+        False,
+        "raw_output is not JSON",
+    ),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/wrapper_with_4_fields",
+        {
+            "error_type": "adapter_error",
+            "raw_output": '{"key": "x"}',
+            "contract_type": "test_suite",
+            "step_id": "s2",
+        },
+        True,
+        "",
+    ),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/wrapper_with_3_fields_(minimum)",
+        {
+            "error_type": "adapter_error",
+            "raw_output": '{"key": "x"}',
+            "contract_type": "json_schema",
+        },
+        True,
+        "",
+    ),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/wrapper_with_4_fields_but_non-JSON_raw_output",
+        {
+            "error_type": "adapter_error",
+            "raw_output": "not json",
+            "contract_type": "json_schema",
+            "step_id": "s1",
+        },
+        False,
+        "raw_output is not JSON",
+    ),
+    # not wrappers: validated as the document itself, which has no `key`
+    (
+        W + "TestDetectErrorWrapper_TableDriven/error_type_only_-_not_a_wrapper",
+        {"error_type": "some_error"},
+        False,
+        "'key' is a required property",
+    ),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/raw_output_only_-_not_a_wrapper",
+        {"raw_output": '{"key": "x"}'},
+        False,
+        "'key' is a required property",
+    ),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/error_type_+_raw_output_but_no_third_field",
+        {"error_type": "e", "raw_output": '{"key": "x"}'},
+        False,
+        "'key' is a required property",
+    ),
+    (
+        W + "TestDetectErrorWrapper_TableDriven/empty_wrapper",
+        {"error_type": "", "raw_output": "", "contract_type": "", "attempts": 0},
+        False,
+        "'key' is a required property",
+    ),
+    (W + "TestDetectErrorWrapper_EmptyInput", "", False, "is empty"),
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "passes", "says"), [c[1:] for c in WRAPPERS], ids=[c[0] for c in WRAPPERS]
+)
+def test_wrapper(ws: Workspace, doc: Any, passes: bool, says: str) -> None:
+    text = doc if isinstance(doc, str) else json.dumps(doc)
+    ok, error, _ = _schema_check(ws, text, PAIR)
+    assert ok is passes, error
+    assert says in error
+
+
+def test_wrapper_detection_can_be_turned_off(ws: Workspace) -> None:
+    """contract/jsonschema_wrapper_test.go (DetectErrorWrapper is skipped with
+    `disable_wrapper_detection`): the envelope itself is then the document."""
+    doc = {**FULL, "raw_output": '{"key": "inner"}'}
+    ok, error, _ = _schema_check(ws, json.dumps(doc), PAIR, disable_wrapper_detection=True)
+    assert not ok and "'key' is a required property" in error
+
+
+# ------------------------------------------------- contract_test.go: the json_schema type
+K = "contract/contract_test.go:"
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+SCHEMA_ROWS: list[tuple[str, Any, str, bool]] = [
+    (K + "TestJSONSchemaValidator_Valid", NAME, '{"name": "Ada"}', True),
+    (K + "TestJSONSchemaValidator_Invalid", NAME, '{"name": 7}', False),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/valid_object",
+        {**NAME, "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}},
+        '{"name": "Ada", "age": 36}',
+        True,
+    ),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/wrong_type_for_string_field",
+        NAME,
+        '{"name": 5}',
+        False,
+    ),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/wrong_type_for_integer_field",
+        {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]},
+        '{"age": "old"}',
+        False,
+    ),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/missing_required_field",
+        NAME,
+        '{"other": 1}',
+        False,
+    ),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/invalid_JSON_artifact",
+        {"type": "object"},
+        "{this is no json}",
+        False,
+    ),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/array_instead_of_object",
+        {"type": "object"},
+        "[1, 2]",
+        False,
+    ),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/nested_object_validation",
+        {
+            "type": "object",
+            "properties": {
+                "user": {
+                    "type": "object",
+                    "properties": {"email": {"type": "string", "format": "email"}},
+                }
+            },
+        },
+        '{"user": {"email": "ada@example.org"}}',
+        True,
+    ),
+    (
+        K + "TestJSONSchemaValidator_ValidationFailure_TableDriven/additional_properties",
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "additionalProperties": False,
+        },
+        '{"name": "a", "extra": 1}',
+        False,
+    ),
+    (
+        K + "TestValidate_AllTypes/json_schema_valid",
+        {"type": "object", "properties": {"value": {"type": "number"}}},
+        '{"value": 4}',
+        True,
+    ),
+    (
+        K + "TestValidate_AllTypes/json_schema_invalid",
+        {"type": "object", "properties": {"value": {"type": "number"}}},
+        '{"value": "four"}',
+        False,
+    ),
+    (K + "TestValidate_Function/valid_json_schema", {"type": "object"}, "{}", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "passes"), [c[1:] for c in SCHEMA_ROWS], ids=[c[0] for c in SCHEMA_ROWS]
+)
+def test_json_schema(ws: Workspace, schema: Any, text: str, passes: bool) -> None:
+    """Wave's tests write the document to `.agents/artifact.json`, its default when a
+    contract names no `source` and the step no output: swell reads it there too."""
+    ws.write(".agents/artifact.json", text)
+    result = ws.check({"type": "json_schema", "schema": json.dumps(schema)})
+    assert result.passed is passes, result.error
+
+
+@pytest.mark.parametrize(
+    "case",
+    [K + "TestJSONSchemaValidator_MissingSchema", K + "TestValidate_Function/missing_schema"],
+)
+def test_json_schema_without_a_schema_fails(ws: Workspace, case: str) -> None:
+    ws.write(".agents/artifact.json", "{}")
+    result = ws.check({"type": "json_schema"})
+    assert not result.passed and "needs `schema_path` or `schema`" in (result.error or "")
+
+
+# ---------------------------------------------------------- contract_test.go: test_suite
+SUITE = [
+    (K + "TestTestSuiteValidator_CommandExecution", "echo hello", True),
+    (K + "TestTestSuiteValidator_CommandFailure", "false", False),
+    (K + "TestValidate_AllTypes/test_suite_success", "true", True),
+    (K + "TestValidate_AllTypes/test_suite_failure", "false", False),
+]
+
+
+@pytest.mark.parametrize(("command", "passes"), [c[1:] for c in SUITE], ids=[c[0] for c in SUITE])
+def test_test_suite(ws: Workspace, command: str, passes: bool) -> None:
+    assert ws.check({"type": "test_suite", "command": command}).passed is passes
+
+
+def test_test_suite_without_a_command_fails(ws: Workspace) -> None:
+    """contract/contract_test.go:TestTestSuiteValidator_MissingCommand"""
+    result = ws.check({"type": "test_suite"})
+    assert not result.passed and "command" in (result.error or "")
+
+
+# ----------------------------------------------------- non_empty_file_test.go
+N = "contract/non_empty_file_test.go:"
+
+
+@pytest.mark.parametrize(
+    ("source", "passes", "says"),
+    [
+        ("out/result.json", True, ""),
+        ("out/empty.txt", False, "empty"),
+        ("out/missing.txt", False, "does not exist"),
+        (None, False, "source"),
+        ("ABS", True, ""),
+    ],
+    ids=[
+        N + "TestNonEmptyFileValidator_Validate/non_empty_file_passes",
+        N + "TestNonEmptyFileValidator_Validate/empty_file_fails",
+        N + "TestNonEmptyFileValidator_Validate/missing_file_fails",
+        N + "TestNonEmptyFileValidator_Validate/no_source_fails",
+        N + "TestNonEmptyFileValidator_Validate/absolute_path_resolves_(inside_the_workspace)",
+    ],
+)
+def test_non_empty_file(ws: Workspace, source: str | None, passes: bool, says: str) -> None:
+    ws.write("out/result.json", '{"result": "ok"}')
+    ws.write("out/empty.txt", "")
+    if source == "ABS":
+        source = str(ws.path / "out/result.json")
+    result = ws.check({"type": "non_empty_file", **({"source": source} if source else {})})
+    assert result.passed is passes, result.error
+    assert says in (result.error or "")
+
+
+def test_non_empty_file_outside_the_workspace_is_refused(ws: Workspace, tmp_path: Path) -> None:
+    """contract/non_empty_file_test.go:TestNonEmptyFileValidator_Validate/absolute_path_resolves:
+    Wave reads an absolute path anywhere; swell only inside the workspace (deliberate:
+    a contract never reads outside the step's workspace, docs/conformance.md)."""
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"result": "ok"}')
+    result = ws.check({"type": "non_empty_file", "source": str(outside)})
+    assert not result.passed
