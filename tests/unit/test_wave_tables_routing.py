@@ -1,13 +1,16 @@
-"""Wave's model-routing tables (internal/pipeline/routing_test.go), mirrored on swell's
-tiers (engine/tiers.py): which tier `routing.auto_route` gives a persona, how a retry
-raises a tier, and which model a tier means. Case ids name the Wave test."""
+"""Wave's routing tables (internal/pipeline/routing_test.go, condition_test.go,
+retry_test.go), mirrored on swell's tiers, edge conditions and retry timing: which
+tier `routing.auto_route` gives a persona, how a retry raises a tier and which model
+a tier means; how an edge condition reads and holds; how long a retry waits. Case ids
+name the Wave test."""
 
 from __future__ import annotations
 
 import pytest
 
-from swell.engine import tiers
-from swell.manifest.models import AdapterConfig, Step
+from swell.engine import retry, tiers
+from swell.manifest.conditions import ConditionError, parse_condition
+from swell.manifest.models import AdapterConfig, Retry, Step
 from swell.manifest.wave_models import RoutingConfig
 
 R = "pipeline/routing_test.go:"
@@ -119,3 +122,135 @@ def test_a_complexity_map_entry_wins_over_the_builtin_map() -> None:
     empty = RoutingConfig.model_validate({"complexity_map": {"balanced": ""}})
     config = AdapterConfig.model_validate({"default_model": "house-model"})
     assert tiers.resolve("balanced", "claude", config, empty) == "house-model"
+
+
+# ------------------------------------------------------------------- condition_test.go
+P = "pipeline/condition_test.go:"
+PARSE_OK = [
+    ("empty_string_is_unconditional", "", "failure", {}, True),
+    ("outcome=success", "outcome=success", "success", {}, True),
+    ("outcome=failure", "outcome=failure", "failure", {}, True),
+    ("context_key-value_with_boolean", "context.tests_passed=true", "success",
+     {"tests_passed": "true"}, True),
+    ("context_key-value_with_number", "context.count=5", "success", {"count": "5"}, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "outcome", "context", "holds"),
+    [c[1:] for c in PARSE_OK],
+    ids=[P + "TestParseCondition/" + c[0] for c in PARSE_OK],
+)
+def test_parse_condition(text: str, outcome: str, context: dict[str, str], holds: bool) -> None:
+    assert parse_condition(text).holds(outcome, context) is holds
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["outcome=invalid", "invalid", "=value", "key=", "unknown=value", "context.=value"],
+    ids=[
+        P + "TestParseCondition/" + i
+        for i in (
+            "outcome_with_invalid_value",
+            "missing_equals_operator",
+            "empty_left-hand_side",
+            "empty_right-hand_side",
+            "unknown_namespace",
+            "empty_context_key",
+        )
+    ],
+)
+def test_parse_condition_refuses(text: str) -> None:
+    with pytest.raises(ConditionError):
+        parse_condition(text)
+
+
+EVAL = [
+    ("unconditional_always_matches", None, "failure", {}, True),
+    ("outcome=success_matches_success", "outcome=success", "success", {}, True),
+    ("outcome=success_does_not_match_failure", "outcome=success", "failure", {}, False),
+    ("context_key-value_matches", "context.tests_passed=true", "success",
+     {"tests_passed": "true"}, True),
+    ("context_key-value_does_not_match_different_value", "context.tests_passed=true",
+     "success", {"tests_passed": "false"}, False),
+    ("context_key-value_does_not_match_missing_key", "context.tests_passed=true", "success",
+     {}, False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "outcome", "context", "holds"),
+    [c[1:] for c in EVAL],
+    ids=[P + "TestEvaluateCondition/" + c[0] for c in EVAL],
+)
+def test_evaluate_condition(
+    text: str | None, outcome: str, context: dict[str, str], holds: bool
+) -> None:
+    assert parse_condition(text).holds(outcome, context) is holds
+
+
+# ------------------------------------------------------------------------ retry_test.go
+Y = "pipeline/retry_test.go:"
+
+
+def _retry(**fields: object) -> Retry:
+    return Retry.model_validate(fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "attempts"),
+    [({}, 1), ({"max_attempts": 3}, 3), ({"policy": "standard", "max_attempts": 10}, 10)],
+    ids=[
+        Y + "TestRetryConfig_EffectiveMaxAttempts/default_returns_1",
+        Y + "TestRetryConfig_EffectiveMaxAttempts/explicit_value",
+        Y + "TestRetryConfig_ResolvePolicy_ExplicitOverride",
+    ],
+)
+def test_max_attempts(fields: dict[str, object], attempts: int) -> None:
+    assert retry.max_attempts(_retry(**fields)) == attempts
+
+
+D = Y + "TestRetryConfig_ComputeDelay/"
+# Wave's ComputeDelay(k) is the wait before attempt k (executor_steps.go sleeps it
+# before attempts 2, 3, ...); swell's delay_before(retry, k) the same
+DELAYS = [
+    ("linear_default_attempt_3", {}, 3, 3.0),
+    ("linear_with_custom_base", {"backoff": "linear", "base_delay": "2s"}, 2, 4.0),
+    ("fixed_backoff_attempt_3", {"backoff": "fixed", "base_delay": "5s"}, 3, 5.0),
+    ("exponential_attempt_2", {"backoff": "exponential", "base_delay": "1s"}, 2, 2.0),
+    ("exponential_attempt_3", {"backoff": "exponential", "base_delay": "1s"}, 3, 4.0),
+    ("exponential_attempt_4", {"backoff": "exponential", "base_delay": "1s"}, 4, 8.0),
+    ("exponential_caps_at_60s", {"backoff": "exponential", "base_delay": "10s"}, 5, 60.0),
+    ("exponential_with_large_attempt_caps_at_60s", {"backoff": "exponential",
+     "base_delay": "1s"}, 10, 60.0),
+    ("custom_max_delay_caps_exponential", {"backoff": "exponential", "base_delay": "1s",
+     "max_delay": "5s"}, 10, 5.0),
+    ("custom_max_delay_caps_linear", {"backoff": "linear", "base_delay": "2s",
+     "max_delay": "8s"}, 10, 8.0),
+    ("custom_max_delay_caps_fixed_(no-op_when_base_<_max)", {"backoff": "fixed",
+     "base_delay": "3s", "max_delay": "10s"}, 5, 3.0),
+    ("custom_max_delay_caps_fixed_(base_>_max)", {"backoff": "fixed", "base_delay": "15s",
+     "max_delay": "10s"}, 2, 10.0),
+    ("(ParseBaseDelay)_valid_millisecond_duration", {"backoff": "fixed",
+     "base_delay": "500ms"}, 2, 0.5),
+    ("(ParseMaxDelay)_valid_minute_duration", {"backoff": "fixed", "base_delay": "5m",
+     "max_delay": "2m"}, 2, 120.0),
+    ("(ResolvePolicy_Standard)", {"policy": "standard"}, 3, 4.0),
+    ("(ResolvePolicy_None)", {"policy": "none"}, 2, 0.0),
+    ("(ResolvePolicy_Aggressive)", {"policy": "aggressive"}, 2, 0.4),
+    ("(ResolvePolicy_Patient)", {"policy": "patient"}, 5, 80.0),
+    ("(ResolvePolicy_EmptyPolicy)", {}, 2, 2.0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "attempt", "seconds"), [c[1:] for c in DELAYS], ids=[D + c[0] for c in DELAYS]
+)
+def test_delay(fields: dict[str, object], attempt: int, seconds: float) -> None:
+    assert retry.delay_before(_retry(**fields), attempt) == pytest.approx(seconds)
+
+
+def test_policies_set_attempts() -> None:
+    """Y:TestRetryConfig_ResolvePolicy_{Standard,None,Aggressive,Patient}: max attempts."""
+    counts = {p: retry.max_attempts(_retry(policy=p)) for p in retry.PRESETS}
+    assert counts == {"none": 1, "standard": 3, "aggressive": 5, "patient": 3}
