@@ -387,3 +387,56 @@ def test_manifest(proj: ProjectDir, manifest: str, expected: str) -> None:
     else:
         severity, _, words = expected.partition(": ")
         assert any(r.startswith(severity) and words in r for r in report), report
+
+
+# ------------------------------------------------- graph_test.go: TestValidateGraph_*
+VG = "pipeline/graph_test.go:TestValidateGraph_BasicValidation/"
+C = "  type: command\n  script: 'true'\n"
+GRAPHS = [
+    (VG + "valid_graph_pipeline", "- id: A\n" + C + "  edges: [{target: B}]\n"
+     "- id: B\n  type: conditional\n  edges: [{target: A, condition: outcome=failure},"
+     " {target: C}]\n- id: C\n" + C, "ok"),
+    (VG + "edge_targets_non-existent_step", "- id: A\n" + C
+     + "  edges: [{target: nonexistent}]\n", "error: nonexistent"),
+    (VG + "conditional_step_without_edges", "- id: gate\n  type: conditional\n", "error: "),
+    (VG + "command_step_without_script", "- id: cmd\n  type: command\n", "error: "),
+    (VG + "invalid_condition_syntax", "- id: A\n" + C
+     + "  edges: [{target: B, condition: invalid}]\n- id: B\n" + C, "error: "),
+    (VG + "negative_max_visits", "- id: A\n" + C + "  max_visits: -1\n", "error: "),
+    (VG + "dependency_on_non-existent_step", "- id: A\n" + C + "  dependencies: [ghost]\n",
+     "error: ghost"),
+    (VG + "valid_command_step_with_script", "- id: cmd\n  type: command\n"
+     "  script: echo hello\n  edges: [{target: next}]\n- id: next\n" + C, "ok"),
+    ("pipeline/graph_test.go:TestValidateGraph_AllowsFanOutWithEdges", "- id: A\n" + C
+     + "  edges: [{target: B, condition: outcome=success}, {target: C}]\n- id: B\n" + C
+     + "- id: C\n" + C, "ok"),
+    # Wave's walker runs one step at a time and needs an edge to each; swell starts
+    # every ready dependent at once (deliberate)
+    ("pipeline/graph_test.go:TestValidateGraph_RejectsFanOutWithoutEdges(deliberate)",
+     "- id: A\n" + C + "- id: B\n" + C + "  dependencies: [A]\n- id: C\n" + C
+     + "  dependencies: [A]\n- id: D\n" + C + "  edges: [{target: _complete}]\n", "ok"),
+    ("pipeline/graph_test.go:TestGraphWalker_EmptyPipeline", "[]\n", "error: "),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("steps", "expected"), [c[1:] for c in GRAPHS], ids=[c[0] for c in GRAPHS])
+def test_validate_graph(proj: ProjectDir, steps: str, expected: str) -> None:
+    report = _report(proj, steps)
+    if expected == "ok":
+        assert not _errors(report), report
+    else:
+        severity, _, words = expected.partition(": ")
+        assert any(r.startswith(severity) and words in r for r in report), report
+
+
+def test_negative_max_step_visits(proj: ProjectDir) -> None:
+    """pipeline/graph_test.go:TestValidateGraph_BasicValidation/negative_max_step_visits"""
+    proj.pipeline(
+        "kind: WavePipeline\nmetadata: {name: p}\nmax_step_visits: -1\n"
+        "steps:\n- {id: a, type: command, script: 'true'}\n"
+    )
+    try:
+        report = [f"{p.severity}: {p.message}" for p in proj.lint()]
+    except ManifestError as exc:
+        report = [f"{p.severity}: {p.message}" for p in exc.problems]
+    assert _errors(report), report
