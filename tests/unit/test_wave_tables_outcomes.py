@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from swell.engine.outcomes import EmptyList, PathError, extract_all, text, walk
+from swell.manifest.wave_models import Outcome
 
 OUT = "pipeline/outcomes_test.go:TestExtractJSONPath/"
 VALUES = [
@@ -107,3 +108,14 @@ def test_every_element(data: Any, path: str, values: list[str]) -> None:
 def test_every_element_of_nothing(data: Any, path: str) -> None:
     with pytest.raises(PathError):
         extract_all(data, path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["", "."],
+    ids=[OUT + "empty_path", OUT + "dot-only_path"],
+)
+def test_a_path_naming_no_value_is_refused(path: str) -> None:
+    """Wave refuses both; swell at load (`swell validate`), naming the field."""
+    with pytest.raises(ValueError, match="needs `json_path`"):
+        Outcome.model_validate({"type": "url", "extract_from": "out.json", "json_path": path})

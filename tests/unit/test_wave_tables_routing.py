@@ -6,11 +6,13 @@ name the Wave test."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from swell.engine import retry, tiers
 from swell.manifest.conditions import ConditionError, parse_condition
-from swell.manifest.models import AdapterConfig, Retry, Step
+from swell.manifest.models import AdapterConfig, Manifest, Retry, Step
 from swell.manifest.wave_models import RoutingConfig
 
 R = "pipeline/routing_test.go:"
@@ -254,3 +256,68 @@ def test_policies_set_attempts() -> None:
     """Y:TestRetryConfig_ResolvePolicy_{Standard,None,Aggressive,Patient}: max attempts."""
     counts = {p: retry.max_attempts(_retry(policy=p)) for p in retry.PRESETS}
     assert counts == {"none": 1, "standard": 3, "aggressive": 5, "patient": 3}
+
+
+AR = R + "TestResolveModelWithAutoRouting/"
+
+
+def _choose(
+    *,
+    cli: str | None = None,
+    step_model: str | None = None,
+    persona_model: str | None = None,
+    persona: str = "navigator",
+    routing: dict[str, object] | None = None,
+) -> str | None:
+    manifest = Manifest.model_validate(
+        {
+            "kind": "WaveManifest",
+            "adapters": {"claude": {}},
+            "personas": {persona: {"adapter": "claude", "model": persona_model}},
+            "runtime": {"routing": routing if routing is not None else {"auto_route": True}},
+        }
+    )
+    step = Step.model_validate({"id": "s", "persona": persona, "model": step_model})
+    return tiers.choose(
+        manifest,
+        "claude",
+        cli=cli,
+        step=step,
+        persona_name=persona,
+        persona=manifest.personas[persona],
+    )
+
+
+CHOICES: list[tuple[str, dict[str, object], str | None]] = [
+    ("CLI_override_wins_over_auto-routing", {"cli": "cli-model"}, "cli-model"),
+    ("step_model_wins_over_auto-routing", {"step_model": "step-model"}, "step-model"),
+    ("persona_model_wins_over_auto-routing", {"persona_model": "persona-model"},
+     "persona-model"),
+    ("auto-routing_selects_haiku_for_navigator_persona", {}, HAIKU),
+    ("auto-routing_selects_opus_for_craftsman_persona", {"persona": "craftsman"}, OPUS),
+    ("auto-routing_returns_the_adapter_default_for_balanced(deliberate_map)",
+     {"persona": "generic-persona"}, SONNET),
+    ("auto-routing_disabled_returns_empty", {"routing": {"auto_route": False}}, None),
+    ("nil_routing_returns_empty", {"routing": {}}, None),
+    ("custom_complexity_map_overrides_defaults",
+     {"routing": {"auto_route": True, "complexity_map": {"cheapest": "custom-haiku"}}},
+     "custom-haiku"),
+    ("custom_complexity_map_falls_back_to_defaults_for_unmapped_tiers",
+     {"persona": "craftsman",
+      "routing": {"auto_route": True, "complexity_map": {"cheapest": "custom-haiku"}}}, OPUS),
+    ("step_model_as_tier_name_cheapest", {"step_model": "cheapest", "persona": "any"}, HAIKU),
+    ("step_model_as_tier_name_strongest", {"step_model": "strongest", "persona": "any"}, OPUS),
+    ("step_model_as_tier_name_balanced(deliberate_map)",
+     {"step_model": "balanced", "persona": "any"}, SONNET),
+    ("persona_model_as_tier_name_cheapest", {"persona_model": "cheapest", "persona": "any"},
+     HAIKU),
+    ("step_explicit_model_passes_through_unchanged", {"step_model": "my-custom-model"},
+     "my-custom-model"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("asked", "model"), [c[1:] for c in CHOICES], ids=[AR + c[0] for c in CHOICES]
+)
+def test_auto_route(asked: dict[str, Any], model: str | None) -> None:
+    assert _choose(**asked) == model

@@ -289,7 +289,8 @@ class Outcome(Strict):
     @model_validator(mode="after")
     def _path_needed(self) -> Outcome:
         # file and artifact outcomes register the file itself; the others read a value
-        if self.type not in ("file", "artifact") and not self.json_path:
+        # (`.` alone names no value either: Wave refuses it, internal/pipeline/outcomes.go)
+        if self.type not in ("file", "artifact") and not (self.json_path or "").strip(" ."):
             raise ValueError(f"a `{self.type}` outcome needs `json_path`")
         return self
 
