@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from wave_tables import Workspace
 
+from swell.contracts.registry import default_contract_types
+
 ANY: dict[str, Any] = {}  # a schema every JSON value meets
 PAIR = {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}
 DOC = ".agents/output/doc.json"
@@ -526,3 +528,43 @@ def test_non_empty_file_outside_the_workspace_is_refused(ws: Workspace, tmp_path
     outside.write_text('{"result": "ok"}')
     result = ws.check({"type": "non_empty_file", "source": str(outside)})
     assert not result.passed
+
+
+def test_non_empty_file_with_must_pass_still_fails_an_empty_file(ws: Workspace) -> None:
+    """N:TestNonEmptyFileValidator_MustPass"""
+    ws.write("out/empty.txt", "")
+    result = ws.check({"type": "non_empty_file", "source": "out/empty.txt", "must_pass": True})
+    assert not result.passed and "empty" in (result.error or "")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["json_schema", "typescript_interface", "test_suite", "llm_judge", "non_empty_file"],
+    ids=[K + f"TestNewValidator/{n}" for n in ("json_schema", "typescript_interface",
+         "test_suite", "llm_judge")] + [N + "TestNonEmptyFileValidator_ViaNewValidator"],
+)  # fmt: skip
+def test_the_type_exists(name: str) -> None:
+    assert default_contract_types().get(name).name == name
+
+
+@pytest.mark.parametrize(
+    ("must_pass", "passes"),
+    [(True, False), (False, True), (True, False)],
+    ids=[
+        K + "TestTypeScriptValidator_MissingFile",
+        K + "TestTypeScriptValidator_GracefulDegradation",
+        K + "TestTypeScriptValidator_MustPass",
+    ],
+)
+def test_typescript_without_tsc(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, must_pass: bool, passes: bool
+) -> None:
+    """Without `tsc` the check cannot be made: it passes with a warning, or fails when
+    the contract sets `must_pass` (saying how to install it), as in Wave."""
+    monkeypatch.setenv("PATH", str(ws.project))  # no tsc anywhere
+    result = ws.check(
+        {"type": "typescript_interface", "schema_path": "types/missing.ts", "must_pass": must_pass}
+    )
+    assert result.passed is passes, result.error
+    if not passes:
+        assert "tsc" in (result.error or "")

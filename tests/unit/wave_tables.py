@@ -57,6 +57,7 @@ class Workspace:
             diff=lambda: "",
             default_timeout=30.0,
         )
+        ctx.must_pass = parsed.must_pass  # as the handover hands it (engine/handover.py)
         result = asyncio.run(kind.check(ctx))
         assert result.passed or result.error, "a failure always says why"
         return result
