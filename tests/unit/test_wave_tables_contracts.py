@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from wave_tables import Workspace
 
+from swell.contracts.base import AgentAnswer
 from swell.contracts.registry import default_contract_types
+from swell.contracts.review_prompt import MalformedReview, parse_answer
 
 ANY: dict[str, Any] = {}  # a schema every JSON value meets
 PAIR = {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}
@@ -568,3 +570,49 @@ def test_typescript_without_tsc(
     assert result.passed is passes, result.error
     if not passes:
         assert "tsc" in (result.error or "")
+
+
+# ----------------------------------------------------------------- agent_review_test.go
+AR = "contract/agent_review_test.go:TestParseReviewFeedback/"
+VERDICTS = [
+    ("valid_pass_JSON", '{"verdict":"pass","issues":[],"suggestions":[],"confidence":0.95,'
+     '"summary":"fine"}', "pass", False),
+    ("valid_fail_JSON_with_issues", '{"verdict":"fail","issues":[{"severity":"major",'
+     '"description":"no tests"}],"suggestions":["add tests"],"confidence":0.8,'
+     '"summary":"incomplete"}', "fail", False),
+    # Wave's `warn` passes; swell records it as a pass with a warning
+    ("valid_warn_JSON", '{"verdict":"warn","issues":[{"severity":"minor","description":"style"}],'
+     '"suggestions":[],"confidence":0.7,"summary":"minor"}', "pass", True),
+    ("JSON_in_markdown_fences", '```json\n{"verdict":"pass","issues":[],"suggestions":[],'
+     '"confidence":0.9,"summary":"ok"}\n```', "pass", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict", "warned"), [c[1:] for c in VERDICTS], ids=[AR + c[0] for c in VERDICTS]
+)
+def test_review_verdict(answer: str, verdict: str, warned: bool) -> None:
+    feedback, warn = parse_answer(AgentAnswer(success=True, text=answer))
+    assert (feedback.verdict, warn) == (verdict, warned)
+
+
+BAD_REVIEWS = [
+    ("empty_output", "", "empty"),
+    ("invalid_verdict_enum", '{"verdict":"unknown","issues":[],"suggestions":[],'
+     '"confidence":0.5,"summary":"x"}', "verdict"),
+    ("confidence_out_of_range_high", '{"verdict":"pass","issues":[],"suggestions":[],'
+     '"confidence":1.5,"summary":"x"}', "confidence"),
+    ("confidence_out_of_range_low", '{"verdict":"pass","issues":[],"suggestions":[],'
+     '"confidence":-0.1,"summary":"x"}', "confidence"),
+    ("completely_unparseable_output", "Plain words from the reviewer, no JSON.", "no JSON"),
+    # Wave takes zero values for what is missing; swell asks the reviewer again (deliberate)
+    ("missing_required_fields(deliberate)", '{"verdict":"pass"}', "summary"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"), [c[1:] for c in BAD_REVIEWS], ids=[AR + c[0] for c in BAD_REVIEWS]
+)
+def test_review_refused(answer: str, says: str) -> None:
+    with pytest.raises(MalformedReview, match=says):
+        parse_answer(AgentAnswer(success=True, text=answer))
