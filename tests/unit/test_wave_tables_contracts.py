@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from wave_tables import Workspace
 
-from swell.contracts.base import AgentAnswer
+from swell.contracts.base import AgentAnswer, AgentCall, RunAgent
 from swell.contracts.registry import default_contract_types
 from swell.contracts.review_prompt import MalformedReview, parse_answer
 
@@ -616,3 +616,64 @@ BAD_REVIEWS = [
 def test_review_refused(answer: str, says: str) -> None:
     with pytest.raises(MalformedReview, match=says):
         parse_answer(AgentAnswer(success=True, text=answer))
+
+
+# -------------------------------------------------------------------- llm_judge_test.go
+LJ = "contract/llm_judge_test.go:"
+
+
+def _judge(verdicts: list[bool] | str) -> RunAgent:
+    """A stand-in judge answering with these verdicts (or this text)."""
+
+    async def answer(call: AgentCall) -> AgentAnswer:
+        if isinstance(verdicts, str):
+            return AgentAnswer(success=True, text=verdicts)
+        results = [
+            {"criterion": f"c{i}", "pass": ok, "reasoning": "found" if ok else "SQL injection"}
+            for i, ok in enumerate(verdicts)
+        ]
+        return AgentAnswer(success=True, structured={"criteria_results": results})
+
+    return answer
+
+
+JUDGED = [
+    ("TestLLMJudge_AllCriteriaPass", [True, True, True], 0.8, True),
+    ("TestLLMJudge_ThresholdFailure", [True, False, False, False], 0.8, False),
+    ("TestLLMJudge_ThresholdBoundary", [True, True, False, False], 0.5, True),
+    ("TestLLMJudge_DefaultThreshold", [True, True, False], None, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "threshold", "passes"), [c[1:] for c in JUDGED], ids=[LJ + c[0] for c in JUDGED]
+)
+def test_judge_score(
+    ws: Workspace, verdicts: list[bool], threshold: float | None, passes: bool
+) -> None:
+    ws.write(".agents/artifact.json", '{"code": "x"}')
+    criteria = [f"criterion {i}" for i in range(len(verdicts))]
+    contract = {"type": "llm_judge", "criteria": criteria}
+    if threshold is not None:
+        contract["threshold"] = threshold
+    result = ws.check(contract, run_agent=_judge(verdicts))
+    assert result.passed is passes, result.error
+    if not passes and threshold == 0.8:  # the score, and each failing criterion's reason
+        assert "25%" in (result.error or "") and "[FAIL]" in (result.error or "")
+        assert "SQL injection" in (result.error or "")
+
+
+def test_judge_without_criteria_fails(ws: Workspace) -> None:
+    """LJ:TestLLMJudge_MissingCriteria"""
+    ws.write(".agents/artifact.json", "{}")
+    result = ws.check({"type": "llm_judge"}, run_agent=_judge([True]))
+    assert not result.passed and "criteri" in (result.error or "")
+
+
+def test_judge_answering_no_json_fails(ws: Workspace) -> None:
+    """LJ:TestLLMJudge_MalformedResponse"""
+    ws.write(".agents/artifact.json", "{}")
+    result = ws.check(
+        {"type": "llm_judge", "criteria": ["a"]}, run_agent=_judge("I think it is fine.")
+    )
+    assert not result.passed

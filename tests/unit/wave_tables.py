@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from swell.contracts.base import ContractContext, ContractResult
+from swell.contracts.base import ContractContext, ContractResult, RunAgent
 from swell.contracts.registry import default_contract_types
 from swell.manifest.models import Contract, Step
 
@@ -38,6 +38,7 @@ class Workspace:
         step: dict[str, Any] | None = None,
         artifacts: dict[str, str] | None = None,
         stdout: str | None = None,
+        run_agent: RunAgent | None = None,
     ) -> ContractResult:
         """The contract's result, as the visit's handover gets it."""
         parsed = Contract.model_validate(contract)
@@ -56,6 +57,7 @@ class Workspace:
             stdout=stdout,
             diff=lambda: "",
             default_timeout=30.0,
+            run_agent=run_agent,  # a stand-in for the model a reviewer or judge asks
         )
         ctx.must_pass = parsed.must_pass  # as the handover hands it (engine/handover.py)
         result = asyncio.run(kind.check(ctx))
