@@ -108,3 +108,94 @@ def test_a_missing_adapter_binary(tmp_path: Path) -> None:
     assert swell("validate", cwd=tmp_path).returncode == 0
     doctor = swell("doctor", cwd=tmp_path)
     assert binary in doctor.stdout + doctor.stderr
+
+
+R = "cmd/run_test.go:"
+PLAN_MANIFEST = (
+    HEAD
+    + """\
+adapters:
+  scripted: {options: {script: replies.yaml}}
+personas:
+  navigator:
+    adapter: scripted
+    system_prompt_file: personas/navigator.md
+    temperature: 0.1
+    permissions: {allowed_tools: [Read, Glob, Grep]}
+  craftsman:
+    adapter: scripted
+    system_prompt_file: personas/navigator.md
+    temperature: 0.7
+    permissions: {allowed_tools: [Read, Write, Edit, Bash], deny: ["Bash(rm -rf *)"]}
+"""
+)
+PLAN = """\
+kind: WavePipeline
+metadata: {name: test-pipeline, description: A pipeline for the dry run}
+steps:
+  - id: step1
+    persona: navigator
+    exec: {type: prompt, source: analyse}
+    workspace: {mount: [{source: ./src, target: /src, mode: readonly}]}
+    output_artifacts: [{name: analysis, path: .agents/output/analysis.json}]
+  - id: step2
+    persona: craftsman
+    dependencies: [step1]
+    memory:
+      inject_artifacts: [{step: step1, artifact: analysis, as: analysis.json}]
+    exec: {type: prompt, source: build}
+    output_artifacts: [{name: code, path: .agents/output/code.txt}]
+"""
+
+
+def test_dry_run_shows_each_step(tmp_path: Path) -> None:
+    """R:TestRunDryRunOutput and R:TestDryRunShowsAllStepDetails: the plan names the
+    pipeline's description, each step's persona, adapter, temperature, allowed and
+    denied tools, dependencies, mounts, injected artifacts and outputs. (Wave's
+    wording and its "Memory: fresh" line, which Wave reads nowhere, are not copied.)"""
+    (tmp_path / "wave.yaml").write_text(PLAN_MANIFEST)
+    (tmp_path / "replies.yaml").write_text("replies: [{text: ok}]\n")
+    (tmp_path / "personas").mkdir()
+    (tmp_path / "personas" / "navigator.md").write_text("You plan.\n")
+    (tmp_path / "src").mkdir()
+    write_pipeline(tmp_path, "test-pipeline", PLAN)
+    result = swell("run", "test-pipeline", "--dry-run", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    for shown in (
+        "A pipeline for the dry run",
+        "step1  prompt",
+        "step2  prompt  after step1",
+        "persona navigator → adapter scripted",
+        "persona craftsman → adapter scripted",
+        "temperature 0.1",
+        "temperature 0.7",
+        "tools Read, Glob, Grep",
+        "tools Read, Write, Edit, Bash",
+        "denied Bash(rm -rf *)",
+        "mount ./src → src (readonly)",
+        "input step1:analysis as analysis.json",
+        "artifact analysis (file: .agents/output/analysis.json)",
+        "artifact code",
+    ):
+        assert shown in out, out
+
+
+def test_run_of_an_unknown_pipeline(tmp_path: Path) -> None:
+    """R:TestRunWithNonExistentPipeline: one clear error, nothing recorded."""
+    (tmp_path / "wave.yaml").write_text(HEAD)
+    result = swell("run", "nonexistent-pipeline-xyz", cwd=tmp_path)
+    printed = result.stdout + result.stderr
+    assert result.returncode != 0 and "nonexistent-pipeline-xyz" in printed
+    assert "Traceback" not in printed
+
+
+def test_from_step_that_is_not_in_the_pipeline(tmp_path: Path) -> None:
+    """R:TestRunFromStepValidation: --from-step names a step the pipeline lacks."""
+    (tmp_path / "wave.yaml").write_text(HEAD)
+    write_pipeline(tmp_path, "p", PIPE % "  - {id: step1, type: command, script: 'true'}\n")
+    assert swell("run", "p", cwd=tmp_path).returncode == 0
+    result = swell("run", "p", "--from-step", "nonexistent-step", cwd=tmp_path)
+    printed = result.stdout + result.stderr
+    assert result.returncode != 0 and "nonexistent-step" in printed
+    assert "Traceback" not in printed
