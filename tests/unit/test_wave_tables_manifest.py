@@ -440,3 +440,39 @@ def test_negative_max_step_visits(proj: ProjectDir) -> None:
     except ManifestError as exc:
         report = [f"{p.severity}: {p.message}" for p in exc.problems]
     assert _errors(report), report
+
+
+# ------------------------------------------------ manifest/fallback_test.go, timeouts_test.go
+FB = "manifest/fallback_test.go:TestValidateFallbacks/"
+TWO = "adapters:\n  claude: {binary: claude}\n  codex: {type: claude}\n  gemini: {type: scripted}\n"
+FALLBACKS = [
+    (FB + "empty_fallbacks_is_valid", "{}", 0),
+    (FB + "valid_fallback_chain", "{claude: [codex, gemini]}", 0),
+    (FB + "self-reference_rejected", "{claude: [claude]}", 1),
+    (FB + "unknown_primary_adapter", "{nope: [codex]}", 1),
+    (FB + "unknown_fallback_adapter", "{claude: [nope]}", 1),
+    (FB + "duplicate_fallback_rejected", "{claude: [codex, codex]}", 1),
+    (FB + "multiple_errors_accumulated", "{claude: [claude, nope]}", 2),
+]
+TO = "manifest/timeouts_test.go:"
+TIMEOUTS = [
+    (TO + "TestValidateTimeouts_RejectsNegative/negative_step_default",
+     "timeouts: {step_default_minutes: -1}", 1),
+    (TO + "TestValidateTimeouts_RejectsNegative/negative_forge_api",
+     "timeouts: {forge_api_seconds: -10}", 1),
+    (TO + "TestValidateTimeouts_RejectsNegative/negative_retry_max_delay",
+     "timeouts: {retry_max_delay_seconds: -1}", 1),
+    (TO + "TestValidateTimeouts_AcceptsZeroAndPositive",
+     "timeouts: {step_default_minutes: 0, forge_api_seconds: 30, retry_max_delay_seconds: 5}", 0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("runtime", "errors"),
+    [(f"fallbacks: {f}", n) for _, f, n in FALLBACKS] + [(t, n) for _, t, n in TIMEOUTS],
+    ids=[c[0] for c in FALLBACKS] + [c[0] for c in TIMEOUTS],
+)
+def test_runtime_settings(proj: ProjectDir, runtime: str, errors: int) -> None:
+    proj.manifest(BASE + "metadata: {name: t}\n" + TWO + f"runtime:\n  {runtime}\n")
+    report = _report(proj, "- {id: a, type: command, script: 'true'}\n")
+    assert len(_errors(report)) == errors, report

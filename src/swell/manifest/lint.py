@@ -89,15 +89,28 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 loc = ("adapters", name, "options", *err["loc"])
                 field_name = ".".join(str(p) for p in err["loc"]) or "options"
                 report.problems.append(src.problem(loc, f"options.{field_name}: {err['msg']}"))
+    adapter_names = [*m.adapters, *ctx.adapter_types]
     for primary, chain in m.runtime.fallbacks.items():
-        for i, name in enumerate(chain):
-            if m.adapter_type(name) not in ctx.adapter_types:
-                report.problems.append(
-                    src.problem(
-                        ("runtime", "fallbacks", primary, i),
-                        unknown("fallback adapter", name, [*m.adapters, *ctx.adapter_types]),
-                    )
+        # Wave's rules (internal/manifest/parser.go, validateFallbacks)
+        if m.adapter_type(primary) not in ctx.adapter_types:
+            report.problems.append(
+                src.problem(
+                    ("runtime", "fallbacks", primary),
+                    unknown("adapter", primary, adapter_names),
+                    key=True,
                 )
+            )
+        for i, name in enumerate(chain):
+            where = ("runtime", "fallbacks", primary, i)
+            if m.adapter_type(name) not in ctx.adapter_types:
+                message = unknown("fallback adapter", name, adapter_names)
+            elif name == primary:
+                message = f"adapter '{primary}' cannot fall back to itself"
+            elif name in chain[:i]:
+                message = f"fallback adapter '{name}' is listed twice for '{primary}'"
+            else:
+                continue
+            report.problems.append(src.problem(where, message))
     relay = m.runtime.relay
     if relay.summarizer_persona and relay.summarizer_persona not in m.personas:
         report.problems.append(
