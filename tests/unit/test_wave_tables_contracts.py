@@ -677,3 +677,66 @@ def test_judge_answering_no_json_fails(ws: Workspace) -> None:
         {"type": "llm_judge", "criteria": ["a"]}, run_agent=_judge("I think it is fine.")
     )
     assert not result.passed
+
+
+# -------------------------------------------------------------------- testsuite_test.go
+TS = "contract/testsuite_test.go:"
+SUITE_ROWS = [
+    ("successful_echo_command", "echo hello world", True, ""),
+    ("successful_true_command", "true", True, ""),
+    ("failing_false_command", "false", False, "exit code 1"),
+    ("nonexistent_command", "nonexistent_command_xyz_123", False, "exit code 127"),
+    ("command_with_exit_code_1", "sh -c 'exit 1'", False, "exit code 1"),
+    ("command_with_exit_code_2", "sh -c 'exit 2'", False, "exit code 2"),
+    ("command_string_parsing_-_echo_hello_world", "echo hello world", True, ""),
+    ("command_string_parsing_-_failing_command", "sh -c exit\\ 1", False, "exit code 1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "passes", "says"),
+    [c[1:] for c in SUITE_ROWS],
+    ids=[TS + "TestTestSuiteValidator_TableDriven/" + c[0] for c in SUITE_ROWS],
+)
+def test_suite_rows(ws: Workspace, command: str, passes: bool, says: str) -> None:
+    result = ws.check({"type": "test_suite", "command": command})
+    assert result.passed is passes, result.error
+    assert says in (result.error or "")
+
+
+def test_suite_failure_shows_stdout_and_stderr(ws: Workspace) -> None:
+    """TS:TestTestSuiteValidator_CommandWithStdout, _CommandWithStderr and
+    _ValidationErrorDetails: the failure names the exit code and what was printed."""
+    result = ws.check(
+        {"type": "test_suite", "command": "echo to-stdout; echo to-stderr >&2; exit 1"}
+    )
+    assert not result.passed
+    assert "to-stdout" in (result.error or "") and "to-stderr" in (result.error or "")
+
+
+def test_suite_runs_in_the_workspace(ws: Workspace) -> None:
+    """TS:TestTestSuiteValidator_WorkingDirectory and TestResolveContractDir/empty_dir_uses_workspace"""
+    ws.write("marker.txt", "here")
+    assert ws.check({"type": "test_suite", "command": "test -f marker.txt"}).passed
+
+
+def test_suite_runs_a_script(ws: Workspace) -> None:
+    """TS:TestTestSuiteValidator_ScriptExecution and _FailingScript"""
+    ws.write("ok.sh", "#!/bin/sh\nexit 0\n").chmod(0o755)
+    ws.write("bad.sh", "#!/bin/sh\necho broken\nexit 3\n").chmod(0o755)
+    assert ws.check({"type": "test_suite", "command": "./ok.sh"}).passed
+    failed = ws.check({"type": "test_suite", "command": "./bad.sh"})
+    assert not failed.passed and "broken" in (failed.error or "")
+
+
+def test_suite_keeps_the_end_of_a_long_output(ws: Workspace) -> None:
+    """TS:TestTestSuiteValidator_LongOutput: the end of the output, capped."""
+    command = "i=1; while [ $i -le 500 ]; do echo line$i; i=$((i+1)); done; exit 1"
+    error = ws.check({"type": "test_suite", "command": command}).error or ""
+    assert "line500" in error and "line1\n" not in error
+
+
+def test_suite_sees_the_environment(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TS:TestTestSuiteValidator_EnvironmentVariables"""
+    monkeypatch.setenv("WAVE_TABLES_VALUE", "present")
+    assert ws.check({"type": "test_suite", "command": 'test "$WAVE_TABLES_VALUE" = present'}).passed
