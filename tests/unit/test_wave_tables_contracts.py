@@ -740,3 +740,108 @@ def test_suite_sees_the_environment(ws: Workspace, monkeypatch: pytest.MonkeyPat
     """TS:TestTestSuiteValidator_EnvironmentVariables"""
     monkeypatch.setenv("WAVE_TABLES_VALUE", "present")
     assert ws.check({"type": "test_suite", "command": 'test "$WAVE_TABLES_VALUE" = present'}).passed
+
+
+# ----------------------------------------------------------------------- format_test.go
+FT = "contract/format_test.go:"
+ISSUE_BODY = (
+    "## Description\nThis adds sign-in with OAuth2 to the dashboard app.\n\n"
+    "## Acceptance Criteria\n- People can sign in\n- Tokens are kept safe\n"
+)
+PR_BODY = (
+    "## Summary\nThis adds OAuth2 sign-in.\n\n## Changes\n- client settings\n- token refresh\n\n"
+    "## Testing\n- unit tests for the flow\n\n## Related Issues\nRelated to #123\n\n"
+    "## Checklist\n- [x] Tests added\n"
+)
+PR_CLOSES = (
+    "## Summary\nA feature.\n\n## Changes\n- one\n\n## Testing\n- one\n\nCloses #455\n\n- [x] Done"
+)
+PR_NO_REF = "## Summary\nA feature.\n\n## Changes\n- one\n\n## Testing\n- one and more words here"
+LONG = "Some body text long enough to pass the length check of the format rules, surely."
+FORMATS: list[tuple[str, str, dict[str, Any], str | None]] = [
+    ("ValidateGitHubIssueFormat/valid_issue_format", "github-issue-analysis",
+     {"title": "feat: Add user authentication", "body": ISSUE_BODY,
+      "labels": ["enhancement"]}, None),
+    ("ValidateGitHubIssueFormat/title_too_short", "github-issue-analysis",
+     {"title": "Add auth", "body": ISSUE_BODY, "labels": ["x"]}, "title"),
+    ("ValidateGitHubIssueFormat/title_with_placeholder", "github-issue-analysis",
+     {"title": "[TODO] Implement feature", "body": ISSUE_BODY, "labels": ["x"]}, "placeholder"),
+    ("ValidateGitHubIssueFormat/body_too_short", "github-issue-analysis",
+     {"title": "feat: Add user authentication", "body": "Short body", "labels": ["x"]}, "body"),
+    ("ValidateGitHubIssueFormat/missing_required_sections", "github-issue-analysis",
+     {"title": "feat: Add user authentication", "body": LONG, "labels": ["x"]}, "Description"),
+    ("ValidateGitHubIssueFormat/no_labels", "github-issue-analysis",
+     {"title": "feat: Add user authentication", "body": ISSUE_BODY, "labels": []}, "label"),
+    ("ValidateGitHubPRFormat/valid_PR_format", "github-pr-draft",
+     {"title": "feat: Add OAuth2 authentication support", "body": PR_BODY,
+      "head": "feature/oauth2", "base": "main"}, None),
+    ("ValidateGitHubPRFormat/title_too_long", "github-pr-draft",
+     {"title": "feat: " + "a very long title " * 6, "body": PR_BODY, "head": "f/x",
+      "base": "main"}, "title"),
+    ("ValidateGitHubPRFormat/PR_from_main_branch", "github-pr-draft",
+     {"title": "feat: Add a feature here", "body": PR_BODY, "head": "main", "base": "dev"},
+     "main"),
+    ("ValidateGitHubPRFormat/body_too_short", "github-pr-draft",
+     {"title": "feat: Add a feature here", "body": "Short", "head": "f/x", "base": "main"},
+     "body"),
+    ("ValidateGitHubPRFormat/closing_keyword_violation", "github-pr-draft",
+     {"title": "feat: Add a feature here", "body": PR_CLOSES + " " + LONG, "head": "f/x",
+      "base": "main"}, "Closes"),
+    ("ValidateGitHubPRFormat/missing_issue_reference", "github-pr-draft",
+     {"title": "feat: Add a feature here", "body": PR_NO_REF + " " + LONG, "head": "f/x",
+      "base": "main"}, "Related to"),
+    ("ValidateImplementationResults/valid_implementation", "implementation-results",
+     {"files_changed": ["a.go"], "tests_passed": True, "builds_successfully": True,
+      "implementation_notes": "Implemented OAuth2 sign-in with token refresh"}, None),
+    ("ValidateImplementationResults/no_files_changed", "implementation-results",
+     {"files_changed": [], "tests_passed": True, "builds_successfully": True,
+      "implementation_notes": "Implementation notes that are long enough"}, "no files changed"),
+    ("ValidateImplementationResults/tests_failing", "implementation-results",
+     {"files_changed": ["a.go"], "tests_passed": False, "builds_successfully": True,
+      "implementation_notes": "Implementation notes that are long enough"}, "tests are failing"),
+    ("ValidateImplementationResults/build_failing", "implementation-results",
+     {"files_changed": ["a.go"], "tests_passed": True, "builds_successfully": False,
+      "implementation_notes": "Implementation notes that are long enough"},
+     "does not build"),
+    ("ValidateImplementationResults/notes_too_brief", "implementation-results",
+     {"files_changed": ["a.go"], "tests_passed": True, "builds_successfully": True,
+      "implementation_notes": "Done"}, "too brief"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rules", "doc", "says"),
+    [c[1:] for c in FORMATS],
+    ids=[FT + "TestFormatValidator_" + c[0] for c in FORMATS],
+)
+def test_format(ws: Workspace, rules: str, doc: dict[str, Any], says: str | None) -> None:
+    ws.write("out/result.json", json.dumps(doc))
+    schema = f".agents/contracts/{rules}.schema.json"  # the name picks the rules
+    result = ws.check({"type": "format", "source": "out/result.json", "schema_path": schema})
+    assert result.passed is (says is None), result.error
+    if says:
+        assert says.lower() in (result.error or "").lower(), result.error
+
+
+@pytest.mark.parametrize(
+    ("schema", "rules"),
+    [
+        (".agents/contracts/github-issue-analysis.schema.json", "github_issue"),
+        (".agents/contracts/github-pr-draft.schema.json", "github_pr"),
+        (".agents/contracts/github-pr-info.schema.json", "github_pr"),
+        (".agents/contracts/implementation-results.schema.json", "implementation_results"),
+        (".agents/contracts/analysis.schema.json", "analysis"),
+        (".agents/contracts/unknown.schema.json", "generic"),
+        (None, "generic"),
+    ],
+    ids=[
+        FT + "TestInferFormatType/" + n
+        for n in ("issue", "pr-draft", "pr-info", "implementation", "analysis", "unknown", "empty")
+    ],
+)
+def test_format_rules_by_schema_name(ws: Workspace, schema: str | None, rules: str) -> None:
+    ws.write("out/result.json", json.dumps({"note": "TODO"}))
+    contract = {"type": "format", "source": "out/result.json"}
+    if schema:
+        contract["schema_path"] = schema
+    assert ws.check(contract).details.get("rules") == rules
