@@ -66,6 +66,10 @@ CHILDREN = "".join(
         _child("item-full", "{{ item }}", ITERATE.format("objects")),
         _child("item-string", "{{ item }}", ITERATE.format("names")),
         _child("iteration", "iteration-{{ iteration }}", ITERATE.format("names")),
+        _child("out-whole", "{{ scope.out.result }}"),
+        _child("out-field", "{{ scope.out.result.severity }}"),
+        _child("out-legacy", "{{ scope.output.severity }}"),
+        _child("out-both", "[{{ scope.out.result.count }}|{{ scope.output.severity }}]"),
     ]
 )
 
@@ -126,6 +130,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 T = "pipeline/template_test.go:"
+S = "pipeline/resolve_step_output_ref_test.go:"
 X = "pipeline/context_test.go:"
 CASES = [
     (T + "TestResolveTemplate_Input", "input", "feature-x"),
@@ -167,6 +172,10 @@ CASES = [
     (X + "TestPipelineContext_ResolvePlaceholders/empty_template", "empty", ""),
     (X + "TestNewContextWithProject_AllFields", "project", "make check"),
     (X + "TestExtractFeatureNumber/standard_speckit_format(run)", "feature", f"{BRANCH}|{BRANCH}"),
+    (S + "TestResolveStepOutputRef_TypedNamedOutput/whole_file", "out-whole", SCOPE),
+    (S + "TestResolveStepOutputRef_TypedNamedOutput/field", "out-field", "high"),
+    (S + "TestResolveStepOutputRef_LegacyStillWorks", "out-legacy", "high"),
+    (S + "TestResolveStepOutputRef_TypedAndLegacyCoexist", "out-both", "[5|high]"),
 ]
 
 
@@ -218,7 +227,12 @@ BAD = """\
 kind: WavePipeline
 metadata: {{name: bad}}
 steps:
+  - id: scope
+    type: command
+    script: "true"
+    output_artifacts: [{{name: result, path: out.json, type: json}}]
   - id: one
+    dependencies: [scope]
     pipeline: echo-child
     input: "{template}"
 """
@@ -231,19 +245,24 @@ steps:
         ("{{ item.field }}", "is set only in an `iterate` step"),
         ("{{invalid}}", "unknown template variable 'invalid'"),
         ("run {{ project.name }} now", "'project.name' is not set in wave.yaml `project:`"),
+        ("{{ scope.out.nonexistent }}", "step 'scope' declares no such artifact"),
+        ("{{ scope.out }}", "step 'scope' declares no such artifact"),
     ],
     ids=[
         T + "TestResolveTemplate_MissingStep",
         T + "TestResolveTemplate_MissingItem",
         T + "TestResolveTemplate_InvalidExpression",
         X + "TestPipelineContext_ResolvePlaceholders/unresolved_project_var(deliberate)",
+        S + "TestResolveStepOutputRef_TypedNamed_Miss(deliberate)",
+        S + "TestResolveStepOutputRef_MalformedOut(deliberate)",
     ],
 )
 def test_what_cannot_resolve_is_refused_by_validate(
     tmp_path: Path, template: str, says: str
 ) -> None:
-    """Wave fails these when it renders them (the unset `project.*`: Wave renders it
-    empty); swell says so before the run, at `swell validate`."""
+    """Wave fails these when it renders them (it renders an unset `project.*` empty,
+    and leaves an unknown `STEP.out.NAME` as written); swell says so before the run,
+    at `swell validate`."""
     (tmp_path / "wave.yaml").write_text(MANIFEST)
     write_pipeline(tmp_path, "echo-child", ECHO)
     write_pipeline(tmp_path, "bad", BAD.format(template=template))
