@@ -845,3 +845,105 @@ def test_format_rules_by_schema_name(ws: Workspace, schema: str | None, rules: s
     if schema:
         contract["schema_path"] = schema
     assert ws.check(contract).details.get("rules") == rules
+
+
+# ----------------------------------------------------------------- markdownspec_test.go
+MS = "contract/markdownspec_test.go:"
+STORY_SCHEMA = {
+    "type": "object",
+    "required": ["title", "user_stories"],
+    "properties": {
+        "title": {"type": "string", "minLength": 5},
+        "user_stories": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["as_a", "i_want", "so_that", "acceptance_criteria"],
+                "properties": {
+                    "acceptance_criteria": {"type": "array", "items": {"type": "string"}}
+                },
+            },
+        },
+    },
+}
+GOOD_SPEC = """# Team calendar
+
+## Overview
+Shared calendars for teams.
+
+## User Stories
+
+### Story 1
+As a: member
+I want: to see my team's meetings
+So that: I do not double-book
+
+Acceptance criteria:
+- Meetings of every member show
+- Clashes are marked
+
+### Story 2
+As a: lead
+I want: to book a room for the team
+So that: everyone has a seat
+
+Acceptance criteria:
+- Rooms list their size
+
+## Testing Strategy
+Unit tests for clash detection
+"""
+THIN_SPEC = "# Thin\n\n## Overview\nNot much here.\n\n## Data Model\nA table.\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "with_schema", "passes"),
+    [
+        ("specs/good.md", True, True),
+        ("specs/thin.md", True, False),
+        ("specs/good.md", False, True),
+        ("specs/missing.md", True, False),
+        (None, True, False),
+    ],
+    ids=[
+        MS + "TestMarkdownSpecValidator_Validate/" + n
+        for n in (
+            "valid_markdown_spec_with_schema",
+            "invalid_markdown_spec_with_schema",
+            "markdown_spec_without_schema",
+            "missing_source_file",
+            "missing_source_config",
+        )
+    ],
+)
+def test_markdown_spec(ws: Workspace, source: str | None, with_schema: bool, passes: bool) -> None:
+    ws.write("specs/good.md", GOOD_SPEC)
+    ws.write("specs/thin.md", THIN_SPEC)
+    ws.write("schemas/spec.json", json.dumps(STORY_SCHEMA), base=ws.project)
+    contract: dict[str, Any] = {"type": "markdown_spec"}
+    if source:
+        contract["source"] = source
+    if with_schema:
+        contract["schema_path"] = "schemas/spec.json"
+    result = ws.check(contract)
+    assert result.passed is passes, result.error
+    if passes:  # written next to the source for later steps, as in Wave
+        stories = json.loads((ws.path / "specs" / "good.json").read_text())["user_stories"]
+        assert len(stories) == 2 and all(s["acceptance_criteria"] for s in stories)
+
+
+@pytest.mark.parametrize(
+    ("stories", "count"),
+    [
+        ("As a: user\nI want: to log in\nSo that: I get in\nAcceptance criteria:\n- a\n"
+         "As a: admin\nI want: to manage\nSo that: I control\nAcceptance criteria:\n- b\n", 2),
+        ("As a user, I want to log in so that I can get in.\nAcceptance criteria:\n* a\n* b\n", 1),
+    ],
+    ids=[MS + "TestParseUserStories/standard_format", MS + "TestParseUserStories/alternative_format"],
+)  # fmt: skip
+def test_user_stories(ws: Workspace, stories: str, count: int) -> None:
+    ws.write("spec.md", "# A spec title\n\n## User Stories\n" + stories)
+    assert ws.check({"type": "markdown_spec", "source": "spec.md"}).passed
+    found = json.loads((ws.path / "spec.json").read_text())["user_stories"]
+    assert len(found) == count and all(s["acceptance_criteria"] for s in found)

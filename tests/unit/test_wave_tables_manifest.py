@@ -296,6 +296,14 @@ CASES = [
     ("pipeline/retry_test.go:TestRetryConfig_EffectiveMaxAttempts/negative_returns_1(deliberate)",
      "- {id: a, type: command, script: 'true', retry: {max_attempts: -1}}\n",
      "error: 'max_attempts'"),
+    ("contract/spec_derived_test.go:(the_type_itself)(deliberate)", """\
+- id: a
+  type: command
+  script: "true"
+  handover:
+    contract: {type: spec_derived_test, spec_artifact: spec, test_persona: agent1,
+               implementation_step: a}
+""", "error: unknown contract type 'spec_derived_test'"),
     ("contract/contract_test.go:TestNewValidator/unknown(deliberate)", """\
 - id: a
   type: command
