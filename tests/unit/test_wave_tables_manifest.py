@@ -484,3 +484,44 @@ def test_runtime_settings(proj: ProjectDir, runtime: str, errors: int) -> None:
     proj.manifest(BASE + "metadata: {name: t}\n" + TWO + f"runtime:\n  {runtime}\n")
     report = _report(proj, "- {id: a, type: command, script: 'true'}\n")
     assert len(_errors(report)) == errors, report
+
+
+# ---------------------------------------------------------------- pipeline/iotypes_test.go
+IO = "pipeline/iotypes_test.go:"
+IO_ROWS = [
+    ("TestValidatePipelineIOTypes_KnownTypes", "input: {source: cli, type: issue_ref}\n"
+     "pipeline_outputs: {pr: {step: a, artifact: pr-result, type: pr_ref}}\n", "ok"),
+    ("TestValidatePipelineIOTypes_EmptyTypeTreatedAsString", "input: {source: cli}\n"
+     "pipeline_outputs: {report: {step: a, artifact: pr-result}}\n", "ok"),
+    ("TestValidatePipelineIOTypes_ExplicitString", "input: {source: cli, type: string}\n", "ok"),
+    ("TestValidatePipelineIOTypes_UnknownInputType",
+     "input: {source: cli, type: not_a_real_type}\n", "error: not_a_real_type"),
+    ("TestValidatePipelineIOTypes_UnknownOutputType", "input: {source: cli}\n"
+     "pipeline_outputs: {x: {step: a, artifact: pr-result, type: made_up}}\n", "error: made_up"),
+    ("TestValidatePipelineIOTypes_OutputStepMustExist", "input: {source: cli}\n"
+     "pipeline_outputs: {x: {step: ghost, artifact: pr-result}}\n", "error: ghost"),
+    ("TestYAMLPipelineLoader_RejectsUnknownType",
+     "input: {source: cli, type: totally_not_a_type}\n", "error: totally_not_a_type"),
+    ("TestYAMLPipelineLoader_AcceptsTypedIO", "input: {source: cli, type: issue_ref}\n"
+     "pipeline_outputs: {pr: {step: a, artifact: pr-result, type: pr_ref}}\n", "ok"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"), [r[1:] for r in IO_ROWS], ids=[IO + r[0] for r in IO_ROWS]
+)
+def test_io_types(proj: ProjectDir, header: str, expected: str) -> None:
+    proj.pipeline(
+        "kind: WavePipeline\nmetadata: {name: p}\n" + header + "steps:\n"
+        "- id: a\n  type: command\n  script: 'true'\n"
+        "  output_artifacts: [{name: pr-result, path: out.json, type: json}]\n"
+    )
+    try:
+        report = [f"{p.severity}: {p.message}" for p in proj.lint()]
+    except ManifestError as exc:
+        report = [f"{p.severity}: {p.message}" for p in exc.problems]
+    if expected == "ok":
+        assert not _errors(report), report
+    else:
+        severity, _, words = expected.partition(": ")
+        assert any(r.startswith(severity) and words in r for r in report), report
