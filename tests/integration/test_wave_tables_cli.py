@@ -199,3 +199,36 @@ def test_from_step_that_is_not_in_the_pipeline(tmp_path: Path) -> None:
     printed = result.stdout + result.stderr
     assert result.returncode != 0 and "nonexistent-step" in printed
     assert "Traceback" not in printed
+
+
+T = "pipeline/types_test.go:TestHandoverConfig_EffectiveContracts/"
+BOTH = """\
+  - id: a
+    type: command
+    script: echo done
+    handover:
+      contract: {type: test_suite, command: "false"}
+      contracts:
+        - {type: test_suite, command: "true"}
+"""
+
+
+def test_plural_contracts_take_precedence_over_the_singular(tmp_path: Path) -> None:
+    """T + plural_contracts_takes_precedence_over_singular: only `contracts` run, as in
+    Wave; `swell validate` warns that `contract` is ignored."""
+    (tmp_path / "wave.yaml").write_text(HEAD)
+    write_pipeline(tmp_path, "p", PIPE % BOTH)
+    checked = swell("validate", "p", cwd=tmp_path)
+    assert checked.returncode == 0
+    assert "`handover.contract` is ignored" in checked.stdout + checked.stderr
+    result = swell("run", "p", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_singular_contract_runs_alone(tmp_path: Path) -> None:
+    """T + singular_contract_wrapped_in_slice_when_plural_absent"""
+    (tmp_path / "wave.yaml").write_text(HEAD)
+    one = "  - id: a\n    type: command\n    script: echo\n"
+    one += '    handover: {contract: {type: test_suite, command: "false"}}\n'
+    write_pipeline(tmp_path, "p", PIPE % one)
+    assert swell("run", "p", cwd=tmp_path).returncode == 1

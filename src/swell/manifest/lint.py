@@ -464,6 +464,16 @@ def _lint_contracts(scope: LintScope, report: LintReport) -> None:
     step, add = scope.step, report.problems.append
     if not step.handover:
         return
+    if step.handover.contract is not None and step.handover.contracts:
+        add(
+            scope.problem(
+                ("handover", "contract"),
+                "`handover.contract` is ignored because `handover.contracts` is set (as in "
+                "Wave); move it into `contracts` to run it",
+                severity="warning",
+                key=True,
+            )
+        )
     types = scope.lint.contract_types
     after_agent: str | None = None
     for i, contract in enumerate(step.handover.all_contracts):
