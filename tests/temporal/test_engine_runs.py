@@ -235,3 +235,44 @@ def test_a_long_run_continues_as_new_with_its_state(
         return described.run_id != first
 
     assert asyncio.run(continued())
+
+
+COMMENT = """kind: WavePipeline
+metadata: {name: comment}
+steps:
+  - id: publish
+    persona: "{{ forge.type }}-commenter"
+    exec: {type: prompt, source: "Post the comment."}
+"""
+
+
+def test_step_started_names_a_templated_persona_as_rendered(
+    project: Path, workers: Workers
+) -> None:
+    """The workflow cannot detect the forge (no git in a workflow); the run's
+    `step.started` still names the persona the visit runs as, as a local run does."""
+    manifest = project / "wave.yaml"
+    manifest.write_text(
+        manifest.read_text()
+        .replace(
+            "personas:\n",
+            "personas:\n  local-commenter:\n    adapter: commenter\n"
+            '    system_prompt: "You comment."\n',
+            1,
+        )
+        .replace(
+            "adapters:\n",
+            "adapters:\n  commenter:\n    type: scripted\n"
+            "    options: {script: comment-replies.yaml}\n",
+            1,
+        )
+        .replace("metadata:\n", "metadata:\n  forge: local\n", 1)
+    )
+    (project / "comment-replies.yaml").write_text("replies:\n  - text: posted\n")
+    write_pipeline(project, "comment", COMMENT)
+    workers.start()
+    result = swell("run", "comment", "--engine", "temporal", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = result.stdout.splitlines()[0].split()[1]
+    started = [e for e in _gapless(project, run_id) if e["type"] == "step.started"]
+    assert [e["persona"] for e in started] == ["local-commenter"]

@@ -20,7 +20,13 @@ def _agent(agent: PlannedAgent) -> str:
     model = agent.model or "adapter default"
     binary = f", {agent.binary}" if agent.binary else ""
     role = "review: " if agent.role == "review" else ""
-    return f"{role}{who}adapter {agent.adapter}{kind}, model {model}{binary}"
+    temp = f", temperature {agent.temperature:g}" if agent.temperature is not None else ""
+    return f"{role}{who}adapter {agent.adapter}{kind}, model {model}{binary}{temp}"
+
+
+def _tools(agent: PlannedAgent) -> list[str]:
+    lines = [f"tools {', '.join(agent.allowed_tools)}"] if agent.allowed_tools else []
+    return lines + ([f"denied {', '.join(agent.denied_tools)}"] if agent.denied_tools else [])
 
 
 def show_plan(
@@ -50,6 +56,8 @@ def show_plan(
         print_json(plan.as_json())
         return
     print(f"plan for pipeline {plan.pipeline} (dry run: nothing runs, no run is recorded)")
+    if plan.description:
+        print(f"about     {plan.description.strip().splitlines()[0]}")
     print(f"input     {plan.input!r}" if plan.input else "input     (none)")
     if plan.start_from:
         print(f"from      step {plan.start_from} of run {plan.previous_run}")
@@ -65,7 +73,9 @@ def show_plan(
         after = f"  after {', '.join(step.dependencies)}" if step.dependencies else ""
         reused = "  (reused)" if step.reused else ""
         print(f"  {step.id:<{width}}  {step.kind}{after}{reused}")
-        lines = [_agent(a) for a in step.agents]
+        lines = [line for a in step.agents for line in (_agent(a), *_tools(a))]
+        lines += [f"mount {m}" for m in step.mounts]
+        lines += [f"input {i}" for i in step.inputs]
         if step.detail and not step.agents:
             lines.append(step.detail.splitlines()[0][:100] if step.detail.strip() else "")
         lines += [f"→ {edge}" for edge in step.edges]

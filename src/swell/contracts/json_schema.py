@@ -9,7 +9,8 @@ know, with a warning), checks `format` where jsonschema can, and resolves relati
 
 The document: the file at `source` (a template, in the step's workspace), else the
 first of the step's own `output_artifacts` that is JSON (`type: json`, a `.json` path,
-or content that parses), else the visit's stdout when it is JSON (a whole-answer
+or content that parses), else `.agents/artifact.json` of the workspace when it is
+there (Wave's default), else the visit's stdout when it is JSON (a whole-answer
 ```json fence is accepted). Unless `allow_recovery: false`, JSON is recovered from what
 models really write (json_recovery.py: fences, prose around it, comments, trailing
 commas, single quotes, bare keys; `recovery_level` picks how far to go), and what was
@@ -48,6 +49,8 @@ from swell.workspace.paths import PathEscape
 
 MAX_ERRORS = 20
 MAX_MESSAGE = 300
+# Wave's document when a contract names no `source` and the step no output artifact
+FALLBACK_SOURCE = ".agents/artifact.json"
 MAX_SNIFF = 10 * 1024 * 1024  # a non-.json artifact larger than this is not parsed to sniff
 
 
@@ -253,6 +256,10 @@ def load_document(ctx: ContractContext[JsonSchemaSettings]) -> tuple[Any, str]:
             return json.loads(read_file(path, label, MAX_SNIFF).decode("utf-8-sig")), label
         except ValueError:  # FileProblem too: a file swell will not read is not the document
             continue  # not JSON: not the document
+    fallback = ctx.workspace / FALLBACK_SOURCE
+    if fallback.is_file() and not fallback.is_symlink():  # Wave's document without `source`
+        label = FALLBACK_SOURCE
+        return _document_text(ctx, _read(fallback, label), label), label
     if ctx.stdout and ctx.stdout.strip():
         try:
             return _loads(ctx, _unfence(ctx.stdout), "the step's output"), "the step's output"

@@ -11,10 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from swell.engine import retry
+from swell.engine.persona_names import (
+    persona_variables,
+    rendered_personas,
+    templated,
+    with_personas,
+)
 from swell.events.models import BaseEvent, GateVerdict, Outcome, ReviewFeedback, RunStatus
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
 from swell.streaming import OutputSink
 
 if TYPE_CHECKING:
@@ -128,28 +133,21 @@ class RunPlan:
         return git_variables(self.project.root)
 
     def __post_init__(self) -> None:
-        # Wave renders a step's persona name before it looks the persona up
-        # (`{{ forge.type }}-commenter` is `github-commenter` in a GitHub project); once
-        # here, every reader of `step.persona` sees the persona the visit runs as
-        steps = self.pipeline.pipeline.steps
-        if any(s.persona and "{{" in s.persona for s in steps):
-            rendered = [s.model_copy(update={"persona": self._persona_of(s)}) for s in steps]
-            pipeline = self.pipeline.pipeline.model_copy(update={"steps": rendered})
-            self.pipeline = dataclasses.replace(self.pipeline, pipeline=pipeline)
-
-    def _persona_of(self, step: Step) -> str | None:
-        name = step.persona
-        if not name or "{{" not in name:
-            return name
-        variables = {
-            "pipeline_id": self.run_id,
-            "pipeline_name": self.pipeline.name,
-            "project": dict(self.project.manifest.project),
-            "forge": self.forge,
-            "env": dict(self.options.env),
-            **self.branch,
-        }
-        return render_text(name, variables).text.strip() or None
+        # once here, every reader of `step.persona` sees the persona the visit runs as
+        pipeline = self.pipeline.pipeline
+        if any(templated(s.persona) for s in pipeline.steps):
+            variables = persona_variables(
+                self.project,
+                forge=self.forge,
+                branch=self.branch,
+                run_id=self.run_id,
+                pipeline_name=self.pipeline.name,
+                env=self.options.env,
+            )
+            personas = rendered_personas(pipeline, variables)
+            self.pipeline = dataclasses.replace(
+                self.pipeline, pipeline=with_personas(pipeline, personas)
+            )
 
 
 @dataclass

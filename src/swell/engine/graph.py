@@ -9,6 +9,8 @@ Routing rules (docs/engine.md):
   the outcome it inherits); otherwise the run fails. `optional: true` steps count as
   done even when they fail.
 - A dependent is activated once all of its dependencies have finished at least once.
+  A dependent of a routing step that no edge leads to is activated too, with the edge's
+  target, the first time its dependencies are all done (as Wave's walker runs it).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 
 from swell.events.models import ActivationReason, Outcome
 from swell.manifest.conditions import parse_condition
-from swell.manifest.graph_checks import KindOf, entry_steps, routes
+from swell.manifest.graph_checks import KindOf, edge_targets, entry_steps, routes
 from swell.manifest.models import Pipeline, Step
 
 COMPLETE = "_complete"
@@ -72,6 +74,7 @@ class Graph:
             for dep in step.dependencies:
                 self.dependents.setdefault(dep, []).append(step.id)
         self.entries = entry_steps(pipeline.steps, kind_of)
+        self.by_edge = edge_targets(pipeline.steps, kind_of)
 
     def deps_met(self, step_id: str, finished: Set[str]) -> bool:
         return all(dep in finished for dep in self.steps[step_id].dependencies)
@@ -87,14 +90,18 @@ class Graph:
         if done.choice_target:
             return self._to(done.choice_target, f"choice={done.choice_key}", "choice", done)
         if routes(step, self.kind_of):
+            gated = self._gated(step, done, finished)
             for edge in step.edges:
                 if parse_condition(edge.condition).holds(done.outcome, context):
-                    return self._to(edge.target, edge.condition, "edge", done)
+                    routing = self._to(edge.target, edge.condition, "edge", done)
+                    if not routing.complete and not routing.fail:
+                        routing.activate += gated
+                    return routing
             if done.outcome == "failure":
                 return Routing(
                     fail=f"step '{step.id}' failed and no edge matched: {done.error or 'failure'}"
                 )
-            return Routing()
+            return Routing(activate=gated)
         dependents = [self.steps[d] for d in self.dependents.get(step.id, [])]
         if done.outcome == "success" or done.optional_failure:
             ready = [d for d in dependents if not d.rework_only and self.deps_met(d.id, finished)]
@@ -106,6 +113,19 @@ class Graph:
         return Routing(
             activate=[Activation(d.id, "dependency", done.step_id, done.visit) for d in ready]
         )
+
+    def _gated(self, step: Step, done: VisitOutcome, finished: Set[str]) -> list[Activation]:
+        """Dependents of a routing step that no edge leads to, ready for the first time:
+        Wave's walker runs such a step once its dependencies are done, before (or
+        instead of) the edge's target, so edges never skip it."""
+        return [
+            Activation(d, "dependency", done.step_id, done.visit)
+            for d in self.dependents.get(step.id, [])
+            if d not in self.by_edge
+            and d not in finished
+            and not self.steps[d].rework_only
+            and self.deps_met(d, finished)
+        ]
 
     @staticmethod
     def _to(

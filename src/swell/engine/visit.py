@@ -88,11 +88,15 @@ class VisitExecutor:
         rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
         owner = self.steps[rework.for_step] if rework else step
         try:
-            ws = self.workspaces.for_step(
+            opened = self.workspaces.open(
                 owner, lambda text: render(base_namespace(self.plan, self.state, owner))(text)
             )
+            # a `./` mount of a big project takes seconds to copy: other visits' output,
+            # gates and heartbeats are served meanwhile
+            await off_loop(lambda: self.workspaces.mount(opened), "swell-mount")
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc))
+        ws = opened.workspace
         others = pipeline_outputs.lookup_in(
             self.services.runs,
             run_id=self.plan.run_id,
@@ -136,7 +140,7 @@ class VisitExecutor:
         # nothing may still change the workspace while it is checked
         result.events += await self._leftovers(ctx, visit, spawned)
         spawned = process.spawned()
-        problems = self.workspaces.after_visit(ws)
+        problems = await off_loop(lambda: self.workspaces.after_visit(ws), "swell-mount")
         if step.output_artifacts:
             base = result.outputs_dir or ws.path
             declared, stdout = step.output_artifacts, result.stdout

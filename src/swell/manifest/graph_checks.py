@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 
 from swell.errors import Problem
 from swell.manifest.lint_context import StepRules
 from swell.manifest.loader import LoadedPipeline
 from swell.manifest.models import Step
 
+ENDS = ("_complete", "_fail")  # edge targets that end the run
 # a step's kind, as the graph sees it (the step kinds registry answers this)
 KindOf = Callable[[Step], StepRules]
 
@@ -18,11 +20,28 @@ def routes(step: Step, kind_of: KindOf) -> bool:
     return bool(step.edges) or kind_of(step).inherits_outcome
 
 
-def successors(step: Step, dependents: dict[str, list[str]], kind_of: KindOf) -> list[str]:
+def edge_targets(steps: list[Step], kind_of: KindOf) -> set[str]:
+    """Steps an edge or a gate's choice leads to."""
+    targets = {e.target for s in steps for e in s.edges}
+    return targets | {t for s in steps for t in kind_of(s).choice_targets(s) if t}
+
+
+def successors(
+    step: Step,
+    dependents: dict[str, list[str]],
+    kind_of: KindOf,
+    by_edge: AbstractSet[str] = frozenset(),
+) -> list[str]:
+    """What may run after `step`: its edge and choice targets, and its dependents (for a
+    step that routes, those no edge leads to (not in `by_edge`): Wave's walker runs such
+    a dependency-gated step once its dependencies are done, whatever the edges say)."""
     targets = [e.target for e in step.edges]
     targets += [t for t in kind_of(step).choice_targets(step) if t]
     if not routes(step, kind_of):
         targets += dependents.get(step.id, [])
+    elif any(e.target not in ENDS for e in step.edges) or all(e.condition for e in step.edges):
+        # ... when the step can route anywhere but the run's end (engine/graph.py)
+        targets += [d for d in dependents.get(step.id, []) if d not in by_edge]
     return targets
 
 
@@ -30,8 +49,7 @@ def entry_steps(steps: list[Step], kind_of: KindOf) -> list[str]:
     """Steps that start a run: the first step (if it has no dependencies), and every
     other step without dependencies that no edge leads to. rework_only steps never
     start on their own."""
-    targets = {e.target for s in steps for e in s.edges}
-    targets |= {t for s in steps for t in kind_of(s).choice_targets(s) if t}
+    targets = edge_targets(steps, kind_of)
     first = next((s.id for s in steps if not s.rework_only), None)
     return [
         s.id
@@ -117,7 +135,10 @@ def check_graph(
             )
         )
         return problems
-    succ = {s.id: [t for t in successors(s, dependents, kind_of) if t in by_id] for s in steps}
+    by_edge = edge_targets(steps, kind_of)
+    succ = {
+        s.id: [t for t in successors(s, dependents, kind_of, by_edge) if t in by_id] for s in steps
+    }
     seen, todo = set(entries), list(entries)
     while todo:
         for nxt in succ[todo.pop()]:
@@ -136,7 +157,7 @@ def check_graph(
         members = set(comp)
         if len(comp) == 1 and comp[0] not in succ[comp[0]]:
             continue
-        if not any(_can_leave(by_id[m], members, dependents, kind_of) for m in comp):
+        if not any(_can_leave(by_id[m], members, dependents, kind_of, by_edge) for m in comp):
             order = sorted(comp, key=index.__getitem__)
             add(
                 src.problem(
@@ -150,9 +171,13 @@ def check_graph(
 
 
 def _can_leave(
-    step: Step, members: set[str], dependents: dict[str, list[str]], kind_of: KindOf
+    step: Step,
+    members: set[str],
+    dependents: dict[str, list[str]],
+    kind_of: KindOf,
+    by_edge: AbstractSet[str],
 ) -> bool:
-    targets: Iterable[str] = successors(step, dependents, kind_of)
+    targets: Iterable[str] = successors(step, dependents, kind_of, by_edge)
     if any(t not in members for t in targets):
         return True
     routed = routes(step, kind_of)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,15 +89,28 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 loc = ("adapters", name, "options", *err["loc"])
                 field_name = ".".join(str(p) for p in err["loc"]) or "options"
                 report.problems.append(src.problem(loc, f"options.{field_name}: {err['msg']}"))
+    adapter_names = [*m.adapters, *ctx.adapter_types]
     for primary, chain in m.runtime.fallbacks.items():
-        for i, name in enumerate(chain):
-            if m.adapter_type(name) not in ctx.adapter_types:
-                report.problems.append(
-                    src.problem(
-                        ("runtime", "fallbacks", primary, i),
-                        unknown("fallback adapter", name, [*m.adapters, *ctx.adapter_types]),
-                    )
+        # Wave's rules (internal/manifest/parser.go, validateFallbacks)
+        if m.adapter_type(primary) not in ctx.adapter_types:
+            report.problems.append(
+                src.problem(
+                    ("runtime", "fallbacks", primary),
+                    unknown("adapter", primary, adapter_names),
+                    key=True,
                 )
+            )
+        for i, name in enumerate(chain):
+            where = ("runtime", "fallbacks", primary, i)
+            if m.adapter_type(name) not in ctx.adapter_types:
+                message = unknown("fallback adapter", name, adapter_names)
+            elif name == primary:
+                message = f"adapter '{primary}' cannot fall back to itself"
+            elif name in chain[:i]:
+                message = f"fallback adapter '{name}' is listed twice for '{primary}'"
+            else:
+                continue
+            report.problems.append(src.problem(where, message))
     relay = m.runtime.relay
     if relay.summarizer_persona and relay.summarizer_persona not in m.personas:
         report.problems.append(
@@ -375,25 +389,74 @@ def _lint_retry(scope: LintScope, rules: StepRules, report: LintReport) -> None:
                 "put `rework_step` on the contract",
             )
         )
-    elif retry.rework_step and retry.rework_step not in scope.ids:
-        add(
-            scope.problem(
-                ("retry", "rework_step"),
-                f"rework_step names {unknown('step', retry.rework_step, scope.ids)}",
+    elif retry.rework_step:
+        where = ("retry", "rework_step")
+        for message, severity in _rework_target(scope, retry.rework_step, strict=True):
+            add(scope.problem(where, message, severity=severity))
+        steps = scope.loaded.pipeline.steps
+        first = next(
+            (s for s in steps if s.retry and s.retry.on_failure == "rework"
+             and s.retry.rework_step == retry.rework_step),
+            None,
+        )  # fmt: skip
+        if first is not None and first.id != scope.step.id:
+            add(
+                scope.problem(
+                    where,
+                    f"rework target '{retry.rework_step}' is used by both step '{first.id}' "
+                    f"and step '{scope.step.id}' (as in Wave, each step needs its own: two "
+                    "failures at once would share one rework)",
+                )
             )
-        )
-    elif (
-        retry.rework_step
-        and not scope.loaded.pipeline.steps[scope.ids[retry.rework_step]].rework_only
-    ):
-        add(
-            scope.problem(
-                ("retry", "rework_step"),
-                f"rework_step '{retry.rework_step}' should be `rework_only: true` "
+
+
+def _depends_on(steps: Mapping[str, Step], step: str, on: str) -> bool:
+    """Whether `step` depends on `on`, directly or through other steps."""
+    seen: set[str] = set()
+    todo = list(steps[step].dependencies) if step in steps else []
+    while todo:
+        dep = todo.pop()
+        if dep == on:
+            return True
+        if dep not in seen and dep in steps:
+            seen.add(dep)
+            todo += steps[dep].dependencies
+    return False
+
+
+def _rework_target(scope: LintScope, target: str, *, strict: bool) -> list[tuple[str, str]]:
+    """What is wrong with `target` as the rework step of `scope.step` (message,
+    severity), by Wave's rules (internal/pipeline/dag.go, validateReworkTarget): it
+    exists, is another step, is `rework_only` (`strict`: an error, else a warning),
+    and is neither upstream nor downstream of the step it reworks."""
+    if target not in scope.ids:
+        return [(f"rework_step names {unknown('step', target, scope.ids)}", "error")]
+    me = scope.step.id
+    if target == me:
+        return [(f"step '{me}' cannot be its own rework_step", "error")]
+    steps = {s.id: s for s in scope.loaded.pipeline.steps}
+    found: list[tuple[str, str]] = []
+    if not steps[target].rework_only:
+        found.append(
+            (
+                f"rework_step '{target}' should be `rework_only: true` "
                 "(it would also run in the normal flow)",
-                severity="warning",
+                "error" if strict else "warning",
             )
         )
+    if _depends_on(steps, me, target):
+        found.append(
+            (f"rework_step '{target}' is a step '{me}' depends on; it cannot rework it", "error")
+        )
+    if _depends_on(steps, target, me):
+        found.append(
+            (
+                f"rework_step '{target}' depends on step '{me}', which it reworks: it could "
+                "never start",
+                "error",
+            )
+        )
+    return found
 
 
 def _lint_contracts(scope: LintScope, report: LintReport) -> None:
@@ -402,6 +465,16 @@ def _lint_contracts(scope: LintScope, report: LintReport) -> None:
     step, add = scope.step, report.problems.append
     if not step.handover:
         return
+    if step.handover.contract is not None and step.handover.contracts:
+        add(
+            scope.problem(
+                ("handover", "contract"),
+                "`handover.contract` is ignored because `handover.contracts` is set (as in "
+                "Wave); move it into `contracts` to run it",
+                severity="warning",
+                key=True,
+            )
+        )
     types = scope.lint.contract_types
     after_agent: str | None = None
     for i, contract in enumerate(step.handover.all_contracts):
@@ -451,21 +524,11 @@ def _lint_rework(scope: LintScope, contract: Contract, report: LintReport) -> No
                 severity="warning",
             )
         )
-    elif target not in scope.ids:
-        report.problems.append(
-            scope.problem(
-                ("rework_step",), f"rework_step names {unknown('step', target, scope.ids)}"
-            )
-        )
-    elif not scope.loaded.pipeline.steps[scope.ids[target]].rework_only:
-        report.problems.append(
-            scope.problem(
-                ("rework_step",),
-                f"rework_step '{target}' should be `rework_only: true` "
-                "(it would also run in the normal flow)",
-                severity="warning",
-            )
-        )
+    elif contract.rework_step:  # the step's retry.rework_step is checked with the retry
+        # Wave holds an agent_review's target to its rules strictly (dag.go)
+        strict = contract.type == "agent_review"
+        for message, severity in _rework_target(scope, target, strict=strict):
+            report.problems.append(scope.problem(("rework_step",), message, severity=severity))
 
 
 def _context_keys(root: Path, steps: list[Step]) -> set[str]:

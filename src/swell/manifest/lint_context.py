@@ -40,7 +40,8 @@ class LintScope:
 
 def contract_loc(step_loc: Loc, step: Step, index: int) -> Loc:
     """Where the index-th of `handover.all_contracts` is written: `contract` or `contracts[i]`."""
-    single = step.handover is not None and step.handover.contract is not None
+    handover = step.handover
+    single = handover is not None and handover.contract is not None and not handover.contracts
     if single and index == 0:
         return (*step_loc, "handover", "contract")
     return (*step_loc, "handover", "contracts", index - (1 if single else 0))

@@ -422,7 +422,11 @@ class Handover(Strict):
 
     @property
     def all_contracts(self) -> list[Contract]:
-        return ([self.contract] if self.contract else []) + list(self.contracts)
+        """The contracts that run: `contracts` when it has any, else `contract`, as
+        Wave's EffectiveContracts (lint warns when both are written)."""
+        if self.contracts:
+            return list(self.contracts)
+        return [self.contract] if self.contract else []
 
 
 class Retry(Strict):

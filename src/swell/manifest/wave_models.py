@@ -9,11 +9,13 @@ it into a named warning ("swell does not run `X` yet; it is ignored").
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from swell.manifest.models_base import Strict
+
+NonNegative = Annotated[float, Field(ge=0)]
 
 # Wave's model tiers (`model: cheapest`); `routing.complexity_map` and `tier_models` map them
 Tier = Literal["cheapest", "balanced", "strongest"]
@@ -60,22 +62,23 @@ def check_tiers(value: dict[str, str]) -> dict[str, str]:
 
 
 class Timeouts(Strict):
-    step_default_minutes: float | None = None
-    relay_compaction_minutes: float | None = None
-    meta_default_minutes: float | None = None
-    skill_install_seconds: float | None = None
-    skill_cli_seconds: float | None = None
-    skill_http_seconds: float | None = None
-    skill_http_header_seconds: float | None = None
-    skill_publish_seconds: float | None = None
-    process_grace_seconds: float | None = None
-    stdout_drain_seconds: float | None = None
-    gate_approval_hours: float | None = None
-    gate_poll_interval_seconds: float | None = None
-    gate_poll_timeout_minutes: float | None = None
-    git_command_seconds: float | None = None
-    forge_api_seconds: float | None = None
-    retry_max_delay_seconds: float | None = None
+    # none may be negative, as Wave checks (internal/manifest/parser.go)
+    step_default_minutes: NonNegative | None = None
+    relay_compaction_minutes: NonNegative | None = None
+    meta_default_minutes: NonNegative | None = None
+    skill_install_seconds: NonNegative | None = None
+    skill_cli_seconds: NonNegative | None = None
+    skill_http_seconds: NonNegative | None = None
+    skill_http_header_seconds: NonNegative | None = None
+    skill_publish_seconds: NonNegative | None = None
+    process_grace_seconds: NonNegative | None = None
+    stdout_drain_seconds: NonNegative | None = None
+    gate_approval_hours: NonNegative | None = None
+    gate_poll_interval_seconds: NonNegative | None = None
+    gate_poll_timeout_minutes: NonNegative | None = None
+    git_command_seconds: NonNegative | None = None
+    forge_api_seconds: NonNegative | None = None
+    retry_max_delay_seconds: NonNegative | None = None
 
     NOT_RUN = {
         "gate_approval_hours": "a default timeout for approval gates",
@@ -289,7 +292,8 @@ class Outcome(Strict):
     @model_validator(mode="after")
     def _path_needed(self) -> Outcome:
         # file and artifact outcomes register the file itself; the others read a value
-        if self.type not in ("file", "artifact") and not self.json_path:
+        # (`.` alone names no value either: Wave refuses it, internal/pipeline/outcomes.go)
+        if self.type not in ("file", "artifact") and not (self.json_path or "").strip(" ."):
             raise ValueError(f"a `{self.type}` outcome needs `json_path`")
         return self
 

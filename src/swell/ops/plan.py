@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from swell.manifest.graph_checks import entry_steps
 from swell.manifest.loader import LoadedPipeline, Project
+from swell.manifest.models import Step
 from swell.ops import toolchain
 from swell.ops.preflight import AgentUse, Finding, agent_uses
+from swell.workspace.workspace import mount_target
 
 if TYPE_CHECKING:
     from swell.ops.rerun import Reuse
@@ -24,6 +26,10 @@ class PlannedAgent:
     adapter_type: str
     model: str | None  # None: the adapter's own default
     binary: str | None  # the CLI it runs, resolved ("not found: NAME" when missing)
+    # the persona's settings the agent starts with (as Wave's dry run shows them)
+    temperature: float | None = None
+    allowed_tools: list[str] = field(default_factory=list)
+    denied_tools: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -37,6 +43,8 @@ class PlannedStep:
     contracts: list[str]
     outputs: list[str]  # "name (source)"
     reused: bool = False
+    inputs: list[str] = field(default_factory=list)  # "STEP:ARTIFACT as NAME"
+    mounts: list[str] = field(default_factory=list)  # "SOURCE → TARGET (MODE)"
 
 
 @dataclass
@@ -49,6 +57,7 @@ class Plan:
     start_from: str | None = None
     previous_run: str | None = None
     problems: list[Finding] = field(default_factory=list)
+    description: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -61,7 +70,32 @@ def _agent(project: Project, registries: Registries, use: AgentUse) -> PlannedAg
     shown = None
     if binary is not None:
         shown = binary.path or f"not found: {binary.wanted}"
-    return PlannedAgent(use.role, use.persona, use.adapter, use.adapter_type, use.model, shown)
+    persona = project.manifest.personas.get(use.persona or "")
+    if persona is None:
+        return PlannedAgent(use.role, use.persona, use.adapter, use.adapter_type, use.model, shown)
+    return PlannedAgent(
+        use.role,
+        use.persona,
+        use.adapter,
+        use.adapter_type,
+        use.model,
+        shown,
+        persona.temperature,
+        list(persona.permissions.allowed_tools),
+        list(persona.permissions.deny),
+    )
+
+
+def _inputs(step: Step) -> list[str]:
+    return [
+        f"{ref.pipeline or ref.step or '?'}:{ref.artifact} as {ref.as_ or ref.artifact}"
+        for ref in step.memory.inject_artifacts
+    ]
+
+
+def _mounts(step: Step) -> list[str]:
+    mounts = step.workspace.mount if step.workspace is not None else []
+    return [f"{m.source} → {mount_target(m)} ({m.mode or 'readwrite'})" for m in mounts]
 
 
 def make_plan(
@@ -97,6 +131,8 @@ def make_plan(
                 outputs=[f"{a.name} ({a.source}: {a.path or a.name})"
                          for a in step.output_artifacts],
                 reused=reuse is not None and step.id in reuse.reused,
+                inputs=_inputs(step),
+                mounts=_mounts(step),
             )
         )  # fmt: skip
     runtime = project.manifest.runtime
@@ -113,6 +149,7 @@ def make_plan(
         start_from=reuse.start if reuse else None,
         previous_run=reuse.previous.id if reuse else None,
         problems=problems,
+        description=pipeline.metadata.description,
     )
 
 

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from swell.adapters.permissions import Entry, allows_everything, entries
 from swell.engine import forge, skills, tiers
+from swell.engine.persona_names import persona_variables, render_persona, templated
 from swell.errors import SwellError
 from swell.manifest.loader import LoadedPipeline, Project, load_pipeline
 from swell.manifest.models import Pipeline, Step
-from swell.manifest.templates import render_text
 from swell.ops import toolchain
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def agent_uses(
         seen.add(name)
         personas = project.manifest.personas
         for step in pipe.steps:
-            persona_name = _persona_name(project, step)
+            persona_name = _persona_name(project, step, name)
             persona = personas.get(persona_name or "")
             if persona_name or step.adapter:
                 chosen = adapter or step.adapter or (persona.adapter if persona else None)
@@ -147,17 +147,11 @@ def agent_uses(
     return uses
 
 
-def _persona_name(project: Project, step: Step) -> str | None:
-    """The persona a step runs as: a templated name rendered as the run renders it
-    (engine/context.py, RunPlan), with the project's forge and branch."""
-    if not step.persona or "{{" not in step.persona:
+def _persona_name(project: Project, step: Step, pipeline: str) -> str | None:
+    """The persona a step runs as: a templated name rendered as the run renders it."""
+    if not templated(step.persona):
         return step.persona
-    variables = {
-        "project": dict(project.manifest.project),
-        "forge": forge.detect(project.root, project.manifest.metadata.forge).variables(),
-        **forge.git_variables(project.root),
-    }
-    return render_text(step.persona, variables).text.strip() or None
+    return render_persona(step.persona, persona_variables(project, pipeline_name=pipeline))
 
 
 def _use(

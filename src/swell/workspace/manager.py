@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from swell.manifest.models import Mount, Step, WorkspaceConfig, branch_problem
@@ -48,6 +50,15 @@ def script_dir(workspace: Path, config: WorkspaceConfig | None) -> Path:
     return workspace
 
 
+@dataclass
+class Opened:
+    """A step's workspace, opened, with the mounts still to copy into it (`mount`)."""
+
+    workspace: Workspace
+    mounts: list[Mount] = field(default_factory=list)
+    subsets: dict[int, list[str]] = field(default_factory=dict)
+
+
 class Workspaces:
     """Step → workspace. Steps without `workspace:` share the run's directory; steps
     naming the same worktree branch share that worktree; `ref: STEP` borrows another
@@ -58,9 +69,19 @@ class Workspaces:
         self.default = default
         self.steps = steps
         self._by_key: dict[str, Workspace] = {}
+        self._copying = threading.Lock()  # mounts are copied in threads (`mount`)
 
     def for_step(self, step: Step, render: Callable[[str], str]) -> Workspace:
-        """The workspace `step` runs in; raises WorkspaceError when it cannot be made."""
+        """The workspace `step` runs in, its mounts copied; raises WorkspaceError when
+        it cannot be made."""
+        opened = self.open(step, render)
+        self.mount(opened)
+        return opened.workspace
+
+    def open(self, step: Step, render: Callable[[str], str]) -> Opened:
+        """The workspace `step` runs in and what to copy into it, without copying:
+        `mount` does that, which may take seconds (a `./` mount of a big project), so
+        a visit runs it off the event loop. `render` is only called here."""
         config = workspace_config(self.steps, step)
         if config is not None and config.type == "worktree":
             branch = render(config.branch or DEFAULT_BRANCH)
@@ -77,10 +98,19 @@ class Workspaces:
             if key not in self._by_key:
                 self._by_key[key] = open_directory(self.default)
         workspace = self._by_key[key]
-        if config is not None and config.mount:
-            subsets = self._subsets(step, config.mount, render, workspace)
-            add_mounts(workspace, self.project_root, config.mount, subsets=subsets)
-        return workspace
+        if config is None or not config.mount:
+            return Opened(workspace)
+        subsets = self._subsets(step, config.mount, render, workspace)
+        return Opened(workspace, list(config.mount), subsets)
+
+    def mount(self, opened: Opened) -> None:
+        """Copy the mounts `open` found into the workspace. Safe from any thread: one
+        copy at a time, so visits sharing a workspace never copy the same mount twice
+        (the second finds it done)."""
+        if not opened.mounts:
+            return
+        with self._copying:
+            add_mounts(opened.workspace, self.project_root, opened.mounts, subsets=opened.subsets)
 
     def _subsets(
         self, step: Step, mounts: list[Mount], render: Callable[[str], str], ws: Workspace
@@ -126,8 +156,9 @@ class Workspaces:
         """Problems a visit left (writes into read-only mounts, which are undone)."""
         problems = workspace.check_mounts()
         if problems:
-            restore_mounts(workspace, self.project_root)
+            with self._copying:
+                restore_mounts(workspace, self.project_root)
         return problems
 
 
-__all__ = ["WorkspaceError", "Workspaces", "script_dir", "workspace_config"]
+__all__ = ["Opened", "WorkspaceError", "Workspaces", "script_dir", "workspace_config"]

@@ -134,6 +134,7 @@ def run_spec(
     """What a recorded run's workflow starts from (the project's runtime settings as
     they are now); `state_dir`: where its run directory goes (the parent's, for a child)."""
     from swell.engine.cost import Budget
+    from swell.engine.persona_names import persona_variables, rendered_personas, templated
     from swell.engine.retry import retry_max_delay
     from swell.store.location import store_location
 
@@ -141,6 +142,12 @@ def run_spec(
     location = store_location(rt.project.root, runtime.store)
     budget = Budget.of(runtime.cost)
     temporal = runtime.temporal
+    personas: dict[str, str | None] = {}
+    if any(templated(s.persona) for s in loaded.pipeline.steps):
+        variables = persona_variables(
+            rt.project, run_id=run_id, pipeline_name=loaded.name, env=options.env
+        )
+        personas = rendered_personas(loaded.pipeline, variables)
     return RunSpec(
         run_id=run_id,
         project_root=str(rt.project.root),
@@ -168,6 +175,7 @@ def run_spec(
         sticky_seconds=STICKY_SECONDS
         if temporal.sticky_seconds is None
         else temporal.sticky_seconds,
+        personas=personas,
     )
 
 

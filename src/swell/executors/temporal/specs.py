@@ -52,6 +52,9 @@ class RunSpec:
     remote: str | None = None
     head: str | None = None
     sticky_seconds: float = 0.0
+    # templated persona names as the run renders them (engine/persona_names.py), by
+    # step id: the workflow cannot run git to detect the forge, so the client does
+    personas: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass

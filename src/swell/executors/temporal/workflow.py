@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from swell.engine.context import ContractFailure, GateDecision, StepResult
     from swell.engine.cost import Budget
     from swell.engine.graph import Graph
+    from swell.engine.persona_names import with_personas
     from swell.engine.state import RunState
     from swell.engine.steps import gate as gates
     from swell.engine.steps.registry import StepKinds, default_step_kinds
@@ -97,7 +98,8 @@ class RunWorkflow:
     async def run(self, spec: RunSpec) -> RunOutcome:
         self.spec = spec
         loaded = load_stored_pipeline(Path(spec.pipeline_path), spec.pipeline_text)
-        self.graph = Graph(loaded.pipeline, _kinds().of)
+        # personas rendered as the visits' RunPlan renders them: `step.started` names them
+        self.graph = Graph(with_personas(loaded.pipeline, spec.personas), _kinds().of)
         budget = Budget(spec.budget_warn_at, spec.budget_ceiling, spec.budget_currency)
         limits = Limits(
             spec.concurrency,
