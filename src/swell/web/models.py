@@ -141,7 +141,8 @@ class VisitDetail(BaseModel):
     contracts: list[ContractResult]
     reviews: list[Review]
     retries: list[dict[str, Any]]  # retry.requested and rework.requested events
-    artifacts: list[Artifact]
+    artifacts: list[Artifact]  # the first 200
+    artifacts_total: int
     events: list[dict[str, Any]]
 
 
