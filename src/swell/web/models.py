@@ -188,3 +188,9 @@ class ActionResult(BaseModel):
 
 class CsrfToken(BaseModel):
     token: str
+
+
+class Problem(BaseModel):
+    """The body of every error the API answers (400, 403, 404, 409, 503)."""
+
+    detail: str  # one message; a bad parameter's names it, e.g. "query parameter 'limit': ..."
