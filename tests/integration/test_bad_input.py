@@ -57,7 +57,7 @@ def test_list_limit_out_of_range_is_a_usage_error(project: Path, value: str) -> 
 def test_thread_budget_zero_is_a_usage_error(project: Path) -> None:
     result = swell("thread", "some-run", "--budget", "0", cwd=project)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "Invalid value for '--budget': 0 is not in the range x>=1" in result.stderr
+    assert "Invalid value for '--budget': 0 is not in the range 1<=x<=100000000" in result.stderr
 
 
 HUGE = "99999999999999999999"
@@ -77,6 +77,9 @@ HUGE = "99999999999999999999"
         (["run", "loop", "--timeout", "9" * 400 + "s"], "is too long (at most 100 years)"),
         (["clean", "--older-than", "99999999999999d"], "duration '99999999999999d' is too long"),
         (["cancel", "--force", "--grace", "1e400"], "Invalid value for '--grace': inf is not in"),
+        (["thread", "r", "--budget", HUGE], f"Invalid value for '--budget': {HUGE} is not in"),
+        (["thread", "r", "--before", HUGE], f"Invalid value for '--before': {HUGE} is not in"),
+        (["worker", "--slots", HUGE], f"Invalid value for '--slots': {HUGE} is not in"),
     ],
 )
 def test_absurd_numbers_and_durations_are_usage_errors(

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from conftest import (
     process_gone,
@@ -216,3 +219,75 @@ def test_logs_of_a_run_longer_than_a_page_print_every_event_once(project: Path) 
     assert text.index("note 999\n") < text.index("note 1000\n") < text.index("note 1001\n")
     tail = swell("logs", run_id, "--tail", "2", "-o", "json", cwd=project).stdout.splitlines()
     assert [json.loads(line)["message"] for line in tail] == ["note 2499", "note 2500"]
+
+
+def _long_run_with_output(project: Path, n: int) -> str:
+    """A run of `n` events of step s0 and `n` output chunks, alternating in time."""
+    from swell.events import models as ev
+    from swell.store.location import open_project_store
+    from swell.streaming import OutputChunk
+
+    def ts(second: int) -> str:
+        return f"2026-11-27T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
+
+    store = open_project_store(project)
+    run_id = "long-20261127-000000-outs"
+    store.create_run(run_id=run_id, pipeline="long", input_text="", workspace=str(project))
+    events: list[ev.BaseEvent] = [ev.RunStarted(pipeline="long", workspace=str(project))]
+    events += [ev.Warning(step_id="s0", visit=1, message=f"note {k}") for k in range(1, n)]
+    for seq, event in enumerate(events, 1):
+        event.run_id, event.seq, event.ts = run_id, seq, ts(2 * seq)
+    store.emit(events)
+    chunks = [
+        OutputChunk(run_id, "s0", 1, "stdout", k, ts(2 * k + 1), f"line {k}\n")
+        for k in range(1, n + 1)
+    ]
+    store.write_output(chunks)
+    store.close()
+    return run_id
+
+
+def test_logs_step_and_follow_read_a_page_at_a_time_in_order(project: Path) -> None:
+    """`swell logs --step` and `--follow` read events and output 1,000 at a time
+    (cli/live.py), printing each once, in the order they happened."""
+    run_id = _long_run_with_output(project, 2_500)
+    want = [x for k in range(1, 2_501) for x in (("event", k), ("output", k))]
+    for args in (["--step", "s0"], ["--follow"]):
+        out = swell("logs", run_id, *args, "-o", "json", cwd=project).stdout.splitlines()
+        items = [json.loads(line) for line in out]
+        got = [
+            ("output", i["seq"]) if i["type"] == "output" else ("event", i["seq"]) for i in items
+        ]
+        assert got == (want if args == ["--follow"] else want[1:]), args  # --step: s0's only
+    text = swell("logs", run_id, "--step", "s0", cwd=project).stdout
+    assert text.index("| line 999\n") < text.index("note 999\n") < text.index("| line 1000\n")
+    tail = swell("logs", run_id, "--step", "s0", "--tail", "2", cwd=project).stdout
+    assert tail.splitlines() == ["01:23:20   warning: note 2499", "    | line 2500"]
+
+
+# typer, imported in this process by cli/history.py, calls click functions click deprecates
+@pytest.mark.filterwarnings("ignore:'click.utils.get_.*_stream' is deprecated")
+def test_logs_step_asks_the_store_for_a_page_at_most(project: Path) -> None:
+    """The first read of a long run holds a page of events and one of output, never
+    the whole run (it read all 2,500 chunks at once)."""
+    from swell.cli.live import LogReader
+    from swell.ops.logs import LogFilter
+    from swell.store.location import open_project_store
+
+    run_id = _long_run_with_output(project, 2_500)
+    store = open_project_store(project)
+    sizes: list[int] = []
+    output, stored_rows = store.output, store.stored_rows
+
+    def paged_output(*args: Any, **kwargs: Any) -> Any:
+        sizes.append(len(found := output(*args, **kwargs)))
+        return found
+
+    def paged_rows(*args: Any, **kwargs: Any) -> Any:
+        sizes.append(len(found := stored_rows(*args, **kwargs)))
+        return found
+
+    store.output, store.stored_rows = paged_output, paged_rows  # type: ignore[method-assign]
+    lines = list(LogReader(store, run_id, LogFilter(step="s0"), json=False).read())
+    store.close()
+    assert len(lines) == 2 * 2_500 - 1 and max(sizes) == 1_000 and sum(sizes) == 5_000

@@ -63,3 +63,41 @@ def test_pages_answer_as_the_generic_pager(backend: Backend, store: Store, new_r
         "prompt.rendered",
     ]
     assert mine.pipeline_names() == generic.pipeline_names() == ["build", "ship"]
+
+
+def test_artifact_and_review_pages_read_only_what_a_page_shows(
+    store: Store, new_run: NewRun
+) -> None:
+    """A run page's first artifacts, a visit's artifacts and reviews, one artifact: read
+    by the store's own query (LIMIT, the visit's key), as the generic pager finds them."""
+    run = new_run("r1")
+    for n in range(7):
+        step, visit = ("build", 1 + n % 2) if n < 6 else ("", 0)
+        run.emit(
+            ev.ArtifactWritten(
+                step_id=step, visit=visit, name=f"a{n}", path=f"/ws/a{n}", sha256="a" * 64, size=n
+            )
+        )
+    for index in (0, 1):
+        run.emit(ev.ReviewCompleted(step_id="build", visit=2, index=index, reviewer="critic"))
+    run.emit(ev.ReviewCompleted(step_id="build", visit=1, index=0, reviewer="critic"))
+    new_run("r2").emit(
+        ev.ArtifactWritten(step_id="build", visit=1, name="a0", path="/x", sha256="b" * 64, size=1)
+    )
+    mine, generic = page_reader(store), ReaderPages(store)
+    for of in (None, ("build", 1), ("build", 2), ("", 0), ("test", 1)):
+        for limit in (0, 2, 100):
+            assert mine.artifacts_page("r1", limit, of) == generic.artifacts_page("r1", limit, of)
+    page = mine.artifacts_page("r1", 2)
+    assert (page.total, [a.name for a in page.artifacts]) == (7, ["a0", "a1"])
+    page = mine.artifacts_page("r1", 100, ("build", 2))
+    assert (page.total, [a.name for a in page.artifacts]) == (3, ["a1", "a3", "a5"])
+    found = mine.artifact("r1", ("build", 1), "a2")
+    assert found is not None and (found.path, found.size) == ("/ws/a2", 2)
+    assert found == generic.artifact("r1", ("build", 1), "a2")
+    assert mine.artifact("r1", ("build", 2), "a2") is None
+    assert mine.artifact("r1", ("", 0), "a6") is not None
+    reviews = mine.reviews_of("r1", ("build", 2))
+    assert [(r.visit, r.contract) for r in reviews] == [(2, 0), (2, 1)]
+    assert reviews == generic.reviews_of("r1", ("build", 2))
+    assert mine.reviews_of("r1", ("test", 1)) == []

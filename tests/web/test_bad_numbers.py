@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,19 @@ def test_events_page_through_a_run(project: Path, run_id: str) -> None:
     seqs = [seq for page in found for seq in page]
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > 8
     assert all(len(page) == 4 for page in found[:-1])
+
+
+def test_openapi_says_400_with_the_body_the_server_sends(project: Path) -> None:
+    """The API description lists the 400 a bad parameter gets (with its `detail` body),
+    never FastAPI's 422, which the server does not answer."""
+    found = answers(project, ["/api/openapi.json", "/api/runs?per_page=0"])
+    schema = json.loads(found["/api/openapi.json"][1])
+    operations = [op for ops in schema["paths"].values() for op in ops.values()]
+    assert not [op["operationId"] for op in operations if "422" in op["responses"]]
+    bad = schema["paths"]["/api/runs/{run_id}/events"]["get"]["responses"]["400"]
+    ref = bad["content"]["application/json"]["schema"]["$ref"]
+    body = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+    assert body["required"] == ["detail"] and body["properties"]["detail"]["type"] == "string"
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+    status, text = found["/api/runs?per_page=0"]
+    assert status == 400 and list(json.loads(text)) == ["detail"]

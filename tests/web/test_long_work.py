@@ -108,3 +108,34 @@ def test_pipelines_page_follows_edits(project: Path) -> None:
         return found
 
     assert asyncio.run(states()) == [False, True, True]
+
+
+def test_a_visit_with_many_artifacts_lists_a_bounded_page(project: Path) -> None:
+    """The run's page and the visit's page list the first 200 artifacts and say how many
+    there are; the store reads that page, not all of them (store/pages.py)."""
+    run_id = store_run(project, chain(2))
+    store = open_project_store(project)
+    events: list[ev.BaseEvent] = [ev.StepStarted(step_id="s0", visit=1, kind="command")]
+    events += [
+        ev.ArtifactWritten(
+            step_id="s0", visit=1, name=f"f{n}", path=f"out/f{n}", sha256="a" * 64, size=n
+        )
+        for n in range(250)
+    ]
+    for seq, event in enumerate(events, start=2):
+        event.run_id, event.seq, event.ts = run_id, seq, "2026-11-27T00:00:01.000Z"
+    store.emit(events)
+    store.close()
+
+    async def read() -> tuple[dict[str, object], dict[str, object], str]:
+        async with client(project) as http:
+            run = (await http.get(f"/api/runs/{run_id}")).json()
+            visit = (await http.get(f"/api/runs/{run_id}/visits/s0/1")).json()
+            page = (await http.get(f"/runs/{run_id}/visits/s0/1")).text
+            return run, visit, page
+
+    run, visit, page = asyncio.run(read())
+    for shown in (run, visit):
+        assert shown["artifacts_total"] == 250
+        assert len(shown["artifacts"]) == 200  # type: ignore[arg-type]
+    assert "Artifacts (250)" in page

@@ -16,12 +16,13 @@ quarter of a second; faster ones show their output as they always did):
 
 from __future__ import annotations
 
+import heapq
 import json
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -249,8 +250,13 @@ class _Region:
 
 FOLLOW_POLL = 0.25
 ENDED = (*ENDED_FOR_GOOD, "interrupted")
+PAGE = 1000  # events, and output chunks, read from the store at a time
 ORPHAN_POLLS = 4  # polls in a row with no process holding a live run: it is gone
 OUTPUT_LINES = 40  # of a visit's output tail shown with --step (when none was stored)
+
+
+# an event (its NDJSON line, itself) or a chunk, with its time and 0 / 1 (events first)
+_Timed = tuple[str, int, "tuple[str, ev.BaseEvent | EventView] | OutputChunk"]
 
 
 class LogReader:
@@ -266,33 +272,41 @@ class LogReader:
         self.with_output: set[tuple[str, int]] = set()  # visits whose chunks were shown
         self.last_seq: dict[tuple[str, int], int] = {}  # a visit's last chunk seq shown
 
-    def read(self) -> list[str]:
-        """What happened since the last call, as printable lines, oldest first."""
+    def read(self) -> Iterator[str]:
+        """What happened since the last call, as printable lines, oldest first. Read a
+        page of events and a page of chunks at a time (as `swell logs` reads), never the
+        whole run: the two are merged in the order they happened (events before chunks
+        of the same time), rendered in that order: a step's end knows whether its output
+        was shown."""
         from swell.cli.history import read_events
         from swell.ops.logs import keep
 
-        events = list(read_events(self.store, self.run_id, self.seq, self.json))
-        chunks = self.store.output(self.run_id, after_id=self.chunk_id, step_id=self.where.step)
-        if events:
-            self.seq = events[-1][1].seq
-        if chunks:
-            self.chunk_id = chunks[-1].id
-        # in the order they happened (stable: events before chunks of the same time),
-        # rendered in that order: a step's end knows whether its output was shown
-        timeline: list[tuple[str, int, tuple[str, ev.BaseEvent | EventView] | OutputChunk]] = [
-            (e.ts, 0, (raw, e)) for raw, e in events
-        ]
-        timeline += [(c.ts, 1, c) for c in chunks if self._chunk_kept(c)]
-        timeline.sort(key=lambda item: (item[0], item[1]))
-        texts = []
-        for _, _, item in timeline:
+        events: Iterator[_Timed] = (
+            (e.ts, 0, (raw, e))
+            for raw, e in read_events(self.store, self.run_id, self.seq, self.json)
+        )
+        chunks: Iterator[_Timed] = ((c.ts, 1, c) for c in self._chunks())
+        for _, _, item in heapq.merge(events, chunks, key=lambda i: (i[0], i[1])):
             if isinstance(item, OutputChunk):
-                text = self._chunk(item)
+                self.chunk_id = item.id
+                text = self._chunk(item) if self._chunk_kept(item) else None
             else:
+                self.seq = item[1].seq
                 text = self._event(item[0], item[1], keep(item[1], self.where))
             if text is not None:
-                texts.append(text)
-        return texts
+                yield text
+
+    def read_to_end(self) -> Iterator[str]:
+        """`read`, then the unfinished lines still held (`rest`)."""
+        yield from self.read()
+        yield from self.rest()
+
+    def _chunks(self) -> Iterator[OutputChunk]:
+        """The chunks stored after the last one read, a page at a time."""
+        after, step = self.chunk_id, self.where.step
+        while page := self.store.output(self.run_id, after_id=after, step_id=step, limit=PAGE):
+            yield from page
+            after = page[-1].id
 
     def rest(self) -> list[str]:
         """Unfinished lines of output still held, at the end."""
@@ -363,9 +377,10 @@ def show_logs(
 
     run = run_or_newest(store, run_id)
     reader = LogReader(store, run.id, where, json)
-    first = reader.read()
+    # printed as they are read, or the last `tail` kept: never the whole run in memory
+    first: Iterable[str] = reader.read()
     if tail is not None:
-        first = first[-tail:] if tail else []
+        first = deque(first, maxlen=max(tail, 0))
     _print(first, json)
     orphaned = 0
     while follow:
@@ -375,14 +390,14 @@ def show_logs(
         held = on_engine(current.options) or store.owner(run.id) is not None
         orphaned = 0 if held else orphaned + 1
         if orphaned >= ORPHAN_POLLS:
-            _print(reader.read() + reader.rest(), json)
+            _print(reader.read_to_end(), json)
             print(_gone(current.id, current.status), file=sys.stderr)
             return 1
         # woken early by the run's next event (at once on Postgres: LISTEN/NOTIFY);
         # output chunks are not signalled, so look at least every FOLLOW_POLL
         store.wait_for_events(run.id, reader.seq, FOLLOW_POLL)
         _print(reader.read(), json)
-    _print(reader.read() + reader.rest() if follow else reader.rest(), json)
+    _print(reader.read_to_end() if follow else reader.rest(), json)
     return 0
 
 
@@ -398,7 +413,7 @@ def _gone(run_id: str, status: str) -> str:
     )
 
 
-def _print(lines: list[str], json: bool) -> None:
+def _print(lines: Iterable[str], json: bool) -> None:
     colours = sys.stdout.isatty()  # as the reader's ProgressPrinter decided
     for text in lines:
         print(json_for_terminal(text) if json else for_terminal(text, colours))

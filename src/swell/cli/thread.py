@@ -16,6 +16,9 @@ from swell.cli.common import (
 )
 from swell.cli.render import for_terminal
 
+MAX_BUDGET = 100_000_000  # characters: a page past this is no page to read
+MAX_ROUND = 2**62  # a round id (the store's integers end at 2**63)
+
 
 def thread(
     ctx: typer.Context,
@@ -25,11 +28,14 @@ def thread(
         typer.Option("--thread", help="One thread of the run; round ids are the thread's own."),
     ] = None,
     budget: Annotated[
-        int, typer.Option("--budget", min=1, help="Characters to print at most.")
+        int,
+        typer.Option("--budget", min=1, max=MAX_BUDGET, help="Characters to print at most."),
     ] = 8000,
     before: Annotated[
         int | None,
-        typer.Option("--before", min=1, help="Rounds before this id (the hint's value)."),
+        typer.Option(
+            "--before", min=1, max=MAX_ROUND, help="Rounds before this id (the hint's value)."
+        ),
     ] = None,
     output: OutputOption = Output.text,
 ) -> None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from swell.store.protocols import Store
     from swell.store.rows import RunRow
 
+MAX_SLOTS = 1_000  # each slot may hold an agent process; past this a machine runs out first
 FOLLOW_EVERY = 0.2  # seconds between two reads of a followed run's new events
 
 
@@ -55,7 +56,10 @@ def worker(
         ),
     ] = None,
     slots: Annotated[
-        int, typer.Option("--slots", min=1, help="Visits this worker runs at once, at most.")
+        int,
+        typer.Option(
+            "--slots", min=1, max=MAX_SLOTS, help="Visits this worker runs at once, at most."
+        ),
     ] = 4,
     address: Annotated[
         str | None,

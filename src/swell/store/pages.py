@@ -13,15 +13,20 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from swell.store.rows import RunRow, VisitRow, row_from
+from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow, row_from
 from swell.store.sqlite_errors import translated
 
 if TYPE_CHECKING:
     import sqlite3
 
+    from _typeshed import DataclassInstance
+
     from swell.store.protocols import Store
+
+
+R = TypeVar("R", bound="DataclassInstance")
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,15 @@ class VisitDetail:
     events: list[dict[str, Any]] = field(default_factory=list)  # the visit's events, as JSON
 
 
+@dataclass
+class ArtifactPage:
+    artifacts: list[ArtifactRow]  # in the order `RunReader.artifacts` lists them
+    total: int  # of the run (or of the visit asked for), on every page
+
+
+VisitKey = tuple[str, int]  # (step_id, visit)
+
+
 class PageReader(Protocol):
     def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage: ...
 
@@ -85,6 +99,16 @@ class PageReader(Protocol):
     def totals(self, run_ids: Sequence[str]) -> dict[str, RunTotals]: ...
 
     def pipeline_names(self) -> list[str]: ...
+
+    def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
+        """The run's first `limit` artifacts (only visit `of`'s when given) and how many."""
+        ...
+
+    def artifact(self, run_id: str, of: VisitKey, name: str) -> ArtifactRow | None: ...
+
+    def reviews_of(self, run_id: str, of: VisitKey) -> list[ReviewRow]:
+        """The visit's reviews, in the order `RunReader.reviews` lists them."""
+        ...
 
 
 def page_reader(store: Store) -> PageReader:
@@ -148,11 +172,33 @@ class ReaderPages:
     def pipeline_names(self) -> list[str]:
         return sorted({r.pipeline for r in self.store.list_runs(10**9)})
 
+    def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
+        rows = [a for a in self.store.artifacts(run_id) if of is None or (a.step_id, a.visit) == of]
+        return ArtifactPage(rows[: max(limit, 0)], len(rows))
+
+    def artifact(self, run_id: str, of: VisitKey, name: str) -> ArtifactRow | None:
+        rows = self.artifacts_page(run_id, 10**9, of).artifacts
+        return next((a for a in rows if a.name == name), None)
+
+    def reviews_of(self, run_id: str, of: VisitKey) -> list[ReviewRow]:
+        return [r for r in self.store.reviews(run_id) if (r.step_id, r.visit) == of]
+
 
 VISIT_COLUMNS = (
     "step_id, visit, kind, status, outcome, exit_code, error, started_at, finished_at, "
     "duration_ms, tokens_in, tokens_out, cost_usd, adapter, model"
 )
+ARTIFACT_COLUMNS = "step_id, visit, name, path, sha256, size, type"
+ARTIFACT_ORDER = "ORDER BY created_at, step_id, visit, name"  # `RunReader.artifacts`' order
+REVIEW_COLUMNS = (
+    "step_id, visit, contract, for_step, reviewer, adapter, model, verdict, issues, "
+    "suggestions, confidence, summary, error, tokens_in, tokens_out, cost_usd, duration_ms, ts"
+)
+
+
+def visit_where(of: VisitKey | None, mark: str = "?") -> tuple[str, tuple[Any, ...]]:
+    """`AND` the rows of visit `of` (all rows when None), by the tables' primary key."""
+    return ("", ()) if of is None else (f" AND step_id = {mark} AND visit = {mark}", of)
 
 
 @translated
@@ -250,6 +296,42 @@ class SqlitePages:
 
     def pipeline_names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT DISTINCT pipeline FROM runs ORDER BY 1")]
+
+    def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
+        where, params = visit_where(of)
+        total = self.db.execute(
+            f"SELECT COUNT(*) FROM artifacts WHERE run_id = ?{where}", (run_id, *params)
+        ).fetchone()[0]
+        rows = self._rows(
+            ArtifactRow,
+            ARTIFACT_COLUMNS,
+            f"FROM artifacts WHERE run_id = ?{where} {ARTIFACT_ORDER} LIMIT ?",
+            (run_id, *params, max(limit, 0)),
+        )
+        return ArtifactPage(rows, int(total))
+
+    def artifact(self, run_id: str, of: VisitKey, name: str) -> ArtifactRow | None:
+        rows = self._rows(
+            ArtifactRow,
+            ARTIFACT_COLUMNS,
+            "FROM artifacts WHERE run_id = ? AND step_id = ? AND visit = ? AND name = ?",
+            (run_id, *of, name),
+        )
+        return rows[0] if rows else None
+
+    def reviews_of(self, run_id: str, of: VisitKey) -> list[ReviewRow]:
+        return self._rows(
+            ReviewRow,
+            REVIEW_COLUMNS,
+            "FROM reviews WHERE run_id = ? AND step_id = ? AND visit = ? "
+            "ORDER BY ts, step_id, visit, contract",
+            (run_id, *of),
+        )
+
+    def _rows(self, cls: type[R], columns: str, rest: str, params: tuple[Any, ...]) -> list[R]:
+        names = [c.strip() for c in columns.split(",")]
+        rows = self.db.execute(f"SELECT {columns} {rest}", params).fetchall()
+        return [row_from(cls, dict(zip(names, row, strict=True))) for row in rows]
 
 
 def _split_cols(cols: str) -> list[str]:

@@ -9,15 +9,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from swell.store.pages import (
+    ARTIFACT_COLUMNS,
+    ARTIFACT_ORDER,
+    REVIEW_COLUMNS,
     VISIT_COLUMNS,
+    ArtifactPage,
     RunFilter,
     RunPage,
     RunTotals,
     VisitDetail,
+    VisitKey,
     VisitPage,
     run_where,
+    visit_where,
 )
-from swell.store.rows import RunRow, VisitRow
+from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow
 
 if TYPE_CHECKING:
     from swell.store.postgres import PostgresStore
@@ -104,3 +110,33 @@ class PostgresPages:
 
     def pipeline_names(self) -> list[str]:
         return [r[0] for r in self.store._all("SELECT DISTINCT pipeline FROM runs ORDER BY 1", ())]
+
+    def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
+        where, params = visit_where(of, "%s")
+        counted = self.store._one(
+            f"SELECT COUNT(*) FROM artifacts WHERE run_id = %s{where}", (run_id, *params)
+        )
+        rows = self.store._rows(
+            ArtifactRow,
+            f"SELECT {ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = %s{where} "
+            f"{ARTIFACT_ORDER} LIMIT %s",
+            (run_id, *params, max(limit, 0)),
+        )
+        return ArtifactPage(rows, int(counted[0]) if counted else 0)
+
+    def artifact(self, run_id: str, of: VisitKey, name: str) -> ArtifactRow | None:
+        rows = self.store._rows(
+            ArtifactRow,
+            f"SELECT {ARTIFACT_COLUMNS} FROM artifacts "
+            "WHERE run_id = %s AND step_id = %s AND visit = %s AND name = %s",
+            (run_id, *of, name),
+        )
+        return rows[0] if rows else None
+
+    def reviews_of(self, run_id: str, of: VisitKey) -> list[ReviewRow]:
+        return self.store._rows(
+            ReviewRow,
+            f"SELECT {REVIEW_COLUMNS} FROM reviews WHERE run_id = %s AND step_id = %s "
+            "AND visit = %s ORDER BY ts, step_id, visit, contract",
+            (run_id, *of),
+        )

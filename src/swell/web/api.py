@@ -136,17 +136,9 @@ async def artifact(
 ) -> Response:
     """An artifact's file, only where the store recorded it inside the run's workspace.
     Served as plain text or bytes to download, never as a page of its own."""
-    store = app_state(request).reader.store
-    run_row = store.get_run(run_id)
-    step = "" if step_id == "_" else step_id
-    row = next(
-        (
-            a
-            for a in store.artifacts(run_row.id)
-            if (a.step_id, a.visit, a.name) == (step, visit, name)
-        ),
-        None,
-    )
+    reader = app_state(request).reader
+    run_row = reader.store.get_run(run_id)
+    row = reader.pages.artifact(run_row.id, ("" if step_id == "_" else step_id, visit), name)
     if row is None:
         raise HTTPException(404, "no such artifact")
     body = read_artifact(run_row.workspace, row.path)

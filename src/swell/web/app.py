@@ -16,6 +16,7 @@ from swell.store.pages import page_reader
 from swell.store.protocols import Store
 from swell.web import analytics, api, views
 from swell.web.data import Reader
+from swell.web.openapi import describe_400s
 from swell.web.security import Guard, middleware
 from swell.web.state import AppState, ServeSettings, new_csrf
 from swell.workspace.safe import UnsafePath
@@ -109,6 +110,7 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     app.middleware("http")(middleware(state.guard))
     app.add_exception_handler(SwellError, _swell_error)
     app.add_exception_handler(RequestValidationError, _bad_request)
+    describe_400s(app)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
     app.include_router(analytics.api)

@@ -23,7 +23,7 @@ PER_PAGE = 50
 MAX_PER_PAGE = 500
 MAX_PAGE = 1_000_000  # a page number past every run (a bound, not a limit in practice)
 PROMPT_TEXT = 100_000  # characters of a visit's prompt its page shows
-ARTIFACTS_SHOWN = 200  # a run page lists this many; a visit's page lists all of its own
+ARTIFACTS_SHOWN = 200  # a run's or a visit's page lists this many (and says how many there are)
 
 
 @dataclass
@@ -185,7 +185,7 @@ def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDe
     steps = store.steps(run.id)
     gates = [gate_model(g) for g in store.gates(run.id)]
     children = store.children(run.id)
-    artifacts = store.artifacts(run.id)
+    artifacts = reader.pages.artifacts_page(run.id, ARTIFACTS_SHOWN)
     return m.RunDetail(
         run=run_summary(run, _totals(reader, run)),
         workspace=run.workspace,
@@ -210,8 +210,8 @@ def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDe
         waiting_gates=[g for g in gates if g.status == "waiting" and g.decision is None],
         children=[run_summary(c, t) for c, t in _with_totals(reader, children)],
         context={k: clean(v, max_text=2_000) for k, v in store.context(run.id).items()},
-        artifacts=[artifact_model(run.id, a) for a in artifacts[:ARTIFACTS_SHOWN]],
-        artifacts_total=len(artifacts),
+        artifacts=[artifact_model(run.id, a) for a in artifacts.artifacts],
+        artifacts_total=artifacts.total,
         last_seq=run.last_seq,
         final=run.status in FINAL,
     )
@@ -245,6 +245,7 @@ def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.Vis
     events = [e for e in found.events if e["type"] != "prompt.rendered"]
     prompt = prompts[-1] if prompts else {}
     chunks = store.output(run.id, step_id=step_id, visit=visit) if row.status == "running" else []
+    artifacts = reader.pages.artifacts_page(run.id, ARTIFACTS_SHOWN, (step_id, visit))
     return m.VisitDetail(
         run_id=run.id,
         visit=visit_model(row),
@@ -254,17 +255,10 @@ def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.Vis
         prompt=clean(prompt.get("prompt"), max_text=PROMPT_TEXT) if prompt else None,
         system_prompt=clean(prompt.get("system_prompt"), max_text=PROMPT_TEXT) or None,
         contracts=[_contract(e) for e in events if e["type"].startswith("contract.")],
-        reviews=[
-            review_model(r)
-            for r in store.reviews(run.id)
-            if r.step_id == step_id and r.visit == visit
-        ],
+        reviews=[review_model(r) for r in reader.pages.reviews_of(run.id, (step_id, visit))],
         retries=[_inert(e) for e in events if e["type"] in ("retry.requested", "rework.requested")],
-        artifacts=[
-            artifact_model(run.id, a)
-            for a in store.artifacts(run.id)
-            if a.step_id == step_id and a.visit == visit
-        ],
+        artifacts=[artifact_model(run.id, a) for a in artifacts.artifacts],
+        artifacts_total=artifacts.total,
         events=[_inert(e) for e in events],
     )
 

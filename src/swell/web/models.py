@@ -141,7 +141,8 @@ class VisitDetail(BaseModel):
     contracts: list[ContractResult]
     reviews: list[Review]
     retries: list[dict[str, Any]]  # retry.requested and rework.requested events
-    artifacts: list[Artifact]
+    artifacts: list[Artifact]  # the first 200
+    artifacts_total: int
     events: list[dict[str, Any]]
 
 
@@ -187,3 +188,9 @@ class ActionResult(BaseModel):
 
 class CsrfToken(BaseModel):
     token: str
+
+
+class Problem(BaseModel):
+    """The body of every error the API answers (400, 403, 404, 409, 503)."""
+
+    detail: str  # one message; a bad parameter's names it, e.g. "query parameter 'limit': ..."
