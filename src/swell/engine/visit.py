@@ -49,7 +49,8 @@ class VisitExecutor:
         Whatever way it ends (a cancellation too), no process it started outlives it."""
         spawned = process.spawned()
         try:
-            return await self._run(visit)
+            with process.noting_left_behind():
+                return await self._run(visit)
         except asyncio.CancelledError:
             if process.spawned() != spawned:
                 await asyncio.shield(self.end_leftovers(visit))
@@ -71,10 +72,12 @@ class VisitExecutor:
         """Sweep if a process was started since `since`; a warning names what was left."""
         if process.spawned() == since:
             return []
-        left = await self.end_leftovers(visit)
+        # those the runner killed for holding a finished command's pipes, and the rest
+        left = {m.pid: m for m in process.left_behind()}
+        left.update((m.pid, m) for m in await self.end_leftovers(visit))
         if not left:
             return []
-        names = ", ".join(str(m) for m in sorted(left, key=lambda m: m.pid))
+        names = ", ".join(str(m) for m in sorted(left.values(), key=lambda m: m.pid))
         message = f"step '{visit.step.id}' left processes running after it ended; stopped them: "
         return [ctx.event(Warning(message=message + names))]
 
