@@ -63,8 +63,8 @@ def wait_until_claimed(store: RunReader, run_id: str, child: Detached) -> str | 
 
 def _tail(log: Path) -> str:
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()[-5:]
-    except OSError:
+        lines = safe.read_project_text(log).strip().splitlines()[-5:]
+    except (OSError, safe.UnsafePath):
         return ""
     return (":\n" + "\n".join(lines)) if lines else ""
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.step_outputs import composition_namespace, render_field
+from swell.engine.step_outputs import loaded_namespace, render_field
 from swell.engine.steps.base import StepKind
 from swell.engine.steps.pipeline import run_pipeline
 from swell.errors import PipelineNotFound, Problem
@@ -37,7 +37,7 @@ class Branch(StepKind):
     async def run(self, ctx: VisitContext) -> StepResult:
         config = ctx.step.branch
         assert config is not None
-        value = render_field(config.on, composition_namespace(ctx)).strip()
+        value = render_field(config.on, await loaded_namespace(ctx, config.on)).strip()
         key = value if value in config.cases else DEFAULT
         target = config.cases.get(key)
         if target is None:

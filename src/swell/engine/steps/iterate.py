@@ -21,7 +21,7 @@ from swell.engine.children import (
     run_item,
 )
 from swell.engine.context import ChildOutcome, RunOptions, StepResult, VisitContext
-from swell.engine.step_outputs import composition_namespace, render_field
+from swell.engine.step_outputs import loaded_namespace, render_field
 from swell.engine.steps.base import StepKind
 from swell.errors import Problem
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
@@ -63,7 +63,8 @@ class Iterate(StepKind):
     async def run(self, ctx: VisitContext) -> StepResult:
         config = ctx.step.iterate
         assert config is not None
-        ns = composition_namespace(ctx)
+        step = ctx.step
+        ns = await loaded_namespace(ctx, config.over, step.pipeline or "", step.input or "")
         items, error = _items(ctx, config.over, ns)
         if error is not None:
             return StepResult(outcome="failure", error=error)
