@@ -39,14 +39,15 @@ class Branch(StepKind):
         assert config is not None
         value = render_field(config.on, await loaded_namespace(ctx, config.on)).strip()
         key = value if value in config.cases else DEFAULT
+        shown = value if len(value) <= 200 else f"{value[:200]}… ({len(value):,} characters)"
         target = config.cases.get(key)
         if target is None:
             known = ", ".join(sorted(config.cases)) or "none"
             return StepResult(
                 outcome="failure",
-                error=f"branch: no case for {value!r} and no `default` (cases: {known})",
+                error=f"branch: no case for {shown!r} and no `default` (cases: {known})",
             )
-        picked = f"branch on {value!r}: case '{key}' -> {target}"
+        picked = f"branch on {shown!r}: case '{key}' -> {target}"
         if target == SKIP:
             return StepResult(
                 outcome="success",
