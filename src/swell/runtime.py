@@ -252,11 +252,10 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
     try:
         run = rt.store.get_run(run.id)
         _refuse_final(run)
-        if run.status == "pending":  # a `--from-step` killed while copying the workspace?
-            from swell.ops.rerun import retire_husk
+        if run.status == "pending":
+            from swell.ops.rerun import refuse_husk  # a `--from-step` killed mid-copy
 
-            if (why := retire_husk(rt.store, run)) is not None:
-                raise RunStateError(f"{why}; it is now failed: start again with --from-step")
+            refuse_husk(rt.store, run)
         return _resumption(rt, run)
     except BaseException:
         rt.store.release(run.id)

@@ -17,7 +17,7 @@ from typing import Any
 from swell.engine import cost
 from swell.engine.context import ContractFailure, StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
-from swell.engine.limits import normalize_error
+from swell.engine.limits import kept_error, kept_tail, normalize_error
 from swell.engine.outputs import evaluate_context
 from swell.engine.retry import DEFAULT_MAX_DELAY, attempt_of, delay_before, max_attempts
 from swell.engine.state import OpenVisit, RunState
@@ -25,24 +25,6 @@ from swell.engine.steps.registry import StepKinds
 from swell.events import models as ev
 from swell.events.models import FinalStatus
 from swell.manifest.models import Step
-
-# What a step.finished keeps of a visit's text: a step kind may put text a step wrote
-# into its tail or error (a branch's value read from a 50 MiB artifact), and every
-# event is stored, replayed and shown; the whole output is in the output table.
-TAIL_KEPT = 64 * 1024  # characters of the end of `output_tail`
-ERROR_KEPT = 16 * 1024  # characters of the start of `error`
-
-
-def _tail_of(text: str | None) -> str | None:
-    if text is None or len(text) <= TAIL_KEPT:
-        return text
-    return f"… ({len(text) - TAIL_KEPT:,} characters before)" + text[-TAIL_KEPT:]
-
-
-def _error_of(text: str | None) -> str | None:
-    if text is None or len(text) <= ERROR_KEPT:
-        return text
-    return text[:ERROR_KEPT] + f"… ({len(text) - ERROR_KEPT:,} more characters)"
 
 
 @dataclass(frozen=True)
@@ -149,15 +131,15 @@ class Decisions:
         failed = result.outcome == "failure"
         error_key = None
         if failed and kind.counts_for_breaker and not step.optional:
-            error_key = normalize_error(_error_of(result.error) or "failure")
+            error_key = normalize_error(kept_error(result.error) or "failure")
         events.append(
             ev.StepFinished(
                 outcome=result.outcome,
-                error=_error_of(result.error),
+                error=kept_error(result.error),
                 error_key=error_key,
                 exit_code=result.exit_code,
                 duration_ms=duration_ms,
-                output_tail=_tail_of(result.output_tail),
+                output_tail=kept_tail(result.output_tail),
                 tokens_in=result.tokens_in,
                 tokens_out=result.tokens_out,
                 cost_usd=result.cost_usd,

@@ -88,6 +88,14 @@ def retire_husk(store: Store, run: RunRow) -> str | None:
     return why
 
 
+def refuse_husk(store: Store, run: RunRow) -> None:
+    """For `swell resume` (the run claimed): RunStateError if `run` is such a husk,
+    after marking it failed; a resume must not run the pipeline in a partial copy."""
+    why = retire_husk(store, run)
+    if why is not None:
+        raise RunStateError(f"{why}; it is now failed: start again with --from-step")
+
+
 def _retire_husks(store: Store, husks: list[RunRow]) -> None:
     """Mark the husks no process holds as failed (see `retire_husk`)."""
     for run in husks:
@@ -321,6 +329,7 @@ __all__ = [
     "copy_workspace",
     "plan_reuse",
     "previous_run",
+    "refuse_husk",
     "rerun_steps",
     "retire_husk",
     "seed_events",
