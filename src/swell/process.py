@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import os
 import shutil
@@ -34,7 +35,9 @@ __all__ = [
     "ProcessResult",
     "StreamedProcess",
     "find_marked",
+    "left_behind",
     "marked_groups",
+    "noting_left_behind",
     "run_process",
     "spawned",
     "stop_marked",
@@ -44,6 +47,33 @@ DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
 DRAIN_SECONDS = 1.0  # how long to read on after the exit (children may hold the pipes)
 
 _spawned = 0  # processes started through this module, ever (see `spawned`)
+
+# processes the runner itself killed because they held a finished child's pipes
+# (see `_Child._drained`), for whoever reports leftovers (a visit)
+_left: contextvars.ContextVar[list[Marked] | None] = contextvars.ContextVar(
+    "swell_left_behind", default=None
+)
+
+
+@contextlib.contextmanager
+def noting_left_behind() -> Iterator[None]:
+    """Inside, processes killed for holding a finished child's pipes are noted for
+    `left_behind` (a visit reports them with what its sweep stops)."""
+    token = _left.set([])
+    try:
+        yield
+    finally:
+        _left.reset(token)
+
+
+def left_behind() -> list[Marked]:
+    """What was noted since the last call (see `noting_left_behind`), and forget it."""
+    noted = _left.get()
+    if not noted:
+        return []
+    taken = list(noted)
+    noted.clear()
+    return taken
 
 
 def spawned() -> int:
@@ -128,6 +158,7 @@ class _Child:
         self._timers: list[asyncio.TimerHandle] = []
         self._ending = False
         self._streams: dict[int, Stream] = {pipes[0]: "stdout", pipes[1]: "stderr"}
+        self._noted = _left.get()
         for fd, sink in zip(pipes, (self.out, self.err), strict=True):
             os.set_blocking(fd, False)
             self._open.append(fd)
@@ -181,8 +212,13 @@ class _Child:
         self._timers.append(self.loop.call_later(delay, callback))
 
     def _drained(self) -> None:
-        """Children that outlive the shell hold its pipes: end its group, stop reading."""
+        """Children that outlive the shell hold its pipes: end its group, stop reading.
+        Who they were is noted, so the visit's warning names them as it names what its
+        sweep stops (docs/security.md, "Background children ... are ended, and reported")."""
+        members = sweep.group_members(self.proc.pid) if self._noted is not None else []
         _signal_group(self.proc.pid, signal.SIGKILL)
+        if self._noted is not None:
+            self._noted.extend(members)
         self.close()
         self._finish()
 

@@ -54,6 +54,7 @@ from swell.store.location import open_store, state_dir_for, store_location
 from swell.store.protocols import RunReader, RunWriter, Store
 from swell.store.rows import RunRow
 from swell.streaming import OutputSink, Tee
+from swell.workspace import safe
 from swell.workspace.owner import record_owner
 
 if TYPE_CHECKING:
@@ -251,6 +252,10 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
     try:
         run = rt.store.get_run(run.id)
         _refuse_final(run)
+        if run.status == "pending":
+            from swell.ops.rerun import refuse_husk  # a `--from-step` killed mid-copy
+
+            refuse_husk(rt.store, run)
         return _resumption(rt, run)
     except BaseException:
         rt.store.release(run.id)
@@ -267,8 +272,8 @@ def _stored_pipeline(rt: Runtime, run: RunRow) -> tuple[LoadedPipeline, list[str
         return load_pipeline(rt.project.root, ref), []
     notes = []
     try:
-        changed = path.read_text(encoding="utf-8") != text
-    except (OSError, UnicodeDecodeError):
+        changed = safe.read_project_text(path) != text
+    except (OSError, SwellError):
         changed = True
     if changed:
         notes.append(

@@ -204,6 +204,24 @@ def find_marked(markers: Sequence[str], *, mine: bool = False) -> list[Marked]:
     return found
 
 
+def group_members(pgid: int) -> list[Marked]:
+    """Live members of process group `pgid` (not zombies): swell's descendants while it
+    adopts orphans, else every process. Linux only."""
+    found: list[Marked] = []
+    if not _PROC:
+        return found
+    for pid in descendants() if is_adopting() else _all_pids():
+        try:
+            fields = _read(f"/proc/{pid}/stat", 4096).rsplit(b")", 1)[1].split()
+            if fields[0] == b"Z" or int(fields[2]) != pgid:
+                continue
+            command = _read(f"/proc/{pid}/cmdline", 4096).replace(b"\0", b" ").strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        found.append(Marked(pid, pgid, command.decode(errors="replace")[:200]))
+    return found
+
+
 def marked_groups(markers: Sequence[str]) -> set[int]:
     """Process groups of the processes `find_marked` finds (everywhere)."""
     return {m.pgid for m in find_marked(markers)}

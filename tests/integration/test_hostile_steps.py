@@ -280,11 +280,15 @@ def test_a_literal_pipeline_path_still_runs(proj: Path) -> None:
 
 # ------------------------------------------------------------ what reaches the terminal
 
-# a window title, a screen clear, a hyperlink, a cursor move, an 8-bit CSI (U+009B)
+BIDI = [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+
+# a window title, a screen clear, a hyperlink, a cursor move, an 8-bit CSI (U+009B),
+# and bidi overrides and isolates that make text read backwards ("Trojan Source")
 HOSTILE = (
     "\x1b]0;pwned\x07\x1b[2J\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\\x1b[5A\x9b2J"
+    "\u202edeliaf\u202c \u2066isolated\u2069 \u202aa\u202bb\u202dc\u2067d\u2068e"
 )
-SEQUENCES = ("\x1b]0;pwned", "\x1b[2J", "\x1b]8;;", "\x1b[5A", "\x9b")
+SEQUENCES = ("\x1b]0;pwned", "\x1b[2J", "\x1b]8;;", "\x1b[5A", "\x9b", *map(chr, BIDI))
 
 
 def _printf(text: str) -> str:
@@ -335,6 +339,7 @@ def test_escape_sequences_in_output_never_reach_the_terminal(proj: Path) -> None
     assert run.returncode == 1, run.stdout + run.stderr
     _no_sequences(run.stdout + run.stderr)
     assert "\\x1b]0;pwned\\x07" in run.stdout  # shown, escaped
+    assert "\\u202edeliaf\\u202c" in run.stdout
     run_id = run_id_of(run.stdout)
     verbose = swell("run", "shout", "-v", cwd=proj, timeout=HANG_GUARD)
     _no_sequences(verbose.stdout + verbose.stderr)

@@ -128,3 +128,37 @@ def test_background_children_of_a_successful_step_are_ended_and_named(
     for n in (1000, 1001, 1002, 1003):
         assert f"sleep {n}" in message
     assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
+
+
+def test_background_children_holding_the_output_are_ended_and_named(
+    project: Path, isolated_state: Path
+) -> None:
+    """A child left in the step's own group holding its stdout (`sleep 1004 &`): the
+    runner stops reading after the shell exits and kills the group; the warning names it
+    (it used to be killed without one), also when it holds only stderr."""
+    write_pipeline(
+        project,
+        "hold",
+        """
+kind: WavePipeline
+metadata: {name: hold}
+steps:
+  - id: spawn
+    type: command
+    script: |
+      sleep 1004 &
+      sleep 1005 > /dev/null &
+      echo started
+""",
+    )
+    result = swell("run", "hold", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    assert marked(run_id) == []
+    assert "left processes running after it ended" in result.stdout
+    warnings = [e["message"] for e in events(project, run_id) if e["type"] == "warning"]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("step 'spawn' left processes running after it ended;")
+    assert "sleep 1004" in warnings[0] and "sleep 1005" in warnings[0]
+    logs = swell("logs", run_id, cwd=project)
+    assert "sleep 1004" in logs.stdout

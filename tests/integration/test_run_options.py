@@ -6,10 +6,20 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
-from conftest import events, process_gone, run_id_of, swell, swell_json, wait_for, write_pipeline
+from conftest import (
+    events,
+    process_gone,
+    run_id_of,
+    swell,
+    swell_cmd,
+    swell_json,
+    wait_for,
+    write_pipeline,
+)
 
 SLOW = """
 kind: WavePipeline
@@ -163,6 +173,74 @@ def test_from_step_refuses_what_cannot_start(project: Path) -> None:
     gone = swell("run", "chain", "--from-step", "use", cwd=project)
     assert gone.returncode == 1 and "workspace of run" in gone.stderr and "is gone" in gone.stderr
     assert len(runs(project)) == before
+
+
+BIG = """
+kind: WavePipeline
+metadata: {name: big}
+steps:
+  - id: make
+    script: mkdir d && cd d && seq 1 3000 | xargs touch
+  - id: use
+    dependencies: [make]
+    script: ls d | wc -l
+"""
+
+
+def _kill_mid_copy(project: Path, state: Path, *args: str) -> str:
+    """Start `swell run big --from-step use ARGS`, SIGKILL it while it copies the
+    workspace (3,000 files: a second or more), and return the run it left."""
+    before = {r["id"] for r in runs(project)}
+    spaces = state / "workspaces"
+    present = set(spaces.iterdir())
+    proc = subprocess.Popen(
+        swell_cmd("run", "big", "--from-step", "use", *args),
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: set(spaces.iterdir()) - present, interval=0.01)  # the copy began
+    finally:
+        proc.kill()
+        proc.wait()
+    (husk,) = [r for r in runs(project) if r["id"] not in before]
+    assert husk["status"] == "pending"
+    return str(husk["id"])
+
+
+def test_a_from_step_killed_while_copying_is_never_a_source(
+    project: Path, isolated_state: Path
+) -> None:
+    """A `--from-step` killed mid-copy left a `pending` run with a half-copied workspace,
+    and the next `--from-step` picked it as its source ("step 'use' depends on make,
+    which run R never finished"). Now the husk is passed over and marked failed."""
+    write_pipeline(project, "big", BIG)
+    first = swell("run", "big", cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    source = run_id_of(first.stdout)
+    husk = _kill_mid_copy(project, isolated_state)
+    named = swell("run", "big", "--from-step", "use", "--run", husk, cwd=project)
+    assert named.returncode == 1, named.stdout + named.stderr
+    assert f"run {husk} never started" in named.stderr and "Traceback" not in named.stderr
+    husk = _kill_mid_copy(project, isolated_state)
+    again = swell("run", "big", "--from-step", "use", cwd=project)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"reusing make from run {source}" in again.stdout
+    log = events(project, run_id_of(again.stdout))
+    (use,) = [e for e in log if e["type"] == "step.finished" and e["step_id"] == "use"]
+    assert use["output_tail"].strip() == "3000"  # the whole workspace
+    marked = swell_json("status", husk, cwd=project)
+    assert marked["status"] == "failed" and "--from-step" in marked["error"]
+    assert not list((isolated_state / "workspaces").glob("*.copying"))
+    # `swell resume` of a husk does not run the pipeline from scratch in a partial copy
+    husk = _kill_mid_copy(project, isolated_state, "--run", source)
+    resumed = swell("resume", husk, cwd=project)
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+    assert "nothing ran in it" in resumed.stderr and "Traceback" not in resumed.stderr
+    assert swell_json("status", husk, cwd=project)["status"] == "failed"
+    assert [e["type"] for e in events(project, husk)] == ["run.finished"]
 
 
 def test_from_step_needs_the_step_s_dependencies_finished(project: Path) -> None:

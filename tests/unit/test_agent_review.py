@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,7 @@ def make(tmp_path: Path) -> Any:
             step=Step(id="implement", persona=step_persona),
             workspace=ws.path,
             project_root=project,
-            run_dir=tmp_path / "run",
+            run_dir=tmp_path / "runs" / "R",
             visit=1,
             namespace=namespace,
             command_env={},
@@ -248,8 +249,8 @@ def test_extract_json_edge_cases() -> None:
 
 
 def test_context_items_in_order_with_criteria_rendered(make: Any, tmp_path: Path) -> None:
-    upstream = tmp_path / "upstream" / "plan.md"
-    upstream.parent.mkdir()
+    upstream = tmp_path / "workspaces" / "upstream" / "plan.md"  # another step's workspace
+    upstream.parent.mkdir(parents=True)
     upstream.write_text("PLAN: write divide() and a test\n")
     setup = make(
         [ok(PASS)],
@@ -484,3 +485,30 @@ def test_config_problems() -> None:
         {"persona": "critic", "timeout": 90, "token_budget": 0}  # Wave's "no budget"
     )
     assert config_problems(fine) == []
+
+
+def test_an_artifact_outside_the_run_s_workspaces_is_not_shown(make: Any, tmp_path: Path) -> None:
+    """An artifact's path can be rendered from what a step wrote; one that lands outside
+    the workspaces (a secret in the home directory, a link out of the workspace) is not
+    put in front of the reviewer."""
+    secret = tmp_path / "home" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY MATERIAL\n")
+    setup = make(
+        [ok(PASS)],
+        reviewer="critic",
+        artifacts={"abs": str(secret), "rel": "../home/id_rsa", "link": "key"},
+        context=[{"artifact": "abs"}, {"artifact": "rel"}, {"artifact": "link"}],
+    )
+    (setup.workspace / "key").symlink_to(secret)
+    os.symlink(secret.parent, setup.workspace / "home-link")
+    setup.ctx.artifacts["dir"] = "home-link/id_rsa"
+    setup.ctx.settings.context.append({"artifact": "dir"})
+    result = setup.run()
+    assert result.passed, result.error
+    assert "PRIVATE KEY MATERIAL" not in setup.prompt
+    for name in ("abs", "rel", "link", "dir"):
+        assert any(f"artifact '{name}'" in n and "outside" in n for n in setup.ctx.notes), (
+            name,
+            setup.ctx.notes,
+        )

@@ -8,6 +8,7 @@ workspace was read, written or had its mode changed."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import subprocess
@@ -398,3 +399,29 @@ def test_a_worktree_path_planted_as_a_link_is_refused(tmp_path: Path, outside: P
     assert not (root / "worktrees" / "feature-x.json").is_symlink()
     assert ws.path == root / "worktrees" / "feature-x" and (ws.path / "f.txt").exists()
     assert open_worktree(project, root, "feature/x", None).base == ws.base  # reused
+
+
+def test_codex_session_files_planted_by_a_step_neither_hang_nor_loop(tmp_path: Path) -> None:
+    """A step (Codex itself) can write under CODEX_HOME: a FIFO named like the thread's
+    session file used to block the adapter's `open`, and a link loop under sessions/
+    sent the recursive glob round it. The real file still counts."""
+    import threading
+
+    from swell.adapters.codex import thread_total
+
+    day = tmp_path / "sessions" / "2026" / "11" / "27"
+    day.mkdir(parents=True)
+    line = {"type": "event_msg", "payload": {"type": "token_count", "info": {
+        "total_token_usage": {"input_tokens": 7, "output_tokens": 3}}}}  # fmt: skip
+    (day / "rollout-1-T1.jsonl").write_text(json.dumps(line) + "\n")
+    os.mkfifo(day / "rollout-2-T1.jsonl")
+    (day / "rollout-3-T1.jsonl").symlink_to("/dev/zero")
+    for name in ("a", "b"):
+        (tmp_path / "sessions" / name).symlink_to(tmp_path / "sessions")
+    result: list[dict[str, int]] = []
+    worker = threading.Thread(target=lambda: result.append(thread_total(tmp_path, "T1")))
+    worker.daemon = True
+    worker.start()
+    worker.join(20)
+    assert result, "thread_total hung"
+    assert result[0]["input_tokens"] == 7 and result[0]["output_tokens"] == 3

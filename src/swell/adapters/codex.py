@@ -10,8 +10,8 @@ subtracted. docs/adapters/codex.md has the details.
 
 from __future__ import annotations
 
-import glob
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +42,7 @@ from swell.errors import (
     UnparseableOutput,
 )
 from swell.process import ProcessResult
+from swell.workspace import safe
 
 Sandbox = Literal["read-only", "workspace-write", "danger-full-access"]
 ConfigValue = str | int | float | bool | list[str]
@@ -178,20 +179,47 @@ def codex_home(env: dict[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home()) / ".codex"
 
 
+SESSION_TAIL = 16 * 1024 * 1024  # of a session file, the end holds its last token_count
+
+
+def _session_tail(path: Path) -> str:
+    """The last `SESSION_TAIL` bytes of a session file: a regular file, not a link (a
+    step could plant a FIFO or a link to a device there; reading it would hang)."""
+    try:
+        fd = safe.open_regular(path)
+    except safe.UnsafePath:
+        return ""
+    try:
+        size = os.fstat(fd).st_size
+        if size > SESSION_TAIL:
+            os.lseek(fd, size - SESSION_TAIL, os.SEEK_SET)
+        return safe.read_fd(fd, SESSION_TAIL).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def thread_total(home: Path, thread_id: str) -> dict[str, int]:
     """The thread's cumulative usage so far, from the last token_count in its session file."""
     total: dict[str, int] = {}
-    pattern = str(home / "sessions" / "**" / f"rollout-*{glob.escape(thread_id)}.jsonl")
-    for path in sorted(glob.glob(pattern, recursive=True)):
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if '"token_count"' not in line:
-                    continue
-                try:
-                    info = json.loads(line)["payload"]["info"]["total_token_usage"]
-                except (ValueError, KeyError, TypeError):
-                    continue
-                total = {k: int(info.get(k) or 0) for k in USAGE_KEYS}
+    suffix, found = f"{thread_id}.jsonl", []
+    # os.walk enters no linked directory: a link loop under sessions/ cannot hang this
+    for folder, _, files in os.walk(home / "sessions"):
+        found += [
+            os.path.join(folder, f)
+            for f in files
+            if f.startswith("rollout-") and f.endswith(suffix)
+        ]
+    for path in sorted(found):
+        for line in _session_tail(Path(path)).splitlines():
+            if '"token_count"' not in line:
+                continue
+            try:
+                info = json.loads(line)["payload"]["info"]["total_token_usage"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            total = {k: int(info.get(k) or 0) for k in USAGE_KEYS}
     return total
 
 

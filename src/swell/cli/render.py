@@ -16,10 +16,13 @@ ANSWER_LINES = 6  # of an agent's final answer shown under its step
 
 
 # What a terminal would act on in text swell prints: an SGR (colour) sequence, or a
-# control character (ESC starting any other sequence, BEL, CR, backspace, C1's CSI).
-_CONTROLS = re.compile(r"(\x1b\[[0-9;:]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# control character (ESC starting any other sequence, BEL, CR, backspace, C1's CSI);
+# and the Unicode bidirectional overrides and isolates, which reorder what is shown
+# so that text reads other than it is ("Trojan Source", CVE-2021-42574).
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(rf"(\x1b\[[0-9;:]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 _OWN_COLOURS = re.compile(r"\x1b\[(?:0|2|3[1236])m")  # the colours ProgressPrinter uses
-_C1 = re.compile(r"[\x80-\x9f]")
+_C1 = re.compile(rf"[\x80-\x9f{_BIDI}]")
 
 
 def for_terminal(text: str, colours: bool = False) -> str:
@@ -34,14 +37,16 @@ def for_terminal(text: str, colours: bool = False) -> str:
         sgr = match.group(1)
         if sgr is not None:
             return sgr if colours and _OWN_COLOURS.fullmatch(sgr) else ""
-        return f"\\x{ord(match.group()):02x}"
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
     return _CONTROLS.sub(shown, text.replace("\r\n", "\n"))
 
 
 def json_for_terminal(line: str) -> str:
-    """A JSON line with its C1 control characters escaped as `\\u00NN` (JSON escapes
-    the others already): the same value, nothing a terminal acts on."""
+    """A JSON line with its C1 control characters and bidi overrides escaped as
+    `\\uNNNN` (JSON escapes the others already): the same value, nothing a terminal
+    acts on or reorders."""
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 

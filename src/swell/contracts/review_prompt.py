@@ -187,10 +187,30 @@ def _artifact_section(
         return _section(title, None, "no step produced an artifact of this name")
     path = Path(location)
     path = path if path.is_absolute() else ctx.workspace / path
+    if not _reviewable(ctx, path):
+        note = "is outside the run's workspaces; not shown"
+        notes.append(f"artifact '{name}' ({location}) {note}")
+        return _section(f"{title} ({location})", None, note)
     body, note = _read(path, cap)
     if body is None:
         notes.append(f"artifact '{name}' ({location}) {note}")
     return _section(f"{title} ({location})", body, note)
+
+
+def _reviewable(ctx: ContractContext[AgentReviewSettings], path: Path) -> bool:
+    """Whether `path`, links resolved, is in the step's workspace, swell's workspaces
+    or the run's directory: an artifact's path can be rendered from what a step wrote
+    (`path: "{{ context.p }}"`), and a reviewer must not be shown `~/.ssh/id_rsa`."""
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return False
+    state = ctx.run_dir.parent.parent  # run_dir is STATE/runs/RUN
+    for root in (ctx.workspace, ctx.run_dir, state / "workspaces"):
+        base = root.resolve()
+        if target == base or base in target.parents:
+            return True
+    return False
 
 
 def _source_section(ctx: ContractContext[AgentReviewSettings], cap: int, notes: list[str]) -> str:

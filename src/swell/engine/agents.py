@@ -33,6 +33,7 @@ from swell.engine.retry import attempt_of
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import AdapterConfig, Persona, Step
+from swell.workspace import safe
 
 DEFAULT_SUMMARIZER_ADAPTER = "local"  # the embedded model: runs anywhere, offline
 SUMMARIZER_TIMEOUT = 300.0  # seconds; Wave's 15 minutes is `timeouts.relay_compaction_minutes`
@@ -151,18 +152,18 @@ def system_prompt(root: Path, persona: Persona | None, name: str | None = None) 
     if persona is None:
         return ""
     if persona.system_prompt_file:
-        return (root / persona.system_prompt_file).read_text(encoding="utf-8")
+        return safe.read_project_text(root / persona.system_prompt_file)
     if persona.system_prompt:
         return persona.system_prompt
     default = root / PERSONAS_DIR / f"{name}.md" if name else None
-    return default.read_text(encoding="utf-8") if default and default.is_file() else ""
+    return safe.read_project_text(default) if default and default.is_file() else ""
 
 
 def base_protocol(root: Path) -> str:
     """`.agents/personas/base-protocol.md`, which Wave puts before the system prompt of
     every agent doing a step's work; "" when the project has none."""
     path = root / BASE_PROTOCOL
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+    return safe.read_project_text(path) if path.is_file() else ""
 
 
 def make_adapter(ctx: VisitContext, name: str) -> AgentAdapter:

@@ -17,7 +17,7 @@ from typing import Any
 from swell.engine import cost
 from swell.engine.context import ContractFailure, StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
-from swell.engine.limits import normalize_error
+from swell.engine.limits import kept_error, kept_tail, normalize_error
 from swell.engine.outputs import evaluate_context
 from swell.engine.retry import DEFAULT_MAX_DELAY, attempt_of, delay_before, max_attempts
 from swell.engine.state import OpenVisit, RunState
@@ -131,15 +131,15 @@ class Decisions:
         failed = result.outcome == "failure"
         error_key = None
         if failed and kind.counts_for_breaker and not step.optional:
-            error_key = normalize_error(result.error or "failure")
+            error_key = normalize_error(kept_error(result.error) or "failure")
         events.append(
             ev.StepFinished(
                 outcome=result.outcome,
-                error=result.error,
+                error=kept_error(result.error),
                 error_key=error_key,
                 exit_code=result.exit_code,
                 duration_ms=duration_ms,
-                output_tail=result.output_tail,
+                output_tail=kept_tail(result.output_tail),
                 tokens_in=result.tokens_in,
                 tokens_out=result.tokens_out,
                 cost_usd=result.cost_usd,

@@ -103,3 +103,22 @@ def normalize_error(message: str, limit: int = 2000) -> str:
     # lower case, as Wave's fingerprint (`Error:` and `error:` are the same failure)
     lines = [" ".join(line.split()).lower() for line in text.splitlines()]
     return "\n".join(line for line in lines if line)[-limit:]
+
+
+# What a step.finished keeps of a visit's text: a step kind may put text a step wrote
+# into its tail or error (a branch's value read from a 50 MiB artifact), and every
+# event is stored, replayed and shown; the whole output is in the output table.
+TAIL_KEPT = 64 * 1024  # characters of the end of `output_tail`
+ERROR_KEPT = 16 * 1024  # characters of the start of `error`
+
+
+def kept_tail(text: str | None) -> str | None:
+    if text is None or len(text) <= TAIL_KEPT:
+        return text
+    return f"… ({len(text) - TAIL_KEPT:,} characters before)" + text[-TAIL_KEPT:]
+
+
+def kept_error(text: str | None) -> str | None:
+    if text is None or len(text) <= ERROR_KEPT:
+        return text
+    return text[:ERROR_KEPT] + f"… ({len(text) - ERROR_KEPT:,} more characters)"

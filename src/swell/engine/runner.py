@@ -24,7 +24,7 @@ from swell.engine.preload import preload_adapters
 from swell.engine.retry import retry_max_delay, retry_of
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
-from swell.errors import StoreError
+from swell.errors import StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.events.models import FinalStatus, RunStatus
@@ -275,6 +275,8 @@ class Runner:
             return task.result()
         except StoreError:
             raise  # the store failed, not the step: the run stops (`_abandon`)
+        except SwellError as exc:  # a clear message (a file a step replaced by a FIFO, ...)
+            return StepResult(outcome="failure", error=str(exc))
         except Exception as exc:  # a bug in a step kind must not lose the run
             return StepResult(outcome="failure", error=f"internal error: {exc!r}")
 

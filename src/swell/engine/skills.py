@@ -25,6 +25,7 @@ from typing import Any
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
+from swell.workspace import safe
 
 ROOTS = ("skills", ".agents/skills")
 CHECK_TIMEOUT = 120.0
@@ -51,7 +52,7 @@ def find(root: Path, name: str) -> Skill | None:
 
 def _description(path: Path) -> str:
     """The `description:` of SKILL.md's front matter, "" without one."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = safe.read_project_text(path).splitlines()
     if not lines or lines[0].strip() != "---":
         return ""
     for line in lines[1:]:

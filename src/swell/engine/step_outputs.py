@@ -16,6 +16,7 @@ from swell.manifest.expressions import MissingVariable, lookup, to_text
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 from swell.workspace import safe
+from swell.workspace.offload import off_loop
 
 MAX_READ = 50 * 1024 * 1024  # an artifact larger than this is not read into a template
 
@@ -43,7 +44,8 @@ class Content(Mapping[Any, Any]):
         self._text = ""
         self._value: Any = None
 
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Read the file (once): at most `MAX_READ` bytes, a regular file only."""
         if not self._loaded:
             self._loaded = True
             try:
@@ -56,7 +58,7 @@ class Content(Mapping[Any, Any]):
                 self._value = None
 
     def _fields(self) -> Mapping[Any, Any]:
-        self._load()
+        self.load()
         if isinstance(self._value, dict):
             return self._value
         if isinstance(self._value, list):  # `[N]` and `.N` read an array's elements
@@ -73,7 +75,7 @@ class Content(Mapping[Any, Any]):
         return len(self._fields())
 
     def __str__(self) -> str:
-        self._load()
+        self.load()
         return self._text.strip()
 
 
@@ -130,6 +132,29 @@ def composition_namespace(ctx: VisitContext) -> dict[str, Any]:
     return ns
 
 
+async def loaded_namespace(ctx: VisitContext, *texts: str) -> dict[str, Any]:
+    """`composition_namespace`, with the artifacts of every step that `texts` name
+    (`{{ STEP.out... }}`, `{{ STEP.output... }}`) read beforehand in a thread of their
+    own: a slow or huge file (up to `MAX_READ` each) does not hold up the event loop,
+    so `--timeout` and `swell cancel` still act while it is read."""
+    ns = composition_namespace(ctx)
+    wanted = [
+        content
+        for step_id in ctx.state.artifacts
+        if any(f"{step_id}.out" in text for text in texts)
+        for content in ns[step_id]["out"].values()
+        if isinstance(content, Content)
+    ]
+
+    def load_all() -> None:
+        for content in wanted:
+            content.load()
+
+    if wanted:
+        await off_loop(load_all)
+    return ns
+
+
 def render_field(text: str, ns: Mapping[str, Any]) -> str:
     """A composition field rendered (step outputs, then the visit's variables)."""
     return render_text(text, ns).text
@@ -139,6 +164,7 @@ __all__ = [
     "Content",
     "FirstWith",
     "composition_namespace",
+    "loaded_namespace",
     "outputs_of",
     "read_value",
     "render_field",

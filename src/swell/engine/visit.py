@@ -49,7 +49,8 @@ class VisitExecutor:
         Whatever way it ends (a cancellation too), no process it started outlives it."""
         spawned = process.spawned()
         try:
-            return await self._run(visit)
+            with process.noting_left_behind():
+                return await self._run(visit)
         except asyncio.CancelledError:
             if process.spawned() != spawned:
                 await asyncio.shield(self.end_leftovers(visit))
@@ -71,10 +72,12 @@ class VisitExecutor:
         """Sweep if a process was started since `since`; a warning names what was left."""
         if process.spawned() == since:
             return []
-        left = await self.end_leftovers(visit)
+        # those the runner killed for holding a finished command's pipes, and the rest
+        left = {m.pid: m for m in process.left_behind()}
+        left.update((m.pid, m) for m in await self.end_leftovers(visit))
         if not left:
             return []
-        names = ", ".join(str(m) for m in sorted(left, key=lambda m: m.pid))
+        names = ", ".join(str(m) for m in sorted(left.values(), key=lambda m: m.pid))
         message = f"step '{visit.step.id}' left processes running after it ended; stopped them: "
         return [ctx.event(Warning(message=message + names))]
 
@@ -104,7 +107,12 @@ class VisitExecutor:
             project_root=str(self.plan.project.root),
         )
         notes: list[str] = []
-        injected, problems = inject_artifacts(self.state, step, ws.path, others, notes)
+        planned, problems = plan_injections(self.state, step, others, notes)
+        if planned:  # copying and hashing a big artifact must not hold up the event loop
+            injected, refused = await off_loop(lambda: copy_injections(planned, ws.path))
+            problems += refused
+        else:
+            injected = {}
         if problems:
             return StepResult(outcome="failure", error="; ".join(problems))
         sink = self.services.output
@@ -330,6 +338,16 @@ def _no_runs(ref: ArtifactRef) -> pipeline_outputs.Found:
     raise pipeline_outputs.NotFound("no stored runs to read pipeline outputs from")
 
 
+@dataclass(frozen=True)
+class Injection:
+    """One artifact to copy into a visit's workspace (`inject_artifacts`)."""
+
+    name: str  # its file name under `.wave/artifacts/`
+    what: str  # how messages name it
+    source: str
+    sha256: str
+
+
 def inject_artifacts(
     state: RunState,
     step: Step,
@@ -337,17 +355,24 @@ def inject_artifacts(
     others: pipeline_outputs.Lookup | None = None,
     notes: list[str] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
-    """Copy the artifacts a step asks for into `.wave/artifacts/<as>` of its workspace.
+    """Copy the artifacts a step asks for into `.wave/artifacts/<as>` of its workspace
+    (`plan_injections`, then `copy_injections`). Returns name -> path of each copy, and
+    problems."""
+    planned, problems = plan_injections(state, step, others, notes)
+    injected, failed = copy_injections(planned, workspace)
+    return injected, problems + failed
 
-    Each is copied only if it is still the file that was recorded: a regular file (not
-    a link a later step put in its place) whose content hashes to the sha256 recorded
-    when it was written. The copy replaces whatever is at `.wave/artifacts/<as>`
-    (never writing through a link). Returns name -> path of each copy, and problems
-    (an artifact that is missing and not optional, a link, a changed file). `others`
-    finds `pipeline:` entries (another run's outputs: engine/pipeline_outputs.py);
-    `notes` gets warnings about them (a file format other than the one asked for).
-    """
-    injected: dict[str, str] = {}
+
+def plan_injections(
+    state: RunState,
+    step: Step,
+    others: pipeline_outputs.Lookup | None = None,
+    notes: list[str] | None = None,
+) -> tuple[list[Injection], list[str]]:
+    """What to inject, and problems (an artifact that is missing and not optional).
+    `others` finds `pipeline:` entries (another run's outputs: engine/pipeline_outputs.py);
+    `notes` gets warnings about them (a file format other than the one asked for)."""
+    planned: list[Injection] = []
     problems: list[str] = []
     for ref in step.memory.inject_artifacts:
         name = ref.as_ or ref.artifact
@@ -371,6 +396,22 @@ def inject_artifacts(
             if not ref.optional:
                 problems.append(missing)
             continue
+        planned.append(Injection(name, what, source, sha256))
+    return planned, problems
+
+
+def copy_injections(
+    planned: Sequence[Injection], workspace: Path
+) -> tuple[dict[str, str], list[str]]:
+    """Copy each artifact only if it is still the file that was recorded: a regular
+    file (not a link a later step put in its place) whose content hashes to the sha256
+    recorded when it was written. The copy replaces whatever is at
+    `.wave/artifacts/<as>` (never writing through a link). File work only: the visit
+    runs it off the event loop."""
+    injected: dict[str, str] = {}
+    problems: list[str] = []
+    for job in planned:
+        what, source = job.what, job.source
         if safe.is_link(Path(source)):
             problems.append(
                 f"{what} ({source}) was replaced by a symbolic link after it was written; "
@@ -378,15 +419,18 @@ def inject_artifacts(
             )
             continue
         try:
-            target = safe.place(workspace, f"{INJECTED_DIR}/{name}")
-            safe.copy_verified(Path(source), sha256, target)
+            target = safe.place(workspace, f"{INJECTED_DIR}/{job.name}")
+            safe.copy_verified(Path(source), job.sha256, target)
         except safe.ContentChanged as exc:
             problems.append(
                 f"{what} ({source}) changed after it was written ({exc}); not injecting it"
             )
             continue
         except safe.UnsafePath as exc:
-            problems.append(f"input artifact '{name}': {exc}")
+            problems.append(f"input artifact '{job.name}': {exc}")
             continue
-        injected[name] = str(target)
+        except OSError as exc:
+            problems.append(f"input artifact '{job.name}' could not be copied: {exc}")
+            continue
+        injected[job.name] = str(target)
     return injected, problems

@@ -19,6 +19,7 @@ from swell.store.protocols import RunReader
 from swell.workspace import safe
 
 CLAIM_WAIT = 15.0  # seconds the detached process has to take the run
+_NO_TRAPS = os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,14 @@ def spawn(root: Path, run_dir: Path, run_id: str, extra: list[str]) -> Detached:
     argv = [sys.executable, "-m", "swell", "-C", str(root), "resume", run_id, *extra]
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+        # never through a link, never waiting on a FIFO planted there
+        (
+            os.POSIX_SPAWN_OPEN,
+            1,
+            str(log),
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NO_TRAPS,
+            0o644,
+        ),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
     env = {**os.environ, "SWELL_DETACHED": "1"}
@@ -63,8 +71,8 @@ def wait_until_claimed(store: RunReader, run_id: str, child: Detached) -> str | 
 
 def _tail(log: Path) -> str:
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()[-5:]
-    except OSError:
+        lines = safe.read_project_text(log).strip().splitlines()[-5:]
+    except (OSError, safe.UnsafePath):
         return ""
     return (":\n" + "\n".join(lines)) if lines else ""
 

@@ -16,25 +16,34 @@ with what a previous run of the same pipeline left before it.
 - S must exist, must not be `rework_only`, and its dependencies must be reused (run
   PREVIOUS finished them); otherwise nothing is created and the error says which step
   to start from instead.
+- A run that never started (no `run.started`: its `--from-step` was killed while it
+  copied the workspace, or the copy failed) is never a source. The copy goes to
+  `WORKSPACE.copying` and is renamed into place when whole, so a killed copy leaves
+  no workspace that looks finished; the run it leaves (`pending`, no events) is marked
+  failed by the next `--from-step` of its pipeline or by `swell resume` of it
+  (`retire_husk`), and its partial copy removed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swell.engine.steps.registry import StepKinds
-from swell.errors import RunStateError, SwellError
+from swell.errors import RunBusy, RunStateError, SwellError
 from swell.events import models as ev
 from swell.manifest.loader import LoadedPipeline
 from swell.manifest.models import Pipeline
-from swell.store.protocols import RunReader
+from swell.store.protocols import RunReader, Store
 from swell.store.rows import RunRow
 from swell.workspace import safe
 
 SCAN = 10_000  # runs looked through for the newest one of a pipeline
+COPYING = ".copying"  # suffix of a workspace copy under way (renamed into place when whole)
 
 
 @dataclass
@@ -51,9 +60,61 @@ class Reuse:
     notes: list[str] = field(default_factory=list)
 
 
-def previous_run(store: RunReader, pipeline: str, run_id: str | None) -> RunRow:
+def _started(store: RunReader, run: RunRow) -> bool:
+    """Whether the run ever started (has its `run.started`): one that did not was
+    interrupted while being created, and has nothing to reuse."""
+    return bool(store.events_of_kind(run.id, ["run.started"]))
+
+
+def _copying(run: RunRow) -> Path | None:
+    return Path(run.workspace + COPYING) if run.workspace else None
+
+
+def retire_husk(store: Store, run: RunRow) -> str | None:
+    """If `run` (claimed by the caller) is what a `--from-step` killed while it copied
+    the workspace left (no event, its copy under way), mark it failed, remove the
+    partial copy and return why; else None."""
+    copying = _copying(run)
+    if copying is None or not os.path.lexists(copying) or store.events(run.id):
+        return None
+    why = (
+        f"run {run.id} was being created by `swell run {run.pipeline} --from-step` when its "
+        "process ended, while it copied the workspace; nothing ran in it"
+    )
+    failed = ev.RunFinished(status="failed", error=why)
+    failed.run_id, failed.seq, failed.ts = run.id, 1, ev.now_iso()
+    store.emit([failed])
+    safe.remove(copying)
+    return why
+
+
+def refuse_husk(store: Store, run: RunRow) -> None:
+    """For `swell resume` (the run claimed): RunStateError if `run` is such a husk,
+    after marking it failed; a resume must not run the pipeline in a partial copy."""
+    why = retire_husk(store, run)
+    if why is not None:
+        raise RunStateError(f"{why}; it is now failed: start again with --from-step")
+
+
+def _retire_husks(store: Store, husks: list[RunRow]) -> None:
+    """Mark the husks no process holds as failed (see `retire_husk`)."""
+    for run in husks:
+        copying = _copying(run)
+        if copying is None or not os.path.lexists(copying) or store.owner(run.id) is not None:
+            continue  # the copy's process holds the run from before the copy starts
+        try:
+            store.claim(run.id)
+        except RunBusy:
+            continue
+        try:
+            retire_husk(store, store.get_run(run.id))
+        finally:
+            store.release(run.id)
+
+
+def previous_run(store: Store, pipeline: str, run_id: str | None) -> RunRow:
     """The run to start from: `run_id`, else the newest top-level run of `pipeline`
-    that no process is executing."""
+    that no process is executing and that started (see `retire_husk`)."""
     if run_id is not None:
         run = store.get_run(run_id)
         if run.pipeline != pipeline:
@@ -62,10 +123,23 @@ def previous_run(store: RunReader, pipeline: str, run_id: str | None) -> RunRow:
             )
         if store.owner(run.id) is not None:
             raise RunStateError(f"run {run.id} is still running; wait for it, or cancel it")
+        if not _started(store, run):
+            _retire_husks(store, [run])
+            raise RunStateError(
+                f"run {run.id} never started (it was interrupted while being created); "
+                "there is nothing to reuse: start from another run"
+            )
         return run
-    for run in store.list_runs(SCAN, include_children=False):
-        if run.pipeline == pipeline and store.owner(run.id) is None:
-            return run
+    husks: list[RunRow] = []
+    try:
+        for run in store.list_runs(SCAN, include_children=False):
+            if run.pipeline != pipeline or store.owner(run.id) is not None:
+                continue
+            if _started(store, run):
+                return run
+            husks.append(run)
+    finally:
+        _retire_husks(store, husks)
     raise RunStateError(
         f"no earlier run of pipeline '{pipeline}' to start from; run it from the start first"
     )
@@ -142,16 +216,23 @@ def plan_reuse(store: RunReader, loaded: LoadedPipeline, start: str, previous: R
 
 def copy_workspace(source: Path, target: Path) -> None:
     """`source`'s files into the new run's workspace `target` (which must not exist);
-    links are copied as links; the run's git worktrees are left out."""
+    links are copied as links; the run's git worktrees are left out. The copy is made
+    in `TARGET.copying` and renamed to `target` when whole: a copy cut short (a killed
+    swell) never looks like a workspace."""
     if safe.is_link(source):
         raise SwellError(f"{source} is a symbolic link; swell will not copy through it")
 
     def skip(directory: str, names: list[str]) -> list[str]:
         return ["worktrees"] if Path(directory) == source and "worktrees" in names else []
 
+    staging = Path(str(target) + COPYING)
     try:
-        shutil.copytree(source, target, symlinks=True, ignore=skip)
+        safe.remove(staging)
+        shutil.copytree(source, staging, symlinks=True, ignore=skip)
+        os.rename(staging, target)
     except (OSError, shutil.Error) as exc:
+        with contextlib.suppress(OSError):
+            safe.remove(staging)
         raise SwellError(f"cannot copy the workspace of the previous run: {exc}") from None
 
 
@@ -243,4 +324,13 @@ def seed_events(
     return events
 
 
-__all__ = ["Reuse", "copy_workspace", "plan_reuse", "previous_run", "rerun_steps", "seed_events"]
+__all__ = [
+    "Reuse",
+    "copy_workspace",
+    "plan_reuse",
+    "previous_run",
+    "refuse_husk",
+    "rerun_steps",
+    "retire_husk",
+    "seed_events",
+]

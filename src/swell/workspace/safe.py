@@ -32,6 +32,7 @@ from swell.errors import SwellError
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _O_PATH = getattr(os, "O_PATH", 0)
 CHUNK = 1 << 20
+_ZEROS = bytes(CHUNK)  # a chunk of these is skipped, not written: copies stay sparse
 
 
 class UnsafePath(SwellError):
@@ -157,6 +158,39 @@ def read_limited(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+PROJECT_TEXT_LIMIT = 10 * 1024 * 1024  # a prompt, persona or pipeline file of the project
+
+
+def read_project_text(path: Path, limit: int = PROJECT_TEXT_LIMIT) -> str:
+    """A text file of the project (a persona's prompt, a prompt file, a pipeline) as
+    UTF-8 (bad bytes replaced). Links are followed (the project's own files may be
+    links), but what they reach must be a regular file, opened without waiting, of at
+    most `limit` bytes: a step with a shell could have put a FIFO or a device there,
+    and reading it would hang or act (Unreadable)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise Unreadable(path, "does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise Unreadable(path, f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise _refused(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise Unreadable(path, f"cannot be read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _refused(path, info.st_mode)
+        data = read_fd(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise Unreadable(path, f"is larger than {size_text(limit)}")
+    return data.decode("utf-8", "replace")
+
+
 def _chunks(fd: int) -> Iterator[bytes]:
     while data := os.read(fd, CHUNK):
         yield data
@@ -245,7 +279,11 @@ def _replace_with(target: Path, chunks: Iterator[bytes], sha256: str | None = No
             os.fchmod(fh.fileno(), 0o666 & ~_umask())  # as a plain open() would create it
             for data in chunks:
                 h.update(data)
-                fh.write(data)
+                if data == _ZEROS:  # a hole stays a hole: `truncate -s 1T` costs no disk
+                    fh.seek(len(data), os.SEEK_CUR)
+                else:
+                    fh.write(data)
+            fh.truncate()  # the file's length, when it ends in a hole
         if sha256 is not None and h.hexdigest() != sha256:
             raise ContentChanged(h.hexdigest(), sha256)
         if is_link(target) or (target.exists() and not target.is_dir()):
@@ -403,6 +441,7 @@ __all__ = [
     "read_capped",
     "read_fd",
     "read_limited",
+    "read_project_text",
     "remove",
     "replace",
     "set_writable",

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.step_outputs import composition_namespace
+from swell.engine.step_outputs import loaded_namespace
 from swell.engine.steps.base import StepKind
 from swell.errors import Problem
 from swell.events.models import ArtifactWritten
@@ -72,7 +72,7 @@ class Aggregate(StepKind):
     async def run(self, ctx: VisitContext) -> StepResult:
         config = ctx.step.aggregate
         assert config is not None
-        rendered = render_text(config.from_, composition_namespace(ctx))
+        rendered = render_text(config.from_, await loaded_namespace(ctx, config.from_))
         if rendered.missing:
             names = ", ".join(rendered.missing)
             return StepResult(outcome="failure", error=f"aggregate.from: no value for {names}")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.step_outputs import composition_namespace, render_field
+from swell.engine.step_outputs import loaded_namespace, render_field
 from swell.engine.steps.base import StepKind
 from swell.engine.steps.pipeline import run_pipeline
 from swell.errors import PipelineNotFound, Problem
@@ -37,16 +37,17 @@ class Branch(StepKind):
     async def run(self, ctx: VisitContext) -> StepResult:
         config = ctx.step.branch
         assert config is not None
-        value = render_field(config.on, composition_namespace(ctx)).strip()
+        value = render_field(config.on, await loaded_namespace(ctx, config.on)).strip()
         key = value if value in config.cases else DEFAULT
+        shown = value if len(value) <= 200 else f"{value[:200]}… ({len(value):,} characters)"
         target = config.cases.get(key)
         if target is None:
             known = ", ".join(sorted(config.cases)) or "none"
             return StepResult(
                 outcome="failure",
-                error=f"branch: no case for {value!r} and no `default` (cases: {known})",
+                error=f"branch: no case for {shown!r} and no `default` (cases: {known})",
             )
-        picked = f"branch on {value!r}: case '{key}' -> {target}"
+        picked = f"branch on {shown!r}: case '{key}' -> {target}"
         if target == SKIP:
             return StepResult(
                 outcome="success",

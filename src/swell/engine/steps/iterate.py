@@ -21,7 +21,7 @@ from swell.engine.children import (
     run_item,
 )
 from swell.engine.context import ChildOutcome, RunOptions, StepResult, VisitContext
-from swell.engine.step_outputs import composition_namespace, render_field
+from swell.engine.step_outputs import loaded_namespace, render_field
 from swell.engine.steps.base import StepKind
 from swell.errors import Problem
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
@@ -29,6 +29,7 @@ from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 from swell.workspace import safe
+from swell.workspace.offload import off_loop
 
 COLLECTED = "collected-output"
 
@@ -63,7 +64,8 @@ class Iterate(StepKind):
     async def run(self, ctx: VisitContext) -> StepResult:
         config = ctx.step.iterate
         assert config is not None
-        ns = composition_namespace(ctx)
+        step = ctx.step
+        ns = await loaded_namespace(ctx, config.over, step.pipeline or "", step.input or "")
         items, error = _items(ctx, config.over, ns)
         if error is not None:
             return StepResult(outcome="failure", error=error)
@@ -80,7 +82,7 @@ class Iterate(StepKind):
         await _run_items(ctx, items, options, max(width, 1), keep_going)
         if any(i.outcome is not None and i.outcome.status == "waiting" for i in items):
             return StepResult(outcome="failure", waiting=True)  # an item stopped at a gate
-        return _result(ctx, items, keep_going)
+        return _result(ctx, items, keep_going, await _values(ctx, items))
 
 
 def _items(ctx: VisitContext, over: str, ns: dict[str, Any]) -> tuple[list[Item], str | None]:
@@ -140,7 +142,21 @@ async def _run_items(
     await asyncio.gather(*(one(item) for item in items))
 
 
-def _result(ctx: VisitContext, items: list[Item], keep_going: bool) -> StepResult:
+async def _values(ctx: VisitContext, items: list[Item]) -> dict[int, Any]:
+    """Each succeeded item's declared output, read off the event loop (a step wrote it)."""
+    wanted = [
+        (item.index, child_pipeline(ctx, item.pipeline), item.outcome.artifacts)
+        for item in items
+        if item.outcome is not None and item.outcome.status == "succeeded"
+    ]
+    if not wanted:
+        return {}
+    return await off_loop(lambda: {i: declared_output(p, arts) for i, p, arts in wanted})
+
+
+def _result(
+    ctx: VisitContext, items: list[Item], keep_going: bool, values: dict[int, Any]
+) -> StepResult:
     events: list[BaseEvent] = []
     failures: list[str] = []
     slots: list[Any] = []
@@ -158,7 +174,7 @@ def _result(ctx: VisitContext, items: list[Item], keep_going: bool) -> StepResul
         kept, problems = after_child(ctx, outcome, item.pipeline, keep=False)
         events += kept
         failures += [f"item {item.index}: {p}" for p in problems]
-        slots.append(declared_output(child_pipeline(ctx, item.pipeline), outcome.artifacts))
+        slots.append(values.get(item.index))
     written, problem = _collect(ctx, slots)
     if written is not None:
         events.append(written)

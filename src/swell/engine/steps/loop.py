@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.limits import normalize_error
 from swell.engine.outputs import evaluate_context
-from swell.engine.step_outputs import composition_namespace, outputs_of
+from swell.engine.step_outputs import loaded_namespace, outputs_of
 from swell.engine.steps.base import StepKind
 from swell.engine.steps.pipeline import run_pipeline
 from swell.errors import Problem
@@ -102,7 +103,9 @@ class Loop(StepKind):
         error: str | None = None
         for iteration in range(1, limit + 1):
             error = await _iteration(ctx, subs)
-            if config.until and _until(ctx, config.until, error is None):
+            if config.until and _until(
+                ctx, config.until, error is None, await loaded_namespace(ctx, config.until)
+            ):
                 return _done(iteration, None)
             if error is None:
                 repeats = ("", 0)
@@ -130,11 +133,11 @@ def _done(iterations: int, error: str | None) -> StepResult:
     )
 
 
-def _until(ctx: VisitContext, until: str, ok: bool) -> bool:
+def _until(ctx: VisitContext, until: str, ok: bool, ns: dict[str, Any]) -> bool:
     """`until` as an edge condition (`outcome=success`, `context.K=V`) over the
     iteration's outcome and the run's context; other text holds when it renders to
     true, done or yes."""
-    text = render_text(until, composition_namespace(ctx)).text.strip()
+    text = render_text(until, ns).text.strip()
     if "=" in text:
         try:
             return parse_condition(text).holds("success" if ok else "failure", ctx.state.context)
@@ -168,7 +171,7 @@ async def _iteration(ctx: VisitContext, subs: list[Step]) -> str | None:
 async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, str]]) -> StepResult:
     """One sub-step, run by its kind in the loop's workspace; its outputs and context
     values recorded (as the loop step's) before the next one starts."""
-    ns = composition_namespace(ctx)
+    ns = await loaded_namespace(ctx, sub.model_dump_json())
     for sid, recorded in outputs.items():  # siblings of this iteration, by their ids
         ns[sid] = outputs_of(None, recorded)
         ns["steps"] = {**ns.get("steps", {}), sid: {"artifacts": dict(recorded)}}

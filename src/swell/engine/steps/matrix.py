@@ -33,6 +33,7 @@ from swell.manifest.models import Step
 from swell.manifest.templates import render_text
 from swell.manifest.wave_models import MatrixStrategy
 from swell.workspace import safe
+from swell.workspace.offload import off_loop
 
 MAX_ITEMS_FILE = 50 * 1024 * 1024
 _GO_FIELD = re.compile(r"\{\{-?\s*\.([A-Za-z0-9_.]*)\s*-?\}\}")  # `{{ .name }}`, `{{ . }}`
@@ -137,7 +138,8 @@ def _child_job(ctx: VisitContext, s: MatrixStrategy) -> Any:
         kept, left = after_child(ctx, outcome, name, keep=False)
         worker.events += kept
         worker.error = "; ".join(left) or None
-        worker.value = declared_output(child_pipeline(ctx, name), outcome.artifacts)
+        declared = child_pipeline(ctx, name)  # a step-written file: read off the event loop
+        worker.value = await off_loop(lambda: declared_output(declared, outcome.artifacts))
 
     return job
 

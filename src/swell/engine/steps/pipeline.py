@@ -4,6 +4,8 @@ as docs/composition.md says (engine/children.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from swell.engine.children import (
     ChildCall,
     NotAPipelineName,
@@ -14,7 +16,7 @@ from swell.engine.children import (
     run_child,
 )
 from swell.engine.context import StepResult, VisitContext
-from swell.engine.step_outputs import composition_namespace, render_field
+from swell.engine.step_outputs import loaded_namespace, render_field
 from swell.engine.steps.base import StepKind
 from swell.errors import PipelineNotFound, Problem
 from swell.manifest.lint_context import LintScope
@@ -46,27 +48,28 @@ class SubPipeline(StepKind):
         return await run_pipeline(ctx, ctx.step.pipeline or "")
 
 
-def child_input(ctx: VisitContext) -> str:
+def child_input(ctx: VisitContext, ns: dict[str, Any]) -> str:
     """The step's `input:` rendered (step outputs included), else the parent's input."""
     step = ctx.step
     if not step.input:
         return ctx.plan.input
-    return render_field(step.input, composition_namespace(ctx)) or ctx.plan.input
+    return render_field(step.input, ns) or ctx.plan.input
 
 
 async def run_pipeline(ctx: VisitContext, name: str) -> StepResult:
     """Run pipeline `name` as this visit's child (continuing it after a resume), and
     hand its context and artifacts back to the step (also used by `branch`)."""
+    ns = await loaded_namespace(ctx, name, ctx.step.input or "")
     if "{{" in name:
         try:
-            name = rendered_pipeline(name, composition_namespace(ctx))
+            name = rendered_pipeline(name, ns)
         except NotAPipelineName as exc:
             return StepResult(outcome="failure", error=str(exc))
     options, problems = child_options(ctx)
     if problems:
         return StepResult(outcome="failure", error="; ".join(problems), retryable=False)
     resume = ctx.resumed.child_run_id if ctx.resumed else None
-    call = ChildCall(pipeline=name, input=child_input(ctx), resume_id=resume)
+    call = ChildCall(pipeline=name, input=child_input(ctx, ns), resume_id=resume)
     outcome = await run_child(ctx, call, options)
     if outcome.status == "waiting":  # stopped at a gate: this visit waits with it
         return StepResult(outcome="failure", waiting=True)

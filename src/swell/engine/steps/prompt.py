@@ -55,7 +55,7 @@ def task_prompt(
     if exec_.type == "slash_command" and exec_.command:
         source = slash_prompt(exec_.command, exec_.args or "")
     if exec_.source_path:
-        source = (ctx.plan.project.root / exec_.source_path).read_text(encoding="utf-8")
+        source = safe.read_project_text(ctx.plan.project.root / exec_.source_path)
     rendered = render_text(source or "", ctx.namespace)
     if raw:
         return rendered.text, rendered.missing
