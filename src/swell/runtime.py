@@ -50,6 +50,7 @@ from swell.manifest.loader import (
     load_project,
     load_stored_pipeline,
 )
+from swell.ops.rerun import refuse_husk
 from swell.store.location import open_store, state_dir_for, store_location
 from swell.store.protocols import RunReader, RunWriter, Store
 from swell.store.rows import RunRow
@@ -118,8 +119,7 @@ def check_loaded(rt: Runtime, loaded: LoadedPipeline) -> LintReport:
 
 
 def new_run_id(pipeline: str) -> str:
-    """`<pipeline>-<UTC time>-<8 hex digits>`: runs started in the same second (fifty
-    Temporal runs at once) would clash one time in fifty with 4 digits."""
+    """`<pipeline>-<UTC time>-<8 hex digits>` (4 digits clashed among 50 runs a second)."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{pipeline}-{stamp}-{secrets.token_hex(4)}"
 
@@ -252,9 +252,7 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
     try:
         run = rt.store.get_run(run.id)
         _refuse_final(run)
-        if run.status == "pending":
-            from swell.ops.rerun import refuse_husk  # a `--from-step` killed mid-copy
-
+        if run.status == "pending":  # a `--from-step` killed mid-copy is no run to continue
             refuse_husk(rt.store, run)
         return _resumption(rt, run)
     except BaseException:
@@ -263,8 +261,7 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
 
 
 def _stored_pipeline(rt: Runtime, run: RunRow) -> tuple[LoadedPipeline, list[str]]:
-    """The pipeline as it was when the run started; runs stored before swell kept a
-    copy use the file as it is now."""
+    """The pipeline as the run started (runs older than that copy: the file as it is)."""
     text = rt.store.pipeline_text(run.id)
     path = Path(run.pipeline_path) if run.pipeline_path else None
     if text is None or path is None:
