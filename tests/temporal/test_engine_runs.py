@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from conftest import events, swell, swell_json, wait_for, write_pipeline
+from conftest import events, start_swell, swell, swell_json, wait_for, write_pipeline
 from postgres_server import PostgresServer
 from temporal.conftest import Workers
 from temporal_server import TemporalServer
@@ -235,3 +235,43 @@ def test_a_long_run_continues_as_new_with_its_state(
         return described.run_id != first
 
     assert asyncio.run(continued())
+
+
+def test_a_run_without_a_terminal_stops_following_at_a_gate(
+    project: Path, workers: Workers
+) -> None:
+    """As a local run does, `swell run --engine temporal` with nobody to ask (stdin is
+    not a terminal) exits 3 at an approval gate with the commands that decide it; the
+    workflow waits on the engine and goes on by itself once decided."""
+    workers.start()
+    stopped = swell("run", "review", "v3", "--engine", "temporal", cwd=project, timeout=300)
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    run_id = stopped.stdout.splitlines()[0].split()[1]
+    assert f"run {run_id} is waiting at gate 'approve': Ship the change for v3?" in stopped.stdout
+    assert (
+        f"  decide:   swell approve {run_id} approve --choice ship|rework|drop"
+        f"   (or: swell reject {run_id} approve --reason TEXT)" in stopped.stdout
+    )
+    assert f"follow it: swell logs {run_id} --follow" in stopped.stdout
+    assert "swell resume" not in stopped.stdout + stopped.stderr  # an engine run refuses it
+    assert swell_json("status", run_id, cwd=project)["status"] == "waiting"
+
+    follow = start_swell("logs", run_id, "--follow", cwd=project)
+    approved = swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+    assert approved.returncode == 0, approved.stderr
+    out, err = follow.communicate(timeout=300)
+    assert follow.returncode == 0 and "run succeeded" in out, out + err
+    assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
+
+
+def test_wait_keeps_an_engine_run_following_at_a_gate(project: Path, workers: Workers) -> None:
+    workers.start()
+    run = start_swell("run", "review", "v4", "--engine", "temporal", "--wait", cwd=project)
+    assert run.stdout is not None
+    run_id = run.stdout.readline().split()[1]
+    wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], timeout=300)
+    assert run.poll() is None  # still following
+    approved = swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+    assert approved.returncode == 0, approved.stderr
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0 and "run succeeded" in out, out + err

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from swell.store.rows import RunRow
 
 FOLLOW_EVERY = 0.2  # seconds between two reads of a followed run's new events
+GATES_EVERY = 1.0  # seconds between two looks at a followed run's waiting gates
 
 
 def _project_config(ctx: typer.Context) -> TemporalConfig | None:
@@ -93,10 +94,13 @@ def run_on_engine(
     *,
     verbose: bool,
     detach: bool,
+    stop_at_gates: bool = False,
 ) -> NoReturn:
     """Record the run, start its workflow, and (unless `detach`) follow it here until
-    it ends; exits as a local run would."""
-    from swell.cli.runs import EXIT_CODES, RunOutput, _sinks
+    it ends; exits as a local run would. `stop_at_gates` (nobody here to ask): stop
+    following at an approval gate, exit 3 with the commands that decide it, while the
+    workflow waits for the decision on the engine."""
+    from swell.cli.runs import EXIT_CODES, RunOutput, _print_waiting, _sinks
     from swell.executors.temporal import client as engines
 
     engine = engines.configured(rt.project.manifest.runtime.temporal)
@@ -113,13 +117,14 @@ def run_on_engine(
             raise
         return client, spec.run_id
 
-    async def main() -> RunOutcome | str:
+    async def main() -> RunOutcome | str | None:
         client, run_id = await begin()
         if detach:
             return run_id
         if output is RunOutput.text:
             print(f"run {run_id}", flush=True)
-        return await _follow(client, rt.store, run_id, _sinks(output, run_id, verbose))
+        sinks = _sinks(output, run_id, verbose)
+        return await _follow(client, rt.store, run_id, sinks, stop_at_gates)
 
     try:
         result = asyncio.run(main())
@@ -132,6 +137,14 @@ def run_on_engine(
         raise typer.Exit(130) from None
     if isinstance(result, str):
         _detached(result, engine, output)
+    if result is None:  # at an approval gate, with nobody here to ask
+        run_id = started[0]
+        out = sys.stdout if output is RunOutput.text else sys.stderr
+        then = (
+            f"  then it goes on by itself on the engine; follow it: swell logs {run_id} --follow\n"
+        )
+        _print_waiting(rt, run_id, out, then=then, approvals=True)
+        raise typer.Exit(EXIT_CODES["waiting"])
     if output is RunOutput.quiet and result.status in ("failed", "cancelled"):
         error = for_terminal(result.error or "")
         print(f"error: run {result.run_id} {result.status}: {error}", file=sys.stderr)
@@ -159,12 +172,17 @@ def _fail_unstarted(store: Store, run_id: str, error: str) -> None:
     store.emit([failed])
 
 
-async def _follow(client: Client, store: Store, run_id: str, sinks: list[EventSink]) -> RunOutcome:
-    """Show the run's events as the workflow stores them, until it ends."""
+async def _follow(
+    client: Client, store: Store, run_id: str, sinks: list[EventSink], stop_at_gates: bool
+) -> RunOutcome | None:
+    """Show the run's events as the workflow stores them, until it ends; None when it
+    waits at an approval gate and `stop_at_gates` (the workflow goes on waiting)."""
+    from swell.cli.runs import waiting_gates
     from swell.executors.temporal.client import outcome
 
     ended = asyncio.ensure_future(outcome(client, run_id))
     seen = 0
+    looked = 0.0  # when the run's gates were last looked at
     while True:
         finished = ended.done()
         events = store.events(run_id, seen)
@@ -174,6 +192,12 @@ async def _follow(client: Client, store: Store, run_id: str, sinks: list[EventSi
                 sink.emit(events)
         if finished:
             return ended.result()
+        # a sub-pipeline's gate writes no event of this run: look now and then as well
+        if stop_at_gates and (events or time.monotonic() - looked >= GATES_EVERY):
+            looked = time.monotonic()
+            if waiting_gates(store, run_id, approvals=True):
+                ended.cancel()
+                return None
         await asyncio.wait([ended], timeout=FOLLOW_EVERY)
 
 
