@@ -63,7 +63,7 @@ class Checkpoints:
         self._commits += 1
         self._since += 1
         if self._finish or self._since >= 2 * self.every:
-            if self._since >= 2 * self.every:
+            if self._since >= 2 * self.every and self._thread.is_alive():
                 self._idle.wait(WAIT)  # the thread holds the checkpoint lock: let it end
             done = finish()
             if done is not None and done[0] == done[1]:
