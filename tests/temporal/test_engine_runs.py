@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pty
+import select
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -275,3 +279,43 @@ def test_wait_keeps_an_engine_run_following_at_a_gate(project: Path, workers: Wo
     assert approved.returncode == 0, approved.stderr
     out, err = run.communicate(timeout=300)
     assert run.returncode == 0 and "run succeeded" in out, out + err
+
+
+def test_on_a_terminal_an_engine_run_asks_at_its_gate(project: Path, workers: Workers) -> None:
+    """As a local run does: the question shows the gate's default, Enter takes it, and
+    the answer goes to the workflow, which goes on."""
+    workers.start()
+    leader, follower = pty.openpty()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "swell", "run", "review", "v5", "--engine", "temporal"],
+        cwd=project,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+    )
+    os.close(follower)
+    seen = b""
+
+    def read_until(token: bytes) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + 300  # a hang bound only
+        while token not in seen and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(leader, 4096)
+                except OSError:
+                    break
+        assert token in seen, seen.decode(errors="replace")
+
+    try:
+        read_until(b"approve? [ship/rework/drop] (Enter: ship) ")
+        os.write(leader, b"\n")
+        read_until(b"run succeeded")
+        assert run.wait(timeout=60) == 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.wait()
+        os.close(leader)
+    assert b"gate approve approved (ship) by terminal" in seen

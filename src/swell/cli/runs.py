@@ -383,9 +383,17 @@ def run(
     if _engine(rt, engine, from_step, timeout) == "temporal":
         from swell.cli.worker import run_on_engine
 
-        stop = _prompter(output, auto_approve) is None and not wait
+        asks = _prompter(output, auto_approve)
         run_on_engine(
-            rt, loaded, text, options, output, verbose=verbose, detach=detach, stop_at_gates=stop
+            rt,
+            loaded,
+            text,
+            options,
+            output,
+            verbose=verbose,
+            detach=detach,
+            stop_at_gates=asks is None and not wait,
+            prompter=asks,
         )
     state = None
     if reuse is not None:
