@@ -48,7 +48,7 @@ EXTRA = {
     # its executing process is frozen (SIGSTOP) by the test: a process that does not stop
     "stubborn": "kind: WavePipeline\nsteps:\n  - id: hold\n    script: sleep 600\n",
     "triage": (
-        "kind: WavePipeline\ninput: {type: issue_ref}\nsteps:\n"
+        "kind: WavePipeline\ninput: {type: issue_ref, example: 're-cinq/wave 42'}\nsteps:\n"
         "  - id: read\n    script: echo {{ input }}\n"
     ),
 }
