@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pty
+import select
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from conftest import events, swell, swell_json, wait_for, write_pipeline
+from conftest import events, start_swell, swell, swell_json, wait_for, write_pipeline
 from postgres_server import PostgresServer
 from temporal.conftest import Workers
 from temporal_server import TemporalServer
@@ -276,3 +280,83 @@ def test_step_started_names_a_templated_persona_as_rendered(
     run_id = result.stdout.splitlines()[0].split()[1]
     started = [e for e in _gapless(project, run_id) if e["type"] == "step.started"]
     assert [e["persona"] for e in started] == ["local-commenter"]
+
+
+def test_a_run_without_a_terminal_stops_following_at_a_gate(
+    project: Path, workers: Workers
+) -> None:
+    """As a local run does, `swell run --engine temporal` with nobody to ask (stdin is
+    not a terminal) exits 3 at an approval gate with the commands that decide it; the
+    workflow waits on the engine and goes on by itself once decided."""
+    workers.start()
+    stopped = swell("run", "review", "v3", "--engine", "temporal", cwd=project, timeout=300)
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    run_id = stopped.stdout.splitlines()[0].split()[1]
+    assert f"run {run_id} is waiting at gate 'approve': Ship the change for v3?" in stopped.stdout
+    assert (
+        f"  decide:   swell approve {run_id} approve --choice ship|rework|drop"
+        f"   (or: swell reject {run_id} approve --reason TEXT)" in stopped.stdout
+    )
+    assert f"follow it: swell logs {run_id} --follow" in stopped.stdout
+    assert "swell resume" not in stopped.stdout + stopped.stderr  # an engine run refuses it
+    assert swell_json("status", run_id, cwd=project)["status"] == "waiting"
+
+    follow = start_swell("logs", run_id, "--follow", cwd=project)
+    approved = swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+    assert approved.returncode == 0, approved.stderr
+    out, err = follow.communicate(timeout=300)
+    assert follow.returncode == 0 and "run succeeded" in out, out + err
+    assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
+
+
+def test_wait_keeps_an_engine_run_following_at_a_gate(project: Path, workers: Workers) -> None:
+    workers.start()
+    run = start_swell("run", "review", "v4", "--engine", "temporal", "--wait", cwd=project)
+    assert run.stdout is not None
+    run_id = run.stdout.readline().split()[1]
+    wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], timeout=300)
+    assert run.poll() is None  # still following
+    approved = swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+    assert approved.returncode == 0, approved.stderr
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0 and "run succeeded" in out, out + err
+
+
+def test_on_a_terminal_an_engine_run_asks_at_its_gate(project: Path, workers: Workers) -> None:
+    """As a local run does: the question shows the gate's default, Enter takes it, and
+    the answer goes to the workflow, which goes on."""
+    workers.start()
+    leader, follower = pty.openpty()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "swell", "run", "review", "v5", "--engine", "temporal"],
+        cwd=project,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+    )
+    os.close(follower)
+    seen = b""
+
+    def read_until(token: bytes) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + 300  # a hang bound only
+        while token not in seen and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(leader, 4096)
+                except OSError:
+                    break
+        assert token in seen, seen.decode(errors="replace")
+
+    try:
+        read_until(b"approve? [ship/rework/drop] (Enter: ship) ")
+        os.write(leader, b"\n")
+        read_until(b"run succeeded")
+        assert run.wait(timeout=60) == 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.wait()
+        os.close(leader)
+    assert b"gate approve approved (ship) by terminal" in seen

@@ -347,6 +347,7 @@ def tried(test: str, outcome: str) -> None:
     counts[outcome] = counts.get(outcome, 0) + 1
 
 
+@pytest.mark.slow  # 30-42 s each at load 7 on two cores
 @settings(FUZZ, max_examples=IN_PROCESS_PIPELINES)
 @given(case=cases(PIPELINES))
 def test_mutated_pipelines_load_or_fail_located(fuzz_project: Path, case: Case) -> None:
@@ -354,6 +355,7 @@ def test_mutated_pipelines_load_or_fail_located(fuzz_project: Path, case: Case) 
     tried("pipelines", validate_in_process(fuzz_project, "fuzz", case))
 
 
+@pytest.mark.slow  # 30-42 s each at load 7 on two cores
 @settings(FUZZ, max_examples=IN_PROCESS_MANIFESTS)
 @given(case=cases([EXAMPLES / "wave.yaml"]))
 def test_mutated_manifests_load_or_fail_located(fuzz_project: Path, case: Case) -> None:
@@ -374,6 +376,7 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CLI_ADDRESS_SPACE, CLI_ADDRESS_SPACE))
 
 
+@pytest.mark.slow  # 30-42 s each at load 7 on two cores
 @settings(FUZZ, max_examples=THROUGH_CLI)
 @given(case=cases(PIPELINES))
 def test_mutated_pipelines_through_the_cli(

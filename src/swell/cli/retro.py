@@ -31,8 +31,10 @@ class _RunByDefault(TyperGroup):
 retro = typer.Typer(
     cls=_RunByDefault,
     name="retro",
-    help="A run's retrospective (`swell retro [RUN]`, the newest by default), or numbers "
-    "over runs (`retro stats`).",
+    # `show` is hidden, so its options are told here: `swell retro --help` is where to look
+    help="A run's retrospective: `swell retro [RUN] [--narrate PERSONA] [-o json]` (the "
+    "newest run by default; --narrate has that persona's agent write a summary too), or "
+    "numbers over runs (`retro stats`).",
     add_completion=False,
 )
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from swell.manifest.loader import LoadedPipeline
     from swell.ops.rerun import Reuse
     from swell.runtime import Deadline, Runtime
+    from swell.store.protocols import RunReader
     from swell.store.rows import GateRow
     from swell.streaming import OutputSink
 
@@ -215,10 +216,13 @@ def _execute(
     raise typer.Exit(EXIT_TIMEOUT if timed_out else EXIT_CODES.get(status, 1))
 
 
-def _print_waiting(rt: Runtime, run_id: str, out: TextIO) -> None:
+def _print_waiting(
+    rt: Runtime, run_id: str, out: TextIO, then: str | None = None, approvals: bool = False
+) -> None:
     """What a run that stopped at a gate waits for, and the commands that decide the
-    gate (of the run or of a sub-pipeline run) and continue the run."""
-    gates = _waiting_gates(rt, run_id)
+    gate (of the run or of a sub-pipeline run) and continue the run (`then`: how a run
+    goes on after the decision, when not by `swell resume`)."""
+    gates = waiting_gates(rt.store, run_id, approvals=approvals)
     if not gates:
         out.write(f"run {run_id} is waiting; continue it with: swell resume {run_id}\n")
         return
@@ -233,16 +237,23 @@ def _print_waiting(rt: Runtime, run_id: str, out: TextIO) -> None:
             f"  decide:   swell approve {gate.run_id} {gate.step_id}{choice}"
             f"   (or: swell reject {gate.run_id} {gate.step_id} --reason TEXT)\n"
         )
-    out.write(f"  continue: swell resume {run_id}\n")
+    out.write(then or f"  continue: swell resume {run_id}\n")
     out.flush()
 
 
-def _waiting_gates(rt: Runtime, run_id: str) -> list[GateRow]:
-    """The undecided gates a waiting run stops at: its own, and its waiting children's."""
-    found = [g for g in rt.store.gates(run_id) if g.status == "waiting" and g.decision is None]
-    for child in rt.store.children(run_id):
+def waiting_gates(store: RunReader, run_id: str, *, approvals: bool = False) -> list[GateRow]:
+    """The undecided gates a waiting run stops at: its own, and its waiting children's
+    (`approvals`: only those a person decides, not timers)."""
+    found = [
+        g
+        for g in store.gates(run_id)
+        if g.status == "waiting"
+        and g.decision is None
+        and (not approvals or g.gate_type == "approval")
+    ]
+    for child in store.children(run_id):
         if child.status == "waiting":
-            found += _waiting_gates(rt, child.id)
+            found += waiting_gates(store, child.id, approvals=approvals)
     return found
 
 
@@ -372,7 +383,18 @@ def run(
     if _engine(rt, engine, from_step, timeout) == "temporal":
         from swell.cli.worker import run_on_engine
 
-        run_on_engine(rt, loaded, text, options, output, verbose=verbose, detach=detach)
+        asks = _prompter(output, auto_approve)
+        run_on_engine(
+            rt,
+            loaded,
+            text,
+            options,
+            output,
+            verbose=verbose,
+            detach=detach,
+            stop_at_gates=asks is None and not wait,
+            prompter=asks,
+        )
     state = None
     if reuse is not None:
         plan, state = start_from_step(rt, loaded, text, options, reuse)

@@ -237,8 +237,7 @@ class SqliteStore:
 
     def _committed(self) -> None:
         assert self._checkpoints is not None
-        if self._checkpoints.committed():  # the thread could not catch up: finish here
-            checkpoint(self.db)
+        self._checkpoints.committed(lambda: checkpoint(self.db))
 
     def save_snapshot(self, run_id: str, seq: int, data: str) -> None:
         with self._tx():
