@@ -7,6 +7,8 @@ CLI/HTTP failures into `AgentError` subclasses at their boundary.
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -76,7 +78,8 @@ class RunBusy(RunStateError):
 
 
 class StoreError(SwellError):
-    """The state database cannot be opened or written."""
+    """The state database (or the disk under a run's own files) cannot be opened or
+    written."""
 
 
 class StoreBroken(StoreError):
@@ -111,6 +114,30 @@ class StoreDamaged(StoreBroken):
 
     def stopped(self, run_id: str) -> StoreBroken:
         return StoreDamaged(f"run {run_id} stopped: {self.problem}", self.remedy, self.then)
+
+
+class DiskBroken(StoreBroken):
+    """The disk holding a run's own files (its workspaces, its run directory) is full or
+    read-only: the run stops resumable, as when the store's disk fails, and no step is
+    failed for it."""
+
+
+def disk_broken(exc: OSError, where: str | os.PathLike[str]) -> DiskBroken | None:
+    """`exc`, failing to write `where`, as a DiskBroken when its disk is full or
+    read-only; None for any other error."""
+    path = os.fspath(where)
+    said = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskBroken(
+            f"cannot write {path}: the disk is full ({said})",
+            f"free space on the disk holding {path}",
+        )
+    if exc.errno == errno.EROFS:
+        return DiskBroken(
+            f"cannot write {path}: its file system is read-only ({said})",
+            f"make the disk holding {path} writable again",
+        )
+    return None
 
 
 class AgentError(SwellError):

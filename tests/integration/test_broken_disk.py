@@ -139,7 +139,10 @@ def test_a_disk_that_fills_mid_run_stops_it_resumable_with_nothing_lost(
     said = ns.run(project)
 
     run_id = run_id_of(said["run"].out)
-    one_error(said["run"], f"run {run_id} stopped", str(db), "disk is full", "free space")
+    # the first file the full disk refuses is named: the store, or a step's log beside it
+    one_error(
+        said["run"], f"run {run_id} stopped", str(isolated_state), "disk is full", "free space"
+    )
     assert f"then `swell resume {run_id}`" in said["run"].err
     # while the disk is full: the run reads as resumable; resuming it again is one error
     assert "swell resume" in said["full_status"].out and said["full_status"].rc == 0
@@ -298,3 +301,83 @@ def test_serve_answers_a_damaged_store_with_503_and_logs_no_traceback(
     assert str(db) in detail and "damaged" in detail and "backup" in detail
     assert page.status_code == 503 and str(db) in page.text
     assert "Traceback" not in out + err, err
+
+
+# ------------------------------------------------------- the disk of the run's files
+
+MOUNT_AFTER_FILL = """
+kind: WavePipeline
+metadata: {{name: fillws}}
+steps:
+  - id: first
+    type: command
+    script: echo first
+  - id: fill
+    type: command
+    dependencies: [first]
+    script: |
+      # a build that fills the disk of the workspaces
+      head -c 64000000 /dev/zero > {filler} 2>/dev/null || true
+      echo filled
+  - id: last
+    type: command
+    dependencies: [fill]
+    workspace:
+      mount: [{{source: ./, target: /project}}]
+    script: test -f wave.yaml && test -f scripts/agent-replies.yaml
+"""
+
+
+def test_a_full_disk_under_the_workspaces_stops_the_run_resumable(
+    project: Path, isolated_state: Path, tmp_path: Path
+) -> None:
+    """The store has room, the workspaces' disk does not: copying a mount into the
+    workspace stops the run (as a full store does), not the step."""
+    workspaces = isolated_state / "workspaces"
+    filler = workspaces / "filler"
+    write_pipeline(project, "fillws", MOUNT_AFTER_FILL.format(filler=filler))
+    workspaces.mkdir(parents=True)
+    ns = Namespace(tmp_path, f"mount -t tmpfs -o size=2m tmpfs {workspaces}")
+    ns.step("run", f"{SWELL} run fillws")
+    ns.shell('export RUN=$(head -n 1 "$SAID/run.out" | cut -d" " -f2)')
+    ns.step("full_status", f"{SWELL} status $RUN -o json")
+    ns.shell(f"rm {filler}")  # space returns
+    ns.step("resume", f"{SWELL} resume $RUN")
+    ns.step("logs", f"{SWELL} logs $RUN -o json")
+    said = ns.run(project)
+
+    run_id = run_id_of(said["run"].out)
+    one_error(said["run"], f"run {run_id} stopped", str(workspaces), "disk is full", "free space")
+    assert f"then `swell resume {run_id}`" in said["run"].err
+    status = json.loads(said["full_status"].out)
+    assert status["status"] == "running" and status["stale"], status
+    assert said["resume"].rc == 0, said["resume"].out
+    events = [json.loads(line) for line in said["logs"].out.splitlines()]
+    assert not [e for e in events if e["type"] == "step.failed"], events
+    finished = [e["step_id"] for e in events if e["type"] == "step.finished"]
+    assert finished == ["first", "fill", "last"]  # none ran twice
+    assert events[-1]["type"] == "run.finished" and events[-1]["status"] == "succeeded"
+
+
+def test_a_read_only_run_directory_stops_the_run_resumable(
+    project: Path, isolated_state: Path, tmp_path: Path
+) -> None:
+    """A step's log cannot be written to the run directory (remounted read-only): the
+    run stops, naming the directory and the fix, and resumes once it is writable."""
+    write_pipeline(project, "one", ONE_STEP)
+    runs = isolated_state / "runs"
+    runs.mkdir(parents=True)
+    ns = Namespace(tmp_path, READ_ONLY["directory"].format(d=runs))
+    ns.step("run", f"{SWELL} run one")
+    ns.shell('export RUN=$(head -n 1 "$SAID/run.out" | cut -d" " -f2)')
+    ns.shell(f"mount -o remount,bind,rw {runs}")
+    ns.step("resume", f"{SWELL} resume $RUN")
+    ns.step("logs", f"{SWELL} logs $RUN -o json")
+    said = ns.run(project)
+
+    run_id = run_id_of(said["run"].out)
+    one_error(said["run"], f"run {run_id} stopped", str(runs), "read-only", "writable")
+    assert said["resume"].rc == 0, said["resume"].err
+    events = [json.loads(line) for line in said["logs"].out.splitlines()]
+    assert not [e for e in events if e["type"] == "step.failed"], events
+    assert events[-1]["type"] == "run.finished" and events[-1]["status"] == "succeeded"

@@ -24,7 +24,7 @@ from swell.engine.preload import preload_adapters
 from swell.engine.retry import retry_max_delay, retry_of
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
-from swell.errors import StoreError, SwellError
+from swell.errors import StoreError, SwellError, disk_broken
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.events.models import FinalStatus, RunStatus
@@ -269,14 +269,19 @@ class Runner:
         self._done.append(task)
         self._wakeup()
 
-    @staticmethod
-    def _result_of(task: asyncio.Task[StepResult]) -> StepResult:
+    def _result_of(self, task: asyncio.Task[StepResult]) -> StepResult:
         try:
             return task.result()
         except StoreError:
             raise  # the store failed, not the step: the run stops (`_abandon`)
         except SwellError as exc:  # a clear message (a file a step replaced by a FIFO, ...)
             return StepResult(outcome="failure", error=str(exc))
+        except OSError as exc:  # a full or read-only disk under the run's files: as above
+            where = exc.filename or f"{self.plan.workspace} or {self.plan.run_dir}"
+            broken = disk_broken(exc, where)
+            if broken is not None:
+                raise broken from None
+            return StepResult(outcome="failure", error=f"internal error: {exc!r}")
         except Exception as exc:  # a bug in a step kind must not lose the run
             return StepResult(outcome="failure", error=f"internal error: {exc!r}")
 

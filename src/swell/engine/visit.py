@@ -20,7 +20,7 @@ from swell.engine.context import ContractFailure, RunPlan, Services, StepResult,
 from swell.engine.output import VisitOutput, tee_events
 from swell.engine.retry import retry_of
 from swell.engine.state import RunState
-from swell.errors import SwellError
+from swell.errors import StoreError, SwellError, disk_broken
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
 from swell.manifest.models import ArtifactRef, Step
 from swell.manifest.template_names import FORGE_FIELDS, PIPELINE_CONTEXT
@@ -90,15 +90,21 @@ class VisitExecutor:
         # a rework visit works in the workspace of the step it reworks, on its contracts
         rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
         owner = self.steps[rework.for_step] if rework else step
+        where = self.plan.workspace
         try:
             opened = self.workspaces.open(
                 owner, lambda text: render(base_namespace(self.plan, self.state, owner))(text)
             )
+            where = opened.workspace.path
             # a `./` mount of a big project takes seconds to copy: other visits' output,
             # gates and heartbeats are served meanwhile
             await off_loop(lambda: self.workspaces.mount(opened), "swell-mount")
+        except StoreError:
+            raise  # the run stops, not the step (runner.py)
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc))
+        except OSError as exc:  # a copy names its source: the disk is the workspace's
+            raise disk_broken(exc, where) or exc from None
         ws = opened.workspace
         others = pipeline_outputs.lookup_in(
             self.services.runs,

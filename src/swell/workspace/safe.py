@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
-from swell.errors import SwellError
+from swell.errors import SwellError, disk_broken
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _O_PATH = getattr(os, "O_PATH", 0)
@@ -249,7 +249,8 @@ def make_dirs(
             try:
                 step.mkdir()
             except OSError as exc:
-                raise UnsafePath(f"cannot create {step}: {exc.strerror}") from None
+                broken = disk_broken(exc, step)
+                raise broken or UnsafePath(f"cannot create {step}: {exc.strerror}") from None
         elif not step.is_dir():
             raise UnsafePath(f"{step} is not a directory")
         current = step
@@ -271,8 +272,10 @@ def _replace_with(target: Path, chunks: Iterator[bytes], sha256: str | None = No
     must hash to it or nothing is replaced. Returns the data's sha256."""
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".swell")
-    except OSError as exc:
-        raise UnsafePath(f"cannot write {target}: {exc.strerror}") from None
+    except OSError as exc:  # a full or read-only disk stops the run (runner.py)
+        raise disk_broken(exc, target) or UnsafePath(
+            f"cannot write {target}: {exc.strerror}"
+        ) from None
     h = hashlib.sha256()
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -292,9 +295,12 @@ def _replace_with(target: Path, chunks: Iterator[bytes], sha256: str | None = No
             raise UnsafePath(f"{target} is a directory")
         else:
             os.rename(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        # a write names no file: the disk's error names the one it was for
+        if isinstance(exc, OSError) and (broken := disk_broken(exc, target)) is not None:
+            raise broken from None
         raise
     return h.hexdigest()
 

@@ -13,6 +13,7 @@ on the repository and work tree swell chose, with nothing the workspace configur
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -274,6 +275,20 @@ def _read_meta(meta: Path) -> str | None:
     return base if isinstance(base, str) and re.fullmatch(r"[0-9a-f]{40,64}", base) else None
 
 
+def _copy_whole(source: Path, target: Path, only: list[str] | None) -> None:
+    """Copy a mount under a name of its own, then rename it into place: a copy cut
+    short (a full disk) leaves no half a mount that a resumed run would take as done."""
+    partial = target.with_name(f".{target.name}.swell-partial")
+    safe.remove(partial)  # what a copy cut short by a killed swell left
+    try:
+        copy_source(source, partial, only)
+        os.rename(partial, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            safe.remove(partial)  # its space back, on a full disk
+        raise
+
+
 def add_mounts(
     ws: Workspace,
     project_root: Path,
@@ -313,8 +328,10 @@ def add_mounts(
             if readonly or safe.is_link(target):
                 safe.remove(target)
         only = (subsets or {}).get(index)
-        if rel == "." or not os.path.lexists(target):
+        if rel == ".":
             copy_source(source, target, only)
+        elif not os.path.lexists(target):
+            _copy_whole(source, target, only)
         if readonly:
             _seal(target)
         done.add(rel)
