@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024
+_FIRST = asyncio.FIRST_COMPLETED
 DRAIN_SECONDS = 1.0  # how long to read on after the exit (children may hold the pipes)
 
 _spawned = 0  # processes started through this module, ever (see `spawned`)
@@ -399,6 +400,45 @@ async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
     await proc.wait()
 
 
+async def _drain_after_exit(proc: asyncio.subprocess.Process, noted: list[Marked] | None) -> None:
+    """Return `DRAIN_SECONDS` after `proc` exits, having killed its group: children
+    that outlived it and still hold its stdout (`sleep 100 &` in a wrapper script).
+    Who they were is noted, so the visit's warning names them, as for a command step
+    (`_Child._drained`). (`proc.wait()` would wait for those pipes too.)"""
+    await _exit_of(proc)
+    await asyncio.sleep(DRAIN_SECONDS)
+    members = sweep.group_members(proc.pid) if noted is not None else []
+    _signal_group(proc.pid, signal.SIGKILL)
+    if noted is not None:
+        noted.extend(members)
+
+
+async def _exit_of(proc: asyncio.subprocess.Process) -> None:
+    """Return once `proc` has exited, whoever holds its pipes: a pidfd where there is
+    one, else its return code looked at every 0.1 s."""
+    if _PIDFD:
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except ProcessLookupError:  # already reaped
+            return
+        loop = asyncio.get_running_loop()
+        exited: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not exited.done():
+                exited.set_result(None)
+
+        loop.add_reader(pidfd, readable)
+        try:
+            await exited
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+        return
+    while proc.returncode is None:
+        await asyncio.sleep(0.1)
+
+
 class StreamedProcess:
     """A child whose stdout is read line by line while it runs (agent CLIs).
 
@@ -447,26 +487,47 @@ class StreamedProcess:
         out, err = _Capped(self.max_output), _Capped(self.max_output)
         err_pump = asyncio.create_task(_pump(proc.stderr, err))
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        timed_out = eof = False
+        timed_out = eof = held = False
         assert proc.stdout is not None
+        drained = asyncio.create_task(_drain_after_exit(proc, _left.get()))
+        read: asyncio.Task[bytes] | None = None
         try:
             try:
                 while True:
                     remaining = None if deadline is None else max(deadline - time.monotonic(), 0)
-                    try:
-                        raw = await asyncio.wait_for(proc.stdout.readline(), remaining)
-                    except TimeoutError:
-                        timed_out = True
-                        break
+                    read = read or asyncio.create_task(proc.stdout.readline())
+                    if not drained.done():
+                        await asyncio.wait((read, drained), timeout=remaining, return_when=_FIRST)
+                        if not read.done():
+                            timed_out = not drained.done()
+                            if timed_out:
+                                break
+                            continue  # its group is killed: what it held reaches EOF now
+                    else:
+                        # a holder outside the group (`setsid`) is not waited for either:
+                        # the CLI has exited, the sweep ends the holder
+                        limit = (
+                            DRAIN_SECONDS if remaining is None else min(remaining, DRAIN_SECONDS)
+                        )
+                        await asyncio.wait((read,), timeout=limit)
+                        if not read.done():
+                            eof = held = True
+                            break
+                    raw, read = read.result(), None
                     if not raw:
                         eof = True
                         break
                     out.add(raw)
                     yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
             finally:
+                drained.cancel()
+                if read is not None:
+                    read.cancel()
                 if not eof:  # the timeout, a consumer that stopped early, or a cancellation
                     await asyncio.shield(_end_group(proc, self.grace))
-            if not timed_out:
+            # `wait` also waits for the pipes, which a process outside its group `held`
+            # (its return code is known: it has exited)
+            if not timed_out and not held:
                 remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
                 try:
                     await asyncio.wait_for(proc.wait(), remaining)

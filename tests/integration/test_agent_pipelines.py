@@ -393,3 +393,39 @@ runtime:
     assert (
         Path(swell_json("status", run_id, cwd=project)["workspace"]) / "greeting.txt"
     ).read_text() == "hello world\n"
+
+
+@pytest.mark.agent_cli
+def test_a_child_holding_an_agent_clis_stdout_is_ended_and_named(tmp_path: Path) -> None:
+    """The CLI (started by a wrapper that leaves `sleep 1007 &` behind, holding its
+    stdout) exits; the step ends after a short drain, as a command step does, not at its
+    timeout, and the warning names the child the runner killed."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    wrapper = project / "claude-wrapper"
+    wrapper.write_text(f'#!/bin/sh\nsleep 1007 &\nexec {cli_path("claude")} "$@"\n')
+    wrapper.chmod(0o755)
+    (project / "wave.yaml").write_text(_manifest(wrapper, "claude"))
+    write_pipeline(
+        project,
+        "held",
+        """
+kind: WavePipeline
+metadata: {name: held}
+steps:
+  - id: answer
+    persona: coder
+    timeout_minutes: 10
+    exec: {type: prompt, source: "Say done."}
+""",
+    )
+    with Twin([Reply(text="done")], protocols=("anthropic",)) as twin:
+        env = _claude_env(tmp_path, twin)
+        # the step's own timeout is 10 minutes: only an ended drain finishes in time
+        result = swell("run", "held", cwd=project, env=env, timeout=200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    warnings = [e["message"] for e in _logged_events(run_id, project) if e["type"] == "warning"]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("step 'answer' left processes running after it ended;")
+    assert "sleep 1007" in warnings[0]
