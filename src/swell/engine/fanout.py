@@ -273,20 +273,22 @@ def failure_message(workers: list[Worker], noun: str) -> str:
     return f"{len(failed)}/{len(workers)} {noun}s failed, {skipped} skipped. {shown}{more}"
 
 
-def step_result(
+async def step_result(
     ctx: VisitContext, workers: list[Worker], noun: str, kind: str, check_conflicts: bool
 ) -> StepResult:
     """The visit's result: succeeded when every worker did (and, for a matrix, no two
-    changed the same file); outputs aggregated either way, with the results file."""
+    changed the same file); outputs aggregated either way, with the results file.
+    Reading the workers' outputs and writing files is done off the event loop (a slow
+    disk must not keep `--timeout` or `swell cancel` waiting)."""
     events: list[BaseEvent] = [e for w in workers for e in w.events]
-    errors = aggregate_outputs(ctx, workers)
+    errors = await off_loop(lambda: aggregate_outputs(ctx, workers), "swell-aggregate")
     if any(w.status != "succeeded" for w in workers):
         errors.insert(0, failure_message(workers, noun))
     clash = conflicts(workers) if check_conflicts else None
     if clash:
         errors.append(clash)
     data = summary(workers, noun)
-    written = _results_file(ctx, f"{kind}-results", data)
+    written = await off_loop(lambda: _results_file(ctx, f"{kind}-results", data), "swell-write")
     if isinstance(written, str):
         errors.append(written)
     else:

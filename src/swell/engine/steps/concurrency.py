@@ -67,7 +67,7 @@ class Concurrency(StepKind):
             await fanout.run_agent(ctx, worker, {})
 
         await fanout.schedule(workers, count, job, fail_fast=True)
-        return fanout.step_result(ctx, workers, "agent", "concurrency", check_conflicts=False)
+        return await fanout.step_result(ctx, workers, "agent", "concurrency", check_conflicts=False)
 
 
 KIND = Concurrency()

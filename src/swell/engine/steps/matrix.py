@@ -106,7 +106,7 @@ class Matrix(StepKind):
         if any(w.waiting for w in workers):
             return StepResult(outcome="failure", waiting=True)  # an item stopped at a gate
         check = not s.child_pipeline
-        return fanout.step_result(ctx, workers, "worker", "matrix", check_conflicts=check)
+        return await fanout.step_result(ctx, workers, "worker", "matrix", check_conflicts=check)
 
 
 def _agent_job(ctx: VisitContext) -> Any:
