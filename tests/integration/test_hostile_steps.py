@@ -458,3 +458,17 @@ def test_values_too_large_together_are_refused_with_the_largest_named(proj: Path
         "a process start with (Argument list too long; the largest values: {{ input }} "
         "112,640 bytes" in said
     ), said
+
+
+def test_a_fifo_as_a_system_prompt_file_is_named_as_one(proj: Path) -> None:
+    """`swell validate` used to call it missing (`is_file` is False for a FIFO)."""
+    (proj / "wave.yaml").write_text(
+        MANIFEST + "  writer: {adapter: replay, system_prompt_file: prompts/writer.md}\n"
+    )
+    (proj / "prompts").mkdir()
+    os.mkfifo(proj / "prompts" / "writer.md")
+    result = swell("validate", cwd=proj, timeout=HANG_GUARD)
+    assert result.returncode != 0
+    said = result.stdout + result.stderr
+    assert "system prompt file prompts/writer.md is not a regular file (a FIFO)" in said, said
+    assert "does not exist" not in said

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,15 +140,34 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 )
             )
         if persona.system_prompt_file:
-            path = project.root / persona.system_prompt_file
-            if not path.is_file():
+            why = _not_a_file(project.root / persona.system_prompt_file)
+            if why:
                 report.problems.append(
                     src.problem(
                         (*loc, "system_prompt_file"),
-                        f"system prompt file {persona.system_prompt_file} does not exist",
+                        f"system prompt file {persona.system_prompt_file} {why}",
                     )
                 )
     return report
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+          (stat.S_ISBLK, "a device"))  # fmt: skip
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why `path` is no file to read a prompt from ("does not exist", "is not a regular
+    file (a FIFO)"), or None: a FIFO there would read as missing, or hang a reader."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return "does not exist"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    kind = next((f" ({what})" for test, what in _KINDS if test(mode)), "")
+    return f"is not a regular file{kind}"
 
 
 def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) -> LintReport:
