@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers import HOSTILE, client, run_pipeline
 
-from conftest import run_id_of, swell, swell_json
+from conftest import run_id_of, swell, swell_json, write_pipeline
 from swell.web.text import clean
 
 
@@ -67,6 +67,29 @@ def test_hostile_output_is_inert_and_bounded(project: Path) -> None:
     assert "x" * 300000 not in html
     _, _, api = get(project, f"/api/runs/{run_id}/visits/emit/1")
     assert api is not None and "\x1b" not in api["output_tail"]  # type: ignore[operator]
+
+
+BIDI = r"""kind: WavePipeline
+metadata: {name: bidi}
+steps:
+  - id: emit
+    type: command
+    script: |
+      printf 'user \342\200\256nimda\342\200\254 \342\201\246iso\342\201\251 done\n'
+"""
+
+
+def test_bidi_overrides_in_output_are_shown_not_obeyed(project: Path) -> None:
+    """U+202E and its kin reorder the text around them ("Trojan Source"): the pages and
+    the API show them as `\\u202e`, as the terminal does."""
+    write_pipeline(project, "bidi", BIDI)
+    run_id = run_id_of(swell("run", "bidi", cwd=project).stdout)
+    _, html, _ = get(project, f"/runs/{run_id}/visits/emit/1")
+    _, _, api = get(project, f"/api/runs/{run_id}/visits/emit/1")
+    assert api is not None
+    for shown in (html, str(api["output_tail"])):
+        assert not re.search("[\u202a-\u202e\u2066-\u2069]", shown)
+        assert "user \\u202enimda\\u202c \\u2066iso\\u2069 done" in shown
 
 
 def test_artifact_served_from_the_workspace_only(project: Path) -> None:

@@ -3,7 +3,9 @@
 Output comes from agents and commands: it may hold terminal escape codes, markup,
 megabyte-long lines. Jinja's autoescape makes markup text; this strips escape and
 control codes (a browser would show them as garbage, a terminal copy-paste could
-replay them) and cuts long lines and long texts, saying how much was left out.
+replay them), shows bidi overrides as `\\u202e` (as `swell logs` does) rather than
+let them reorder the text, and cuts long lines and long texts, saying how much was
+left out.
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ from urllib.parse import quote
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
 # C0 controls except tab and newline, DEL, and C1 controls
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# the Unicode bidirectional overrides and isolates: they reorder what is shown, so that
+# text reads other than it is ("Trojan Source"); shown as `\u202e`, as in a terminal
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 MAX_LINE = 2_000  # characters of one line shown
 MAX_TEXT = 200_000  # characters of one text shown (its end, where output is freshest)
 
 
 def strip_ansi(text: str) -> str:
-    return _CONTROL.sub("", _ANSI.sub("", text.replace("\r\n", "\n")))
+    """`text` without escape sequences and control codes, its bidi controls made visible."""
+    text = _CONTROL.sub("", _ANSI.sub("", text.replace("\r\n", "\n")))
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _cut_line(line: str, limit: int) -> str:
