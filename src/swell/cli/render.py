@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from swell.events.views import BIDI_CONTROLS
+
 if TYPE_CHECKING:  # `swell logs` prints views of stored events, without pydantic
     from swell.events import models as ev
     from swell.events.views import EventView
@@ -17,9 +19,8 @@ ANSWER_LINES = 6  # of an agent's final answer shown under its step
 
 # What a terminal would act on in text swell prints: an SGR (colour) sequence, or a
 # control character (ESC starting any other sequence, BEL, CR, backspace, C1's CSI);
-# and the Unicode bidirectional overrides and isolates, which reorder what is shown
-# so that text reads other than it is ("Trojan Source", CVE-2021-42574).
-_BIDI = "\u202a-\u202e\u2066-\u2069"
+# and the Unicode bidirectional overrides and isolates (events.views.BIDI_CONTROLS).
+_BIDI = BIDI_CONTROLS
 _CONTROLS = re.compile(rf"(\x1b\[[0-9;:]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 _OWN_COLOURS = re.compile(r"\x1b\[(?:0|2|3[1236])m")  # the colours ProgressPrinter uses
 _C1 = re.compile(rf"[\x80-\x9f{_BIDI}]")

@@ -14,6 +14,11 @@ from typing import Any
 
 from swell.events.shapes import FIELDS, MODELS, NESTED, REQUIRED
 
+# The Unicode bidirectional overrides and isolates (a regex character range): they
+# reorder what is shown, so that text reads other than it is ("Trojan Source",
+# CVE-2021-42574); every view of stored text (terminal, dashboard) shows them escaped.
+BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
+
 
 class EventView:
     """A stored event's fields as attributes (`type`, the envelope, the kind's fields)."""

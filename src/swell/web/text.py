@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+from swell.events.views import BIDI_CONTROLS
+
 # CSI sequences, OSC sequences (ended by BEL or ST), and two-character escapes
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
 # C0 controls except tab and newline, DEL, and C1 controls
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# the Unicode bidirectional overrides and isolates: they reorder what is shown, so that
-# text reads other than it is ("Trojan Source"); shown as `\u202e`, as in a terminal
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# the Unicode bidirectional overrides and isolates (events.views.BIDI_CONTROLS): shown
+# as `\u202e`, as in a terminal
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 
 MAX_LINE = 2_000  # characters of one line shown
 MAX_TEXT = 200_000  # characters of one text shown (its end, where output is freshest)
