@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import events, run_id_of, swell, swell_json, write_pipeline
+from conftest import run_id_of, swell, swell_json, write_pipeline
 from swell.workspace.workspace import open_directory
 
 
@@ -217,7 +216,6 @@ steps:
     )
     result = swell("run", "lists", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
-    import json
 
     call = json.loads((project / "calls.jsonl").read_text().splitlines()[0])
     assert (
@@ -386,54 +384,3 @@ steps:
     assert "worktree branch '..' must not contain '..'" in result.stdout
     assert not (isolated_state / "here.txt").exists()
     assert not (isolated_state.parent / "here.txt").exists()
-
-
-def _chain(links: int) -> str:
-    """Command steps one after another, each saying whether the big mount's copy was
-    under way when it ran (the copy goes in name order: `zzz-last` comes last)."""
-    steps = []
-    for n in range(1, links + 1):
-        after = f"\n    dependencies: [link-{n - 1}]" if n > 1 else ""
-        steps.append(
-            f"""  - id: link-{n}
-    type: command{after}
-    script: |
-      if [ ! -d project ]; then echo "link {n}: before"
-      elif [ -e project/zzz-last ]; then echo "link {n}: after"
-      else echo "link {n}: during"; fi
-"""
-        )
-    return "".join(steps)
-
-
-def test_other_visits_run_while_a_big_mount_is_copied(project: Path) -> None:
-    """A `./` mount of a big project is copied off the event loop: a chain of steps,
-    each started by the loop when the one before ends, goes on during the copy. With
-    the copy on the loop, at most one link (started before the copy) could see it."""
-    tree = project / "data"
-    for d in range(10):  # 3000 files: seconds to copy, where a link takes a fraction
-        (tree / f"d{d:02}").mkdir(parents=True)
-        for f in range(300):
-            (tree / f"d{d:02}" / f"f{f:03}.txt").write_text(f"{d} {f}\n")
-    (project / "zzz-last").write_text("the copy is complete\n")
-    links = 6
-    write_pipeline(
-        project,
-        "big-mount",
-        f"""
-kind: WavePipeline
-metadata: {{name: big-mount}}
-steps:
-  - id: big
-    type: command
-    workspace:
-      mount: [{{source: ./, target: /project, mode: readonly}}]
-    script: test -e zzz-last
-{_chain(links)}""",
-    )
-    result = swell("run", "big-mount", cwd=project, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    text = json.dumps(events(project, run_id_of(result.stdout)))
-    seen = dict(re.findall(r"link (\d+): (before|during|after)", text))
-    assert len(seen) == links, seen
-    assert list(seen.values()).count("during") >= 2, seen
