@@ -38,6 +38,21 @@ steps:
 """
 
 
+def chatty(release: Path) -> str:
+    """A command step that prints three lines, waits until the test creates `release`
+    (so the test sees it running whatever the machine's load), then prints three more."""
+    return f"""kind: WavePipeline
+metadata: {{name: chatty}}
+steps:
+  - id: talk
+    type: command
+    script: |
+      for i in 1 2 3; do echo "line $i"; done
+      n=0; while [ ! -e {release} ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done
+      for i in 4 5 6; do echo "line $i"; done
+"""
+
+
 def run_pipeline(project: Path, name: str, text: str, *args: str) -> str:
     write_pipeline(project, name, text)
     result = swell("run", name, *args, cwd=project)

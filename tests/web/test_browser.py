@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from helpers import HOSTILE, page, run_pipeline, server  # noqa: F401 - fixtures
+from helpers import HOSTILE, chatty, page, run_pipeline, server  # noqa: F401 - fixtures
 
 from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
 
@@ -109,15 +109,6 @@ def test_review_verdict_and_thread_paging_in_the_browser(
     assert page.locator("h2, h3").all_inner_texts() != shown
 
 
-CHATTY = """kind: WavePipeline
-metadata: {name: chatty}
-steps:
-  - id: talk
-    type: command
-    script: for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.3; done
-"""
-
-
 def test_a_running_visits_output_grows_on_its_page(
     project: Path,
     server: str,  # noqa: F811 - the fixture
@@ -125,12 +116,15 @@ def test_a_running_visits_output_grows_on_its_page(
 ) -> None:
     from playwright.sync_api import expect
 
-    write_pipeline(project, "chatty", CHATTY)
+    release = project.parent / "release"
+    write_pipeline(project, "chatty", chatty(release))
     proc = start_swell("run", "chatty", cwd=project)
     try:
         run_id = run_id_of(proc.stdout.readline())
         wait_for(lambda: swell_json("status", run_id, cwd=project)["steps"])
         page.goto(f"{server}/runs/{run_id}/visits/talk/1")
+        expect(page.locator("#live-output")).to_contain_text("line 1", timeout=20000)
+        release.touch()
         # no reload: the page's EventSource appends the rest as it is printed
         expect(page.locator("#live-output")).to_contain_text("line 6", timeout=20000)
         text = page.locator("#live-output").inner_text()

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-from helpers import server  # noqa: F401 - a fixture
+from helpers import chatty, server  # noqa: F401 - a fixture
 
 from conftest import events, run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
 
@@ -172,17 +172,10 @@ def test_stream_of_a_rejected_run_ends(project: Path, server: str) -> None:  # n
     assert kinds[-2:] == ["run.finished", "end"], kinds
 
 
-CHATTY = """kind: WavePipeline
-metadata: {name: chatty}
-steps:
-  - id: talk
-    type: command
-    script: for i in 1 2 3 4 5 6; do echo "line $i"; sleep 0.3; done
-"""
-
-
 def test_a_running_visits_output_streams_to_its_page(project: Path, server: str) -> None:  # noqa: F811 - the fixture
-    write_pipeline(project, "chatty", CHATTY)
+    # the step goes on only when the test has seen it running: no race with the clock
+    release = project.parent / "release"
+    write_pipeline(project, "chatty", chatty(release))
     proc = start_swell("run", "chatty", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     visit_url = f"{server}/runs/{run_id}/visits/talk/1"
@@ -200,6 +193,7 @@ def test_a_running_visits_output_streams_to_its_page(project: Path, server: str)
             if running_at_first is None:
                 detail = httpx.get(f"{server}/api/runs/{run_id}/visits/talk/1", timeout=5).json()
                 running_at_first = detail["visit"]["status"] == "running"
+                release.touch()
     proc.communicate(timeout=60)
     assert running_at_first  # output arrived while the step still ran
     assert "".join(texts).split() == [w for i in range(1, 7) for w in ("line", str(i))]
