@@ -52,8 +52,11 @@ demo: $(STAMP)-local bytecode
 # `make test` leaves out tests marked slow (end to end through real agent CLIs, chaos,
 # Temporal, browser, fuzzing); `make test-all` runs them after it, and is what CI runs.
 # Wave's own pipelines (marker wave_e2e) need its checkout: `make wave-e2e` runs them.
+# `make test` runs on every core, up to four workers (pytest-xdist; each worker starts its
+# own servers when its tests need them); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: $(STAMP)-dev bytecode
-	$(BIN)/python -m pytest -q -m "not wave_e2e and not slow"; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 5 ]
+	$(BIN)/python -m pytest -q -m "not wave_e2e and not slow" -n $(TEST_WORKERS) --maxprocesses=4 --dist worksteal; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 5 ]
 
 test-all: test
 	$(BIN)/python -m pytest -q -m "slow and not wave_e2e"; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 5 ]
