@@ -230,9 +230,10 @@ class StepResult:
     round_meta: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class VisitContext:
-    """Everything one visit of one step may use."""
+    """Everything one visit of one step may use. Immutable: work inside the visit (a
+    loop's iteration or sub-step) runs with a `derive`d context."""
 
     plan: RunPlan
     services: Services
@@ -241,25 +242,44 @@ class VisitContext:
     activation: Activation
     state: RunState
     namespace: dict[str, Any]
-    emit: Callable[[Sequence[BaseEvent]], None]  # stamps and commits events now
+    sink: Callable[[Sequence[BaseEvent]], None]  # stamps and commits events now
     workspace: Workspace  # where this visit works
     resumed: OpenVisit | None = None  # set when continuing a visit after resume
-    # what `emit` sent so far in this visit, oldest first (the event_contains contract)
+    # what `emit` sent so far with this context, oldest first (the event_contains contract)
     emitted: list[BaseEvent] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        commit = self.emit
+    def emit(self, events: Sequence[BaseEvent]) -> None:
+        """Commit `events` now, and remember them as this visit's."""
+        self.sink(events)
+        self.emitted.extend(events)
 
-        def keep(events: Sequence[BaseEvent]) -> None:
-            commit(events)
-            self.emitted.extend(events)
-
-        self.emit = keep
+    def derive(
+        self,
+        *,
+        step: Step | None = None,
+        namespace: dict[str, Any] | None = None,
+        services: Services | None = None,
+        recast: Callable[[Sequence[BaseEvent]], Sequence[BaseEvent]] | None = None,
+    ) -> VisitContext:
+        """A context for work inside this visit. What it emits goes through this
+        context's `emit`, as `recast` makes it (a sub-step's events as the loop's), so
+        each event is in this visit's `emitted` once; the derived context has its own
+        `emitted`. Nested work starts afresh after a resume: it continues no open visit."""
+        emit = self.emit
+        sink = emit if recast is None else lambda events: emit(recast(events))
+        return dataclasses.replace(
+            self,
+            step=step or self.step,
+            namespace=self.namespace if namespace is None else namespace,
+            services=services or self.services,
+            sink=sink,
+            resumed=None,
+            emitted=[],
+        )
 
     def event(self, ev: BaseEvent) -> BaseEvent:
-        ev.step_id = self.step.id
-        ev.visit = self.visit
-        return ev
+        """A copy of `ev` as this visit's (the caller's event is left as it was)."""
+        return ev.model_copy(update={"step_id": self.step.id, "visit": self.visit})
 
     def swell_env(self) -> dict[str, str]:
         """Variables every process started for this visit can read."""

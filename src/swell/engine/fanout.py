@@ -58,7 +58,7 @@ class Worker:
         return "succeeded" if self.ok else "failed"
 
 
-@dataclass
+@dataclass(frozen=True)
 class WorkerContext(VisitContext):
     """A worker's visit context: the agent knows itself as `STEP.LABEL` (its adapter
     request, its files in the run directory), while its events and processes stay the
@@ -69,9 +69,7 @@ class WorkerContext(VisitContext):
     worker: str = ""
 
     def event(self, ev: BaseEvent) -> BaseEvent:
-        ev.step_id = self.owner_id
-        ev.visit = self.visit
-        return ev
+        return ev.model_copy(update={"step_id": self.owner_id, "visit": self.visit})
 
     def swell_env(self) -> dict[str, str]:
         env = super().swell_env()
@@ -124,7 +122,7 @@ async def run_agent(ctx: VisitContext, worker: Worker, extra: dict[str, Any]) ->
         activation=ctx.activation,
         state=ctx.state,
         namespace=ns,
-        emit=ctx.emit,
+        sink=ctx.emit,
         workspace=ws,
         owner_id=step.id,
         worker=worker.label,

@@ -139,7 +139,7 @@ class VisitExecutor:
             activation=visit.activation,
             state=self.state,
             namespace=ns,
-            emit=self.emit if output is None else tee_events(self.emit, output),
+            sink=self.emit if output is None else tee_events(self.emit, output),
             workspace=ws,
             resumed=visit.resumed,
         )

@@ -175,9 +175,7 @@ async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, st
     for sid, recorded in outputs.items():  # siblings of this iteration, by their ids
         ns[sid] = outputs_of(None, recorded)
         ns["steps"] = {**ns.get("steps", {}), sid: {"artifacts": dict(recorded)}}
-    sub_ctx = dataclasses.replace(
-        _in_loop(ctx), step=sub, namespace=ns, emit=lambda events: ctx.emit(_restamp(ctx, events))
-    )
+    sub_ctx = _in_loop(ctx).derive(step=sub, namespace=ns, recast=lambda evs: _restamp(ctx, evs))
     result = await ctx.services.step_kinds.of(sub).run(sub_ctx)
     events = list(result.events)
     if sub.output_artifacts:
@@ -207,17 +205,12 @@ async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, st
 def _in_loop(ctx: VisitContext) -> VisitContext:
     """The context an iteration's work runs in: nothing of it continues after a resume
     (an iteration starts afresh), so its gates wait rather than stop the run."""
-    services = dataclasses.replace(ctx.services, stop_at_gates=False)
-    return dataclasses.replace(ctx, resumed=None, services=services)
+    return ctx.derive(services=dataclasses.replace(ctx.services, stop_at_gates=False))
 
 
 def _restamp(ctx: VisitContext, events: Sequence[BaseEvent]) -> list[BaseEvent]:
     """A sub-step's events as the loop's visit's: the run knows no other step."""
-    out: list[BaseEvent] = []
-    for event in events:
-        event.step_id, event.visit = ctx.step.id, ctx.visit
-        out.append(event)
-    return out
+    return [ctx.event(e) for e in events]
 
 
 KIND = Loop()
