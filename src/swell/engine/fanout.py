@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.finish import OF_WORKER, finish_visit
 from swell.engine.step_outputs import read_value
 from swell.engine.visit import namespace, render
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent
-from swell.workspace import artifacts, safe
+from swell.workspace import safe
 from swell.workspace.manager import DEFAULT_BRANCH, Workspaces, workspace_config
 from swell.workspace.offload import off_loop
 from swell.workspace.workspace import Workspace
@@ -133,11 +134,10 @@ async def run_agent(ctx: VisitContext, worker: Worker, extra: dict[str, Any]) ->
     if result.outcome != "success":
         worker.error = result.error or "the agent failed"
         return
-    outputs, stdout = step.output_artifacts, result.stdout
-    found, missing = await off_loop(lambda: artifacts.collect(ws.path, outputs, stdout))
-    worker.outputs = {a.name: a.path for a in found}
-    if missing:
-        worker.error = "; ".join(missing)
+    finished = await finish_visit(wctx, result, OF_WORKER)
+    worker.outputs = finished.artifacts
+    if finished.result.outcome != "success":
+        worker.error = finished.result.error
     try:
         changed = ws.changed_files()
     except SwellError:
