@@ -48,3 +48,25 @@ def test_a_loop_sub_steps_contract_sees_each_event_of_its_visit_once(h: Harness)
     around = ev.StepQueued | ev.StepStarted | ev.StepFinished | ev.ContractFailed | ev.RoundRecorded
     emitted = [e for e in looped.events if e.step_id == "fix" and not isinstance(e, around)]
     assert _seen(looped.error) == _seen(plain.error) == len(emitted), (looped.error, emitted)
+
+
+def test_a_loop_sub_step_records_its_outcomes_as_a_plain_visit_does(h: Harness) -> None:
+    h.pipeline(
+        """
+        kind: WavePipeline
+        steps:
+          - id: fix
+            loop:
+              max_iterations: 1
+              steps:
+                - id: publish
+                  script: |
+                    mkdir -p out && echo '{"pr": "https://x/pull/7"}' > out/r.json
+                  outcomes:
+                    - {type: pr, extract_from: out/r.json, json_path: .pr, label: PR}
+        """
+    )
+    result = h.run("p")
+    assert result.status == "succeeded", result.error
+    recorded = [(e.step_id, e.label, e.value) for e in result.of(ev.OutcomeRecorded)]
+    assert recorded == [("fix", "PR", "https://x/pull/7")]
