@@ -8,7 +8,9 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+
+from pydantic import PlainValidator
 
 from swell.engine import retry
 from swell.engine.persona_names import (
@@ -17,7 +19,14 @@ from swell.engine.persona_names import (
     templated,
     with_personas,
 )
-from swell.events.models import BaseEvent, GateVerdict, Outcome, ReviewFeedback, RunStatus
+from swell.events.models import (
+    BaseEvent,
+    GateVerdict,
+    Outcome,
+    ReviewFeedback,
+    RunStatus,
+    parse_event,
+)
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
 from swell.streaming import OutputSink
@@ -194,9 +203,19 @@ class ContractFailure:
     feedback_path: str | None = None  # review-feedback.json, once the visit wrote it
 
 
+def _events(value: Any) -> list[BaseEvent]:
+    return [e if isinstance(e, BaseEvent) else parse_event(e) for e in value]
+
+
+# a visit's events as pydantic reads them back (the Temporal wire): each as the event
+# its `type` names, not as the envelope
+Events = Annotated[list[BaseEvent], PlainValidator(_events)]
+
+
 @dataclass
 class StepResult:
-    """What a step kind returns; the runner turns it into events and routing."""
+    """What a step kind returns; the runner turns it into events and routing. It crosses
+    the Temporal wire as it is (pydantic's data converter: executors/temporal)."""
 
     outcome: Outcome
     error: str | None = None
@@ -205,7 +224,7 @@ class StepResult:
     # namespace for `output.context` expressions (exit_code, stdout, stderr, json, ...)
     outputs: dict[str, Any] = field(default_factory=dict)
     stdout: str | None = None  # for `source: stdout` artifacts
-    events: list[BaseEvent] = field(default_factory=list)  # committed with the visit
+    events: Events = field(default_factory=list)  # committed with the visit
     choice_key: str | None = None
     choice_target: str | None = None
     tokens_in: int = 0
