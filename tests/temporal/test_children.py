@@ -14,6 +14,7 @@ from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from conftest import events, swell, swell_json, wait_for, write_pipeline
+from swell.executors.temporal.client import data_converter
 from swell.executors.temporal.workflow import RunWorkflow
 from temporal.conftest import Workers
 from temporal_server import TemporalServer
@@ -211,7 +212,7 @@ def test_a_parent_and_child_history_replays(
 
     async def replay() -> None:
         client = await Client.connect(engine.address)
-        replayer = Replayer(workflows=[RunWorkflow])
+        replayer = Replayer(workflows=[RunWorkflow], data_converter=data_converter())
         for run_id in ids:
             history = await client.get_workflow_handle(run_id).fetch_history()
             result = await replayer.replay_workflow(history, raise_on_replay_failure=True)

@@ -16,6 +16,7 @@ from temporalio.worker import Replayer
 
 from conftest import swell, swell_json, wait_for, write_pipeline
 from swell.executors.temporal import WORKFLOW
+from swell.executors.temporal.client import data_converter
 from swell.executors.temporal.specs import RunOutcome, RunSpec
 from swell.executors.temporal.workflow import RunWorkflow
 from temporal.conftest import Workers
@@ -97,7 +98,7 @@ def test_stored_histories_replay_without_nondeterminism(
     histories: list[WorkflowHistory],
 ) -> None:
     async def replay() -> None:
-        replayer = Replayer(workflows=[RunWorkflow])
+        replayer = Replayer(workflows=[RunWorkflow], data_converter=data_converter())
         for history in histories:
             result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
             assert result.replay_failure is None
@@ -119,9 +120,9 @@ def test_replay_catches_a_workflow_that_decides_differently(
     histories: list[WorkflowHistory],
 ) -> None:
     async def replay() -> Exception | None:
-        result = await Replayer(workflows=[TrippyWorkflow]).replay_workflow(
-            histories[0], raise_on_replay_failure=False
-        )
+        result = await Replayer(
+            workflows=[TrippyWorkflow], data_converter=data_converter()
+        ).replay_workflow(histories[0], raise_on_replay_failure=False)
         return result.replay_failure
 
     failure = asyncio.run(replay())

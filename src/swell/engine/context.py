@@ -8,7 +8,9 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+
+from pydantic import PlainValidator
 
 from swell.engine import retry
 from swell.engine.persona_names import (
@@ -17,7 +19,14 @@ from swell.engine.persona_names import (
     templated,
     with_personas,
 )
-from swell.events.models import BaseEvent, GateVerdict, Outcome, ReviewFeedback, RunStatus
+from swell.events.models import (
+    BaseEvent,
+    GateVerdict,
+    Outcome,
+    ReviewFeedback,
+    RunStatus,
+    parse_event,
+)
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
 from swell.streaming import OutputSink
@@ -194,9 +203,19 @@ class ContractFailure:
     feedback_path: str | None = None  # review-feedback.json, once the visit wrote it
 
 
+def _events(value: Any) -> list[BaseEvent]:
+    return [e if isinstance(e, BaseEvent) else parse_event(e) for e in value]
+
+
+# a visit's events as pydantic reads them back (the Temporal wire): each as the event
+# its `type` names, not as the envelope
+Events = Annotated[list[BaseEvent], PlainValidator(_events)]
+
+
 @dataclass
 class StepResult:
-    """What a step kind returns; the runner turns it into events and routing."""
+    """What a step kind returns; the runner turns it into events and routing. It crosses
+    the Temporal wire as it is (pydantic's data converter: executors/temporal)."""
 
     outcome: Outcome
     error: str | None = None
@@ -205,7 +224,7 @@ class StepResult:
     # namespace for `output.context` expressions (exit_code, stdout, stderr, json, ...)
     outputs: dict[str, Any] = field(default_factory=dict)
     stdout: str | None = None  # for `source: stdout` artifacts
-    events: list[BaseEvent] = field(default_factory=list)  # committed with the visit
+    events: Events = field(default_factory=list)  # committed with the visit
     choice_key: str | None = None
     choice_target: str | None = None
     tokens_in: int = 0
@@ -230,9 +249,10 @@ class StepResult:
     round_meta: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class VisitContext:
-    """Everything one visit of one step may use."""
+    """Everything one visit of one step may use. Immutable: work inside the visit (a
+    loop's iteration or sub-step) runs with a `derive`d context."""
 
     plan: RunPlan
     services: Services
@@ -241,25 +261,44 @@ class VisitContext:
     activation: Activation
     state: RunState
     namespace: dict[str, Any]
-    emit: Callable[[Sequence[BaseEvent]], None]  # stamps and commits events now
+    sink: Callable[[Sequence[BaseEvent]], None]  # stamps and commits events now
     workspace: Workspace  # where this visit works
     resumed: OpenVisit | None = None  # set when continuing a visit after resume
-    # what `emit` sent so far in this visit, oldest first (the event_contains contract)
+    # what `emit` sent so far with this context, oldest first (the event_contains contract)
     emitted: list[BaseEvent] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        commit = self.emit
+    def emit(self, events: Sequence[BaseEvent]) -> None:
+        """Commit `events` now, and remember them as this visit's."""
+        self.sink(events)
+        self.emitted.extend(events)
 
-        def keep(events: Sequence[BaseEvent]) -> None:
-            commit(events)
-            self.emitted.extend(events)
-
-        self.emit = keep
+    def derive(
+        self,
+        *,
+        step: Step | None = None,
+        namespace: dict[str, Any] | None = None,
+        services: Services | None = None,
+        recast: Callable[[Sequence[BaseEvent]], Sequence[BaseEvent]] | None = None,
+    ) -> VisitContext:
+        """A context for work inside this visit. What it emits goes through this
+        context's `emit`, as `recast` makes it (a sub-step's events as the loop's), so
+        each event is in this visit's `emitted` once; the derived context has its own
+        `emitted`. Nested work starts afresh after a resume: it continues no open visit."""
+        emit = self.emit
+        sink = emit if recast is None else lambda events: emit(recast(events))
+        return dataclasses.replace(
+            self,
+            step=step or self.step,
+            namespace=self.namespace if namespace is None else namespace,
+            services=services or self.services,
+            sink=sink,
+            resumed=None,
+            emitted=[],
+        )
 
     def event(self, ev: BaseEvent) -> BaseEvent:
-        ev.step_id = self.step.id
-        ev.visit = self.visit
-        return ev
+        """A copy of `ev` as this visit's (the caller's event is left as it was)."""
+        return ev.model_copy(update={"step_id": self.step.id, "visit": self.visit})
 
     def swell_env(self) -> dict[str, str]:
         """Variables every process started for this visit can read."""

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.finish import OF_WORKER, finish_visit
 from swell.engine.step_outputs import read_value
 from swell.engine.visit import namespace, render
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent
-from swell.workspace import artifacts, safe
+from swell.workspace import safe
 from swell.workspace.manager import DEFAULT_BRANCH, Workspaces, workspace_config
 from swell.workspace.offload import off_loop
 from swell.workspace.workspace import Workspace
@@ -58,7 +59,7 @@ class Worker:
         return "succeeded" if self.ok else "failed"
 
 
-@dataclass
+@dataclass(frozen=True)
 class WorkerContext(VisitContext):
     """A worker's visit context: the agent knows itself as `STEP.LABEL` (its adapter
     request, its files in the run directory), while its events and processes stay the
@@ -69,9 +70,7 @@ class WorkerContext(VisitContext):
     worker: str = ""
 
     def event(self, ev: BaseEvent) -> BaseEvent:
-        ev.step_id = self.owner_id
-        ev.visit = self.visit
-        return ev
+        return ev.model_copy(update={"step_id": self.owner_id, "visit": self.visit})
 
     def swell_env(self) -> dict[str, str]:
         env = super().swell_env()
@@ -124,7 +123,7 @@ async def run_agent(ctx: VisitContext, worker: Worker, extra: dict[str, Any]) ->
         activation=ctx.activation,
         state=ctx.state,
         namespace=ns,
-        emit=ctx.emit,
+        sink=ctx.emit,
         workspace=ws,
         owner_id=step.id,
         worker=worker.label,
@@ -135,11 +134,10 @@ async def run_agent(ctx: VisitContext, worker: Worker, extra: dict[str, Any]) ->
     if result.outcome != "success":
         worker.error = result.error or "the agent failed"
         return
-    outputs, stdout = step.output_artifacts, result.stdout
-    found, missing = await off_loop(lambda: artifacts.collect(ws.path, outputs, stdout))
-    worker.outputs = {a.name: a.path for a in found}
-    if missing:
-        worker.error = "; ".join(missing)
+    finished = await finish_visit(wctx, result, OF_WORKER)
+    worker.outputs = finished.artifacts
+    if finished.result.outcome != "success":
+        worker.error = finished.result.error
     try:
         changed = ws.changed_files()
     except SwellError:

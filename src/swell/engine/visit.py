@@ -4,8 +4,6 @@ variables, and ending every process it started once it is over."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -16,16 +14,17 @@ from typing import Any
 from swell import process, streaming, sweep
 from swell.engine import pipeline_outputs
 from swell.engine.completion import Visit
-from swell.engine.context import ContractFailure, RunPlan, Services, StepResult, VisitContext
+from swell.engine.context import RunPlan, Services, StepResult, VisitContext
+from swell.engine.finish import finish_visit, of_visit
 from swell.engine.output import VisitOutput, tee_events
 from swell.engine.retry import retry_of
 from swell.engine.state import RunState
 from swell.errors import StoreError, SwellError, disk_broken
-from swell.events.models import ArtifactWritten, BaseEvent, Warning
+from swell.events.models import BaseEvent, Warning
 from swell.manifest.models import ArtifactRef, Step
 from swell.manifest.template_names import FORGE_FIELDS, PIPELINE_CONTEXT
 from swell.manifest.templates import render_text
-from swell.workspace import artifacts, safe
+from swell.workspace import safe
 from swell.workspace.manager import Workspaces
 from swell.workspace.offload import off_loop
 
@@ -139,7 +138,7 @@ class VisitExecutor:
             activation=visit.activation,
             state=self.state,
             namespace=ns,
-            emit=self.emit if output is None else tee_events(self.emit, output),
+            sink=self.emit if output is None else tee_events(self.emit, output),
             workspace=ws,
             resumed=visit.resumed,
         )
@@ -155,73 +154,10 @@ class VisitExecutor:
         result.events += await self._leftovers(ctx, visit, spawned)
         spawned = process.spawned()
         problems = await off_loop(lambda: self.workspaces.after_visit(ws), "swell-mount")
-        if step.output_artifacts:
-            base = result.outputs_dir or ws.path
-            declared, stdout = step.output_artifacts, result.stdout
-            found, missing = await off_loop(lambda: artifacts.collect(base, declared, stdout))
-            for art in found:
-                art.step_id, art.visit = step.id, visit.visit
-            result.events += found
-            problems += missing
-        if problems and result.outcome == "success":
-            result.outcome = "failure"
-            result.error = "; ".join(filter(None, [result.error, *problems]))
-        # as in Wave, a rework visit is checked by its own step's contracts first, then by
-        # the contracts of the step it reworks
-        for subject in (step, owner) if owner is not step else (step,):
-            if result.outcome != "success" or not (
-                subject.handover and subject.handover.all_contracts
-            ):
-                continue
-            from swell.engine import handover  # contracts (and agents) only when a step has some
-
-            failed = await handover.check(ctx, result, subject)
-            if failed is not None:
-                if failed.policy == "rework":
-                    failed = self._write_feedback(ctx, failed, result)
-                result.failure = failed
-                result.outcome = "failure"
-                result.error = (
-                    f"contract {failed.index + 1} ({failed.contract_type}) of step "
-                    f"'{subject.id}' failed: {failed.error}"
-                )
+        finished = await finish_visit(ctx, result, of_visit(step, owner), problems)
+        result = finished.result
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
-        if result.outcome == "success" and step.outcomes:
-            from swell.engine import outcomes
-
-            extracted = await off_loop(lambda: outcomes.extract(step, ws.path))
-            result.events += [ctx.event(e) for e in extracted]
         return result
-
-    def _write_feedback(
-        self, ctx: VisitContext, failure: ContractFailure, result: StepResult
-    ) -> ContractFailure:
-        """The failure as the artifact `review-feedback.json` of this visit, which the
-        rework visit is given."""
-        data: dict[str, Any] = {
-            "step": failure.owner.id,
-            "contract": {"index": failure.index, "type": failure.contract_type},
-            "reviewer": failure.reviewer,
-            "error": failure.error,
-        }
-        if failure.feedback is not None:
-            data |= failure.feedback.model_dump()
-        raw = (json.dumps(data, indent=2) + "\n").encode()
-        rel = f"{ctx.step.id}/{ctx.visit}/review-feedback.json"
-        try:
-            path = artifacts.write_run_file(self.plan.run_dir, rel, raw)
-        except safe.UnsafePath as exc:
-            error = f"{failure.error}; the review feedback could not be written: {exc}"
-            return dataclasses.replace(failure, policy="fail", error=error)
-        written = ArtifactWritten(
-            name="review-feedback",
-            path=str(path),
-            sha256=hashlib.sha256(raw).hexdigest(),
-            size=len(raw),
-            artifact_type="json",
-        )
-        result.events.append(ctx.event(written))
-        return dataclasses.replace(failure, feedback_path=str(path))
 
 
 def with_output_paths(step: Step, ns: Mapping[str, Any]) -> Step:

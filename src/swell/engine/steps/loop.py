@@ -16,19 +16,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from swell.engine.context import StepResult, VisitContext
+from swell.engine.finish import finish_visit, of_sub_step
 from swell.engine.limits import normalize_error
-from swell.engine.outputs import evaluate_context
 from swell.engine.step_outputs import loaded_namespace, outputs_of
 from swell.engine.steps.base import StepKind
 from swell.engine.steps.pipeline import run_pipeline
 from swell.errors import Problem
-from swell.events.models import BaseEvent, ContextSet, Warning
+from swell.events.models import BaseEvent
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.manifest.templates import render_text
-from swell.workspace import artifacts
-from swell.workspace.offload import off_loop
 
 DONE_WORDS = ("true", "done", "yes")
 
@@ -169,55 +167,30 @@ async def _iteration(ctx: VisitContext, subs: list[Step]) -> str | None:
 
 
 async def _run_sub(ctx: VisitContext, sub: Step, outputs: dict[str, dict[str, str]]) -> StepResult:
-    """One sub-step, run by its kind in the loop's workspace; its outputs and context
-    values recorded (as the loop step's) before the next one starts."""
+    """One sub-step, run by its kind in the loop's workspace and finished as a visit
+    is; what it recorded is recorded as the loop step's before the next one starts."""
     ns = await loaded_namespace(ctx, sub.model_dump_json())
     for sid, recorded in outputs.items():  # siblings of this iteration, by their ids
         ns[sid] = outputs_of(None, recorded)
         ns["steps"] = {**ns.get("steps", {}), sid: {"artifacts": dict(recorded)}}
-    sub_ctx = dataclasses.replace(
-        _in_loop(ctx), step=sub, namespace=ns, emit=lambda events: ctx.emit(_restamp(ctx, events))
-    )
+    sub_ctx = _in_loop(ctx).derive(step=sub, namespace=ns, recast=lambda evs: _restamp(ctx, evs))
     result = await ctx.services.step_kinds.of(sub).run(sub_ctx)
-    events = list(result.events)
+    finished = await finish_visit(sub_ctx, result, of_sub_step(sub))
     if sub.output_artifacts:
-        declared, stdout, where = sub.output_artifacts, result.stdout, ctx.workspace.path
-        found, missing = await off_loop(lambda: artifacts.collect(where, declared, stdout))
-        events += found
-        outputs[sub.id] = {a.name: a.path for a in found}
-        if missing and result.outcome == "success":
-            result.outcome, result.error = "failure", "; ".join(missing)
-    if result.outcome == "success" and sub.handover and sub.handover.all_contracts:
-        from swell.engine import handover
-
-        failed = await handover.check(sub_ctx, result, sub)
-        if failed is not None:
-            result.outcome = "failure"
-            result.error = (
-                f"contract {failed.index + 1} ({failed.contract_type}) failed: {failed.error}"
-            )
-    if sub.output and sub.output.context:
-        values, problems = evaluate_context(sub.output.context, result.outputs)
-        events += [ContextSet(key=k, value=v) for k, v in values.items()]
-        events += [Warning(message=p) for p in problems]
-    ctx.emit(_restamp(ctx, events))
-    return result
+        outputs[sub.id] = finished.artifacts
+    ctx.emit(_restamp(ctx, finished.result.events))
+    return finished.result
 
 
 def _in_loop(ctx: VisitContext) -> VisitContext:
     """The context an iteration's work runs in: nothing of it continues after a resume
     (an iteration starts afresh), so its gates wait rather than stop the run."""
-    services = dataclasses.replace(ctx.services, stop_at_gates=False)
-    return dataclasses.replace(ctx, resumed=None, services=services)
+    return ctx.derive(services=dataclasses.replace(ctx.services, stop_at_gates=False))
 
 
 def _restamp(ctx: VisitContext, events: Sequence[BaseEvent]) -> list[BaseEvent]:
     """A sub-step's events as the loop's visit's: the run knows no other step."""
-    out: list[BaseEvent] = []
-    for event in events:
-        event.step_id, event.visit = ctx.step.id, ctx.visit
-        out.append(event)
-    return out
+    return [ctx.event(e) for e in events]
 
 
 KIND = Loop()

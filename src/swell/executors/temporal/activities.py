@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import time
 from collections import OrderedDict
@@ -35,7 +36,6 @@ from swell.executors.temporal.slots import VisitSlots
 from swell.executors.temporal.specs import (
     ChildCreate,
     ChildStarted,
-    FailureWire,
     RecordRequest,
     RunSpec,
     VisitReply,
@@ -302,40 +302,15 @@ async def _heartbeat(local: bool) -> None:
 
 
 def reply_of(result: StepResult, events: Sequence[ev.BaseEvent], duration_ms: int) -> VisitReply:
-    """A visit's result as it crosses the wire."""
-    failure = result.failure
-    wire = None
-    if failure is not None:
-        wire = FailureWire(
-            policy=failure.policy,
-            index=failure.index,
-            contract_type=failure.contract_type,
-            error=failure.error,
-            owner=failure.owner.id,
-            rework_step=failure.rework_step,
-            reviewer=failure.reviewer,
-            feedback=failure.feedback.model_dump(mode="json") if failure.feedback else None,
-            feedback_path=failure.feedback_path,
-        )
-    return VisitReply(
-        outcome=result.outcome,
-        duration_ms=duration_ms,
-        error=result.error,
-        exit_code=result.exit_code,
-        output_tail=result.output_tail,
+    """A visit's result as it crosses the wire: its events redacted, its outputs as
+    JSON holds them (a value JSON cannot hold, as its text)."""
+    result = dataclasses.replace(
+        result,
+        events=list(events),
         outputs=_jsonable(result.outputs),
-        events=[ev.event_json(e) for e in events],
-        choice_key=result.choice_key,
-        choice_target=result.choice_target,
-        tokens_in=result.tokens_in,
-        tokens_out=result.tokens_out,
-        cost_usd=result.cost_usd,
-        failure=wire,
-        round_content=result.round_content,
         round_meta=_jsonable(result.round_meta),
-        adapter=result.adapter,
-        model=result.model,
     )
+    return VisitReply(result, duration_ms)
 
 
 def _jsonable(data: dict[str, object]) -> dict[str, object]:

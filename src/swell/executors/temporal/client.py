@@ -19,6 +19,7 @@ from swell.executors.temporal.specs import GateRequest, RunOutcome, RunSpec
 
 if TYPE_CHECKING:
     from temporalio.client import Client
+    from temporalio.converter import DataConverter
 
     from swell.engine.context import RunOptions
     from swell.manifest.loader import LoadedPipeline
@@ -81,13 +82,23 @@ def _sdk() -> None:
         ) from None
 
 
+def data_converter() -> DataConverter:
+    """How values cross the wire, for clients, workers and replayers alike: pydantic's
+    converter, so the engine's own models (a visit's `StepResult`) travel as they are."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    return pydantic_data_converter
+
+
 async def connect(engine: Engine) -> Client:
     """A client of the engine's server; one clear error when it cannot be reached."""
     _sdk()
     from temporalio.client import Client
 
     try:
-        return await Client.connect(engine.address, namespace=engine.namespace)
+        return await Client.connect(
+            engine.address, namespace=engine.namespace, data_converter=data_converter()
+        )
     except Exception as exc:
         text = str(exc)
         reason = "connection refused" if "refused" in text.lower() else text[:200]

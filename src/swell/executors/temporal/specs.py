@@ -1,10 +1,12 @@
-"""What crosses the wire between client, workflow and activities: plain dataclasses
-that Temporal's JSON converter carries. Events travel as their stored JSON text."""
+"""What crosses the wire between client, workflow and activities: dataclasses, and the
+engine's own models (a visit's `StepResult`), carried by temporalio's pydantic data
+converter (`client.DATA_CONVERTER`). Events for the store travel as their JSON text."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from swell.engine.context import StepResult
 
 
 @dataclass
@@ -81,42 +83,12 @@ class VisitRequest:
 
 
 @dataclass
-class FailureWire:
-    """`engine.context.ContractFailure`, with its owner step by id."""
-
-    policy: str
-    index: int
-    contract_type: str
-    error: str
-    owner: str
-    rework_step: str | None = None
-    reviewer: str | None = None
-    feedback: dict[str, Any] | None = None
-    feedback_path: str | None = None
-
-
-@dataclass
 class VisitReply:
-    """`engine.context.StepResult` of a finished visit, with its duration; `events`:
-    what the visit emitted while it ran, then what it returned."""
+    """A finished visit: the engine's own `StepResult`, whose `events` are what the
+    visit emitted while it ran, then what it returned; and where it ran."""
 
-    outcome: str
+    result: StepResult
     duration_ms: int
-    error: str | None = None
-    exit_code: int | None = None
-    output_tail: str | None = None
-    outputs: dict[str, Any] = field(default_factory=dict)
-    events: list[str] = field(default_factory=list)
-    choice_key: str | None = None
-    choice_target: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    failure: FailureWire | None = None
-    round_content: str | None = None
-    round_meta: dict[str, Any] = field(default_factory=dict)
-    adapter: str | None = None
-    model: str | None = None
     commit: str | None = None  # the workspace after the visit, pushed (remote mode)
     queue: str | None = None  # the worker's own task queue, where its warm workspace is
 

@@ -36,7 +36,7 @@ from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
     from swell.engine.completion import Decisions, Limits, Visit, ending, idle_ending, queue
-    from swell.engine.context import ContractFailure, GateDecision, StepResult
+    from swell.engine.context import GateDecision, StepResult
     from swell.engine.cost import Budget
     from swell.engine.graph import Graph
     from swell.engine.persona_names import with_personas
@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from swell.engine.steps import gate as gates
     from swell.engine.steps.registry import StepKinds, default_step_kinds
     from swell.events import models as ev
-    from swell.events.models import FinalStatus, ReviewFeedback
+    from swell.events.models import FinalStatus
     from swell.executors.temporal import WORKFLOW
     from swell.executors.temporal.specs import (
         ChildCreate,
@@ -307,7 +307,7 @@ class RunWorkflow:
         if reply.commit is not None:
             self._head = reply.commit
         self._sticky = reply.queue
-        return self._result(reply), reply.duration_ms
+        return reply.result, reply.duration_ms
 
     async def _remote_visit(
         self, visit: Visit, retry: RetryPolicy, waits: workflow.ActivityCancellationType
@@ -347,40 +347,6 @@ class RunWorkflow:
             cancellation_type=waits,
         )
         return reply
-
-    def _result(self, reply: VisitReply) -> StepResult:
-        failure = None
-        if reply.failure is not None:
-            wire = reply.failure
-            failure = ContractFailure(
-                policy=wire.policy,  # type: ignore[arg-type]
-                index=wire.index,
-                contract_type=wire.contract_type,
-                error=wire.error,
-                owner=self.graph.steps[wire.owner],
-                rework_step=wire.rework_step,
-                reviewer=wire.reviewer,
-                feedback=ReviewFeedback.model_validate(wire.feedback) if wire.feedback else None,
-                feedback_path=wire.feedback_path,
-            )
-        return StepResult(
-            outcome=reply.outcome,  # type: ignore[arg-type]
-            error=reply.error,
-            exit_code=reply.exit_code,
-            output_tail=reply.output_tail,
-            outputs=reply.outputs,
-            events=[ev.parse_event(text) for text in reply.events],
-            choice_key=reply.choice_key,
-            choice_target=reply.choice_target,
-            tokens_in=reply.tokens_in,
-            tokens_out=reply.tokens_out,
-            cost_usd=reply.cost_usd,
-            failure=failure,
-            round_content=reply.round_content,
-            round_meta=reply.round_meta,
-            adapter=reply.adapter,
-            model=reply.model,
-        )
 
     # ------------------------------------------------------------- child runs
 
