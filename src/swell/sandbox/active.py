@@ -1,0 +1,98 @@
+"""The box of the visit running in this task, and the one call the subprocess runner
+makes at each spawn (`confine`)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from swell.sandbox.base import Backend, Box
+from swell.sandbox.env import confined_env
+
+
+@dataclass(frozen=True)
+class Confinement:
+    backend: Backend
+    box: Box
+
+
+_current: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar(
+    "swell_sandbox", default=None
+)
+
+
+def current() -> Confinement | None:
+    """The sandbox of the visit running in this task, if any."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def confining(confinement: Confinement | None) -> Iterator[None]:
+    """Inside, every process swell.process starts runs in `confinement` (None: none)."""
+    token = _current.set(confinement)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def enter(confinement: Confinement | None) -> None:
+    """Make `confinement` current until the enclosing `confining` block ends (a visit
+    learns its workspace only once it has begun)."""
+    _current.set(confinement)
+
+
+def scratch_root() -> Path | None:
+    """Where a visit's scratch files go so that its sandboxed processes see them (inside
+    the box's home: /tmp is private to each process), or None for the system's temp dir."""
+    found = _current.get()
+    if found is None:
+        return None
+    root = found.box.home / ".scratch"
+    root.mkdir(mode=0o700, exist_ok=True)
+    return root
+
+
+def program_root(program: str, path: str | None) -> Path | None:
+    """What must be visible for `program` to run: its file, or for a node package
+    (`node_modules/.bin/claude` -> `.../node_modules/@anthropic-ai/claude-code/cli.js`)
+    the directory that holds its node_modules."""
+    import shutil
+
+    found = program if os.sep in program else shutil.which(program, path=path)
+    if found is None:
+        return None
+    real = os.path.realpath(found)
+    marker = f"{os.sep}node_modules{os.sep}"
+    if marker in real:
+        return Path(real.split(marker, 1)[0])
+    return Path(real).parent
+
+
+def _hidden(path: Path, box: Box) -> bool:
+    return any(path == h or h in path.parents for h in box.hidden)
+
+
+def confine(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str],
+    inherit: Iterable[str] = (),
+) -> tuple[list[str], dict[str, str] | None]:
+    """`argv` and `env` as the current sandbox starts them (unchanged without one).
+    The program itself is shown read-only when it lies in a hidden directory (an agent
+    CLI installed under the user's HOME)."""
+    found = _current.get()
+    if found is None:
+        return list(argv), None if env is None else dict(env)
+    box = found.box
+    full = dict(os.environ if env is None else env)
+    root = program_root(argv[0], full.get("PATH"))
+    if root is not None and _hidden(root, box):
+        box = replace(box, visible=(*box.visible, root))
+    inside = confined_env(full, box, inherit)
+    return found.backend.wrap(argv, Path(cwd), box), inside
