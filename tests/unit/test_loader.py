@@ -450,7 +450,7 @@ def test_manifest_problems_in_named_entries_are_reported_together(proj: ProjectD
     assert problems[0][2].startswith("swell does not run `hooks_template`")
     assert problems[1][2].startswith("'hooks_template': ")
     assert problems[2][2].startswith("'temperature': ")
-    assert problems[3][2].startswith("swell does not run `sandbox` (persona network sandboxes)")
+    assert problems[3][2].startswith("swell does not run `sandbox` (persona network allow-lists")
     assert problems[4][2] == "unknown field 'network'"
     assert problems[5][2].startswith("'max_concurrency': ")
     assert "must be a duration" in problems[6][2]  # the stall watchdog runs: no warning

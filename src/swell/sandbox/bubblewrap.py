@@ -1,7 +1,7 @@
 """The bubblewrap backend (Debian's `bubblewrap`, the `bwrap` binary).
 
-Each process is started as `bwrap [namespaces] [mounts] -- argv`: new user, pid, ipc,
-uts and cgroup namespaces (and a network namespace when the box has no network), no
+Each process is started as `bwrap [namespaces] [mounts] -- argv`: new user, pid and ipc
+namespaces (and a network namespace when the box has no network), no
 capabilities, no nested user namespaces, a new session, and `--die-with-parent`, so the
 whole tree inside dies with bwrap and bwrap with swell (`kill -9` included). In its own
 pid namespace a process sees no process outside the box (it cannot signal or trace swell).
@@ -25,8 +25,10 @@ INSTALL = (
 # except what name resolution needs (systemd-resolved's resolv.conf)
 RUN_DIRS = (Path("/run"),)
 RUN_KEPT = (Path("/run/systemd/resolve"),)
+# no uts or cgroup namespace: they hide little (the host name, the cgroup path) and
+# cost about 6 ms each per process (benchmarks/sandbox_overhead.py)
 _NAMESPACES = (
-    "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+    "--unshare-user", "--unshare-ipc", "--unshare-pid",
     "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
 )  # fmt: skip
 
@@ -103,4 +105,6 @@ class Bubblewrap:
             args += ["--bind", str(path), str(path)]
         for path in _existing(box.readonly):
             args += ["--ro-bind", str(path), str(path)]
+        for path in _existing(hidden):  # an empty place that takes no writes either
+            args += ["--remount-ro", str(path)]
         return args
