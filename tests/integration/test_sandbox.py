@@ -122,6 +122,34 @@ def test_a_sandboxed_command_step_sees_only_its_workspace(
     assert not any("sandbox" in e.get("message", "") for e in events(project, run_id))
 
 
+def test_contract_commands_run_in_the_sandbox_too(tmp_path: Path, fake_home: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "wave.yaml").write_text(MANIFEST.format(extra=""))
+    key = fake_home / ".ssh" / "id_rsa"
+    # passes only where the key and the secret cannot be seen, and the write stays inside
+    check = f'test ! -e {key} && test -z "$SECRET_TOKEN" && echo ok > checked.txt'
+    write_pipeline(
+        project,
+        "checked",
+        f"""
+kind: WavePipeline
+metadata: {{name: checked}}
+steps:
+  - id: build
+    type: command
+    script: echo built > built.txt
+    handover:
+      contract: {{type: test_suite, command: '{check}'}}
+""",
+    )
+    result = swell("run", "checked", cwd=project, env=_env(fake_home))
+    assert result.returncode == 0, result.stdout + result.stderr
+    unboxed = swell("run", "checked", "--no-sandbox", cwd=project, env=_env(fake_home))
+    assert unboxed.returncode != 0  # the same contract, without the sandbox, sees both
+    assert "contract 1 (test_suite) of step 'build' failed" in unboxed.stdout
+
+
 def test_no_sandbox_is_warned_about_and_recorded(tmp_path: Path, fake_home: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

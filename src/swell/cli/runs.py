@@ -393,6 +393,10 @@ def run(
     )
     _check_sandbox(rt, options)
     if _engine(rt, engine, from_step, timeout) == "temporal":
+        if no_sandbox:  # its workers sandbox every visit they run (docs/security.md)
+            raise typer.BadParameter(
+                "not available with the temporal engine yet", param_hint="--no-sandbox"
+            )
         from swell.cli.worker import run_on_engine
 
         asks = _prompter(output, auto_approve)

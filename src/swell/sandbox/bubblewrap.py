@@ -62,6 +62,10 @@ def _depth(path: Path) -> int:
     return len(path.parts)
 
 
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
 def _existing(paths: Iterable[Path]) -> list[Path]:
     return [p for p in paths if os.path.lexists(p)]
 
@@ -93,9 +97,11 @@ class Bubblewrap:
         """Hidden and shown-again paths, shallowest first (a deeper one wins), then the
         writable ones, then the read-only ones inside them."""
         hidden = [*RUN_DIRS, *box.hidden]
+        # a path under no hidden one is visible anyway (each mount costs the process time)
+        shown = [p for p in [*RUN_KEPT, *box.visible] if any(_under(p, h) for h in hidden)]
         layers = sorted(
             [(p, "--tmpfs") for p in _existing(hidden)]
-            + [(p, "--ro-bind") for p in _existing([*RUN_KEPT, *box.visible])],
+            + [(p, "--ro-bind") for p in _existing(shown)],
             key=lambda layer: _depth(layer[0]),
         )
         args: list[str] = []

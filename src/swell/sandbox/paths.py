@@ -52,6 +52,6 @@ def path_entries_under(hidden: list[Path], path: str) -> list[Path]:
     for entry in path.split(os.pathsep):
         if entry and os.path.isabs(entry) and os.path.isdir(entry):
             where = real(Path(entry))
-            if any(where == h or h in where.parents for h in hidden):
+            if any(where == h or h in where.parents for h in hidden) and where not in shown:
                 shown.append(where)
     return shown
