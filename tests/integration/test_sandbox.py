@@ -4,11 +4,14 @@ through `swell run` as a user would. Real bwrap: a machine without it fails thes
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import signal
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -120,6 +123,72 @@ def test_a_sandboxed_command_step_sees_only_its_workspace(
     assert _tree(tmp_path, isolated_state) == before  # nothing outside changed
     assert not list(Path("/tmp").glob(f"escaped-{tmp_path.name}"))
     assert not any("sandbox" in e.get("message", "") for e in events(project, run_id))
+
+
+@pytest.fixture
+def web() -> Iterator[int]:
+    """An HTTP server on 127.0.0.1 (its port): what a step may or may not reach."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_network_is_the_allow_list_through_swells_proxy(
+    tmp_path: Path, fake_home: Path, isolated_state: Path, web: int
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    allowed = '    default_allowed_domains: ["127.0.0.1"]\n'
+    (project / "wave.yaml").write_text(MANIFEST.format(extra="") + allowed)
+    write_pipeline(
+        project,
+        "net",
+        f"""
+kind: WavePipeline
+metadata: {{name: net}}
+steps:
+  - id: fetch
+    type: command
+    script: |
+      get() {{ curl -sS -m 10 -o /dev/null -w '%{{http_code}}' "$@" 2>/dev/null; }}
+      echo "allowed=$(get http://127.0.0.1:{web}/)" >> report.txt
+      echo "other-name=$(get http://localhost:{web}/)" >> report.txt
+      echo "tunnel=$(get -p http://localhost:{web}/)" >> report.txt
+      echo "direct=$(get --noproxy '*' http://127.0.0.1:{web}/)" >> report.txt
+      echo "direct-other=$(get --noproxy '*' http://127.0.0.2:{web}/)" >> report.txt
+""",
+    )
+    result = swell("run", "net", cwd=project, env=_env(fake_home))
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    report = (isolated_state / "workspaces" / run_id / "report.txt").read_text().split()
+    assert report == [
+        "allowed=200",  # through the proxy
+        "other-name=403",  # refused by the proxy: not in allowed_domains
+        "tunnel=000",  # CONNECT refused too
+        "direct=000",  # no route out of the sandbox
+        "direct-other=000",
+    ]
+    assert f"refused: localhost:{web} is not in allowed_domains" in result.stdout
+    seen = [
+        (e["host"], e["port"], e["allowed"])
+        for e in events(project, run_id)
+        if e["type"] == "sandbox.connection"
+    ]
+    assert seen == [("127.0.0.1", web, True), ("localhost", web, False), ("localhost", web, False)]
 
 
 def test_contract_commands_run_in_the_sandbox_too(tmp_path: Path, fake_home: Path) -> None:
@@ -324,3 +393,8 @@ steps:
     # the CLI's own files went to the run's HOME, not the user's
     assert _tree(fake_home, isolated_state) == before
     assert (isolated_state / "runs" / run_id / ".home" / ".claude").is_dir()
+    # its model endpoint was let through the sandbox's proxy, and recorded
+    host, port = twin.url.removeprefix("http://").split(":")
+    connections = [e for e in events(project, run_id) if e["type"] == "sandbox.connection"]
+    assert connections and all(e["allowed"] for e in connections)
+    assert {(e["host"], e["port"]) for e in connections} == {(host, int(port))}

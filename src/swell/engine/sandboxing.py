@@ -3,14 +3,20 @@ box its processes run in, built from the run's plan and the visit's workspace.""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from swell import sandbox
 from swell.engine.context import RunPlan
 from swell.events import models as ev
 from swell.manifest.wave_models import SandboxConfig
+from swell.sandbox.base import PROXY_PORT
 from swell.sandbox.paths import hidden_paths, path_entries_under, real
+from swell.sandbox.proxy import EgressProxy, Record
 from swell.sandbox.settings import Settings, backend_for, settings_of
 from swell.workspace.workspace import Workspace
 
@@ -68,14 +74,58 @@ def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) 
     )
 
 
-def enter(plan: RunPlan, ws: Workspace, feedback: str | None = None) -> None:
+def allowed_domains(plan: RunPlan, persona: str | None) -> list[str]:
+    """The persona's `sandbox.allowed_domains`, else `runtime.sandbox.default_allowed_domains`."""
+    found = plan.project.manifest.personas.get(persona) if persona else None
+    if found is not None and found.sandbox is not None and found.sandbox.allowed_domains:
+        return list(found.sandbox.allowed_domains)
+    config = plan.project.manifest.runtime.sandbox
+    return list(config.default_allowed_domains) if config else []
+
+
+def recorder(emit: Callable[[Sequence[ev.BaseEvent]], None], step_id: str, visit: int) -> Record:
+    """Each connection the proxy is asked for, as an event of the visit (from its thread)."""
+    loop = asyncio.get_running_loop()
+
+    def record(host: str, port: int, allowed: bool) -> None:
+        event = ev.SandboxConnection(host=host, port=port, allowed=allowed)
+        event.step_id, event.visit = step_id, visit
+        loop.call_soon_threadsafe(emit, [event])
+
+    return record
+
+
+def _offline(box: sandbox.Box, proxy: EgressProxy) -> sandbox.Box:
+    """`box` without network but through `proxy` (the forwarder runs on swell's Python)."""
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+    env = {**dict.fromkeys(names, url), "NO_PROXY": "", "no_proxy": ""}
+    runtime = [real(Path(sys.base_prefix)), real(Path(__file__).parent.parent / "sandbox")]
+    return dataclasses.replace(
+        box, proxy=proxy.path, extra_env=env, visible=(*box.visible, *runtime)
+    )
+
+
+def enter(
+    plan: RunPlan,
+    ws: Workspace,
+    feedback: str | None = None,
+    persona: str | None = None,
+    record: Record | None = None,
+) -> None:
     """Make the visit's sandbox current (until `sandbox.confining` of the visit ends);
-    Unavailable when the backend cannot run here."""
+    Unavailable when the backend cannot run here. With `record`, the sandbox has no
+    network but an egress proxy that lets `allowed_domains` through."""
     chosen = settings(plan)
     if chosen is None:
         return
     backend = backend_for(chosen)
-    sandbox.enter(sandbox.Confinement(backend, box(plan, ws, chosen, feedback)))
+    made = box(plan, ws, chosen, feedback)
+    proxy = None
+    if record is not None:
+        proxy = EgressProxy(allowed_domains(plan, persona), record)
+        made = _offline(made, proxy)
+    sandbox.enter(sandbox.Confinement(backend, made, proxy))
 
 
 def unsandboxed(config: SandboxConfig | None, no_sandbox: bool) -> str | None:

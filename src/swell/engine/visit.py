@@ -107,7 +107,9 @@ class VisitExecutor:
             raise disk_broken(exc, where) or exc from None
         ws = opened.workspace
         try:  # every process of the visit runs in its sandbox (runtime.sandbox)
-            sandboxing.enter(self.plan, ws, rework.feedback_path if rework else None)
+            feedback = rework.feedback_path if rework else None
+            record = sandboxing.recorder(self.emit, step.id, visit.visit)
+            sandboxing.enter(self.plan, ws, feedback, step.persona, record)
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc), retryable=False)
         others = pipeline_outputs.lookup_in(

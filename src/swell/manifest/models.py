@@ -161,7 +161,6 @@ class Persona(Strict):
 
     NOT_RUN = {
         "hooks": "persona tool hooks",
-        "sandbox": "persona network allow-lists (sandboxes keep the host's network)",
     }
 
     _scopes = field_validator("token_scopes")(check_token_scopes)

@@ -163,9 +163,6 @@ class SandboxConfig(Strict):
     default_allowed_domains: list[str] = Field(default_factory=list)
     env_passthrough: list[str] = Field(default_factory=list)
 
-    # a sandbox keeps the host's network for now (docs/security.md, "Network")
-    NOT_RUN = {"default_allowed_domains": "the network allow-list of sandboxed steps"}
-
 
 class AuditConfig(Strict):
     log_dir: str | None = None

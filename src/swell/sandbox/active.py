@@ -9,15 +9,29 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swell.sandbox.base import Backend, Box
 from swell.sandbox.env import confined_env
+
+if TYPE_CHECKING:
+    from swell.sandbox.proxy import EgressProxy
+
+# where an agent CLI talks to its model when no base URL variable says otherwise, by
+# the names its adapter passes (`inherit`): let through with the visit's allowed_domains
+DEFAULT_ENDPOINTS = {
+    "ANTHROPIC_": ("api.anthropic.com",),
+    "OPENAI_": ("api.openai.com",),
+    "CODEX_": ("api.openai.com", "chatgpt.com"),
+    "GEMINI_": ("generativelanguage.googleapis.com",),
+}
 
 
 @dataclass(frozen=True)
 class Confinement:
     backend: Backend
     box: Box
+    proxy: EgressProxy | None = None  # the visit's egress proxy, closed with the visit
 
 
 _current: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar(
@@ -37,6 +51,9 @@ def confining(confinement: Confinement | None) -> Iterator[None]:
     try:
         yield
     finally:
+        entered = _current.get()
+        if entered is not confinement and entered is not None and entered.proxy is not None:
+            entered.proxy.close()
         _current.reset(token)
 
 
@@ -73,6 +90,19 @@ def program_root(program: str, path: str | None) -> Path | None:
     return Path(real).parent
 
 
+def _allow_endpoints(proxy: EgressProxy, env: Mapping[str, str], inherit: Iterable[str]) -> None:
+    """An agent CLI's model endpoint gets through its sandbox's proxy: the hosts of its
+    base URL variables, else its provider's default API host."""
+    names = [n.rstrip("*") for n in inherit]
+    urls = [v for k, v in env.items() if k.startswith(tuple(names)) and k.endswith("_BASE_URL")]
+    for url in urls:
+        proxy.allow_url(url)
+    if not urls:
+        for prefix, hosts in DEFAULT_ENDPOINTS.items():
+            if prefix in names:
+                proxy.hosts.update(hosts)
+
+
 def _hidden(path: Path, box: Box) -> bool:
     return any(path == h or h in path.parents for h in box.hidden)
 
@@ -91,6 +121,8 @@ def confine(
         return list(argv), None if env is None else dict(env)
     box = found.box
     full = dict(os.environ if env is None else env)
+    if found.proxy is not None and inherit:
+        _allow_endpoints(found.proxy, full, inherit)
     root = program_root(argv[0], full.get("PATH"))
     if root is not None and _hidden(root, box):
         box = replace(box, visible=(*box.visible, root))

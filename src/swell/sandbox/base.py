@@ -9,6 +9,9 @@ from typing import Protocol
 
 from swell.errors import SwellError
 
+PROXY_PORT = 3128  # where the forwarder listens inside a sandbox (its own loopback)
+PROXY_SOCKET = "/run/swell-egress.sock"  # where the proxy's socket is bound inside
+
 
 class Unavailable(SwellError):
     """The sandbox the manifest asks for cannot run here; the message says how to fix it."""
@@ -30,6 +33,9 @@ class Box:
     readonly: tuple[Path, ...] = ()  # read-only although under a writable path
     env_passthrough: tuple[str, ...] = ()  # wave.yaml's `runtime.sandbox.env_passthrough`
     network: bool = True  # False: a network namespace of its own, with no route out
+    # the egress proxy's unix socket (implies no network): reached inside through a
+    # forwarder on 127.0.0.1:PROXY_PORT, which HTTP(S)_PROXY name
+    proxy: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)  # set inside, after the rest
 
     @property

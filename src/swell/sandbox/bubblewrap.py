@@ -12,10 +12,14 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from swell.sandbox.base import Box
+from swell.sandbox.base import PROXY_PORT, PROXY_SOCKET, Box
+
+FORWARDER = str(Path(__file__).with_name("forward.py"))
+PYTHON = os.path.realpath(sys.executable)  # run with -I: the stdlib is all it needs
 
 INSTALL = (
     "install it with `apt-get install bubblewrap` (Debian, Ubuntu) or `dnf install bubblewrap`"
@@ -86,12 +90,14 @@ class Bubblewrap:
 
     def wrap(self, argv: Sequence[str], cwd: Path, box: Box) -> list[str]:
         args = [self.binary, *_NAMESPACES]
-        if not box.network:
+        if not box.network or box.proxy is not None:
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         args += self._layers(box)
-        args += ["--chdir", str(cwd), "--", *argv]
-        return args
+        args += ["--chdir", str(cwd), "--"]
+        if box.proxy is not None:  # the forwarder to the proxy, which then runs argv
+            args += [PYTHON, "-I", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
+        return [*args, *argv]
 
     def _layers(self, box: Box) -> list[str]:
         """Hidden and shown-again paths, shallowest first (a deeper one wins), then the
@@ -111,6 +117,8 @@ class Bubblewrap:
             args += ["--bind", str(path), str(path)]
         for path in _existing(box.readonly):
             args += ["--ro-bind", str(path), str(path)]
+        if box.proxy is not None:
+            args += ["--bind", str(box.proxy), PROXY_SOCKET]
         for path in _existing(hidden):  # an empty place that takes no writes either
             args += ["--remount-ro", str(path)]
         return args
