@@ -43,6 +43,8 @@ steps:
                "{other}/escaped" /etc/escaped "$SWELL_PROJECT_ROOT/.agents/escaped"; do
         (echo x > "$p") 2>/dev/null && echo "WROTE $p" >> report.txt
       done
+      ln -s "{home}/.ssh/authorized_keys" planted-link
+      (echo x > planted-link) 2>/dev/null && echo "WROTE through a link" >> report.txt
       cat "{home}/.ssh/id_rsa" 2>/dev/null && echo "READ the key" >> report.txt
       cat "{other}/secret.txt" 2>/dev/null && echo "READ the other run" >> report.txt
       cat "{state}/state.db" > /dev/null 2>&1 && echo "READ the store" >> report.txt

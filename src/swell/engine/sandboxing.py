@@ -4,9 +4,8 @@ box its processes run in, built from the run's plan and the visit's workspace.""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import functools
 import os
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from swell import sandbox
 from swell.engine.context import RunPlan
 from swell.events import models as ev
 from swell.manifest.wave_models import SandboxConfig
-from swell.sandbox.base import PROXY_PORT
 from swell.sandbox.paths import hidden_paths, path_entries_under, real
 from swell.sandbox.proxy import EgressProxy, Record
 from swell.sandbox.settings import Settings, backend_for, settings_of
@@ -95,17 +93,6 @@ def recorder(emit: Callable[[Sequence[ev.BaseEvent]], None], step_id: str, visit
     return record
 
 
-def _offline(box: sandbox.Box, proxy: EgressProxy) -> sandbox.Box:
-    """`box` without network but through `proxy` (the forwarder runs on swell's Python)."""
-    url = f"http://127.0.0.1:{PROXY_PORT}"
-    names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
-    env = {**dict.fromkeys(names, url), "NO_PROXY": "", "no_proxy": ""}
-    runtime = [real(Path(sys.base_prefix)), real(Path(__file__).parent.parent / "sandbox")]
-    return dataclasses.replace(
-        box, proxy=proxy.path, extra_env=env, visible=(*box.visible, *runtime)
-    )
-
-
 def enter(
     plan: RunPlan,
     ws: Workspace,
@@ -121,11 +108,12 @@ def enter(
         return
     backend = backend_for(chosen)
     made = box(plan, ws, chosen, feedback)
-    proxy = None
-    if record is not None:
-        proxy = EgressProxy(allowed_domains(plan, persona), record)
-        made = _offline(made, proxy)
-    sandbox.enter(sandbox.Confinement(backend, made, proxy))
+    if record is None:
+        sandbox.enter(sandbox.Confinement(backend, made))
+        return
+    domains = allowed_domains(plan, persona)
+    proxy = functools.partial(EgressProxy, domains, record)
+    sandbox.enter(sandbox.Confinement(backend, made, proxy, bool(domains)))
 
 
 def unsandboxed(config: SandboxConfig | None, no_sandbox: bool) -> str | None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swell.sandbox.base import Backend, Box
+from swell.sandbox.base import PROXY_PORT, Backend, Box
 from swell.sandbox.env import confined_env
 
 if TYPE_CHECKING:
@@ -29,9 +30,26 @@ DEFAULT_ENDPOINTS = {
 
 @dataclass(frozen=True)
 class Confinement:
+    """A visit's sandbox. With `proxy`, its processes have no network but what the egress
+    proxy `proxy()` makes lets through: it is made for the first process that may use it
+    (an agent CLI, or any process when `allowed_domains` lists hosts), else none is (a
+    process with nothing allowed needs no forwarder), and closed with the visit."""
+
     backend: Backend
     box: Box
-    proxy: EgressProxy | None = None  # the visit's egress proxy, closed with the visit
+    proxy: Callable[[], EgressProxy] | None = None
+    domains: bool = False  # `allowed_domains` lists hosts
+    made: list[EgressProxy] = field(default_factory=list)
+
+    def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
+        """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
+        if self.proxy is None:
+            return self.box, None
+        if not (agent or self.domains):
+            return replace(self.box, network=False), None
+        if not self.made:
+            self.made.append(self.proxy())
+        return _offline(self.box, self.made[0]), self.made[0]
 
 
 _current: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar(
@@ -52,8 +70,9 @@ def confining(confinement: Confinement | None) -> Iterator[None]:
         yield
     finally:
         entered = _current.get()
-        if entered is not confinement and entered is not None and entered.proxy is not None:
-            entered.proxy.close()
+        if entered is not confinement and entered is not None:
+            for proxy in entered.made:
+                proxy.close()
         _current.reset(token)
 
 
@@ -90,6 +109,15 @@ def program_root(program: str, path: str | None) -> Path | None:
     return Path(real).parent
 
 
+def _offline(box: Box, proxy: EgressProxy) -> Box:
+    """`box` without network but through `proxy` (the forwarder runs on swell's Python)."""
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+    env = {**box.extra_env, **dict.fromkeys(names, url), "NO_PROXY": "", "no_proxy": ""}
+    runtime = (Path(os.path.realpath(sys.base_prefix)), Path(__file__).resolve().parent)
+    return replace(box, proxy=proxy.path, extra_env=env, visible=(*box.visible, *runtime))
+
+
 def _allow_endpoints(proxy: EgressProxy, env: Mapping[str, str], inherit: Iterable[str]) -> None:
     """An agent CLI's model endpoint gets through its sandbox's proxy: the hosts of its
     base URL variables, else its provider's default API host."""
@@ -119,10 +147,11 @@ def confine(
     found = _current.get()
     if found is None:
         return list(argv), None if env is None else dict(env)
-    box = found.box
+    inherit = tuple(inherit)
+    box, proxy = found.proxied(agent=bool(inherit))
     full = dict(os.environ if env is None else env)
-    if found.proxy is not None and inherit:
-        _allow_endpoints(found.proxy, full, inherit)
+    if proxy is not None and inherit:
+        _allow_endpoints(proxy, full, inherit)
     root = program_root(argv[0], full.get("PATH"))
     if root is not None and _hidden(root, box):
         box = replace(box, visible=(*box.visible, root))

@@ -19,7 +19,7 @@ from pathlib import Path
 from swell.sandbox.base import PROXY_PORT, PROXY_SOCKET, Box
 
 FORWARDER = str(Path(__file__).with_name("forward.py"))
-PYTHON = os.path.realpath(sys.executable)  # run with -I: the stdlib is all it needs
+PYTHON = os.path.realpath(sys.executable)  # run with -I -S: the stdlib is all it needs
 
 INSTALL = (
     "install it with `apt-get install bubblewrap` (Debian, Ubuntu) or `dnf install bubblewrap`"
@@ -96,7 +96,7 @@ class Bubblewrap:
         args += self._layers(box)
         args += ["--chdir", str(cwd), "--"]
         if box.proxy is not None:  # the forwarder to the proxy, which then runs argv
-            args += [PYTHON, "-I", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
+            args += [PYTHON, "-I", "-S", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
         return [*args, *argv]
 
     def _layers(self, box: Box) -> list[str]:

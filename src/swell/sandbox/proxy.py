@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 Record = Callable[[str, int, bool], None]
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 30.0
+POLL = 0.05  # seconds between the serving loop's looks at a shutdown request
 
 
 def matches(host: str, patterns: Iterable[str]) -> bool:
@@ -129,7 +130,7 @@ class EgressProxy:
         self._server.allows = self.allows
         self._server.record = record
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="swell-egress", daemon=True
+            target=self._server.serve_forever, args=(POLL,), name="swell-egress", daemon=True
         )
         self._thread.start()
 
@@ -143,6 +144,11 @@ class EgressProxy:
             self.hosts.add(host.lower())
 
     def close(self) -> None:
+        """Stop serving, without waiting here: `shutdown` waits for the serving loop's
+        next poll, and this is called on swell's event loop at the end of each visit."""
+        threading.Thread(target=self._stop, name="swell-egress-stop", daemon=True).start()
+
+    def _stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         with contextlib.suppress(OSError):
