@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from swell import streaming, sweep
+from swell import sandbox, streaming, sweep
 from swell.streaming import Feed, Stream
 from swell.sweep import Marked, find_marked, marked_groups, stop_marked
 
@@ -362,6 +362,8 @@ async def run_process(
         return streamed.result
     started = time.monotonic()
     _count_spawn()
+    if sandbox.current() is not None:  # the visit's sandbox (runtime.sandbox)
+        argv, env = sandbox.confine(argv, env, cwd)
     proc, pipes = _spawn(list(argv), cwd, env)
     child = _Child(proc, pipes, max_output, grace, feed)
     deadline = None if timeout is None else child.loop.call_later(timeout, child.expire)
@@ -460,8 +462,10 @@ class StreamedProcess:
         max_output: int = DEFAULT_MAX_OUTPUT,
         stdin_data: bytes | None = None,
         max_line: int = 64 * 1024 * 1024,
+        inherit_env: tuple[str, ...] = (),
     ) -> None:
         self.argv, self.cwd, self.env = list(argv), cwd, env
+        self.inherit_env = inherit_env
         self.timeout, self.grace, self.max_output = timeout, grace, max_output
         self.stdin_data, self.max_line = stdin_data, max_line
         self.result: ProcessResult | None = None
@@ -471,11 +475,14 @@ class StreamedProcess:
         """Yield stdout lines; raises FileNotFoundError if the binary is missing."""
         started = time.monotonic()
         _count_spawn()
+        argv, env = self.argv, dict(self.env) if self.env is not None else None
+        if sandbox.current() is not None:  # the visit's sandbox (runtime.sandbox)
+            argv, env = sandbox.confine(argv, env, self.cwd, self.inherit_env)
         with sweep.spawning(), _stdin_file(self.stdin_data) as stdin:
             proc = await asyncio.create_subprocess_exec(
-                *self.argv,
+                *argv,
                 cwd=self.cwd,
-                env=dict(self.env) if self.env is not None else None,
+                env=env,
                 stdin=stdin,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -442,7 +442,6 @@ def test_manifest_problems_in_named_entries_are_reported_together(proj: ProjectD
         (4, 5),
         (4, 21),
         (8, 18),
-        (9, 5),
         (9, 15),
         (11, 20),
         (12, 18),
@@ -450,10 +449,9 @@ def test_manifest_problems_in_named_entries_are_reported_together(proj: ProjectD
     assert problems[0][2].startswith("swell does not run `hooks_template`")
     assert problems[1][2].startswith("'hooks_template': ")
     assert problems[2][2].startswith("'temperature': ")
-    assert problems[3][2].startswith("swell does not run `sandbox` (persona network sandboxes)")
-    assert problems[4][2] == "unknown field 'network'"
-    assert problems[5][2].startswith("'max_concurrency': ")
-    assert "must be a duration" in problems[6][2]  # the stall watchdog runs: no warning
+    assert problems[3][2] == "unknown field 'network'"  # the sandbox runs: no warning
+    assert problems[4][2].startswith("'max_concurrency': ")
+    assert "must be a duration" in problems[5][2]  # the stall watchdog runs: no warning
 
 
 def test_union_of_list_and_text_names_both(proj: ProjectDir) -> None:

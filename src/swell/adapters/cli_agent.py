@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from swell import sandbox
 from swell.adapters.base import (
     AdapterSetup,
     AgentEvent,
@@ -155,7 +156,9 @@ class CliAdapter(ABC, Generic[OptionsT]):
             yield self.missing(f"binary '{self.binary}' not found")
             return
         token = uuid.uuid4().hex
-        with tempfile.TemporaryDirectory(prefix=f"swell-{self.name}-") as scratch:
+        # in a sandboxed visit, where its process can see it (its /tmp is its own)
+        where = sandbox.scratch_root()
+        with tempfile.TemporaryDirectory(prefix=f"swell-{self.name}-", dir=where) as scratch:
             launch = self.launch(binary, request, Path(scratch))
             env = launch.env
             if self.visit_marker is not None:
@@ -166,6 +169,7 @@ class CliAdapter(ABC, Generic[OptionsT]):
                 env=env,
                 timeout=request.timeout_s,
                 stdin_data=launch.stdin.encode(),
+                inherit_env=self.env_passthrough,
             )
             lines = proc.lines()
             try:

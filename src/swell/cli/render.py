@@ -217,6 +217,11 @@ class ProgressPrinter:
     def _warning(self, e: ev.Warning) -> str | None:
         return self._c(f"  warning: {e.message}", "33")
 
+    def _sandbox_connection(self, e: ev.SandboxConnection) -> str | None:
+        if e.allowed:
+            return self._c(f"    · network {e.host}:{e.port}", "2")
+        return self._c(f"  refused: {e.host}:{e.port} is not in allowed_domains", "33")
+
     def _budget_warning(self, e: ev.BudgetWarning) -> str | None:
         return self._c(f"  budget warning: {e.message}", "33")
 
@@ -258,6 +263,7 @@ _LINES: dict[str, Callable[[ProgressPrinter, Any], str | None]] = {
     "limit.exceeded": ProgressPrinter._limit_exceeded,
     "breaker.tripped": ProgressPrinter._breaker_tripped,
     "warning": ProgressPrinter._warning,
+    "sandbox.connection": ProgressPrinter._sandbox_connection,
     "budget.warning": ProgressPrinter._budget_warning,
     "budget.exceeded": ProgressPrinter._budget_exceeded,
     "agent.tool_call": ProgressPrinter._agent_tool_call,

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from swell.cli.live import LiveDisplay
-    from swell.engine.context import GatePrompter, RunPlan
+    from swell.engine.context import GatePrompter, RunOptions, RunPlan
     from swell.engine.state import RunState
     from swell.events.bus import EventSink
     from swell.events.models import BaseEvent
@@ -66,6 +66,14 @@ WaitOption = Annotated[
         help="At an approval gate with no terminal to ask (stdin is not a terminal, or "
         "-o json/quiet), wait for `swell approve` from elsewhere instead of stopping "
         "the run there (exit 3).",
+    ),
+]
+NoSandboxOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-sandbox",
+        help="Run without the sandbox wave.yaml asks for (runtime.sandbox): steps see your "
+        "files, environment and network. Warned about and recorded in the run's events.",
     ),
 ]
 TimeoutOption = Annotated[
@@ -332,6 +340,7 @@ def run(
             "through a Temporal server; docs/scale-out.md). Default: runtime.engine, else local.",
         ),
     ] = None,
+    no_sandbox: NoSandboxOption = False,
     output: RunOutputOption = RunOutput.text,
     verbose: VerboseOption = False,
 ) -> None:
@@ -379,8 +388,15 @@ def run(
         show_plan(rt, loaded, text, adapter, model, findings, reuse, json=output is RunOutput.json)
         raise typer.Exit(1 if findings else 0)
     preflight.raise_findings(loaded.name, findings)
-    options = RunOptions(auto_approve=auto_approve, adapter=adapter, model=model)
+    options = RunOptions(
+        auto_approve=auto_approve, adapter=adapter, model=model, no_sandbox=no_sandbox
+    )
+    _check_sandbox(rt, options)
     if _engine(rt, engine, from_step, timeout) == "temporal":
+        if no_sandbox:  # its workers sandbox every visit they run (docs/security.md)
+            raise typer.BadParameter(
+                "not available with the temporal engine yet", param_hint="--no-sandbox"
+            )
         from swell.cli.worker import run_on_engine
 
         asks = _prompter(output, auto_approve)
@@ -415,6 +431,14 @@ def run(
         announced=bool(reuse),
         wait=wait,
     )
+
+
+def _check_sandbox(rt: Runtime, options: RunOptions) -> None:
+    """A run whose sandbox cannot run here does not start (the error says how to fix
+    it). `--no-sandbox` is warned about by the run's first events."""
+    from swell.engine.sandboxing import check
+
+    check(rt.project.manifest.runtime.sandbox, options.no_sandbox)
 
 
 def _engine(rt: Runtime, engine: str | None, from_step: str | None, timeout: str | None) -> str:
@@ -457,6 +481,7 @@ def _detach(
     extra = ["-o", "json" if output is RunOutput.json else "text"]
     extra += ["--verbose"] if verbose else []
     extra += ["--timeout", timeout] if timeout else []
+    extra += ["--no-sandbox"] if plan.options.no_sandbox else []
     extra += ["--wait"]  # no terminal there: a gate waits for `swell approve`
     child = spawn(rt.project.root, plan.run_dir, plan.run_id, extra)
     problem = wait_until_claimed(rt.store, plan.run_id, child)
@@ -478,6 +503,7 @@ def resume(
     run_id: RunPrefixArgument,
     timeout: TimeoutOption = None,
     wait: WaitOption = False,
+    no_sandbox: NoSandboxOption = False,
     output: RunOutputOption = RunOutput.text,
     verbose: VerboseOption = False,
 ) -> None:
@@ -488,6 +514,8 @@ def resume(
     rt = runtime(ctx)
     _refuse_engine_run(rt, run_id)
     resumed = claim_for_resume(rt, run_id)
+    resumed.plan.options.no_sandbox = no_sandbox  # each process decides (a resume too)
+    _check_sandbox(rt, resumed.plan.options)
     if output is not RunOutput.quiet:
         for note in resumed.notes:
             print(f"note: {note}", file=sys.stderr)

@@ -110,6 +110,7 @@ class RunOptions:
     env: dict[str, str] = field(default_factory=dict)  # `{{ env.K }}`
     artifacts: dict[str, str] = field(default_factory=dict)  # `{{ artifacts.NAME }}`: paths
     max_cycles: int | None = None  # `loop.max_iterations` where a loop sets none
+    no_sandbox: bool = False  # `swell run --no-sandbox`: runtime.sandbox is not applied
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from swell import sweep
-from swell.engine import cost
+from swell.engine import cost, sandboxing
 from swell.engine.completion import Decisions, Limits, Visit, ending, idle_ending, queue
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
@@ -162,6 +162,7 @@ class Runner:
                         workspace=str(self.plan.workspace),
                     ),
                     *queue(self.graph.entry_activations(), ()),
+                    *sandboxing.notes(self.plan),  # `--no-sandbox` is recorded
                 ]
             )
         try:
@@ -310,7 +311,7 @@ class Runner:
             if await sweep.stop_marked(markers):  # everywhere: they were re-parented
                 cleaned.add(key)
         events, continuing = self.decide.resume(self.state, cleaned)
-        self.emit(events)
+        self.emit([*events, *sandboxing.notes(self.plan)])  # `--no-sandbox` is recorded
         for visit in continuing:
             self._launch(visit)
 

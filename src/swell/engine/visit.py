@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swell import process, streaming, sweep
-from swell.engine import pipeline_outputs
+from swell import process, sandbox, streaming, sweep
+from swell.engine import pipeline_outputs, sandboxing
 from swell.engine.completion import Visit
 from swell.engine.context import RunPlan, Services, StepResult, VisitContext
 from swell.engine.finish import finish_visit, of_visit
@@ -48,7 +48,7 @@ class VisitExecutor:
         Whatever way it ends (a cancellation too), no process it started outlives it."""
         spawned = process.spawned()
         try:
-            with process.noting_left_behind():
+            with process.noting_left_behind(), sandbox.confining(None):
                 return await self._run(visit)
         except asyncio.CancelledError:
             if process.spawned() != spawned:
@@ -105,6 +105,12 @@ class VisitExecutor:
         except OSError as exc:  # a copy names its source: the disk is the workspace's
             raise disk_broken(exc, where) or exc from None
         ws = opened.workspace
+        try:  # every process of the visit runs in its sandbox (runtime.sandbox)
+            feedback = rework.feedback_path if rework else None
+            record = sandboxing.recorder(self.emit, step.id, visit.visit)
+            sandboxing.enter(self.plan, ws, feedback, step.persona, record)
+        except SwellError as exc:
+            return StepResult(outcome="failure", error=str(exc), retryable=False)
         others = pipeline_outputs.lookup_in(
             self.services.runs,
             run_id=self.plan.run_id,

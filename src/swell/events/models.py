@@ -408,6 +408,15 @@ class Warning(BaseEvent):
     message: FreeText
 
 
+class SandboxConnection(BaseEvent):
+    """A connection a sandboxed process asked swell's egress proxy for (docs/security.md)."""
+
+    type: Literal["sandbox.connection"] = "sandbox.connection"
+    host: str
+    port: int
+    allowed: bool
+
+
 class OutcomeRecorded(BaseEvent):
     """A deliverable a step produced (a step's `outcomes`: a PR, an issue, a URL, a
     file), read from one of its files after it succeeded."""
@@ -490,6 +499,7 @@ Event = Annotated[
     | BudgetWarning
     | BudgetExceeded
     | Warning
+    | SandboxConnection
     | OutcomeRecorded
     | AgentText
     | AgentToolCall

@@ -232,6 +232,7 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("persona", None),
     ),
     "warning": (("message", REQUIRED),),
+    "sandbox.connection": (("host", REQUIRED), ("port", REQUIRED), ("allowed", REQUIRED)),
 }
 
 # (event type or model, field) -> the model its value (or items) has

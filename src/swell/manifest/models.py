@@ -161,7 +161,6 @@ class Persona(Strict):
 
     NOT_RUN = {
         "hooks": "persona tool hooks",
-        "sandbox": "persona network sandboxes",
     }
 
     _scopes = field_validator("token_scopes")(check_token_scopes)
@@ -212,7 +211,6 @@ class Runtime(Strict):
     retros: RetrosConfig = Field(default_factory=RetrosConfig)
 
     NOT_RUN = {
-        "sandbox": "runtime sandboxing (bubblewrap/docker)",
         "workspace_root": "workspaces outside .swell/workspaces",
         "audit": "audit trace files",
     }

@@ -40,7 +40,7 @@ Status = Literal["ok", "missing", "error", "unused"]
 
 @dataclass(frozen=True)
 class Check:
-    area: str  # project | agent CLI | credentials | local model | git | store
+    area: str  # project | agent CLI | credentials | local model | git | sandbox | store
     name: str
     status: Status  # missing/error fail; unused: absent but not needed
     detail: str
@@ -169,6 +169,26 @@ def _git(worktree: bool) -> Check:
             "git", "git", "missing", "not installed; worktree steps need it", "install git"
         )
     return Check("git", "git", "unused", "not installed (workspaces work without diffs)")
+
+
+def sandbox_check(project: Project) -> Check:
+    """The sandbox wave.yaml asks for (runtime.sandbox): can it run here?"""
+    from swell.sandbox.base import Unavailable
+    from swell.sandbox.bubblewrap import INSTALL, Bubblewrap
+    from swell.sandbox.settings import backend_for, settings_of
+
+    wanted = settings_of(project.manifest.runtime.sandbox)
+    if wanted is None:
+        return Check("sandbox", "sandbox", "unused", "runtime.sandbox is off")
+    try:
+        backend = backend_for(wanted)
+    except Unavailable as exc:
+        missing = wanted.backend == "bubblewrap" and not Bubblewrap().binary
+        fix = INSTALL if missing else ""
+        return Check("sandbox", wanted.backend, "missing" if missing else "error", str(exc), fix)
+    return Check(
+        "sandbox", wanted.backend, "ok", f"{getattr(backend, 'binary', '')} makes sandboxes here"
+    )
 
 
 CONNECT_TIMEOUT = 10  # seconds `swell doctor` waits for a Postgres server to answer
@@ -394,6 +414,7 @@ def run_checks(
     checks += _local(project, uses)
     checks += _browser(project, uses)
     checks.append(_git(worktree))
+    checks.append(sandbox_check(project))
     from swell.store.location import store_location, store_source
 
     configured = project.manifest.runtime.store
@@ -411,6 +432,7 @@ __all__ = [
     "postgres_check",
     "project_uses",
     "run_checks",
+    "sandbox_check",
     "store_check",
     "store_checks",
 ]

@@ -1,0 +1,109 @@
+"""What does the sandbox (runtime.sandbox, bubblewrap) cost a visit?
+
+The same command loop as benchmarks/loop_overhead.py (implement -> run-tests -> gate,
+3 visits per iteration, 2 of them start a process) runs through `swell run` in two
+projects that differ only in `runtime.sandbox.enabled`. They run interleaved in rounds
+(the order alternates), in the same process of this script, so the ratio compares like
+with like on a noisy machine. Printed: the minimum and median of each, the ratio of the
+minimums (sandboxed / not) and the added cost per process-starting visit, whose goal is
+at most 15 ms. `SANDBOX_BENCH_ITERATIONS` (default 1000: 3,000 visits) and
+`SANDBOX_BENCH_ROUNDS` (default 3) change the size. Exits non-zero only when a run did
+not succeed with every visit; a missed goal prints FAIL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ITERATIONS = int(os.environ.get("SANDBOX_BENCH_ITERATIONS", "1000"))
+ROUNDS = int(os.environ.get("SANDBOX_BENCH_ROUNDS", "3"))
+GOAL_MS = 15.0  # added per visit that starts a process
+
+
+def write_project(root: Path, sandboxed: bool) -> None:
+    limit = ITERATIONS + 10
+    runtime: dict[str, object] = {"circuit_breaker": {"limit": 100000}}
+    if sandboxed:
+        runtime["sandbox"] = {"enabled": True}
+    manifest = {"kind": "WaveManifest", "metadata": {"name": "sbx-bench"}, "runtime": runtime}
+    pipeline = {
+        "kind": "WavePipeline",
+        "metadata": {"name": "loop"},
+        "max_step_visits": 3 * ITERATIONS + 30,
+        "steps": [
+            {"id": "implement", "type": "command", "max_visits": limit,
+             "script": "echo change >> work.txt"},
+            {"id": "run-tests", "type": "command", "dependencies": ["implement"],
+             "max_visits": limit, "script": f"test $(grep -c . work.txt) -ge {ITERATIONS}"},
+            {"id": "gate", "type": "conditional", "dependencies": ["run-tests"],
+             "max_visits": limit,
+             "edges": [{"target": "_complete", "condition": "outcome=success"},
+                       {"target": "implement"}]},
+        ],
+    }  # fmt: skip
+    (root / ".agents" / "pipelines").mkdir(parents=True)
+    (root / "wave.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    (root / ".agents" / "pipelines" / "loop.yaml").write_text(yaml.safe_dump(pipeline))
+
+
+def swell(project: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "swell", *args],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k not in ("SWELL_STATE_DIR", "SWELL_STORE")},
+    )
+    if done.returncode != 0:
+        sys.exit(f"swell {' '.join(args)} in {project} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def one_run(project: Path) -> float:
+    started = time.perf_counter()
+    out = swell(project, "run", "loop")
+    took = time.perf_counter() - started
+    run_id = out.splitlines()[0].removeprefix("run ")
+    status = json.loads(swell(project, "status", run_id, "-o", "json"))
+    if status["status"] != "succeeded" or status["visits"] != 3 * ITERATIONS:
+        sys.exit(f"{project}: run {run_id} {status['status']}, {status['visits']} visits")
+    return took
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="swell-sbx-bench-") as tmp:
+        projects = {"plain": Path(tmp) / "plain", "sandboxed": Path(tmp) / "sandboxed"}
+        for name, root in projects.items():
+            root.mkdir()
+            write_project(root, name == "sandboxed")
+        times: dict[str, list[float]] = {name: [] for name in projects}
+        for round_ in range(ROUNDS):
+            order = list(projects) if round_ % 2 == 0 else list(reversed(projects))
+            for name in order:
+                times[name].append(one_run(projects[name]))
+    visits, spawning = 3 * ITERATIONS, 2 * ITERATIONS
+    print(f"{ITERATIONS} iterations ({visits} visits, {spawning} start a process), {ROUNDS} rounds")
+    for name, found in times.items():
+        print(
+            f"  {name:<10} min {min(found):7.2f}s  median {statistics.median(found):7.2f}s"
+            f"  ({1000 * min(found) / visits:.2f} ms a visit)"
+        )
+    ratio = min(times["sandboxed"]) / min(times["plain"])
+    added = 1000 * (min(times["sandboxed"]) - min(times["plain"])) / spawning
+    verdict = "ok" if added <= GOAL_MS else "FAIL"
+    print(f"  sandboxed / plain: {ratio:.2f}x (minimums)")
+    print(f"  added per process-starting visit: {added:.2f} ms (goal <= {GOAL_MS:g} ms) {verdict}")
+
+
+if __name__ == "__main__":
+    main()

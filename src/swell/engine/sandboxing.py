@@ -1,0 +1,143 @@
+"""The sandbox of a visit (`runtime.sandbox`; docs/security.md): which backend, and the
+box its processes run in, built from the run's plan and the visit's workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from swell import sandbox
+from swell.engine.context import RunPlan
+from swell.events import models as ev
+from swell.manifest.wave_models import SandboxConfig
+from swell.sandbox.paths import hidden_paths, path_entries_under, real
+from swell.sandbox.proxy import EgressProxy, Record
+from swell.sandbox.settings import Settings, backend_for, settings_of
+from swell.workspace.workspace import Workspace
+
+HOME_DIR = ".home"  # the per-run HOME, in the run's directory (no step id starts with a dot)
+
+
+def settings(plan: RunPlan) -> Settings | None:
+    """The run's sandbox, or None: off in wave.yaml, or `--no-sandbox`."""
+    if plan.options.no_sandbox:
+        return None
+    return settings_of(plan.project.manifest.runtime.sandbox)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _readonly(ws: Workspace) -> list[Path]:
+    """The workspace's `mode: readonly` mounts, as long as they are what swell put there
+    (a link a step left would show its target)."""
+    root, found = real(ws.path), []
+    for mount in ws.mounts:
+        if not mount.readonly:
+            continue
+        path = ws.path / mount.target if mount.target != "." else ws.path
+        if not os.path.islink(path) and _inside(real(path), root):
+            found.append(real(path))
+    return found
+
+
+def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) -> sandbox.Box:
+    """What the visit's processes see: its workspace (and a worktree's own git directory)
+    writable, the run's HOME writable, the project read-only, and not the user's HOME,
+    swell's state directory or the store."""
+    state_dir = plan.run_dir.parent.parent
+    project = real(plan.project.root)
+    hidden = hidden_paths(state_dir, project, plan.project.manifest.runtime.store)
+    home = plan.run_dir / HOME_DIR
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if home.is_symlink():
+        raise sandbox.Unavailable(f"{home} is a symbolic link; refusing to use it as HOME")
+    visible = path_entries_under(hidden, os.environ.get("PATH", ""))
+    if project not in hidden:  # a project that is the user's HOME is not shown again
+        visible.append(project)
+    if feedback:  # the review feedback a rework visit is given, in the run's directory
+        visible.append(real(Path(feedback)))
+    writable = [real(ws.path)] + ([real(ws.git_dir)] if ws.git_dir else [])
+    return sandbox.Box(
+        writable=tuple(writable),
+        home=real(home),
+        hidden=tuple(hidden),
+        visible=tuple(visible),
+        readonly=tuple(_readonly(ws)),
+        env_passthrough=settings.env_passthrough,
+    )
+
+
+def allowed_domains(plan: RunPlan, persona: str | None) -> list[str]:
+    """The persona's `sandbox.allowed_domains`, else `runtime.sandbox.default_allowed_domains`."""
+    found = plan.project.manifest.personas.get(persona) if persona else None
+    if found is not None and found.sandbox is not None and found.sandbox.allowed_domains:
+        return list(found.sandbox.allowed_domains)
+    config = plan.project.manifest.runtime.sandbox
+    return list(config.default_allowed_domains) if config else []
+
+
+def recorder(emit: Callable[[Sequence[ev.BaseEvent]], None], step_id: str, visit: int) -> Record:
+    """Each connection the proxy is asked for, as an event of the visit (from its thread)."""
+    loop = asyncio.get_running_loop()
+
+    def record(host: str, port: int, allowed: bool) -> None:
+        event = ev.SandboxConnection(host=host, port=port, allowed=allowed)
+        event.step_id, event.visit = step_id, visit
+        loop.call_soon_threadsafe(emit, [event])
+
+    return record
+
+
+def enter(
+    plan: RunPlan,
+    ws: Workspace,
+    feedback: str | None = None,
+    persona: str | None = None,
+    record: Record | None = None,
+) -> None:
+    """Make the visit's sandbox current (until `sandbox.confining` of the visit ends);
+    Unavailable when the backend cannot run here. With `record`, the sandbox has no
+    network but an egress proxy that lets `allowed_domains` through."""
+    chosen = settings(plan)
+    if chosen is None:
+        return
+    backend = backend_for(chosen)
+    made = box(plan, ws, chosen, feedback)
+    if record is None:
+        sandbox.enter(sandbox.Confinement(backend, made))
+        return
+    domains = allowed_domains(plan, persona)
+    proxy = functools.partial(EgressProxy, domains, record)
+    sandbox.enter(sandbox.Confinement(backend, made, proxy, bool(domains)))
+
+
+def unsandboxed(config: SandboxConfig | None, no_sandbox: bool) -> str | None:
+    """The warning of a run whose wave.yaml asks for a sandbox that `--no-sandbox` turned
+    off, or None."""
+    wanted = settings_of(config)
+    if wanted is None or not no_sandbox:
+        return None
+    return (
+        f"--no-sandbox: runtime.sandbox ({wanted.backend}) is off for this run; its steps "
+        "run with your user's files, environment and network"
+    )
+
+
+def check(config: SandboxConfig | None, no_sandbox: bool) -> str | None:
+    """Before a run starts: Unavailable when its sandbox cannot run here (the run does
+    not start), else the `unsandboxed` warning, if any."""
+    chosen = None if no_sandbox else settings_of(config)
+    if chosen is not None:
+        backend_for(chosen)
+    return unsandboxed(config, no_sandbox)
+
+
+def notes(plan: RunPlan) -> list[ev.Warning]:
+    """The events a run starts with about its sandbox (`--no-sandbox` is recorded)."""
+    warning = unsandboxed(plan.project.manifest.runtime.sandbox, plan.options.no_sandbox)
+    return [ev.Warning(message=warning)] if warning else []

@@ -1,0 +1,159 @@
+"""The box of the visit running in this task, and the one call the subprocess runner
+makes at each spawn (`confine`)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from swell.sandbox.base import PROXY_PORT, Backend, Box
+from swell.sandbox.env import confined_env
+
+if TYPE_CHECKING:
+    from swell.sandbox.proxy import EgressProxy
+
+# where an agent CLI talks to its model when no base URL variable says otherwise, by
+# the names its adapter passes (`inherit`): let through with the visit's allowed_domains
+DEFAULT_ENDPOINTS = {
+    "ANTHROPIC_": ("api.anthropic.com",),
+    "OPENAI_": ("api.openai.com",),
+    "CODEX_": ("api.openai.com", "chatgpt.com"),
+    "GEMINI_": ("generativelanguage.googleapis.com",),
+}
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """A visit's sandbox. With `proxy`, its processes have no network but what the egress
+    proxy `proxy()` makes lets through: it is made for the first process that may use it
+    (an agent CLI, or any process when `allowed_domains` lists hosts), else none is (a
+    process with nothing allowed needs no forwarder), and closed with the visit."""
+
+    backend: Backend
+    box: Box
+    proxy: Callable[[], EgressProxy] | None = None
+    domains: bool = False  # `allowed_domains` lists hosts
+    made: list[EgressProxy] = field(default_factory=list)
+
+    def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
+        """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
+        if self.proxy is None:
+            return self.box, None
+        if not (agent or self.domains):
+            return replace(self.box, network=False), None
+        if not self.made:
+            self.made.append(self.proxy())
+        return _offline(self.box, self.made[0]), self.made[0]
+
+
+_current: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar(
+    "swell_sandbox", default=None
+)
+
+
+def current() -> Confinement | None:
+    """The sandbox of the visit running in this task, if any."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def confining(confinement: Confinement | None) -> Iterator[None]:
+    """Inside, every process swell.process starts runs in `confinement` (None: none)."""
+    token = _current.set(confinement)
+    try:
+        yield
+    finally:
+        entered = _current.get()
+        if entered is not confinement and entered is not None:
+            for proxy in entered.made:
+                proxy.close()
+        _current.reset(token)
+
+
+def enter(confinement: Confinement | None) -> None:
+    """Make `confinement` current until the enclosing `confining` block ends (a visit
+    learns its workspace only once it has begun)."""
+    _current.set(confinement)
+
+
+def scratch_root() -> Path | None:
+    """Where a visit's scratch files go so that its sandboxed processes see them (inside
+    the box's home: /tmp is private to each process), or None for the system's temp dir."""
+    found = _current.get()
+    if found is None:
+        return None
+    root = found.box.home / ".scratch"
+    root.mkdir(mode=0o700, exist_ok=True)
+    return root
+
+
+def program_root(program: str, path: str | None) -> Path | None:
+    """What must be visible for `program` to run: its file, or for a node package
+    (`node_modules/.bin/claude` -> `.../node_modules/@anthropic-ai/claude-code/cli.js`)
+    the directory that holds its node_modules."""
+    import shutil
+
+    found = program if os.sep in program else shutil.which(program, path=path)
+    if found is None:
+        return None
+    real = os.path.realpath(found)
+    marker = f"{os.sep}node_modules{os.sep}"
+    if marker in real:
+        return Path(real.split(marker, 1)[0])
+    return Path(real).parent
+
+
+def _offline(box: Box, proxy: EgressProxy) -> Box:
+    """`box` without network but through `proxy` (the forwarder runs on swell's Python)."""
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+    env = {**box.extra_env, **dict.fromkeys(names, url), "NO_PROXY": "", "no_proxy": ""}
+    runtime = (Path(os.path.realpath(sys.base_prefix)), Path(__file__).resolve().parent)
+    return replace(box, proxy=proxy.path, extra_env=env, visible=(*box.visible, *runtime))
+
+
+def _allow_endpoints(proxy: EgressProxy, env: Mapping[str, str], inherit: Iterable[str]) -> None:
+    """An agent CLI's model endpoint gets through its sandbox's proxy: the hosts of its
+    base URL variables, else its provider's default API host."""
+    names = [n.rstrip("*") for n in inherit]
+    urls = [v for k, v in env.items() if k.startswith(tuple(names)) and k.endswith("_BASE_URL")]
+    for url in urls:
+        proxy.allow_url(url)
+    if not urls:
+        for prefix, hosts in DEFAULT_ENDPOINTS.items():
+            if prefix in names:
+                proxy.hosts.update(hosts)
+
+
+def _hidden(path: Path, box: Box) -> bool:
+    return any(path == h or h in path.parents for h in box.hidden)
+
+
+def confine(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str],
+    inherit: Iterable[str] = (),
+) -> tuple[list[str], dict[str, str] | None]:
+    """`argv` and `env` as the current sandbox starts them (unchanged without one).
+    The program itself is shown read-only when it lies in a hidden directory (an agent
+    CLI installed under the user's HOME)."""
+    found = _current.get()
+    if found is None:
+        return list(argv), None if env is None else dict(env)
+    inherit = tuple(inherit)
+    box, proxy = found.proxied(agent=bool(inherit))
+    full = dict(os.environ if env is None else env)
+    if proxy is not None and inherit:
+        _allow_endpoints(proxy, full, inherit)
+    root = program_root(argv[0], full.get("PATH"))
+    if root is not None and _hidden(root, box):
+        box = replace(box, visible=(*box.visible, root))
+    inside = confined_env(full, box, inherit)
+    return found.backend.wrap(argv, Path(cwd), box), inside

@@ -1,0 +1,58 @@
+"""What a sandboxed visit may see (`Box`) and the one method a backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from swell.errors import SwellError
+
+PROXY_PORT = 3128  # where the forwarder listens inside a sandbox (its own loopback)
+PROXY_SOCKET = "/run/swell-egress.sock"  # where the proxy's socket is bound inside
+
+
+class Unavailable(SwellError):
+    """The sandbox the manifest asks for cannot run here; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Box:
+    """The file system and environment of one visit's processes.
+
+    Everything is read-only except `writable` (the workspace first) and `home`; `hidden`
+    paths are replaced by empty directories, then `visible` paths are shown again
+    (read-only), then `readonly` paths inside a writable one are made read-only again
+    (a `mode: readonly` mount). /tmp is private to each process tree."""
+
+    writable: tuple[Path, ...]  # the workspace, then other paths the visit writes
+    home: Path  # the per-run HOME (under the run's directory), writable
+    hidden: tuple[Path, ...] = ()  # the user's HOME, swell's state directory, the store
+    visible: tuple[Path, ...] = ()  # shown read-only although under a hidden path
+    readonly: tuple[Path, ...] = ()  # read-only although under a writable path
+    env_passthrough: tuple[str, ...] = ()  # wave.yaml's `runtime.sandbox.env_passthrough`
+    network: bool = True  # False: a network namespace of its own, with no route out
+    # the egress proxy's unix socket (implies no network): reached inside through a
+    # forwarder on 127.0.0.1:PROXY_PORT, which HTTP(S)_PROXY name
+    proxy: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)  # set inside, after the rest
+
+    @property
+    def workspace(self) -> Path:
+        return self.writable[0]
+
+
+class Backend(Protocol):
+    """A way to run a process inside a `Box`."""
+
+    name: str
+
+    def problem(self) -> str | None:
+        """Why this backend cannot run here, with the fix; None when it can."""
+        ...
+
+    def wrap(self, argv: Sequence[str], cwd: Path, box: Box) -> list[str]:
+        """The argv that runs `argv` in `cwd` inside `box` (the environment is the
+        process's own: see `confined_env`)."""
+        ...

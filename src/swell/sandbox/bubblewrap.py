@@ -1,0 +1,124 @@
+"""The bubblewrap backend (Debian's `bubblewrap`, the `bwrap` binary).
+
+Each process is started as `bwrap [namespaces] [mounts] -- argv`: new user, pid and ipc
+namespaces (and a network namespace when the box has no network), no
+capabilities, no nested user namespaces, a new session, and `--die-with-parent`, so the
+whole tree inside dies with bwrap and bwrap with swell (`kill -9` included). In its own
+pid namespace a process sees no process outside the box (it cannot signal or trace swell).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from swell.sandbox.base import PROXY_PORT, PROXY_SOCKET, Box
+
+FORWARDER = str(Path(__file__).with_name("forward.py"))
+PYTHON = os.path.realpath(sys.executable)  # run with -I -S: the stdlib is all it needs
+
+INSTALL = (
+    "install it with `apt-get install bubblewrap` (Debian, Ubuntu) or `dnf install bubblewrap`"
+)
+# sockets of the host's services (docker, dbus, ssh and gpg agents under /run/user) live
+# in /run: a read-only mount does not stop a connect(), so /run is hidden as a whole,
+# except what name resolution needs (systemd-resolved's resolv.conf)
+RUN_DIRS = (Path("/run"),)
+RUN_KEPT = (Path("/run/systemd/resolve"),)
+# no uts or cgroup namespace: they hide little (the host name, the cgroup path) and
+# cost about 6 ms each per process (benchmarks/sandbox_overhead.py)
+_NAMESPACES = (
+    "--unshare-user", "--unshare-ipc", "--unshare-pid",
+    "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _probe(binary: str) -> str | None:
+    """Whether `binary` can make a sandbox here (user namespaces may be disabled)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [binary, *_NAMESPACES, "--ro-bind", "/", "/", "--", "true"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{binary} does not run: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip()
+        return (
+            f"{binary} cannot make a sandbox here ({said or f'exit code {done.returncode}'}); "
+            "it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+            "and on Ubuntu 24.04 an AppArmor profile for bwrap)"
+        )
+    return None
+
+
+def _depth(path: Path) -> int:
+    return len(path.parts)
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _existing(paths: Iterable[Path]) -> list[Path]:
+    return [p for p in paths if os.path.lexists(p)]
+
+
+class Bubblewrap:
+    """`Backend` over bwrap."""
+
+    name = "bubblewrap"
+
+    def __init__(self, path: str | None = None) -> None:
+        """`path`: where to look for bwrap (default $PATH)."""
+        self.binary = shutil.which("bwrap", path=path) or ""
+
+    def problem(self) -> str | None:
+        if not self.binary:
+            return f"runtime.sandbox needs bubblewrap (bwrap), which is not on PATH: {INSTALL}"
+        return _probe(self.binary)
+
+    def wrap(self, argv: Sequence[str], cwd: Path, box: Box) -> list[str]:
+        args = [self.binary, *_NAMESPACES]
+        if not box.network or box.proxy is not None:
+            args.append("--unshare-net")
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        args += self._layers(box)
+        args += ["--chdir", str(cwd), "--"]
+        if box.proxy is not None:  # the forwarder to the proxy, which then runs argv
+            args += [PYTHON, "-I", "-S", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
+        return [*args, *argv]
+
+    def _layers(self, box: Box) -> list[str]:
+        """Hidden and shown-again paths, shallowest first (a deeper one wins), then the
+        writable ones, then the read-only ones inside them."""
+        hidden = [*RUN_DIRS, *box.hidden]
+        # a path under no hidden one is visible anyway (each mount costs the process time)
+        shown = [p for p in [*RUN_KEPT, *box.visible] if any(_under(p, h) for h in hidden)]
+        layers = sorted(
+            [(p, "--tmpfs") for p in _existing(hidden)]
+            + [(p, "--ro-bind") for p in _existing(shown)],
+            key=lambda layer: _depth(layer[0]),
+        )
+        args: list[str] = []
+        for path, op in layers:
+            args += [op, str(path)] if op == "--tmpfs" else [op, str(path), str(path)]
+        for path in sorted([*box.writable, box.home], key=_depth):
+            args += ["--bind", str(path), str(path)]
+        for path in _existing(box.readonly):
+            args += ["--ro-bind", str(path), str(path)]
+        if box.proxy is not None:
+            args += ["--bind", str(box.proxy), PROXY_SOCKET]
+        for path in _existing(hidden):  # an empty place that takes no writes either
+            args += ["--remount-ro", str(path)]
+        return args
