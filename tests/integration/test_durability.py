@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -182,15 +183,37 @@ steps:
 
 
 def test_cancel_of_a_dead_run(project: Path) -> None:
-    write_pipeline(project, "slow", SLOW_LOOP)
-    proc = start_swell("run", "slow", cwd=project)
+    # the second step never ends by itself: the run is alive until it is killed
+    marker = f"swelldead{os.getpid()}x{time.monotonic_ns()}"
+    write_pipeline(
+        project,
+        "stuck",
+        f"""
+kind: WavePipeline
+metadata: {{name: stuck}}
+steps:
+  - id: first
+    type: command
+    script: echo first
+  - id: second
+    type: command
+    dependencies: [first]
+    script: |
+      ln -sf "$(command -v sleep)" ./{marker}
+      ./{marker} 600
+""",
+    )
+    proc = start_swell("run", "stuck", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
-    wait_for(lambda: swell_json("status", run_id, cwd=project)["visits"] >= 1)
+    wait_for(lambda: not process_gone(marker))
     proc.kill()
     proc.communicate(timeout=10)
-    assert swell("cancel", run_id, cwd=project).returncode == 0
-    assert swell_json("status", run_id, cwd=project)["status"] == "cancelled"
-    _check_event_log(events(project, run_id))
+    try:
+        assert swell("cancel", run_id, cwd=project).returncode == 0
+        assert swell_json("status", run_id, cwd=project)["status"] == "cancelled"
+        _check_event_log(events(project, run_id))
+    finally:
+        subprocess.run(["pkill", "-f", marker], check=False)
 
 
 def test_step_timeout_ends_the_whole_process_group(project: Path) -> None:
@@ -233,7 +256,7 @@ steps:
     script: |
       [ -f go-on ] && exit 0
       ln -sf "$(command -v sleep)" ./{marker}
-      ./{marker} 3
+      ./{marker} 600
       echo late >> late.txt
 """,
     )
@@ -248,7 +271,8 @@ steps:
     resumed = swell("resume", run_id, cwd=project)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert process_gone(marker)
-    time.sleep(3.5)
+    # had only the sleep been stopped, its shell would write late.txt at once
+    time.sleep(1)
     assert not (ws / "late.txt").exists()
     reasons = [e["reason"] for e in events(project, run_id) if e["type"] == "step.interrupted"]
     assert reasons == [

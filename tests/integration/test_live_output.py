@@ -23,13 +23,21 @@ metadata:
 steps:
   - id: tick
     type: command
-    script: for i in 1 2 3 4 5 6 7 8; do echo "line $i"; sleep {pause}; done{after}
+    script: for i in 1 2 3 4 5 6 7 8; do echo "line $i"; {hold}sleep {pause}; done{after}
 """
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _ticker(project: Path, pause: float = 0.4, after: str = "") -> None:
-    write_pipeline(project, "ticker", TICKER.format(pause=pause, after=after))
+def _ticker(project: Path, pause: float = 0.4, after: str = "", hold: Path | None = None) -> None:
+    """The ticker pipeline; with `hold`, it stops after line 2 until that file exists
+    (so a test sees it running however loaded the machine is)."""
+    wait = ""
+    if hold is not None:
+        wait = (
+            f"[ $i = 2 ] && n=0 && while [ ! -e {hold} ] && [ $n -lt 1200 ]; "
+            "do sleep 0.1; n=$((n+1)); done; "
+        )
+    write_pipeline(project, "ticker", TICKER.format(pause=pause, after=after, hold=wait))
 
 
 def _first_line(proc: subprocess.Popen[str]) -> str:
@@ -45,7 +53,8 @@ def _stored(project: Path, run_id: str, text: str) -> bool:
 
 
 def test_follow_sees_lines_before_the_step_ends_and_status_shows_elapsed(project: Path) -> None:
-    _ticker(project)
+    release = project.parent / "release"
+    _ticker(project, hold=release)
     run = start_swell("run", "ticker", cwd=project)
     run_id = _first_line(run)
     follow = subprocess.Popen(
@@ -68,6 +77,7 @@ def test_follow_sees_lines_before_the_step_ends_and_status_shows_elapsed(project
     assert running and running[0]["elapsed_ms"] >= 400
     text = swell("status", run_id, cwd=project).stdout
     assert re.search(r"tick\s+1 visits\s+last: running\s+for \d+\.\ds", text), text
+    release.touch()
     rest, _ = follow.communicate(timeout=30)
     assert follow.returncode == 0
     assert "    | line 8" in rest and "✓ tick" in rest
