@@ -126,11 +126,20 @@ class TemporalExecutor:
         self, rt: Runtime, run: RunRow, *, wait: bool = False, force: float | None = None
     ) -> Cancelled:
         """Cancel the workflow (it stops its visits' processes itself: `force` adds
-        nothing); with `wait`, until it has recorded how the run ended."""
-        from swell.executors.temporal.client import cancel
-        from swell.runtime import FINAL
+        nothing); with `wait`, until it has recorded how the run ended. A run whose
+        workflow is gone (terminated, or forgotten by the server) is closed here."""
+        from swell.executors.temporal.client import cancel, running
+        from swell.runtime import FINAL, cancel_stored_run
 
-        await cancel(await self._client(), run.id)
+        client = await self._client()
+        if not await running(client, run.id):
+            # nothing will ever write this run again: close it as a local run no process
+            # executes is closed (its workflow, once closed, wrote all it was going to)
+            run = rt.store.get_run(run.id)
+            if run.status in FINAL:
+                return Cancelled(status=run.status)
+            return Cancelled(ended=cancel_stored_run(rt, run))
+        await cancel(client, run.id)
         if not wait and force is None:
             return Cancelled()
         deadline = time.monotonic() + CANCEL_WAIT
