@@ -333,7 +333,6 @@ def run(
 
     from swell.engine.context import RunOptions
     from swell.events.redact import MASK
-    from swell.executors.base import executor_named
     from swell.ops import preflight
     from swell.runtime import check_pipeline
 
@@ -372,7 +371,7 @@ def run(
         raise typer.Exit(1 if findings else 0)
     preflight.raise_findings(loaded.name, findings)
     options = RunOptions(auto_approve=auto_approve, adapter=adapter, model=model)
-    executor = executor_named(rt, _engine(rt, engine, from_step, timeout))
+    executor = _executor(rt, engine, from_step, timeout)
     started = asyncio.run(executor.start(rt, loaded, text, options, reuse))
     if reuse is not None and output is RunOutput.text:
         print(f"run {started.run_id}", flush=True)
@@ -391,17 +390,25 @@ def run(
     )
 
 
-def _engine(rt: Runtime, engine: str | None, from_step: str | None, timeout: str | None) -> str:
-    """`--engine`, else runtime.engine, else local; what the engine cannot do yet is refused."""
+def _executor(
+    rt: Runtime, engine: str | None, from_step: str | None, timeout: str | None
+) -> Executor:
+    """`--engine`, else runtime.engine, else local; what it cannot do yet is refused."""
+    from swell.executors.base import ENGINES, executor_named
+
     chosen = engine or rt.project.manifest.runtime.engine or "local"
-    if chosen not in ("local", "temporal"):
+    if chosen not in ENGINES:
         raise typer.BadParameter(
-            f"unknown engine '{chosen}': local or temporal", param_hint="--engine"
+            f"unknown engine '{chosen}': {' or '.join(ENGINES)}", param_hint="--engine"
         )
-    if chosen == "temporal" and (from_step or timeout):
-        flag = "--from-step" if from_step else "--timeout"
-        raise typer.BadParameter("not available with the temporal engine yet", param_hint=flag)
-    return chosen
+    executor = executor_named(rt, chosen)
+    for flag, given, can in (
+        ("--from-step", from_step, executor.reruns),
+        ("--timeout", timeout, executor.timeouts),
+    ):
+        if given and not can:
+            raise typer.BadParameter(f"not available with the {chosen} engine yet", param_hint=flag)
+    return executor
 
 
 def _reuse(rt: Runtime, loaded: LoadedPipeline, from_step: str, previous: str | None) -> Reuse:

@@ -114,6 +114,7 @@ class Executor(Protocol):
 
     name: str
     live_output: bool  # follow() feeds `Watch.watchers` with running steps' output
+    reruns: bool  # start() takes a `reuse` (`swell run --from-step`)
     timeouts: bool  # follow() honours `Watch.deadline`
     timers_go_on: bool  # a timer gate ends by itself while nobody follows the run
 

@@ -25,6 +25,7 @@ CANCEL_WAIT = 15.0  # seconds `swell cancel` waits for the executing process to 
 class LocalExecutor:
     name = "local"
     live_output = True
+    reruns = True
     timeouts = True
     timers_go_on = False
 

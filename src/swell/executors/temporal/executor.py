@@ -50,6 +50,7 @@ CANCEL_WAIT = 30.0  # seconds `swell cancel` waits for the workflow to record th
 class TemporalExecutor:
     name = "temporal"
     live_output = False  # running steps' output stays on the workers
+    reruns = False
     timeouts = False
     timers_go_on = True  # the workflow's timer
 
