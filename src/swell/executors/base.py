@@ -117,6 +117,7 @@ class Executor(Protocol):
     reruns: bool  # start() takes a `reuse` (`swell run --from-step`)
     timeouts: bool  # follow() honours `Watch.deadline`
     timers_go_on: bool  # a timer gate ends by itself while nobody follows the run
+    held_by: str | None  # who executes its runs when no process claims them in the store
 
     async def start(
         self,

@@ -28,6 +28,7 @@ class LocalExecutor:
     reruns = True
     timeouts = True
     timers_go_on = False
+    held_by: str | None = None  # a process, which claims the run in the store
 
     async def start(
         self,

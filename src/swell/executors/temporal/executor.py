@@ -53,6 +53,7 @@ class TemporalExecutor:
     reruns = False
     timeouts = False
     timers_go_on = True  # the workflow's timer
+    held_by: str | None = "the Temporal engine"
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
