@@ -108,7 +108,7 @@ class LocalExecutor:
             from swell.ops.stop import kill_owner
 
             await _wait_until(rt.store, run.id, force, released=True)
-            return Cancelled(killed=kill_owner(rt, run.id))
+            return Cancelled(killed=await kill_owner(rt, run.id))
         if not wait:
             return Cancelled()
         if await _wait_until(rt.store, run.id, CANCEL_WAIT):
