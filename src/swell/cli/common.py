@@ -39,12 +39,6 @@ RunPrefixArgument = Annotated[
 ]
 
 
-def on_engine(options: dict[str, Any]) -> bool:
-    """Whether a stored run (its `options`) is executed by the Temporal engine: no
-    process here holds it, its workers do (executors/temporal/client.py)."""
-    return options.get("engine") == "temporal"
-
-
 def project_dir(ctx: typer.Context) -> Path | None:
     value = ctx.obj
     return Path(value) if value else None

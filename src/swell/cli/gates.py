@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
-import time
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from swell.cli.common import RunPrefixArgument, project_store, store_runtime
 from swell.cli.pick import OptionalRunArgument
-
-if TYPE_CHECKING:
-    from swell.runtime import Runtime
-    from swell.store.protocols import RunReader
-    from swell.store.rows import RunRow
+from swell.executors.base import Decision
 
 
 def _who() -> str:
@@ -38,28 +34,7 @@ def approve(
     ] = "",
 ) -> None:
     """Approve a waiting gate."""
-    store = project_store(ctx)  # the store alone: a broken wave.yaml does not lock you out
-    run = store.get_run(run_id)
-    if _on_engine(run, step, "approved", choice=choice, reason=text or None):
-        return
-    gate = store.decide_gate(
-        run.id, step, "approved", choice=choice, reason=text or None, by=_who()
-    )
-    print(
-        f"approved gate '{gate.step_id}' of run {run.id}"
-        + (f" (choice {choice})" if choice else "")
-    )
-    _continue_hint(store, run)
-
-
-def _continue_hint(store: RunReader, run: RunRow) -> None:
-    """Which run to resume when none is executing: the top one (a sub-pipeline run
-    goes on with its parent)."""
-    top = run
-    while top.parent_run_id:
-        top = store.get_run(top.parent_run_id)
-    if store.owner(run.id) is None and store.owner(top.id) is None:
-        print(f"the run is not executing; continue it with: swell resume {top.id}")
+    _decide(ctx, run_id, Decision("approved", step, choice, text or None, _who()))
 
 
 def reject(
@@ -71,27 +46,20 @@ def reject(
     reason: Annotated[str, typer.Option("--reason", help="Why; shown in the run's events.")] = "",
 ) -> None:
     """Reject a waiting gate (the gate step fails with the reason)."""
-    store = project_store(ctx)
+    _decide(ctx, run_id, Decision("rejected", step, None, reason or None, _who()))
+
+
+def _decide(ctx: typer.Context, run_id: str, decision: Decision) -> None:
+    """Deliver the decision to whoever executes the run, and say what happened."""
+    from swell.executors.base import executor_for
+
+    store = project_store(ctx)  # the store alone: a broken wave.yaml does not lock you out
     run = store.get_run(run_id)
-    if _on_engine(run, step, "rejected", choice=None, reason=reason or None):
-        return
-    gate = store.decide_gate(run.id, step, "rejected", reason=reason or None, by=_who())
-    print(f"rejected gate '{gate.step_id}' of run {run.id}")
-    _continue_hint(store, run)
-
-
-def _on_engine(run: RunRow, step: str | None, decision: str, **given: str | None) -> bool:
-    """Deliver the decision to the run's workflow when the Temporal engine executes it."""
-    from swell.cli.worker import decide_on_engine, engine_of
-    from swell.events.statuses import ENDED_FOR_GOOD
-
-    engine = engine_of(run)
-    if engine is None or run.status in ENDED_FOR_GOOD:  # an ended run: the store answers
-        return False
-    gate = decide_on_engine(run, engine, step, decision=decision, by=_who(), **given)
-    choice = given.get("choice")
-    print(f"{decision} gate '{gate}' of run {run.id}" + (f" (choice {choice})" if choice else ""))
-    return True
+    decided = asyncio.run(executor_for(run).decide_gate(store, run, decision))
+    choice = f" (choice {decision.choice})" if decision.choice else ""
+    print(f"{decision.decision} gate '{decided.step_id}' of run {run.id}{choice}")
+    if decided.resume is not None:
+        print(f"the run is not executing; continue it with: swell resume {decided.resume}")
 
 
 def cancel(
@@ -121,66 +89,23 @@ def cancel(
     """Stop a run (default: the newest) and its sub-pipeline runs for good; running
     steps are killed."""
     from swell.cli.pick import run_or_newest
-    from swell.errors import RunBusy, RunStateError
-    from swell.runtime import FINAL, cancel_stored_run
+    from swell.errors import RunStateError
+    from swell.executors.base import executor_for
+    from swell.runtime import FINAL
 
     rt = store_runtime(ctx)
     run = run_or_newest(rt.store, run_id)
     if run.status in FINAL:
         raise RunStateError(f"run {run.id} already {run.status}")
-    from swell.cli.worker import cancel_on_engine, engine_of
-
-    engine = engine_of(run)
-    if engine is not None:  # the Temporal engine executes it: cancel its workflow
-        cancel_on_engine(rt.store, run, engine)
-        return
-    if rt.store.owner(run.id) is None:
-        try:
-            for cancelled in cancel_stored_run(rt, run):
-                print(f"cancelled run {cancelled}")
-            return
-        except RunBusy:
-            pass  # a process took the run up meanwhile: ask it to stop
     if force:
         default = (rt.project.manifest.runtime.timeouts.process_grace_seconds or 3.0) + 2.0
-        _force_stop(rt, run.id, default if grace is None else grace)
-        return
-    _ask_to_stop(rt, run.id)
-
-
-def _force_stop(rt: Runtime, run_id: str, grace: float) -> None:
-    """Ask for `grace` seconds; then kill the executing process group if it still holds
-    the run, end what its steps left running, and close the run as cancelled."""
-    from swell.ops.stop import kill_owner
-    from swell.runtime import FINAL
-
-    rt.store.request_cancel(run_id)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if rt.store.owner(run_id) is None and rt.store.get_run(run_id).status in FINAL:
-            break
-        time.sleep(0.2)
-    for line in kill_owner(rt, run_id):
+        grace = default if grace is None else grace
+    executor = executor_for(run)
+    done = asyncio.run(executor.cancel(rt, run, wait=True, force=grace if force else None))
+    for line in [*(f"cancelled run {r}" for r in done.ended), *done.killed]:
         print(line)
-
-
-def _wait_cancelled(rt: Runtime, run_id: str, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while True:
-        if rt.store.get_run(run_id).status == "cancelled":
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.2)
-
-
-def _ask_to_stop(rt: Runtime, run_id: str) -> None:
-    """Ask the process executing the run to cancel it, and wait until it has."""
-    rt.store.request_cancel(run_id)
-    if _wait_cancelled(rt, run_id, 15):
-        print(f"cancelled run {run_id}")
-        return
-    owner = rt.store.owner(run_id)
-    who = f"process {owner.pid} on {owner.host}" if owner else "the process executing it"
-    print(f"cancel requested; {who} has not stopped yet (`swell cancel {run_id} --force` kills it)")
-    raise typer.Exit(1)
+    if done.status is not None:
+        print(f"{done.status} run {run.id}")
+    if done.waiting_on is not None:
+        print(f"cancel requested; {done.waiting_on}")
+        raise typer.Exit(1)

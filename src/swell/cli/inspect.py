@@ -13,12 +13,12 @@ from swell.cli import ledger
 from swell.cli.common import (
     Output,
     OutputOption,
-    on_engine,
     print_json,
     project_store,
     run_id_given,
 )
 from swell.cli.pick import OptionalRunArgument
+from swell.executors.base import executor_for
 
 if TYPE_CHECKING:
     from swell.store.protocols import RunReader
@@ -33,13 +33,15 @@ def _run_dict(run: RunRow, owner: Owner | None) -> dict[str, Any]:
     data = {k: v for k, v in asdict(run).items() if k not in hidden}
     data["owner"] = asdict(owner) if owner else None  # the process executing it now
     # a run the Temporal engine executes has no owning process here, and is not stale
-    data["stale"] = run.status in ("running",) and owner is None and not on_engine(run.options)
+    held = executor_for(run).held_by
+    data["stale"] = run.status in ("running",) and owner is None and held is None
     return data
 
 
 def _status_word(run: RunRow, owner: Owner | None) -> str:
-    if run.status == "running" and on_engine(run.options):
-        return "running (on the Temporal engine)"
+    held = executor_for(run).held_by
+    if run.status == "running" and held is not None:
+        return f"running (on {held})"
     if run.status == "running" and owner is None:
         return "running (process gone: swell resume)"
     return run.status

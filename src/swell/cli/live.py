@@ -372,8 +372,8 @@ def show_logs(
     code: 0, or 1 when the run's process died while followed. A run the Temporal engine
     executes has no process here: it is followed until the store says it ended (a
     killed worker's visit runs again on another worker)."""
-    from swell.cli.common import on_engine
     from swell.cli.pick import run_or_newest
+    from swell.executors.base import executor_for
 
     run = run_or_newest(store, run_id)
     reader = LogReader(store, run.id, where, json)
@@ -387,7 +387,7 @@ def show_logs(
         current = store.get_run(run.id)
         if current.status in ENDED and reader.seq >= current.last_seq:
             break
-        held = on_engine(current.options) or store.owner(run.id) is not None
+        held = executor_for(current).held_by or store.owner(run.id) is not None
         orphaned = 0 if held else orphaned + 1
         if orphaned >= ORPHAN_POLLS:
             _print(reader.read_to_end(), json)

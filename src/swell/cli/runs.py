@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
 import typer
 
@@ -15,15 +15,13 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from swell.cli.live import LiveDisplay
-    from swell.engine.context import GatePrompter, RunOptions, RunPlan
-    from swell.engine.state import RunState
+    from swell.engine.context import GatePrompter, RunOptions
     from swell.events.bus import EventSink
     from swell.events.models import BaseEvent
+    from swell.executors.base import Ending, Executor, Started
     from swell.manifest.loader import LoadedPipeline
     from swell.ops.rerun import Reuse
     from swell.runtime import Deadline, Runtime
-    from swell.store.protocols import RunReader
-    from swell.store.rows import GateRow
     from swell.streaming import OutputSink
 
 # `rejected` is an answer (a contract with `on_failure: rejected` turned the work down)
@@ -165,72 +163,79 @@ def _prompter(output: RunOutput, auto_approve: bool) -> GatePrompter | None:
 
 def _execute(
     rt: Runtime,
-    plan: RunPlan,
+    executor: Executor,
+    started: Started,
     output: RunOutput,
     *,
     verbose: bool = False,
-    state: RunState | None = None,
     deadline: Deadline | None = None,
     announced: bool = False,
     wait: bool = False,
-) -> None:
-    """Run or continue `plan` with this terminal's printers, then exit with its status.
-    Without a terminal to ask at an approval gate (and without `wait`), the run stops
-    there, `waiting`: exit 3, with the commands that decide the gate and continue."""
+) -> NoReturn:
+    """Follow a started run with this terminal's printers, then exit with its status.
+    Without a terminal to ask at an approval gate (and without `wait`), following stops
+    there, `waiting`: exit 3, with the commands that decide the gate and go on."""
     import asyncio
 
-    from swell.runtime import execute
+    from swell.executors.base import Watch
 
+    run_id = started.run_id
     if output is RunOutput.text and not announced:
-        print(f"run {plan.run_id}", flush=True)
-    prompter = _prompter(output, plan.options.auto_approve)
-    sinks, watchers, display = _watchers(
-        output, plan.run_id, verbose, _sinks(output, plan.run_id, verbose)
-    )
+        print(f"run {run_id}", flush=True)
+    prompter = _prompter(output, started.auto_approve)
+    sinks = _sinks(output, run_id, verbose)
+    watchers: list[OutputSink] = []
+    display: LiveDisplay | None = None
+    if executor.live_output:
+        sinks, watchers, display = _watchers(output, run_id, verbose, sinks)
     if announced and output is RunOutput.text:
         sinks = [_Seeded(sink) for sink in sinks]
+    watch = Watch(sinks, watchers, prompter, prompter is None and not wait, deadline, _note)
     if display is not None:
         display.start()
     try:
-        summary = asyncio.run(
-            execute(
-                rt,
-                plan,
-                sinks,
-                state=state,
-                prompter=prompter,
-                deadline=deadline,
-                watchers=watchers,
-                stop_at_gates=prompter is None and not wait,
-            )
-        )
+        ending = asyncio.run(executor.follow(rt, started, watch))
+    except KeyboardInterrupt:  # the run goes on elsewhere; say where
+        print(executor.interrupted_hint(run_id), file=sys.stderr)
+        raise typer.Exit(EXIT_CODES["interrupted"]) from None
     finally:
         if display is not None:
             display.stop()
-    status, run_id = summary.status, summary.run_id
+    _report(rt, executor, ending, output, deadline)
+
+
+def _note(line: str) -> None:
+    print(for_terminal(line), file=sys.stderr)
+
+
+def _report(
+    rt: Runtime, executor: Executor, ending: Ending, output: RunOutput, deadline: Deadline | None
+) -> NoReturn:
+    """Say how a followed run ended, as fits `output`, and exit with its code."""
+    status, run_id = ending.status, ending.run_id
     timed_out = deadline is not None and deadline.expired
     if timed_out:
         assert deadline is not None
         print(f"{deadline.describe()}; continue with: swell resume {run_id}", file=sys.stderr)
     elif output is RunOutput.quiet and status in ("failed", "cancelled"):
-        error = for_terminal(summary.error or status)
+        error = for_terminal(ending.error or status)
         print(f"error: run {run_id} {status}: {error}", file=sys.stderr)
     elif output is RunOutput.quiet and status == "rejected":
-        print(f"run {run_id} rejected: {for_terminal(summary.error or '')}")
+        print(f"run {run_id} rejected: {for_terminal(ending.error or '')}")
     elif status == "waiting":
-        _print_waiting(rt, run_id, sys.stdout if output is RunOutput.text else sys.stderr)
+        out = sys.stdout if output is RunOutput.text else sys.stderr
+        _print_waiting(rt, executor, run_id, out)
     elif status == "interrupted" and output is not RunOutput.json:
-        print(f"continue with: swell resume {run_id}", file=sys.stderr)
+        print(executor.interrupted_hint(run_id), file=sys.stderr)
     raise typer.Exit(EXIT_TIMEOUT if timed_out else EXIT_CODES.get(status, 1))
 
 
-def _print_waiting(
-    rt: Runtime, run_id: str, out: TextIO, then: str | None = None, approvals: bool = False
-) -> None:
-    """What a run that stopped at a gate waits for, and the commands that decide the
-    gate (of the run or of a sub-pipeline run) and continue the run (`then`: how a run
-    goes on after the decision, when not by `swell resume`)."""
-    gates = waiting_gates(rt.store, run_id, approvals=approvals)
+def _print_waiting(rt: Runtime, executor: Executor, run_id: str, out: TextIO) -> None:
+    """What a run that stopped at a gate waits for, the commands that decide the gate
+    (of the run or of a sub-pipeline run), and how the run goes on after."""
+    from swell.executors.base import waiting_gates
+
+    gates = waiting_gates(rt.store, run_id, approvals=executor.timers_go_on)
     if not gates:
         out.write(f"run {run_id} is waiting; continue it with: swell resume {run_id}\n")
         return
@@ -245,24 +250,8 @@ def _print_waiting(
             f"  decide:   swell approve {gate.run_id} {gate.step_id}{choice}"
             f"   (or: swell reject {gate.run_id} {gate.step_id} --reason TEXT)\n"
         )
-    out.write(then or f"  continue: swell resume {run_id}\n")
+    out.write(executor.waiting_hint(run_id))
     out.flush()
-
-
-def waiting_gates(store: RunReader, run_id: str, *, approvals: bool = False) -> list[GateRow]:
-    """The undecided gates a waiting run stops at: its own, and its waiting children's
-    (`approvals`: only those a person decides, not timers)."""
-    found = [
-        g
-        for g in store.gates(run_id)
-        if g.status == "waiting"
-        and g.decision is None
-        and (not approvals or g.gate_type == "approval")
-    ]
-    for child in store.children(run_id):
-        if child.status == "waiting":
-            found += waiting_gates(store, child.id, approvals=approvals)
-    return found
 
 
 def run(
@@ -349,10 +338,12 @@ def run(
     Before a run is recorded, swell checks what would make it fail for want of
     something you can fix (unknown adapter, missing agent CLI or API key, a persona
     without the tools a step needs, a missing required input) and says how."""
+    import asyncio
+
     from swell.engine.context import RunOptions
     from swell.events.redact import MASK
     from swell.ops import preflight
-    from swell.runtime import check_pipeline, create_run, start_from_step
+    from swell.runtime import check_pipeline
 
     if previous is not None and from_step is None:
         raise typer.BadParameter("--run needs --from-step", param_hint="--run")
@@ -392,41 +383,19 @@ def run(
         auto_approve=auto_approve, adapter=adapter, model=model, no_sandbox=no_sandbox
     )
     _check_sandbox(rt, options)
-    if _engine(rt, engine, from_step, timeout) == "temporal":
-        if no_sandbox:  # its workers sandbox every visit they run (docs/security.md)
-            raise typer.BadParameter(
-                "not available with the temporal engine yet", param_hint="--no-sandbox"
-            )
-        from swell.cli.worker import run_on_engine
-
-        asks = _prompter(output, auto_approve)
-        run_on_engine(
-            rt,
-            loaded,
-            text,
-            options,
-            output,
-            verbose=verbose,
-            detach=detach,
-            stop_at_gates=asks is None and not wait,
-            prompter=asks,
-        )
-    state = None
-    if reuse is not None:
-        plan, state = start_from_step(rt, loaded, text, options, reuse)
-        if output is RunOutput.text:
-            print(f"run {plan.run_id}", flush=True)
-            _announce(reuse)
-    else:
-        plan = create_run(rt, loaded, text, options)
+    executor = _executor(rt, engine, from_step, timeout, no_sandbox)
+    started = asyncio.run(executor.start(rt, loaded, text, options, reuse))
+    if reuse is not None and output is RunOutput.text:
+        print(f"run {started.run_id}", flush=True)
+        _announce(reuse)
     if detach:
-        _detach(rt, plan, output, verbose, timeout)
+        _detach(rt, executor, started, output, verbose, timeout)
     _execute(
         rt,
-        plan,
+        executor,
+        started,
         output,
         verbose=verbose,
-        state=state,
         deadline=deadline,
         announced=bool(reuse),
         wait=wait,
@@ -441,17 +410,27 @@ def _check_sandbox(rt: Runtime, options: RunOptions) -> None:
     check(rt.project.manifest.runtime.sandbox, options.no_sandbox)
 
 
-def _engine(rt: Runtime, engine: str | None, from_step: str | None, timeout: str | None) -> str:
-    """`--engine`, else runtime.engine, else local; what the engine cannot do yet is refused."""
+def _executor(
+    rt: Runtime, engine: str | None, from_step: str | None, timeout: str | None, no_sandbox: bool
+) -> Executor:
+    """`--engine`, else runtime.engine, else local; what it cannot do yet is refused."""
+    from swell.executors.base import ENGINES, executor_named
+
     chosen = engine or rt.project.manifest.runtime.engine or "local"
-    if chosen not in ("local", "temporal"):
+    if chosen not in ENGINES:
         raise typer.BadParameter(
-            f"unknown engine '{chosen}': local or temporal", param_hint="--engine"
+            f"unknown engine '{chosen}': {' or '.join(ENGINES)}", param_hint="--engine"
         )
-    if chosen == "temporal" and (from_step or timeout):
-        flag = "--from-step" if from_step else "--timeout"
-        raise typer.BadParameter("not available with the temporal engine yet", param_hint=flag)
-    return chosen
+    executor = executor_named(rt, chosen)
+    for flag, given, can in (
+        ("--from-step", from_step, executor.reruns),
+        ("--timeout", timeout, executor.timeouts),
+        # its workers sandbox every visit they run (docs/security.md)
+        ("--no-sandbox", no_sandbox, executor.unsandboxed),
+    ):
+        if given and not can:
+            raise typer.BadParameter(f"not available with the {chosen} engine yet", param_hint=flag)
+    return executor
 
 
 def _reuse(rt: Runtime, loaded: LoadedPipeline, from_step: str, previous: str | None) -> Reuse:
@@ -471,30 +450,31 @@ def _announce(reuse: Reuse) -> None:
 
 
 def _detach(
-    rt: Runtime, plan: RunPlan, output: RunOutput, verbose: bool, timeout: str | None
-) -> None:
-    """Hand the recorded run to a background process, print its id, and exit."""
+    rt: Runtime,
+    executor: Executor,
+    started: Started,
+    output: RunOutput,
+    verbose: bool,
+    timeout: str | None,
+) -> NoReturn:
+    """Let the started run go on without this terminal, print its id, and exit."""
     from swell.cli.common import print_json
-    from swell.ops.background import spawn, wait_until_claimed
 
-    rt.store.release(plan.run_id)
     extra = ["-o", "json" if output is RunOutput.json else "text"]
     extra += ["--verbose"] if verbose else []
     extra += ["--timeout", timeout] if timeout else []
-    extra += ["--no-sandbox"] if plan.options.no_sandbox else []
+    extra += ["--no-sandbox"] if started.plan and started.plan.options.no_sandbox else []
     extra += ["--wait"]  # no terminal there: a gate waits for `swell approve`
-    child = spawn(rt.project.root, plan.run_dir, plan.run_id, extra)
-    problem = wait_until_claimed(rt.store, plan.run_id, child)
-    if problem:
-        print(f"error: run {plan.run_id}: {problem}", file=sys.stderr)
-        raise typer.Exit(1)
+    detached = executor.detach(rt, started, extra)
+    run_id = detached.run_id
     if output is RunOutput.json:
-        print_json({"run_id": plan.run_id, "pid": child.pid, "log": str(child.log)})
+        print_json(detached.facts)
     elif output is RunOutput.quiet:
-        print(plan.run_id)
+        print(run_id)
     else:
-        print(f"run {plan.run_id} (detached, pid {child.pid}, log {child.log})")
-        print(f"follow it: swell logs {plan.run_id} --follow   status: swell status {plan.run_id}")
+        for line in detached.lines:
+            print(line)
+        print(f"follow it: swell logs {run_id} --follow   status: swell status {run_id}")
     raise typer.Exit(0)
 
 
@@ -508,33 +488,21 @@ def resume(
     verbose: VerboseOption = False,
 ) -> None:
     """Continue a run after a crash, Ctrl-C, or a gate decision."""
-    from swell.runtime import claim_for_resume
+    from swell.executors.base import executor_for
 
     deadline = _deadline(timeout)
     rt = runtime(ctx)
-    _refuse_engine_run(rt, run_id)
-    resumed = claim_for_resume(rt, run_id)
-    resumed.plan.options.no_sandbox = no_sandbox  # each process decides (a resume too)
-    _check_sandbox(rt, resumed.plan.options)
+    run = rt.store.get_run(run_id)
+    executor = executor_for(run)
+    if no_sandbox and not executor.unsandboxed:
+        raise typer.BadParameter(
+            f"not available with the {executor.name} engine yet", param_hint="--no-sandbox"
+        )
+    resumed = executor.resume(rt, run)
+    if resumed.plan is not None:
+        resumed.plan.options.no_sandbox = no_sandbox  # each process decides (a resume too)
+        _check_sandbox(rt, resumed.plan.options)
     if output is not RunOutput.quiet:
         for note in resumed.notes:
             print(f"note: {note}", file=sys.stderr)
-    _execute(
-        rt,
-        resumed.plan,
-        output,
-        verbose=verbose,
-        state=resumed.state,
-        deadline=deadline,
-        wait=wait,
-    )
-
-
-def _refuse_engine_run(rt: Runtime, run_id: str) -> None:
-    """A run the Temporal engine executes goes on there; nothing here resumes it."""
-    from swell.cli.worker import engine_of, refuse_resume
-
-    run = rt.store.get_run(run_id)
-    engine = engine_of(run)
-    if engine is not None:
-        refuse_resume(run, engine)
+    _execute(rt, executor, resumed, output, verbose=verbose, deadline=deadline, wait=wait)

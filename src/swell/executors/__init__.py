@@ -1,1 +1,2 @@
-"""Who drives a run's loop: in-process (engine/runner.py) or a Temporal workflow (temporal/)."""
+"""Who executes a run: the Executor seam the CLI and the dashboard use (base.py), the
+in-process executor (local.py) and the Temporal one (temporal/)."""

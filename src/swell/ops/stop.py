@@ -11,7 +11,6 @@ The run, no longer executed, is closed as cancelled.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -52,7 +51,7 @@ def _family(rt: Runtime, run_id: str) -> list[str]:
     return ids
 
 
-def kill_owner(rt: Runtime, run_id: str) -> list[str]:
+async def kill_owner(rt: Runtime, run_id: str) -> list[str]:
     """Kill the process executing `run_id` and what its steps left; cancel the run.
     Returns what was done, one line each."""
     from swell import sweep
@@ -73,7 +72,7 @@ def kill_owner(rt: Runtime, run_id: str) -> list[str]:
         done.append(f"killed process {owner.pid} (and its process group)")
     left = []
     for rid in _family(rt, run_id):
-        left += asyncio.run(sweep.stop_marked([f"SWELL_RUN_ID={rid}"]))
+        left += await sweep.stop_marked([f"SWELL_RUN_ID={rid}"])
     if left:
         done.append(f"stopped {len(left)} process(es) its steps left running")
     run = rt.store.get_run(run_id)

@@ -226,6 +226,21 @@ async def decide(client: Client, run_id: str, request: GateRequest) -> str:
     return step
 
 
+async def running(client: Client, run_id: str) -> bool:
+    """Whether the run's workflow still runs: False once it closed (ended, terminated)
+    or when the server no longer knows it (a dev server started without a database
+    forgets every workflow when it stops)."""
+    from temporalio.client import RPCError, RPCStatusCode, WorkflowExecutionStatus
+
+    try:
+        described = await client.get_workflow_handle(run_id).describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise RunStateError(f"run {run_id}: the engine cannot say ({exc})") from None
+    return described.status == WorkflowExecutionStatus.RUNNING
+
+
 async def cancel(client: Client, run_id: str) -> None:
     """Ask the run's workflow to cancel it; the workflow stops its visits' processes
     and records the run as cancelled."""
