@@ -67,7 +67,9 @@ def open_store(location: str | Path) -> Store:
 
 
 def _sqlite(path: Path) -> Store:
-    from swell.store.sqlite import SqliteStore  # imported when used: `swell thread` starts fast
+    from swell.store.sqlite.store import (
+        SqliteStore,  # imported when used: `swell thread` starts fast
+    )
 
     sync = "FULL" if os.environ.get("SWELL_SYNC", "").lower() == "full" else "NORMAL"
     return SqliteStore(path, synchronous=sync)
@@ -75,7 +77,7 @@ def _sqlite(path: Path) -> Store:
 
 def _postgres(url: str) -> Store:
     try:
-        from swell.store.postgres import PostgresStore  # its driver only when used
+        from swell.store.postgres.store import PostgresStore  # its driver only when used
     except ImportError as exc:
         if exc.name not in ("psycopg", "psycopg_binary", "psycopg_c"):
             raise

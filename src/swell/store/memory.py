@@ -41,6 +41,7 @@ from swell.store.rows import (
 from swell.store.rules import (
     CANDIDATES,
     FINISHED_FOR_GOOD,
+    busy,
     check_seqs,
     check_snapshot,
     decide,
@@ -48,8 +49,8 @@ from swell.store.rules import (
     one_run,
     pending,
     stored_input,
+    this_process,
 )
-from swell.store.run_locks import busy, this_process
 from swell.store.stats import reader_stats
 from swell.store.waiting import poll_for_events
 from swell.streaming import OutputChunk

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow, row_from
-from swell.store.sqlite_errors import translated
+from swell.store.sqlite.errors import translated
 
 if TYPE_CHECKING:
     import sqlite3
@@ -112,12 +112,12 @@ class PageReader(Protocol):
 
 
 def page_reader(store: Store) -> PageReader:
-    from swell.store.sqlite import SqliteStore
+    from swell.store.sqlite.store import SqliteStore
 
     if isinstance(store, SqliteStore):
         return SqlitePages(store.db, store.path)
-    if type(store).__module__ == "swell.store.postgres":  # without importing psycopg
-        from swell.store.postgres_pages import PostgresPages
+    if type(store).__module__ == "swell.store.postgres.store":  # without importing psycopg
+        from swell.store.postgres.pages import PostgresPages
 
         return PostgresPages(store)  # type: ignore[arg-type]  # a PostgresStore
     return ReaderPages(store)
@@ -206,10 +206,10 @@ class SqlitePages:
     """SQLite's queries: runs by the `runs_created` index, visits by their key."""
 
     def __init__(self, db: sqlite3.Connection, path: Path) -> None:
-        self.db, self.path = db, path  # `path` names the file in errors (sqlite_errors.py)
+        self.db, self.path = db, path  # `path` names the file in errors (sqlite/errors.py)
 
     def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
-        from swell.store.sqlite import _RUN_COLS  # the same columns `list_runs` reads
+        from swell.store.sqlite.store import _RUN_COLS  # the same columns `list_runs` reads
 
         where, params = run_where(filt)
         total = self.db.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
@@ -264,8 +264,8 @@ class SqlitePages:
 
     def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
         from swell.events.models import event_json, stored_event
-        from swell.store.compact import seq_of, unpack_ts
-        from swell.store.sqlite import _EVENTS_AFTER
+        from swell.store.sqlite.compact import seq_of, unpack_ts
+        from swell.store.sqlite.store import _EVENTS_AFTER
 
         tail = self.db.execute(
             "SELECT output_tail FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",

@@ -2,7 +2,7 @@
 
 Rows an event adds come from `records.INSERTS`, shared with every backend; the
 functions in `UPDATES` change rows already there, in SQL both SQL backends run
-(`?` placeholders; Postgres's store translates them, postgres_projections.py).
+(`?` placeholders; Postgres's store translates them, postgres/projections.py).
 Events of other kinds are only stored in `events`.
 """
 

@@ -284,7 +284,7 @@ def sql_stats(
 
 
 def sqlite_dialect() -> Dialect:
-    from swell.store.compact import seq_of, unpack_ts
+    from swell.store.sqlite.compact import seq_of, unpack_ts
 
     events = (
         "SELECT n.run_id, e.id, e.ts, e.type, e.step_id, e.visit, e.data "
@@ -319,7 +319,7 @@ def sqlite_stats(store: _SqliteHandle, filt: RunFilter) -> StatsSource:
     """`SqliteStore.stats_source`."""
     import sqlite3
 
-    from swell.store.sqlite_errors import store_error
+    from swell.store.sqlite.errors import store_error
 
     def rows(query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:

@@ -26,7 +26,7 @@ from swell.store.pages import (
 from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow
 
 if TYPE_CHECKING:
-    from swell.store.postgres import PostgresStore
+    from swell.store.postgres.store import PostgresStore
 
 
 class PostgresPages:
@@ -34,7 +34,7 @@ class PostgresPages:
         self.store = store
 
     def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
-        from swell.store.postgres import _RUN_COLS  # the columns `list_runs` reads
+        from swell.store.postgres.store import _RUN_COLS  # the columns `list_runs` reads
 
         where, params = run_where(filt, "%s")
         counted = self.store._one(f"SELECT COUNT(*) FROM runs {where}", params)

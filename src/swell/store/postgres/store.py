@@ -2,8 +2,8 @@
 
 Chosen by `open_store` for a `postgres://` or `postgresql://` URL (psycopg 3's
 conninfo: `?options=-csearch_path%3Dmyschema` puts swell's tables in a schema of
-their own). The tables are SQLite's (`postgres_migrations.py`); the projections are
-`postgres_projections.py`; lookups and gate decisions are `rules.py`, so errors read
+their own). The tables are SQLite's (`postgres/migrations.py`); the projections are
+`postgres/projections.py`; lookups and gate decisions are `rules.py`, so errors read
 as they do over SQLite.
 
 **Claims** are session-level advisory locks (`pg_try_advisory_lock`), one per run
@@ -11,7 +11,7 @@ as they do over SQLite.
 connection: the server drops them when that connection ends, however the process
 holding it ends (kill -9 included: the server sees the socket close), so liveness
 follows the connection as the kernel's lock on the database file follows the process
-for SQLite (`run_locks.py`); `close` unlocks before it closes, so the locks are gone
+for SQLite (`sqlite/run_locks.py`); `close` unlocks before it closes, so the locks are gone
 when it returns. `owner` asks `pg_locks` whether the lock is held, and names the
 pid and host the holder recorded in `runs` when it claimed. A connection pooler in
 transaction mode would break session locks: connect directly, or through a pool in
@@ -41,8 +41,8 @@ from psycopg import sql
 from swell.errors import RunNotFound, StoreError, SwellError
 from swell.store import output as output_table
 from swell.store.location import redacted
-from swell.store.postgres_migrations import migrate
-from swell.store.postgres_projections import PROJECTIONS
+from swell.store.postgres.migrations import migrate
+from swell.store.postgres.projections import PROJECTIONS
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
@@ -61,6 +61,7 @@ from swell.store.rows import (
 from swell.store.rules import (
     CANDIDATES,
     already_stored,
+    busy,
     check_seqs,
     check_snapshot,
     decide,
@@ -69,8 +70,8 @@ from swell.store.rules import (
     pending,
     seq_after,
     stored_input,
+    this_process,
 )
-from swell.store.run_locks import busy, this_process
 from swell.store.stats import postgres_stats
 from swell.streaming import OutputChunk
 

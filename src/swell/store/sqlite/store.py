@@ -21,9 +21,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
 from swell.store import output as output_table
-from swell.store.checkpoints import Checkpoints, checkpoint
-from swell.store.compact import event_id, pack_ts, seq_of, unpack_ts
-from swell.store.migrations import migrate
 from swell.store.projections import PROJECTIONS
 from swell.store.rows import (
     ArtifactRow,
@@ -40,6 +37,7 @@ from swell.store.rows import (
 from swell.store.rules import (
     CANDIDATES,
     already_stored,
+    busy,
     check_seqs,
     check_snapshot,
     decide,
@@ -48,9 +46,13 @@ from swell.store.rules import (
     pending,
     seq_after,
     stored_input,
+    this_process,
 )
-from swell.store.run_locks import RunLocks, alive, busy, this_process
-from swell.store.sqlite_errors import os_store_error, store_error, translated
+from swell.store.sqlite.checkpoints import Checkpoints, checkpoint
+from swell.store.sqlite.compact import event_id, pack_ts, seq_of, unpack_ts
+from swell.store.sqlite.errors import os_store_error, store_error, translated
+from swell.store.sqlite.migrations import migrate
+from swell.store.sqlite.run_locks import RunLocks, alive
 from swell.store.waiting import poll_for_events
 
 if TYPE_CHECKING:
@@ -93,7 +95,7 @@ _SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 @translated
 class SqliteStore:
     """Runs, events and their projections in one SQLite file. Every public method
-    raises what goes wrong with the file as a `StoreError` naming it (sqlite_errors.py)."""
+    raises what goes wrong with the file as a `StoreError` naming it (sqlite/errors.py)."""
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path = path
