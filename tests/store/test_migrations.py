@@ -12,9 +12,9 @@ import pytest
 
 from event_samples import samples
 from swell.events import models as ev
-from swell.store.sqlite import migrations
 from swell.store.location import open_store
 from swell.store.projections import PROJECTIONS
+from swell.store.sqlite import migrations
 from swell.store.sqlite.compact import pack_ts
 from swell.store.sqlite.migrations import MIGRATIONS
 

@@ -12,8 +12,8 @@ import pytest
 
 from swell.errors import StoreError
 from swell.events import models as ev
-from swell.store.sqlite import checkpoints
 from swell.store.location import open_store
+from swell.store.sqlite import checkpoints
 from swell.store.sqlite.compact import SEQS, event_id, pack_ts, seq_of, unpack_ts
 from swell.store.sqlite.store import SqliteStore
 

@@ -452,8 +452,9 @@ def _detach(
     """Hand the recorded run to a background process, print its id, and exit."""
     from swell.cli.common import print_json
     from swell.ops.background import spawn, wait_until_claimed
+    from swell.store.capabilities import claims
 
-    rt.store.release(plan.run_id)
+    claims(rt.store).release(plan.run_id)
     extra = ["-o", "json" if output is RunOutput.json else "text"]
     extra += ["--verbose"] if verbose else []
     extra += ["--timeout", timeout] if timeout else []

@@ -16,17 +16,11 @@ from typing import Literal
 from swell.errors import StoreError
 from swell.manifest.discovery import find_project_root
 from swell.store.protocols import Store
+from swell.store.urls import redacted as redacted  # what messages show (doctor too)
 
 LOCATIONS = "a path, sqlite:///PATH, postgresql://HOST/DATABASE or memory:"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: C:\ is a path
-_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")  # postgresql://user:PASSWORD@host
-_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)  # ?password=...
 Backend = Literal["sqlite", "memory", "postgres"]
-
-
-def redacted(url: str) -> str:
-    """A store URL as messages and files show it: without its password."""
-    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD.sub(r"\1***@", url))
 
 
 def backend_of(location: str | Path) -> tuple[Backend, Path | str]:

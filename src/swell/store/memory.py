@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from swell.errors import RunNotFound, StoreError
 from swell.events.models import BaseEvent, Event, event_data, event_json
 from swell.store.output import MemoryOutput
+from swell.store.protocols import Capability
 from swell.store.records import INSERTS, PRIMARY_KEYS, Record
 from swell.store.rows import (
     ArtifactRow,
@@ -51,8 +52,6 @@ from swell.store.rules import (
     stored_input,
     this_process,
 )
-from swell.store.stats import reader_stats
-from swell.store.waiting import poll_for_events
 from swell.streaming import OutputChunk
 
 if TYPE_CHECKING:
@@ -261,6 +260,9 @@ class MemoryStore:
     """A handle on an in-memory database: a new private one, or `database`."""
 
     location = "memory:"
+    # pages, stats and followers are computed from the methods below
+    # (store/capabilities.py); a database lives in one process, so no NOTIFY
+    capabilities = frozenset({Capability.OUTPUT, Capability.CLAIMS})
 
     def __init__(self, database: MemoryDatabase | None = None) -> None:
         self.database = database or MemoryDatabase()
@@ -506,9 +508,6 @@ class MemoryStore:
             run = db.runs.get(run_id)
             return run["pipeline_text"] if run else None
 
-    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
-        return poll_for_events(self, run_id, after_seq, timeout)  # no cross-process signal
-
     def cancel_requested(self, run_id: str) -> bool:
         with self._read() as db:
             run = db.runs.get(run_id)
@@ -558,8 +557,6 @@ class MemoryStore:
     ) -> list[OutputChunk]:
         with self._read() as db:
             return db.output.read(run_id, after_id, step_id, visit, limit)
-
-    stats_source = reader_stats  # computed from the methods above
 
     # ---------------------------------------------------------------- internals
 
