@@ -187,9 +187,7 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 def _backend(module: str) -> str | None:
     """The backend package (or module) a store module belongs to; None: shared."""
     parts = module.split(".")
-    if len(parts) > 3 and parts[2] in ("sqlite", "postgres"):
-        return parts[2]
-    return "memory" if module == "swell.store.memory" else None
+    return parts[2] if len(parts) > 2 and parts[2] in ("sqlite", "postgres", "memory") else None
 
 
 @pytest.mark.parametrize("path", _modules("store"), ids=lambda p: str(p.relative_to(SRC)))

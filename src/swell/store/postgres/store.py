@@ -40,7 +40,6 @@ from swell.errors import RunNotFound, StoreError, SwellError
 from swell.store import output as output_table
 from swell.store.postgres.migrations import migrate
 from swell.store.postgres.pages import PostgresPages
-from swell.store.postgres.projections import PROJECTIONS
 from swell.store.postgres.queries import RUN_COLUMNS
 from swell.store.postgres.stats import postgres_stats
 from swell.store.protocols import Capability
@@ -226,6 +225,8 @@ class PostgresStore:
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
+        from swell.store.postgres.projections import PostgresTables
+        from swell.store.projections import project
 
         check_seqs(events)
         columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
@@ -236,10 +237,9 @@ class PostgresStore:
         try:
             with self._tx() as cur:
                 cur.execute(_INSERT_EVENTS, columns)
-                for event, kind in zip(events, columns[3], strict=True):
-                    project = PROJECTIONS.get(kind)
-                    if project:
-                        project(cur, event)
+                tables = PostgresTables(cur)
+                for event in events:
+                    project(tables, event)
                 for run_id in dict.fromkeys(columns[0]):
                     cur.execute("SELECT pg_notify(%s, %s)", (self.channel, run_id))
         except _Clash:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
 from swell.store import output as output_table
-from swell.store.projections import PROJECTIONS
 from swell.store.protocols import Capability
 from swell.store.rows import (
     ArtifactRow,
@@ -187,6 +186,7 @@ class SqliteStore:
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
+        from swell.store.projections import SqliteTables, project
 
         check_seqs(events)
         if self._checkpoints is None:  # this process writes events: checkpoint off the way
@@ -214,10 +214,9 @@ class SqliteStore:
                     self.db.executemany(_INSERT_EVENT, rows)
                 except sqlite3.IntegrityError:
                     raise _Clash from None
-                for event, row in zip(events, rows, strict=True):
-                    project = PROJECTIONS.get(row[2])
-                    if project:
-                        project(self.db, event)
+                tables = SqliteTables(self.db)
+                for event in events:
+                    project(tables, event)
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
