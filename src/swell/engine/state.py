@@ -135,7 +135,8 @@ class RunState:
 
     def apply(self, ev: BaseEvent) -> None:
         self.seq = max(self.seq, ev.seq)
-        _fold(self, cast("Event", ev))  # every event is one of the union's (events/models.py)
+        if type(ev) not in _IGNORED and not _fold(self, cast("Event", ev)):  # one of the union's
+            _IGNORED.add(type(ev))
 
     # -------------------------------------------------------------- snapshots
 
@@ -229,6 +230,8 @@ class RunState:
 
 
 SNAPSHOT_VERSION = 1
+# the kinds `_fold` found to change nothing (agent chatter...): each costs a set lookup
+_IGNORED: set[type[BaseEvent]] = set()
 _OUTCOME_LETTERS: dict[str, Outcome] = {"s": "success", "f": "failure"}
 _LETTERS = {outcome: letter for letter, outcome in _OUTCOME_LETTERS.items()}
 
@@ -411,12 +414,11 @@ def _failure_request(s: RunState, ev: ReworkRequested | RetryRequested) -> None:
         s.retries[ev.step_id] = ev
 
 
-def _fold(s: RunState, ev: Event) -> None:
+def _fold(s: RunState, ev: Event) -> bool:
     """What one event changes; every kind is named, so a new one must be decided here.
-    The cases go by how often they come (agent chatter first): a case is a type check."""
+    False for a kind that changes nothing. The cases go by how often runs emit them:
+    each case is a type check, so the common kinds come first."""
     match ev:
-        case AgentText() | AgentToolCall() | AgentUsage() | AgentSession() | PromptRendered():
-            pass
         case StepFinished():
             _finished(s, ev)
         case StepStarted():
@@ -457,20 +459,26 @@ def _fold(s: RunState, ev: Event) -> None:
         case RunFinished():
             _run_finished(s, ev)
         case (
-            ThreadContext()
+            AgentText()
+            | AgentToolCall()
+            | RouteTaken()
+            | AgentUsage()
+            | OutcomeRecorded()
+            | PromptRendered()
+            | AgentSession()
+            | ThreadContext()
             | ContractPassed()
             | ContractFailed()
             | ReviewStarted()
             | RelayTriggered()
             | RelayCheckpoint()
             | RelayResumed()
-            | RouteTaken()
             | LimitExceeded()
             | BreakerTripped()
             | BudgetExceeded()
             | Warning()
-            | OutcomeRecorded()
         ):
-            pass
+            return False  # remembered: the next of its kind is not matched
         case _:
             assert_never(ev)
+    return True

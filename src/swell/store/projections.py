@@ -22,6 +22,7 @@ from swell.events.models import (
     AgentToolCall,
     AgentUsage,
     ArtifactWritten,
+    BaseEvent,
     BreakerTripped,
     BudgetExceeded,
     BudgetWarning,
@@ -61,7 +62,7 @@ from swell.store.records import Record
 from swell.store.rules import FINISHED_FOR_GOOD
 
 if TYPE_CHECKING:
-    from swell.events.models import BaseEvent, Event
+    from swell.events.models import Event
 
 
 class Executes(Protocol):
@@ -106,12 +107,20 @@ _STATEMENTS: dict[str, str] = {}
 
 
 def project(tables: Tables, event: BaseEvent) -> None:
-    """Apply one stored event to the query tables. The cases go by how often they come
-    (agent chatter first): each case is a type check."""
+    """Apply one stored event to the query tables."""
+    if type(event) not in _IGNORED and not _project(tables, event):
+        _IGNORED.add(type(event))
+
+
+# the kinds `_project` found to change no table (agent chatter...): each costs a set lookup
+_IGNORED: set[type[BaseEvent]] = set()
+
+
+def _project(tables: Tables, event: BaseEvent) -> bool:
+    """`project`'s fold: False for a kind that changes no table. The cases go by how
+    often runs emit them: each case is a type check, so the common kinds come first."""
     e = cast("Event", event)  # every event is one of the union's (events/models.py)
     match e:
-        case AgentText() | AgentToolCall() | AgentUsage() | AgentSession():
-            pass
         case StepStarted():
             tables.insert("visits", records.visit_row(e))
         case StepFinished():
@@ -154,11 +163,17 @@ def project(tables: Tables, event: BaseEvent) -> None:
         case RunFinished():
             _run_finished(tables, e)
         case (
-            PromptRendered()
+            AgentText()
+            | AgentToolCall()
+            | RouteTaken()
+            | AgentUsage()
             | StepQueued()
+            | OutcomeRecorded()
+            | PromptRendered()
+            | AgentSession()
             | ThreadContext()
-            | ThreadSummarized()
             | ContractPassed()
+            | ThreadSummarized()
             | ContractFailed()
             | ReviewStarted()
             | ReworkRequested()
@@ -167,18 +182,17 @@ def project(tables: Tables, event: BaseEvent) -> None:
             | RelayTriggered()
             | RelayCheckpoint()
             | RelayResumed()
-            | RouteTaken()
             | ChildRunStarted()
             | LimitExceeded()
             | BreakerTripped()
             | BudgetWarning()
             | BudgetExceeded()
             | Warning()
-            | OutcomeRecorded()
         ):
-            pass
+            return False  # remembered: the next of its kind is not matched
         case _:
             assert_never(e)
+    return True
 
 
 def _run_finished(tables: Tables, e: RunFinished) -> None:

@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
 from swell.events.models import (
@@ -177,7 +177,7 @@ class MemoryStore:
                     "data": event_data(event),
                 }
                 journal.put(log, event.seq, record)
-                project(db, journal, cast("Event", event))  # one of the union's
+                project(db, journal, event)
 
     def decide_gate(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never, cast
 
 from swell.events.models import (
     AgentSession,
@@ -14,6 +14,7 @@ from swell.events.models import (
     AgentToolCall,
     AgentUsage,
     ArtifactWritten,
+    BaseEvent,
     BreakerTripped,
     BudgetExceeded,
     BudgetWarning,
@@ -126,11 +127,20 @@ class Journal:
 # The same changes as the SQL backends' (`projections.py`), on the tables above.
 
 
-def project(db: MemoryDatabase, journal: Journal, e: Event) -> None:
-    """Apply one stored event to the tables; the cases go by how often they come."""
+def project(db: MemoryDatabase, journal: Journal, event: BaseEvent) -> None:
+    """Apply one stored event to the tables (the same changes as `projections.project`)."""
+    if type(event) not in _IGNORED and not _project(db, journal, cast("Event", event)):
+        _IGNORED.add(type(event))
+
+
+# the kinds `_project` found to change no table (agent chatter...): each costs a set lookup
+_IGNORED: set[type[BaseEvent]] = set()
+
+
+def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
+    """`project`'s fold: False for a kind that changes no table. The cases go by how
+    often runs emit them: each case is a type check, so the common kinds come first."""
     match e:
-        case AgentText() | AgentToolCall() | AgentUsage() | AgentSession():
-            pass
         case StepStarted():
             _insert(db, journal, "visits", records.visit_row(e))
         case StepFinished():
@@ -164,11 +174,17 @@ def project(db: MemoryDatabase, journal: Journal, e: Event) -> None:
         case RunFinished():
             _run_finished(db, journal, e)
         case (
-            PromptRendered()
+            AgentText()
+            | AgentToolCall()
+            | RouteTaken()
+            | AgentUsage()
             | StepQueued()
+            | OutcomeRecorded()
+            | PromptRendered()
+            | AgentSession()
             | ThreadContext()
-            | ThreadSummarized()
             | ContractPassed()
+            | ThreadSummarized()
             | ContractFailed()
             | ReviewStarted()
             | ReworkRequested()
@@ -177,18 +193,17 @@ def project(db: MemoryDatabase, journal: Journal, e: Event) -> None:
             | RelayTriggered()
             | RelayCheckpoint()
             | RelayResumed()
-            | RouteTaken()
             | ChildRunStarted()
             | LimitExceeded()
             | BreakerTripped()
             | BudgetWarning()
             | BudgetExceeded()
             | Warning()
-            | OutcomeRecorded()
         ):
-            pass
+            return False  # remembered: the next of its kind is not matched
         case _:
             assert_never(e)
+    return True
 
 
 def _insert(db: MemoryDatabase, journal: Journal, table: str, record: Record) -> None:
