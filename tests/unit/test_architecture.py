@@ -203,3 +203,13 @@ def test_a_store_module_uses_no_other_backend(path: Path) -> None:
             continue
         assert path.name == "location.py" and not name.startswith("_"), f"{module}.{name}"
     assert "__module__" not in path.read_text(), "a store's type decides nothing"
+
+
+def test_nothing_outside_the_store_names_a_backend() -> None:
+    """Callers ask a store's capabilities (store/capabilities.py), never its class."""
+    backends = re.compile(r"\b(SqliteStore|PostgresStore|MemoryStore)\b|__module__ ==")
+    for path in SRC.rglob("*.py"):
+        if path.is_relative_to(SRC / "store"):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            assert not backends.search(line), f"{path.relative_to(SRC)}:{number}: {line.strip()}"
