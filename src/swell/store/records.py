@@ -4,7 +4,7 @@ Each builder is the row one event kind adds (or replaces) in a table, keyed by t
 table's primary key (`PRIMARY_KEYS`); every column is given, so a backend stores the
 record as it is. JSON-valued columns are JSON text here (see `rows.JSON_COLUMNS`).
 Which event adds which row, and what changes rows already there, is each backend's
-fold (projections.py for SQL, memory.py).
+fold (projections.py for SQL, memory/tables.py).
 """
 
 from __future__ import annotations
