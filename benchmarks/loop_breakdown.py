@@ -143,7 +143,7 @@ print(json.dumps({"iterations": iterations, "passed": True}))
 UNSTORED_SCRIPT = """\
 import sys
 import swell.runtime as runtime
-import swell.store.sqlite as sqlite
+import swell.store.sqlite.store as sqlite
 
 commit = sqlite.SqliteStore.emit
 batches = 0

@@ -1,7 +1,6 @@
 """The one place that wires store, registries, observers and the engine together.
 
-The CLI (and later the dashboard) call these functions; the engine itself knows
-none of the concrete parts.
+The CLI and the dashboard call these functions; the engine knows none of the concrete parts.
 """
 
 from __future__ import annotations
@@ -51,6 +50,7 @@ from swell.manifest.loader import (
     load_stored_pipeline,
 )
 from swell.ops.rerun import refuse_husk
+from swell.store.capabilities import claims, output_store
 from swell.store.location import open_store, state_dir_for, store_location
 from swell.store.protocols import RunReader, RunWriter, Store
 from swell.store.rows import RunRow
@@ -171,7 +171,7 @@ def create_run(
     )
     if not shared:  # `swell clean` removes a workspace only from the store that keeps its run
         record_owner(workspace, rt.store.identity)
-    rt.store.claim(run_id)
+    claims(rt.store).claim(run_id)
     return plan
 
 
@@ -219,7 +219,7 @@ def start_from_step(
         failed = ev.RunFinished(status="failed", error=str(exc))
         failed.run_id, failed.seq, failed.ts = plan.run_id, 1, ev.now_iso()
         rt.store.emit([failed])
-        rt.store.release(plan.run_id)
+        claims(rt.store).release(plan.run_id)
         raise
     stamp = ev.now_iso()
     for seq, event in enumerate(events, start=1):
@@ -248,7 +248,7 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
     no other process can add events between the replay and this one's first event."""
     run = rt.store.get_run(run_id)
     _refuse_final(run)
-    rt.store.claim(run.id)
+    claims(rt.store).claim(run.id)
     try:
         run = rt.store.get_run(run.id)
         _refuse_final(run)
@@ -256,7 +256,7 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
             refuse_husk(rt.store, run)
         return _resumption(rt, run)
     except BaseException:
-        rt.store.release(run.id)
+        claims(rt.store).release(run.id)
         raise
 
 
@@ -483,7 +483,7 @@ class ChildRunner:
         try:
             summary = await runner.run()
         finally:
-            self.rt.store.release(plan.run_id)
+            claims(self.rt.store).release(plan.run_id)
             if self.snapshots is not None:
                 self.snapshots.forget(plan.run_id)
         left = runner.state
@@ -526,13 +526,13 @@ async def execute(
     stop_at_gates: bool = False,
 ) -> RunSummary:
     """Run (or continue) a run this process has claimed to its end, then let it go;
-    Ctrl-C and SIGTERM stop it cleanly, and so does the `deadline`. Running visits'
-    output goes to the store and then to `watchers` (a live display). `stop_at_gates`:
-    an approval gate nobody has decided stops the run `waiting` instead of waiting."""
+    Ctrl-C and SIGTERM stop it cleanly, and so does the `deadline`. Running visits' output
+    goes to the store, then to `watchers` (a live display). `stop_at_gates`: an approval
+    gate nobody has decided stops the run `waiting` instead of waiting."""
     snapshots = StateSnapshots(rt.store)
     redactor = Redactor.from_environ(os.environ)
     bus = EventBus(rt.store, snapshots, *sinks, *_retro_observers(rt), redact=redactor.events)
-    output: OutputSink = Tee(rt.store, *watchers) if watchers else rt.store
+    output: OutputSink = Tee(output_store(rt.store), *watchers)
 
     def services() -> Services:
         return Services(
@@ -572,7 +572,7 @@ async def execute(
             timer.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        rt.store.release(plan.run_id)
+        claims(rt.store).release(plan.run_id)
 
 
 def cancel_stored_run(rt: Runtime, run: RunRow) -> list[str]:
@@ -583,7 +583,7 @@ def cancel_stored_run(rt: Runtime, run: RunRow) -> list[str]:
     for child in rt.store.children(run.id):
         if child.status not in FINAL:
             cancelled += cancel_stored_run(rt, child)
-    rt.store.claim(run.id)
+    claims(rt.store).claim(run.id)
     try:
         state = load_state(rt.store, run.id)
         batch: list[ev.BaseEvent] = [
@@ -596,5 +596,5 @@ def cancel_stored_run(rt: Runtime, run: RunRow) -> list[str]:
             event.run_id, event.seq, event.ts = run.id, i, stamp
         rt.store.emit(batch)
     finally:
-        rt.store.release(run.id)
+        claims(rt.store).release(run.id)
     return [*cancelled, run.id]

@@ -21,7 +21,7 @@ from swell.events import models as ev
 from swell.events.models import BaseEvent
 from swell.store.location import open_store
 from swell.store.memory import MemoryDatabase, MemoryStore
-from swell.store.protocols import Store
+from swell.store.protocols import Capability, Store
 
 Opener = Callable[[], Store]
 
@@ -43,6 +43,13 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Opener]] = {
     "memory": _memory,
     "postgres": _postgres,
 }
+
+
+def needs(store: Store, capability: Capability) -> None:
+    """Skip a test of an optional capability on a backend that does not declare it
+    (tests/store/test_capabilities.py checks what each declares)."""
+    if capability not in store.capabilities:
+        pytest.skip(f"{store.identity} does not declare {capability}")
 
 
 @dataclass

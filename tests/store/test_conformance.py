@@ -17,7 +17,7 @@ import pytest
 
 from swell.errors import RunBusy, RunNotFound, RunStateError, StoreError
 from swell.events import models as ev
-from swell.store.protocols import Store
+from swell.store.protocols import Capability, Store
 from swell.store.rows import Owner
 from swell.threads.retrieval import retrieve
 
@@ -30,6 +30,7 @@ from .conftest import (
     Writer,
     a_round,
     cols,
+    needs,
     stamp,
     started,
     wait_at,
@@ -632,6 +633,7 @@ def test_cancel_requests(store: Store, new_run: NewRun) -> None:
 
 
 def test_a_claim_records_and_holds_the_executing_process(store: Store, new_run: NewRun) -> None:
+    needs(store, Capability.CLAIMS)
     new_run("r1")
     assert store.owner("r1") is None
     store.claim("r1")
@@ -680,6 +682,7 @@ def test_decisions_through_another_handle_reach_the_first(
 
 
 def test_only_one_handle_can_claim_a_run(backend: Backend, store: Store, new_run: NewRun) -> None:
+    needs(store, Capability.CLAIMS)
     new_run("r1")
     other = backend.open()
     store.claim("r1")
@@ -697,6 +700,7 @@ def test_only_one_handle_can_claim_a_run(backend: Backend, store: Store, new_run
 
 
 def test_claims_race_and_exactly_one_wins(backend: Backend, new_run: NewRun) -> None:
+    needs(backend.open(), Capability.CLAIMS)
     new_run("r1")
     contenders = [backend.open() for _ in range(6)]
     barrier = threading.Barrier(len(contenders), timeout=30)

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
-from swell.store.protocols import Store
+import pytest
+
+from swell.store.protocols import Capability, Store
 from swell.streaming import OutputChunk
 
-from .conftest import Backend, NewRun
+from .conftest import Backend, NewRun, needs
 
 TS = "2026-11-24T10:00:00.000Z"
+
+
+@pytest.fixture(autouse=True)
+def _declared(store: Store) -> None:
+    needs(store, Capability.OUTPUT)
 
 
 def chunk(step: str, visit: int, seq: int, text: str, stream: str = "stdout") -> OutputChunk:

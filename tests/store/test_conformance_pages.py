@@ -4,7 +4,8 @@ queries answer as the generic pager computed from the reader methods does."""
 from __future__ import annotations
 
 from swell.events import models as ev
-from swell.store.pages import ReaderPages, RunFilter, page_reader
+from swell.store.capabilities import page_reader
+from swell.store.pages import ReaderPages, RunFilter
 from swell.store.protocols import Store
 
 from .conftest import Backend, NewRun

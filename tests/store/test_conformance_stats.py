@@ -4,6 +4,7 @@ friction events, with the filter's pipeline and period applied."""
 from __future__ import annotations
 
 from swell.events import models as ev
+from swell.store.capabilities import stats_source
 from swell.store.pages import RunFilter
 from swell.store.protocols import Store
 
@@ -52,7 +53,7 @@ def _fill(new_run: NewRun) -> None:
 
 def test_stats_source_sums_runs_steps_reviews(store: Store, new_run: NewRun) -> None:
     _fill(new_run)
-    found = store.stats_source(RunFilter())
+    found = stats_source(store, RunFilter())
     assert [r.id for r in found.runs] == ["b-1", "a-1"]  # newest first
     a = next(r for r in found.runs if r.id == "a-1")
     assert (a.visits, a.steps, a.tokens_in, a.tokens_out, a.cost_usd) == (3, 1, 3000, 120, 0.5)
@@ -77,11 +78,11 @@ def test_stats_source_sums_runs_steps_reviews(store: Store, new_run: NewRun) -> 
 
 def test_stats_source_keeps_what_the_filter_keeps(store: Store, new_run: NewRun) -> None:
     _fill(new_run)
-    only = store.stats_source(RunFilter(pipeline="other"))
+    only = stats_source(store, RunFilter(pipeline="other"))
     assert [r.id for r in only.runs] == ["b-1"]
     assert [s.step_id for s in only.steps] == ["lint"] and not only.reviews
     assert set(only.events) == {"b-1"}
-    later = store.stats_source(RunFilter(since="2999-01-01T00:00:00.000Z"))
+    later = stats_source(store, RunFilter(since="2999-01-01T00:00:00.000Z"))
     assert not later.runs and not later.steps and not later.reviews and not later.events
 
 
@@ -96,5 +97,5 @@ def test_failed_visits_are_counted_per_step_but_not_a_router_s(
         _visit(r, "run-tests", n, outcome, kind="command")
         _visit(r, "check", n, outcome, kind="conditional")
     r.emit(ev.RunFinished(status="succeeded", visits=6))
-    found = {s.step_id: (s.visits, s.failed) for s in store.stats_source(RunFilter()).steps}
+    found = {s.step_id: (s.visits, s.failed) for s in stats_source(store, RunFilter()).steps}
     assert found == {"run-tests": (3, 2), "check": (3, 0)}

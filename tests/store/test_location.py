@@ -10,7 +10,7 @@ import pytest
 from swell.errors import StoreError
 from swell.store.location import open_project_store, open_store, state_dir_for
 from swell.store.memory import MemoryStore
-from swell.store.sqlite import SqliteStore
+from swell.store.sqlite.store import SqliteStore
 
 
 def _sqlite(location: str | Path) -> SqliteStore:

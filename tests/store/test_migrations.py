@@ -12,11 +12,11 @@ import pytest
 
 from event_samples import samples
 from swell.events import models as ev
-from swell.store import migrations
-from swell.store.compact import pack_ts
 from swell.store.location import open_store
-from swell.store.migrations import MIGRATIONS
-from swell.store.projections import PROJECTIONS
+from swell.store.projections import SqliteTables, project
+from swell.store.sqlite import migrations
+from swell.store.sqlite.compact import pack_ts
+from swell.store.sqlite.migrations import MIGRATIONS
 
 from .conftest import Writer
 
@@ -55,8 +55,8 @@ def _version_4_store(path: Path, runs: dict[str, list[ev.BaseEvent]]) -> None:
                     event.model_dump_json(),
                 ),
             )
-            if kind in PROJECTIONS and kind != "run.finished":
-                PROJECTIONS[kind](db, event)
+            if kind != "run.finished":
+                project(SqliteTables(db), event)
     db.execute("COMMIT")
     db.close()
 

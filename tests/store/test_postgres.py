@@ -82,7 +82,7 @@ def test_a_commit_notifies_the_stores_channel(postgres_server: PostgresServer) -
     import psycopg
     from psycopg import sql
 
-    from swell.store.postgres import PostgresStore
+    from swell.store.postgres.store import PostgresStore
 
     url = postgres_server.fresh_schema()
     store = open_store(url)
@@ -100,7 +100,7 @@ def test_a_commit_notifies_the_stores_channel(postgres_server: PostgresServer) -
 
 
 def test_migrations_run_once_even_when_processes_race(postgres_server: PostgresServer) -> None:
-    from swell.store.postgres_migrations import MIGRATIONS
+    from swell.store.postgres.migrations import MIGRATIONS
 
     url = postgres_server.fresh_schema()
     opened: list[object] = []
@@ -128,8 +128,8 @@ def test_migrations_run_once_even_when_processes_race(postgres_server: PostgresS
 def test_swell_store_or_runtime_store_chooses_postgres(
     postgres_server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from swell.store.postgres import PostgresStore
-    from swell.store.sqlite import SqliteStore
+    from swell.store.postgres.store import PostgresStore
+    from swell.store.sqlite.store import SqliteStore
 
     project = tmp_path / "p"
     project.mkdir()
@@ -149,7 +149,7 @@ def test_swell_store_or_runtime_store_chooses_postgres(
 
 
 def test_a_password_never_shows_in_messages() -> None:
-    from swell.store.postgres import redacted
+    from swell.store.postgres.store import redacted
 
     assert redacted("postgresql://me:s3cret@db:5432/swell") == "postgresql://me:***@db:5432/swell"
     assert redacted("postgresql://me@db/swell") == "postgresql://me@db/swell"
@@ -164,7 +164,7 @@ def test_a_password_never_shows_in_messages() -> None:
 
 def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg fails
-    monkeypatch.delitem(sys.modules, "swell.store.postgres", raising=False)
+    monkeypatch.delitem(sys.modules, "swell.store.postgres.store", raising=False)
     with pytest.raises(StoreError) as err:
         open_store("postgresql://127.0.0.1/swell")
     assert str(err.value) == "the Postgres store needs psycopg: pip install 'swell[postgres]'"

@@ -1,4 +1,4 @@
-"""How the SQLite store knows who executes a run (store/run_locks.py): a lock the
+"""How the SQLite store knows who executes a run (store/sqlite/run_locks.py): a lock the
 kernel holds on a byte of the database file for the claiming process, so no file per
 run, nothing a step can remove or replace, and a claim that ends with its process."""
 

@@ -1,5 +1,5 @@
-"""How the SQLite store keeps events (store/compact.py) and checkpoints its WAL
-(store/checkpoints.py): details of one backend, below what the conformance suite sees."""
+"""How the SQLite store keeps events (store/sqlite/compact.py) and checkpoints its WAL
+(store/sqlite/checkpoints.py): details of one backend, below what the conformance suite sees."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from swell.errors import StoreError
 from swell.events import models as ev
-from swell.store import checkpoints
-from swell.store.compact import SEQS, event_id, pack_ts, seq_of, unpack_ts
 from swell.store.location import open_store
-from swell.store.sqlite import SqliteStore
+from swell.store.sqlite import checkpoints
+from swell.store.sqlite.compact import SEQS, event_id, pack_ts, seq_of, unpack_ts
+from swell.store.sqlite.store import SqliteStore
 
 from .conftest import Writer
 

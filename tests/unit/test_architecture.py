@@ -107,3 +107,109 @@ def test_step_kinds_are_asked_not_named() -> None:
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
 def test_no_module_over_600_lines(path: Path) -> None:
     assert len(path.read_text().splitlines()) <= 600
+
+
+# ------------------------------------------------------------------ the store's imports
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path) -> list[tuple[str, str]]:
+    """(module, name) of each `from swell... import name` and `import swell...` run at
+    import or call time: a block under `if TYPE_CHECKING:` is for the type checker only."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("swell"):
+            found += [(node.module or "", alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(a.name, "") for a in node.names if a.name.startswith("swell")]
+    return found
+
+
+def _store_graph() -> dict[str, set[str]]:
+    """Each store module -> the store modules it imports (a name that is a module
+    counts as that module: `from swell.store.sqlite import migrations`)."""
+    modules = {_module_name(p): p for p in _modules("store")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for module, imported in _runtime_imports(path):
+            target = f"{module}.{imported}" if f"{module}.{imported}" in modules else module
+            if target in modules and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return None
+        for target in sorted(graph[node]):
+            if found := visit(target, [*path, node]):
+                return found
+        done.add(node)
+        return None
+
+    for node in sorted(graph):
+        if found := visit(node, []):
+            return found
+    return None
+
+
+def test_the_store_has_no_import_cycle() -> None:
+    """Imports inside functions count: they only defer a cycle to the first call."""
+    assert _cycle(_store_graph()) is None
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def _backend(module: str) -> str | None:
+    """The backend package (or module) a store module belongs to; None: shared."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in ("sqlite", "postgres", "memory") else None
+
+
+@pytest.mark.parametrize("path", _modules("store"), ids=lambda p: str(p.relative_to(SRC)))
+def test_a_store_module_uses_no_other_backend(path: Path) -> None:
+    """A backend imports shared store modules and its own package, never another
+    backend (least of all its private names); shared modules import no backend, and
+    nothing asks a store's type: callers ask its capabilities (store/capabilities.py).
+    `location.open_store` alone opens backends by name."""
+    mine = _backend(_module_name(path))
+    for module, name in _runtime_imports(path):
+        theirs = _backend(module) or _backend(f"{module}.{name}")
+        if theirs is None or theirs == mine:
+            continue
+        assert path.name == "location.py" and not name.startswith("_"), f"{module}.{name}"
+    assert "__module__" not in path.read_text(), "a store's type decides nothing"
+
+
+def test_nothing_outside_the_store_names_a_backend() -> None:
+    """Callers ask a store's capabilities (store/capabilities.py), never its class."""
+    backends = re.compile(r"\b(SqliteStore|PostgresStore|MemoryStore)\b|__module__ ==")
+    for path in SRC.rglob("*.py"):
+        if path.is_relative_to(SRC / "store"):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            assert not backends.search(line), f"{path.relative_to(SRC)}:{number}: {line.strip()}"

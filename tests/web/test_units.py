@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from swell.events import models as ev
+from swell.store.capabilities import page_reader
 from swell.store.memory import MemoryStore
-from swell.store.pages import RunFilter, page_reader
+from swell.store.pages import RunFilter
 from swell.web import data
 from swell.web.artifacts import read_artifact
 from swell.web.graph import Graph, render_svg

@@ -103,9 +103,9 @@ _GLOBAL_WITH_VALUE = ("--project", "-C")
 # with the garbage collector off (imports make many objects and no garbage; the
 # collector would walk them again and again)
 WARM: dict[str, tuple[str, ...]] = {
-    "run": ("swell.runtime", "swell.store.sqlite", "swell.cli.render"),
-    "resume": ("swell.runtime", "swell.store.sqlite", "swell.cli.render"),
-    "logs": ("swell.cli.history", "swell.store.sqlite"),
+    "run": ("swell.runtime", "swell.store.sqlite.store", "swell.cli.render"),
+    "resume": ("swell.runtime", "swell.store.sqlite.store", "swell.cli.render"),
+    "logs": ("swell.cli.history", "swell.store.sqlite.store"),
 }
 
 

@@ -303,8 +303,12 @@ class LogReader:
 
     def _chunks(self) -> Iterator[OutputChunk]:
         """The chunks stored after the last one read, a page at a time."""
+        from swell.store.capabilities import output_store
+
         after, step = self.chunk_id, self.where.step
-        while page := self.store.output(self.run_id, after_id=after, step_id=step, limit=PAGE):
+        while page := output_store(self.store).output(
+            self.run_id, after_id=after, step_id=step, limit=PAGE
+        ):
             yield from page
             after = page[-1].id
 
@@ -374,6 +378,7 @@ def show_logs(
     killed worker's visit runs again on another worker)."""
     from swell.cli.pick import run_or_newest
     from swell.executors.base import executor_for
+    from swell.store.capabilities import wait_for_events
 
     run = run_or_newest(store, run_id)
     reader = LogReader(store, run.id, where, json)
@@ -395,7 +400,7 @@ def show_logs(
             return 1
         # woken early by the run's next event (at once on Postgres: LISTEN/NOTIFY);
         # output chunks are not signalled, so look at least every FOLLOW_POLL
-        store.wait_for_events(run.id, reader.seq, FOLLOW_POLL)
+        wait_for_events(store, run.id, reader.seq, FOLLOW_POLL)
         _print(reader.read(), json)
     _print(reader.read_to_end() if follow else reader.rest(), json)
     return 0

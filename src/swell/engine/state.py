@@ -13,17 +13,53 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 from swell.engine.graph import Activation
 from swell.events.models import (
+    AgentSession,
+    AgentText,
+    AgentToolCall,
+    AgentUsage,
+    ArtifactWritten,
     BaseEvent,
+    BreakerTripped,
+    BudgetExceeded,
+    BudgetWarning,
+    ChildRunStarted,
+    ContextSet,
+    ContractFailed,
+    ContractPassed,
+    Event,
+    FailureAbsorbed,
     GateResolved,
     GateWaiting,
+    LimitExceeded,
     Outcome,
+    OutcomeRecorded,
+    PromptRendered,
+    RelayCheckpoint,
+    RelayResumed,
+    RelayTriggered,
     RetryRequested,
+    ReviewCompleted,
+    ReviewStarted,
     ReworkRequested,
+    RoundRecorded,
+    RouteTaken,
+    RunFinished,
+    RunResumed,
+    RunStarted,
     RunStatus,
+    RunWaiting,
+    SandboxConnection,
+    StepFinished,
+    StepInterrupted,
+    StepQueued,
+    StepStarted,
+    ThreadContext,
+    ThreadSummarized,
+    Warning,
     parse_event,
 )
 from swell.threads.fidelity import Entry
@@ -100,9 +136,8 @@ class RunState:
 
     def apply(self, ev: BaseEvent) -> None:
         self.seq = max(self.seq, ev.seq)
-        handler = _HANDLERS.get(getattr(ev, "type", ""))
-        if handler:
-            handler(self, ev)
+        if type(ev) not in _IGNORED and not _fold(self, cast("Event", ev)):  # one of the union's
+            _IGNORED.add(type(ev))
 
     # -------------------------------------------------------------- snapshots
 
@@ -196,6 +231,8 @@ class RunState:
 
 
 SNAPSHOT_VERSION = 1
+# the kinds `_fold` found to change nothing (agent chatter...): each costs a set lookup
+_IGNORED: set[type[BaseEvent]] = set()
 _OUTCOME_LETTERS: dict[str, Outcome] = {"s": "success", "f": "failure"}
 _LETTERS = {outcome: letter for letter, outcome in _OUTCOME_LETTERS.items()}
 
@@ -270,27 +307,24 @@ def _open_visit(d: Mapping[str, Any]) -> OpenVisit:
     )
 
 
-def _run_started(s: RunState, ev: Any) -> None:
+def _run_started(s: RunState) -> None:
     s.status = "running"
     s.started_once = True
 
 
-def _run_status(status: RunStatus) -> Any:
-    def apply(s: RunState, ev: Any) -> None:
-        s.status = status
-
-    return apply
-
-
-def _run_finished(s: RunState, ev: Any) -> None:
+def _run_finished(s: RunState, ev: RunFinished) -> None:
     s.status = ev.status
 
 
-def _queued(s: RunState, ev: Any) -> None:
+def _queued(s: RunState, ev: StepQueued) -> None:
+    if ev.step_id is None:
+        return  # not a step's: the engine names the step it queues
     s.queue.append(Activation(ev.step_id, ev.reason, ev.source_step, ev.source_visit))
 
 
-def _started(s: RunState, ev: Any) -> None:
+def _started(s: RunState, ev: StepStarted) -> None:
+    if ev.step_id is None or ev.visit is None:
+        return  # not a visit's: the engine stamps its step and visit on each
     for i, act in enumerate(s.queue):
         if act.step_id == ev.step_id:
             del s.queue[i]
@@ -301,7 +335,9 @@ def _started(s: RunState, ev: Any) -> None:
     )
 
 
-def _finished(s: RunState, ev: Any) -> None:
+def _finished(s: RunState, ev: StepFinished) -> None:
+    if ev.step_id is None or ev.visit is None:
+        return  # not a visit's: the engine stamps its step and visit on each
     s.open.pop((ev.step_id, ev.visit), None)
     s.counted[ev.step_id] += 1
     s.total += 1
@@ -317,7 +353,7 @@ def _finished(s: RunState, ev: Any) -> None:
         s.breaker.pop(ev.step_id, None)
 
 
-def _round(s: RunState, ev: Any) -> None:
+def _round(s: RunState, ev: RoundRecorded) -> None:
     s.rounds = max(s.rounds, ev.round)
     if ev.thread:
         s.thread_rounds[ev.thread] = max(s.thread_rounds[ev.thread], ev.thread_round or 0)
@@ -325,40 +361,34 @@ def _round(s: RunState, ev: Any) -> None:
         s.threads.setdefault(ev.thread, []).append(entry)
 
 
-def _rework(s: RunState, ev: Any) -> None:
-    s.reworks[ev.step_id] = ev
+def _interrupted(s: RunState, ev: StepInterrupted) -> None:
+    if ev.step_id is not None and ev.visit is not None:
+        s.open.pop((ev.step_id, ev.visit), None)
 
 
-def _retry(s: RunState, ev: Any) -> None:
-    s.retries[ev.step_id] = ev
-
-
-def _summary(s: RunState, ev: Any) -> None:
-    s.summaries[(ev.thread, ev.upto_round)] = ev.text
-
-
-def _interrupted(s: RunState, ev: Any) -> None:
-    s.open.pop((ev.step_id, ev.visit), None)
-
-
-def _context(s: RunState, ev: Any) -> None:
-    s.context[ev.key] = ev.value
-
-
-def _artifact(s: RunState, ev: Any) -> None:
+def _artifact(s: RunState, ev: ArtifactWritten) -> None:
+    if ev.step_id is None:
+        return  # not a step's: the engine stamps the step that wrote it
     s.artifacts.setdefault(ev.step_id, {})[ev.name] = ev.path
     s.artifact_sha256.setdefault(ev.step_id, {})[ev.name] = ev.sha256
 
 
-def _gate_waiting(s: RunState, ev: Any) -> None:
-    visit = s.open.get((ev.step_id, ev.visit))
+def _visit_of(s: RunState, ev: BaseEvent) -> OpenVisit | None:
+    """The open visit an event is about, if it is one."""
+    if ev.step_id is None or ev.visit is None:
+        return None
+    return s.open.get((ev.step_id, ev.visit))
+
+
+def _gate_waiting(s: RunState, ev: GateWaiting) -> None:
+    visit = _visit_of(s, ev)
     if visit:
         visit.gate = ev
         visit.resolution = None
 
 
-def _gate_resolved(s: RunState, ev: Any) -> None:
-    visit = s.open.get((ev.step_id, ev.visit))
+def _gate_resolved(s: RunState, ev: GateResolved) -> None:
+    visit = _visit_of(s, ev)
     if visit:
         visit.resolution = ev
     if ev.step_id:
@@ -366,8 +396,8 @@ def _gate_resolved(s: RunState, ev: Any) -> None:
     s.status = "running"
 
 
-def _child(s: RunState, ev: Any) -> None:
-    visit = s.open.get((ev.step_id, ev.visit))
+def _child(s: RunState, ev: ChildRunStarted) -> None:
+    visit = _visit_of(s, ev)
     if visit:
         visit.child_run_id = ev.child_run_id
         if ev.item is not None:
@@ -375,38 +405,82 @@ def _child(s: RunState, ev: Any) -> None:
             visit.item_attempts[ev.item] = visit.item_attempts.get(ev.item, 0) + 1
 
 
-def _spent(s: RunState, ev: Any) -> None:
-    s.cost_usd += ev.cost_usd
+def _failure_request(s: RunState, ev: ReworkRequested | RetryRequested) -> None:
+    """A contract failure to handle: rework runs `step_id` next, retry reruns it."""
+    if ev.step_id is None:
+        return  # not a step's: the engine names the step to rerun
+    if isinstance(ev, ReworkRequested):
+        s.reworks[ev.step_id] = ev
+    else:
+        s.retries[ev.step_id] = ev
 
 
-def _budget_warned(s: RunState, ev: Any) -> None:
-    s.budget_warned = True
-
-
-def _failure_absorbed(s: RunState, ev: Any) -> None:
-    if ev.fails_run:
-        s.carried_failures.append(ev.error)
-
-
-_HANDLERS = {
-    "run.started": _run_started,
-    "run.resumed": _run_status("running"),
-    "run.waiting": _run_status("waiting"),
-    "run.finished": _run_finished,
-    "step.queued": _queued,
-    "step.started": _started,
-    "step.finished": _finished,
-    "step.interrupted": _interrupted,
-    "round.recorded": _round,
-    "thread.summarized": _summary,
-    "rework.requested": _rework,
-    "failure.absorbed": _failure_absorbed,
-    "review.completed": _spent,
-    "budget.warning": _budget_warned,
-    "retry.requested": _retry,
-    "context.set": _context,
-    "artifact.written": _artifact,
-    "gate.waiting": _gate_waiting,
-    "gate.resolved": _gate_resolved,
-    "child.started": _child,
-}
+def _fold(s: RunState, ev: Event) -> bool:
+    """What one event changes; every kind is named, so a new one must be decided here.
+    False for a kind that changes nothing. The cases go by how often runs emit them:
+    each case is a type check, so the common kinds come first."""
+    match ev:
+        case StepFinished():
+            _finished(s, ev)
+        case StepStarted():
+            _started(s, ev)
+        case StepQueued():
+            _queued(s, ev)
+        case RoundRecorded():
+            _round(s, ev)
+        case ContextSet():
+            s.context[ev.key] = ev.value
+        case ArtifactWritten():
+            _artifact(s, ev)
+        case ReviewCompleted():
+            s.cost_usd += ev.cost_usd
+        case ReworkRequested() | RetryRequested():
+            _failure_request(s, ev)
+        case ThreadSummarized():
+            s.summaries[(ev.thread, ev.upto_round)] = ev.text
+        case StepInterrupted():
+            _interrupted(s, ev)
+        case GateWaiting():
+            _gate_waiting(s, ev)
+        case GateResolved():
+            _gate_resolved(s, ev)
+        case ChildRunStarted():
+            _child(s, ev)
+        case FailureAbsorbed():
+            if ev.fails_run:
+                s.carried_failures.append(ev.error)
+        case BudgetWarning():
+            s.budget_warned = True
+        case RunStarted():
+            _run_started(s)
+        case RunResumed():
+            s.status = "running"
+        case RunWaiting():
+            s.status = "waiting"
+        case RunFinished():
+            _run_finished(s, ev)
+        case (
+            AgentText()
+            | AgentToolCall()
+            | RouteTaken()
+            | AgentUsage()
+            | OutcomeRecorded()
+            | PromptRendered()
+            | AgentSession()
+            | ThreadContext()
+            | ContractPassed()
+            | ContractFailed()
+            | ReviewStarted()
+            | RelayTriggered()
+            | RelayCheckpoint()
+            | RelayResumed()
+            | LimitExceeded()
+            | BreakerTripped()
+            | BudgetExceeded()
+            | Warning()
+            | SandboxConnection()
+        ):
+            return False  # remembered: the next of its kind is not matched
+        case _:
+            assert_never(ev)
+    return True

@@ -50,10 +50,11 @@ class LocalExecutor:
     def detach(self, rt: Runtime, started: Started, args: list[str]) -> Detached:
         """Hand the claimed run to a background `swell resume` (`args`: its flags)."""
         from swell.ops.background import spawn, wait_until_claimed
+        from swell.store.capabilities import claims
 
         plan = started.plan
         assert plan is not None
-        rt.store.release(plan.run_id)
+        claims(rt.store).release(plan.run_id)
         child = spawn(rt.project.root, plan.run_dir, plan.run_id, args)
         problem = wait_until_claimed(rt.store, plan.run_id, child)
         if problem:

@@ -242,7 +242,7 @@ def store_check(path: Path, source: str = "the default") -> Check:
     """The state database opens read-only, has this version's migrations, passes
     SQLite's integrity check and can be written. A missing one is fine when it can be
     made: the first run creates it."""
-    from swell.store.migrations import MIGRATIONS
+    from swell.store.sqlite.migrations import MIGRATIONS
 
     chosen = "" if source == "the default" else f" (from {source})"
     blocked = _writable(path)
@@ -338,7 +338,7 @@ _DENIED = (
 
 
 def _postgres_state(db: psycopg.Connection[tuple[object, ...]], where: str, source: str) -> Check:
-    from swell.store.postgres_migrations import MIGRATIONS, TABLES
+    from swell.store.postgres.migrations import MIGRATIONS, TABLES
 
     row = db.execute(
         "SELECT current_schema(), current_user, current_setting('transaction_read_only')"

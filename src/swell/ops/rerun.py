@@ -38,6 +38,7 @@ from swell.errors import RunBusy, RunStateError, SwellError
 from swell.events import models as ev
 from swell.manifest.loader import LoadedPipeline
 from swell.manifest.models import Pipeline
+from swell.store.capabilities import claims
 from swell.store.protocols import RunReader, Store
 from swell.store.rows import RunRow
 from swell.workspace import safe
@@ -103,13 +104,13 @@ def _retire_husks(store: Store, husks: list[RunRow]) -> None:
         if copying is None or not os.path.lexists(copying) or store.owner(run.id) is not None:
             continue  # the copy's process holds the run from before the copy starts
         try:
-            store.claim(run.id)
+            claims(store).claim(run.id)
         except RunBusy:
             continue
         try:
             retire_husk(store, store.get_run(run.id))
         finally:
-            store.release(run.id)
+            claims(store).release(run.id)
 
 
 def previous_run(store: Store, pipeline: str, run_id: str | None) -> RunRow:

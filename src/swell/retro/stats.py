@@ -1,5 +1,5 @@
 """Numbers over many runs (`swell retro stats`, the dashboard's Analytics page), from
-what the store adds up (`StatsReader.stats_source`) and the friction of each run,
+what the store adds up (`capabilities.stats_source`) and the friction of each run,
 classified from its few friction events by the same rules as one run's retro."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from swell.errors import SwellError
 from swell.events import models as ev
 from swell.retro.friction import classify, counts, ms_between, smoothness
 from swell.retro.models import FRICTION_KINDS, Distribution, RunPoint, Stats, StepStats
+from swell.store.capabilities import stats_source
 from swell.store.pages import RunFilter
-from swell.store.protocols import StatsReader
+from swell.store.protocols import Store
 from swell.store.stats import RunFacts, StatsSource, rank
 
 POINTS = 500  # runs a chart plots at most (the newest)
@@ -59,12 +60,10 @@ def _ratio(part: float, whole: float) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def compute_stats(
-    store: StatsReader, pipeline: str | None = None, since: str | None = None
-) -> Stats:
+def compute_stats(store: Store, pipeline: str | None = None, since: str | None = None) -> Stats:
     """Stats over the runs of `pipeline` (every pipeline: None) created since `since`
     (a `since_time` answer)."""
-    source = store.stats_source(RunFilter(pipeline=pipeline, since=since))
+    source = stats_source(store, RunFilter(pipeline=pipeline, since=since))
     return stats_of(source, pipeline, since)
 
 

@@ -16,17 +16,11 @@ from typing import Literal
 from swell.errors import StoreError
 from swell.manifest.discovery import find_project_root
 from swell.store.protocols import Store
+from swell.store.urls import redacted as redacted  # what messages show (doctor too)
 
 LOCATIONS = "a path, sqlite:///PATH, postgresql://HOST/DATABASE or memory:"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: C:\ is a path
-_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@")  # postgresql://user:PASSWORD@host
-_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)  # ?password=...
 Backend = Literal["sqlite", "memory", "postgres"]
-
-
-def redacted(url: str) -> str:
-    """A store URL as messages and files show it: without its password."""
-    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD.sub(r"\1***@", url))
 
 
 def backend_of(location: str | Path) -> tuple[Backend, Path | str]:
@@ -67,7 +61,9 @@ def open_store(location: str | Path) -> Store:
 
 
 def _sqlite(path: Path) -> Store:
-    from swell.store.sqlite import SqliteStore  # imported when used: `swell thread` starts fast
+    from swell.store.sqlite.store import (
+        SqliteStore,  # imported when used: `swell thread` starts fast
+    )
 
     sync = "FULL" if os.environ.get("SWELL_SYNC", "").lower() == "full" else "NORMAL"
     return SqliteStore(path, synchronous=sync)
@@ -75,7 +71,7 @@ def _sqlite(path: Path) -> Store:
 
 def _postgres(url: str) -> Store:
     try:
-        from swell.store.postgres import PostgresStore  # its driver only when used
+        from swell.store.postgres.store import PostgresStore  # its driver only when used
     except ImportError as exc:
         if exc.name not in ("psycopg", "psycopg_binary", "psycopg_c"):
             raise

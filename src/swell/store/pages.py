@@ -2,9 +2,10 @@
 
 `RunReader.list_runs` and `visits` return everything, which is what the CLI prints;
 a page of a 10,000-run store or a 10,000-visit run must cost a page, not the store.
-`page_reader(store)` gives SQLite's own queries (ordered by an index, LIMIT/OFFSET)
-and, for any other backend, the same answers computed from the `RunReader` methods,
-so the dashboard works over every store and is fast over SQLite.
+`capabilities.page_reader(store)` gives a backend's own queries (the `pages`
+capability: SQLite's and Postgres's, ordered by an index, LIMIT/OFFSET) and, for any
+other backend, `ReaderPages`: the same answers computed from the `RunReader` methods,
+so the dashboard works over every store and is fast over the SQL ones.
 """
 
 from __future__ import annotations
@@ -12,15 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow, row_from
-from swell.store.sqlite_errors import translated
+from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from _typeshed import DataclassInstance
 
     from swell.store.protocols import Store
@@ -111,19 +108,7 @@ class PageReader(Protocol):
         ...
 
 
-def page_reader(store: Store) -> PageReader:
-    from swell.store.sqlite import SqliteStore
-
-    if isinstance(store, SqliteStore):
-        return SqlitePages(store.db, store.path)
-    if type(store).__module__ == "swell.store.postgres":  # without importing psycopg
-        from swell.store.postgres_pages import PostgresPages
-
-        return PostgresPages(store)  # type: ignore[arg-type]  # a PostgresStore
-    return ReaderPages(store)
-
-
-def _event_dict(line: str) -> dict[str, Any]:
+def event_dict(line: str) -> dict[str, Any]:
     value: dict[str, Any] = json.loads(line)
     return value
 
@@ -162,7 +147,7 @@ class ReaderPages:
         return VisitPage(visits[offset : offset + limit], len(visits))
 
     def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
-        events = [_event_dict(line) for line in self.store.raw_events(run_id)]
+        events = [event_dict(line) for line in self.store.raw_events(run_id)]
         mine = [e for e in events if e.get("step_id") == step_id and e.get("visit") == visit]
         tail = next(
             (e.get("output_tail") for e in reversed(mine) if e["type"] == "step.finished"), None
@@ -199,152 +184,6 @@ REVIEW_COLUMNS = (
 def visit_where(of: VisitKey | None, mark: str = "?") -> tuple[str, tuple[Any, ...]]:
     """`AND` the rows of visit `of` (all rows when None), by the tables' primary key."""
     return ("", ()) if of is None else (f" AND step_id = {mark} AND visit = {mark}", of)
-
-
-@translated
-class SqlitePages:
-    """SQLite's queries: runs by the `runs_created` index, visits by their key."""
-
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
-        self.db, self.path = db, path  # `path` names the file in errors (sqlite_errors.py)
-
-    def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
-        from swell.store.sqlite import _RUN_COLS  # the same columns `list_runs` reads
-
-        where, params = run_where(filt)
-        total = self.db.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
-        names = [d.split(" AS ")[-1].strip() for d in _split_cols(_RUN_COLS)]
-        rows = self.db.execute(
-            f"SELECT {_RUN_COLS} FROM runs {where} "
-            "ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        ).fetchall()
-        runs = [row_from(RunRow, dict(zip(names, row, strict=True))) for row in rows]
-        return RunPage(runs, self.totals([r.id for r in runs]), int(total))
-
-    def totals(self, ids: Sequence[str]) -> dict[str, RunTotals]:
-        totals = {run_id: RunTotals() for run_id in ids}
-        if not ids:
-            return totals
-        marks = ", ".join("?" * len(ids))
-        for run_id, t_in, t_out, cost in self.db.execute(
-            "SELECT run_id, SUM(tokens_in), SUM(tokens_out), SUM(cost_usd) FROM visits "
-            f"WHERE run_id IN ({marks}) GROUP BY run_id",
-            tuple(ids),
-        ):
-            totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
-        for parent, count in self.db.execute(
-            f"SELECT parent_run_id, COUNT(*) FROM runs WHERE parent_run_id IN ({marks}) "
-            "GROUP BY parent_run_id",
-            tuple(ids),
-        ):
-            totals[parent].children = int(count)
-        return totals
-
-    def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
-        total = self.db.execute(
-            "SELECT COUNT(*) FROM visits WHERE run_id = ?", (run_id,)
-        ).fetchone()[0]
-        rows = self.db.execute(
-            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? "
-            "ORDER BY started_at DESC, step_id DESC, visit DESC LIMIT ? OFFSET ?",
-            (run_id, limit, offset),
-        ).fetchall()
-        names = [c.strip() for c in VISIT_COLUMNS.split(",")]
-        visits = [row_from(VisitRow, dict(zip(names, row, strict=True))) for row in rows]
-        return VisitPage(visits, int(total))
-
-    def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
-        row = self.db.execute(
-            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
-            (run_id, step_id, visit),
-        ).fetchone()
-        names = [c.strip() for c in VISIT_COLUMNS.split(",")]
-        return row_from(VisitRow, dict(zip(names, row, strict=True))) if row else None
-
-    def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
-        from swell.events.models import event_json, stored_event
-        from swell.store.compact import seq_of, unpack_ts
-        from swell.store.sqlite import _EVENTS_AFTER
-
-        tail = self.db.execute(
-            "SELECT output_tail FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
-            (run_id, step_id, visit),
-        ).fetchone()
-        rows = self.db.execute(
-            f"SELECT id, ts, type, data FROM events WHERE {_EVENTS_AFTER} "
-            "AND step_id = ? AND visit = ? ORDER BY id",
-            (run_id, 0, run_id, step_id, visit),
-        )
-        events = [
-            _event_dict(
-                event_json(
-                    stored_event(
-                        kind,
-                        data,
-                        run_id=run_id,
-                        seq=seq_of(key),
-                        ts=unpack_ts(ts),
-                        step_id=step_id,
-                        visit=visit,
-                    )
-                )
-            )
-            for key, ts, kind, data in rows
-        ]
-        return VisitDetail(tail[0] if tail else None, events)
-
-    def pipeline_names(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT DISTINCT pipeline FROM runs ORDER BY 1")]
-
-    def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
-        where, params = visit_where(of)
-        total = self.db.execute(
-            f"SELECT COUNT(*) FROM artifacts WHERE run_id = ?{where}", (run_id, *params)
-        ).fetchone()[0]
-        rows = self._rows(
-            ArtifactRow,
-            ARTIFACT_COLUMNS,
-            f"FROM artifacts WHERE run_id = ?{where} {ARTIFACT_ORDER} LIMIT ?",
-            (run_id, *params, max(limit, 0)),
-        )
-        return ArtifactPage(rows, int(total))
-
-    def artifact(self, run_id: str, of: VisitKey, name: str) -> ArtifactRow | None:
-        rows = self._rows(
-            ArtifactRow,
-            ARTIFACT_COLUMNS,
-            "FROM artifacts WHERE run_id = ? AND step_id = ? AND visit = ? AND name = ?",
-            (run_id, *of, name),
-        )
-        return rows[0] if rows else None
-
-    def reviews_of(self, run_id: str, of: VisitKey) -> list[ReviewRow]:
-        return self._rows(
-            ReviewRow,
-            REVIEW_COLUMNS,
-            "FROM reviews WHERE run_id = ? AND step_id = ? AND visit = ? "
-            "ORDER BY ts, step_id, visit, contract",
-            (run_id, *of),
-        )
-
-    def _rows(self, cls: type[R], columns: str, rest: str, params: tuple[Any, ...]) -> list[R]:
-        names = [c.strip() for c in columns.split(",")]
-        rows = self.db.execute(f"SELECT {columns} {rest}", params).fetchall()
-        return [row_from(cls, dict(zip(names, row, strict=True))) for row in rows]
-
-
-def _split_cols(cols: str) -> list[str]:
-    """Top-level comma-separated expressions (commas inside parentheses stay)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(cols):
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            parts.append(cols[start:i])
-            start = i + 1
-    parts.append(cols[start:])
-    return parts
 
 
 def run_where(filt: RunFilter, mark: str = "?") -> tuple[str, tuple[Any, ...]]:

@@ -1,77 +1,217 @@
-"""SQLite's query tables, kept up to date from events in the same transaction.
+"""The SQL backends' query tables, kept up to date from events in the same transaction.
 
-Rows an event adds come from `records.INSERTS`, shared with every backend; the
-functions in `UPDATES` change rows already there, in SQL both SQL backends run
-(`?` placeholders; Postgres's store translates them, postgres_projections.py).
-Events of other kinds are only stored in `events`.
+`project(tables, event)` is one fold over every event kind (`match` on the event
+classes; a new kind must be decided here): the rows an event adds come from
+`records.py`, shared with every backend, and go through `tables.insert` (SQLite's
+`INSERT OR REPLACE`, Postgres's upsert: postgres/projections.py); changes to rows
+already there are SQL both backends run, given to `tables.update` with `?`
+placeholders. Events of other kinds are only stored in `events`.
+
+It imports the event models: a backend imports it in `emit`, so a store that only
+reads never loads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
-from swell.store.records import INSERTS, Record
+from swell.events.models import (
+    AgentSession,
+    AgentText,
+    AgentToolCall,
+    AgentUsage,
+    ArtifactWritten,
+    BaseEvent,
+    BreakerTripped,
+    BudgetExceeded,
+    BudgetWarning,
+    ChildRunStarted,
+    ContextSet,
+    ContractFailed,
+    ContractPassed,
+    FailureAbsorbed,
+    GateResolved,
+    GateWaiting,
+    LimitExceeded,
+    OutcomeRecorded,
+    PromptRendered,
+    RelayCheckpoint,
+    RelayResumed,
+    RelayTriggered,
+    RetryRequested,
+    ReviewCompleted,
+    ReviewStarted,
+    ReworkRequested,
+    RoundRecorded,
+    RouteTaken,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunWaiting,
+    SandboxConnection,
+    StepFinished,
+    StepInterrupted,
+    StepQueued,
+    StepStarted,
+    ThreadContext,
+    ThreadSummarized,
+    Warning,
+)
+from swell.store import records
+from swell.store.records import Record
 from swell.store.rules import FINISHED_FOR_GOOD
+
+if TYPE_CHECKING:
+    from swell.events.models import Event
 
 
 class Executes(Protocol):
-    """What a projection writes through: a connection or cursor in the transaction."""
+    """What SQLite's projections write through: a connection or cursor in the transaction."""
 
     def execute(self, sql: str, params: Sequence[Any], /) -> Any: ...
 
 
-Projection = Callable[[Executes, Any], None]
+class Tables(Protocol):
+    """A backend's query tables inside the emitting transaction."""
+
+    def insert(self, table: str, record: Record) -> None:
+        """Add the row, replacing any row of the same unique key."""
+        ...
+
+    def update(self, sql: str, params: Sequence[Any]) -> None:
+        """Run one statement of the shared SQL (`?` placeholders)."""
+        ...
 
 
-def _insert(table: str, build: Callable[[Any], Record]) -> Projection:
-    statement = ""  # made from the first record: a build gives its columns in one order
+class SqliteTables:
+    """SQLite's: `INSERT OR REPLACE` (a statement per table, made from its first record:
+    a record builder gives its columns in one order)."""
 
-    def project(db: Executes, e: Any) -> None:
-        nonlocal statement
-        record = build(e)
-        if not statement:
-            statement = (
+    def __init__(self, db: Executes) -> None:
+        self.db = db
+
+    def insert(self, table: str, record: Record) -> None:
+        statement = _STATEMENTS.get(table)
+        if statement is None:
+            statement = _STATEMENTS[table] = (
                 f"INSERT OR REPLACE INTO {table} ({', '.join(record)}) "
                 f"VALUES ({', '.join('?' * len(record))})"
             )
-        db.execute(statement, tuple(record.values()))
+        self.db.execute(statement, tuple(record.values()))
 
-    return project
-
-
-def _p_run_status(status: str) -> Projection:
-    def project(db: Executes, e: Any) -> None:
-        db.execute(
-            "UPDATE runs SET status = ?, started_at = COALESCE(started_at, ?), updated_at = ? WHERE id = ?",
-            (status, e.ts, e.ts, e.run_id),
-        )
-
-    return project
+    def update(self, sql: str, params: Sequence[Any]) -> None:
+        self.db.execute(sql, params)
 
 
-def _p_run_resumed(db: Executes, e: Any) -> None:
-    db.execute(
-        "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, cancel_requested = ?, "
-        "updated_at = ? WHERE id = ?",
-        (False, e.ts, e.run_id),
-    )
+_STATEMENTS: dict[str, str] = {}
 
 
-def _p_run_finished(db: Executes, e: Any) -> None:
-    db.execute(
-        "UPDATE runs SET status = ?, finished_at = ?, updated_at = ?, error = ?, visits = ? WHERE id = ?",
+def project(tables: Tables, event: BaseEvent) -> None:
+    """Apply one stored event to the query tables."""
+    if type(event) not in _IGNORED and not _project(tables, event):
+        _IGNORED.add(type(event))
+
+
+# the kinds `_project` found to change no table (agent chatter...): each costs a set lookup
+_IGNORED: set[type[BaseEvent]] = set()
+
+
+def _project(tables: Tables, event: BaseEvent) -> bool:
+    """`project`'s fold: False for a kind that changes no table. The cases go by how
+    often runs emit them: each case is a type check, so the common kinds come first."""
+    e = cast("Event", event)  # every event is one of the union's (events/models.py)
+    match e:
+        case StepStarted():
+            tables.insert("visits", records.visit_row(e))
+        case StepFinished():
+            _step_finished(tables, e)
+        case RoundRecorded():
+            tables.insert("rounds", records.round_row(e))
+        case ContextSet():
+            tables.insert("context", records.context_row(e))
+        case ArtifactWritten():
+            tables.insert("artifacts", records.artifact_row(e))
+        case ReviewCompleted():
+            tables.insert("reviews", records.review_row(e))
+        case GateWaiting():
+            tables.insert("gates", records.gate_row(e))
+        case GateResolved():
+            _gate_resolved(tables, e)
+        case StepInterrupted():
+            tables.update(
+                "UPDATE visits SET status = 'interrupted', finished_at = ?, error = ? "
+                "WHERE run_id = ? AND step_id = ? AND visit = ?",
+                (e.ts, e.reason, e.run_id, e.step_id, e.visit),
+            )
+            tables.update(
+                "UPDATE gates SET status = 'cancelled' WHERE run_id = ? AND step_id = ? "
+                "AND visit = ? AND status = 'waiting'",
+                (e.run_id, e.step_id, e.visit),
+            )
+        case RunStarted() | RunWaiting():
+            tables.update(
+                "UPDATE runs SET status = ?, started_at = COALESCE(started_at, ?), "
+                "updated_at = ? WHERE id = ?",
+                ("running" if isinstance(e, RunStarted) else "waiting", e.ts, e.ts, e.run_id),
+            )
+        case RunResumed():
+            tables.update(
+                "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, "
+                "cancel_requested = ?, updated_at = ? WHERE id = ?",
+                (False, e.ts, e.run_id),
+            )
+        case RunFinished():
+            _run_finished(tables, e)
+        case (
+            AgentText()
+            | AgentToolCall()
+            | RouteTaken()
+            | AgentUsage()
+            | StepQueued()
+            | OutcomeRecorded()
+            | PromptRendered()
+            | AgentSession()
+            | ThreadContext()
+            | ContractPassed()
+            | ThreadSummarized()
+            | ContractFailed()
+            | ReviewStarted()
+            | ReworkRequested()
+            | RetryRequested()
+            | FailureAbsorbed()
+            | RelayTriggered()
+            | RelayCheckpoint()
+            | RelayResumed()
+            | ChildRunStarted()
+            | LimitExceeded()
+            | BreakerTripped()
+            | BudgetWarning()
+            | BudgetExceeded()
+            | Warning()
+            | SandboxConnection()
+        ):
+            return False  # remembered: the next of its kind is not matched
+        case _:
+            assert_never(e)
+    return True
+
+
+def _run_finished(tables: Tables, e: RunFinished) -> None:
+    tables.update(
+        "UPDATE runs SET status = ?, finished_at = ?, updated_at = ?, error = ?, visits = ? "
+        "WHERE id = ?",
         (e.status, e.ts, e.ts, e.error, e.visits, e.run_id),
     )
     if e.status in FINISHED_FOR_GOOD:
-        db.execute("DELETE FROM snapshots WHERE run_id = ?", (e.run_id,))
+        tables.update("DELETE FROM snapshots WHERE run_id = ?", (e.run_id,))
 
 
-def _p_step_finished(db: Executes, e: Any) -> None:
-    db.execute(
-        "UPDATE visits SET status = ?, outcome = ?, exit_code = ?, error = ?, error_key = ?, output_tail = ?, "
-        "tokens_in = ?, tokens_out = ?, cost_usd = ?, finished_at = ?, duration_ms = ?, "
-        "adapter = COALESCE(?, adapter), model = COALESCE(?, model) "
+def _step_finished(tables: Tables, e: StepFinished) -> None:
+    tables.update(
+        "UPDATE visits SET status = ?, outcome = ?, exit_code = ?, error = ?, error_key = ?, "
+        "output_tail = ?, tokens_in = ?, tokens_out = ?, cost_usd = ?, finished_at = ?, "
+        "duration_ms = ?, adapter = COALESCE(?, adapter), model = COALESCE(?, model) "
         "WHERE run_id = ? AND step_id = ? AND visit = ?",
         (
             "succeeded" if e.outcome == "success" else "failed",
@@ -94,42 +234,13 @@ def _p_step_finished(db: Executes, e: Any) -> None:
     )
 
 
-def _p_step_interrupted(db: Executes, e: Any) -> None:
-    db.execute(
-        "UPDATE visits SET status = 'interrupted', finished_at = ?, error = ? "
+def _gate_resolved(tables: Tables, e: GateResolved) -> None:
+    tables.update(
+        "UPDATE gates SET status = ?, decision = ?, choice = ?, reason = ?, "
+        "decided_by = COALESCE(decided_by, ?), decided_at = COALESCE(decided_at, ?) "
         "WHERE run_id = ? AND step_id = ? AND visit = ?",
-        (e.ts, e.reason, e.run_id, e.step_id, e.visit),
-    )
-    db.execute(
-        "UPDATE gates SET status = 'cancelled' WHERE run_id = ? AND step_id = ? AND visit = ? "
-        "AND status = 'waiting'",
-        (e.run_id, e.step_id, e.visit),
-    )
-
-
-def _p_gate_resolved(db: Executes, e: Any) -> None:
-    db.execute(
-        "UPDATE gates SET status = ?, decision = ?, choice = ?, reason = ?, decided_by = COALESCE(decided_by, ?), "
-        "decided_at = COALESCE(decided_at, ?) WHERE run_id = ? AND step_id = ? AND visit = ?",
         (e.decision, e.decision, e.choice, e.reason, e.by, e.ts, e.run_id, e.step_id, e.visit),
     )
-    db.execute(
+    tables.update(
         "UPDATE runs SET status = 'running' WHERE id = ? AND status = 'waiting'", (e.run_id,)
     )
-
-
-# the events that change rows already there, the same in every SQL backend
-UPDATES: dict[str, Projection] = {
-    "run.started": _p_run_status("running"),
-    "run.resumed": _p_run_resumed,
-    "run.waiting": _p_run_status("waiting"),
-    "run.finished": _p_run_finished,
-    "step.finished": _p_step_finished,
-    "step.interrupted": _p_step_interrupted,
-    "gate.resolved": _p_gate_resolved,
-}
-
-PROJECTIONS: dict[str, Projection] = {
-    **{kind: _insert(table, build) for kind, (table, build) in INSERTS.items()},
-    **UPDATES,
-}

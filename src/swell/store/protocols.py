@@ -1,15 +1,21 @@
-"""What consumers may ask of a store, as narrow protocols; `Store` is all of them.
+"""What consumers may ask of a store: the required `Store`, and optional capabilities.
 
-Every backend (`SqliteStore`, `MemoryStore`, later Postgres) implements `Store`, and
-`tests/store/test_conformance.py` runs one suite against each. A consumer asks for the
-narrowest protocol it uses: the engine's gate and cancel checks a `RunReader`,
-`swell thread` a `ThreadReader`.
+Every backend (`SqliteStore`, `MemoryStore`, `PostgresStore`) implements `Store` (a
+`RunWriter`, `RunReader` and `ThreadReader`), and `tests/store/` runs one suite against
+each. A consumer asks for the narrowest protocol it uses: the engine's gate and cancel
+checks a `RunReader`, `swell thread` a `ThreadReader`.
+
+What only some backends do is a `Capability` the backend declares in its
+`capabilities`; callers reach it through `store/capabilities.py`, which gives the
+backend's own (checked by the conformance suite), a fallback computed from the
+required methods, or one clear `StoreError` when there is none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from swell.store.rows import (
     ArtifactRow,
@@ -25,7 +31,7 @@ from swell.store.rows import (
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent, Event
-    from swell.store.pages import RunFilter
+    from swell.store.pages import PageReader, RunFilter
     from swell.store.stats import StatsSource
     from swell.streaming import OutputChunk
 
@@ -53,16 +59,6 @@ class RunWriter(Protocol):
     ) -> None:
         """Record a `pending` run; StoreError if the id exists. `pipeline_text`: the
         pipeline file as it is now, which resuming the run will use."""
-        ...
-
-    def claim(self, run_id: str) -> None:
-        """Make this process the only one executing the run, atomically: RunBusy (naming
-        the holder's pid and host) when another process holds it. Held until `release`
-        or until the process ends, however it ends (a crash frees the run at once)."""
-        ...
-
-    def release(self, run_id: str) -> None:
-        """This process no longer executes the run."""
         ...
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
@@ -173,17 +169,12 @@ class RunReader(Protocol):
 
     def owner(self, run_id: str) -> Owner | None:
         """The process executing the run now (its claim is held), else None: a run that
-        reads `running` with no owner was left by a process that ended."""
+        reads `running` with no owner was left by a process that ended. A backend
+        without the `claims` capability executes no run, so it answers None."""
         ...
 
     def pipeline_text(self, run_id: str) -> str | None:
         """The pipeline file as it was when the run was created (None: not kept)."""
-        ...
-
-    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
-        """Block until the run has an event after `after_seq` (True) or `timeout` seconds
-        pass (False): Postgres is woken by the commit (LISTEN/NOTIFY), the others poll
-        (`store/waiting.py`). For followers such as `swell logs --follow`."""
         ...
 
 
@@ -201,6 +192,32 @@ class ThreadReader(Protocol):
         ...
 
 
+class Capability(StrEnum):
+    """What a backend may do beyond `Store`; it lists what it does in `capabilities`."""
+
+    PAGES = "pages"  # `PageSource`: the dashboard's pages by the backend's own queries
+    STATS = "stats"  # `StatsReader`: `retro stats` added up by the backend
+    OUTPUT = "output"  # `OutputStore`: running visits' output kept for `swell logs`
+    CLAIMS = "claims"  # `Claims`: one process executes a run (running, resuming)
+    NOTIFY = "notify"  # `Notify`: a follower is woken by the commit, not by polling
+
+
+@runtime_checkable
+class PageSource(Protocol):
+    def pages(self) -> PageReader:
+        """The dashboard's pager over this handle, in the backend's own queries."""
+        ...
+
+
+@runtime_checkable
+class StatsReader(Protocol):
+    def stats_source(self, filt: RunFilter) -> StatsSource:
+        """The runs `filt` keeps, their steps and reviews added up, and their events of
+        FRICTION_TYPES in seq order (store/stats.py)."""
+        ...
+
+
+@runtime_checkable
 class OutputStore(Protocol):
     """Running visits' output (store/output.py): the engine writes it through
     `streaming.OutputSink` (these two writing methods), `swell logs` reads it."""
@@ -228,17 +245,43 @@ class OutputStore(Protocol):
         ...
 
 
-class StatsReader(Protocol):
-    def stats_source(self, filt: RunFilter) -> StatsSource:
-        """The runs `filt` keeps, their steps and reviews added up, and their events of
-        FRICTION_TYPES in seq order (store/stats.py)."""
+@runtime_checkable
+class Claims(Protocol):
+    def claim(self, run_id: str) -> None:
+        """Make this process the only one executing the run, atomically: RunBusy (naming
+        the holder's pid and host) when another process holds it. Held until `release`
+        or until the process ends, however it ends (a crash frees the run at once)."""
+        ...
+
+    def release(self, run_id: str) -> None:
+        """This process no longer executes the run."""
         ...
 
 
-class Store(RunWriter, RunReader, ThreadReader, OutputStore, StatsReader, Protocol):
-    """Everything a store backend provides."""
+@runtime_checkable
+class Notify(Protocol):
+    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
+        """Block until the run has an event after `after_seq` (True) or `timeout` seconds
+        pass (False), woken by the commit that stores it (Postgres: LISTEN/NOTIFY)."""
+        ...
+
+
+class Store(RunWriter, RunReader, ThreadReader, Protocol):
+    """What every store backend provides."""
 
     # which database this handle is on, safe to write down (never a password):
     # `sqlite:///abs/state.db`, `postgresql://HOST:PORT/DB schema S`, `memory:ID`. A run's
     # workspace records it (workspace/owner.py), so `swell clean` removes only its own.
     identity: str
+    # what it does beyond this protocol (store/capabilities.py asks for each)
+    capabilities: frozenset[Capability]
+
+
+# each capability's protocol: a backend that declares one implements it
+PROTOCOLS: dict[Capability, type] = {
+    Capability.PAGES: PageSource,
+    Capability.STATS: StatsReader,
+    Capability.OUTPUT: OutputStore,
+    Capability.CLAIMS: Claims,
+    Capability.NOTIFY: Notify,
+}

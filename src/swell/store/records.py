@@ -1,16 +1,26 @@
 """The rows events add to the store's tables, built once for every backend.
 
-An event kind in `INSERTS` adds (or replaces) one row of a table, keyed by the
-table's primary key; every column is given, so a backend stores the record as it
-is. JSON-valued columns are JSON text here (see `rows.JSON_COLUMNS`). Events that
-change rows already there are each backend's own projections.
+Each builder is the row one event kind adds (or replaces) in a table, keyed by the
+table's primary key (`PRIMARY_KEYS`); every column is given, so a backend stores the
+record as it is. JSON-valued columns are JSON text here (see `rows.JSON_COLUMNS`).
+Which event adds which row, and what changes rows already there, is each backend's
+fold (projections.py for SQL, memory/tables.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swell.events.models import (
+        ArtifactWritten,
+        ContextSet,
+        GateWaiting,
+        ReviewCompleted,
+        RoundRecorded,
+        StepStarted,
+    )
 
 Record = dict[str, Any]
 
@@ -30,7 +40,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, default=lambda model: model.model_dump(mode="json"))
 
 
-def _visit(e: Any) -> Record:
+def visit_row(e: StepStarted) -> Record:
     return {
         "run_id": e.run_id,
         "step_id": e.step_id,
@@ -54,7 +64,7 @@ def _visit(e: Any) -> Record:
     }
 
 
-def _context(e: Any) -> Record:
+def context_row(e: ContextSet) -> Record:
     return {
         "run_id": e.run_id,
         "key": e.key,
@@ -65,7 +75,7 @@ def _context(e: Any) -> Record:
     }
 
 
-def _artifact(e: Any) -> Record:
+def artifact_row(e: ArtifactWritten) -> Record:
     return {
         "run_id": e.run_id,
         "step_id": e.step_id or "",
@@ -79,7 +89,7 @@ def _artifact(e: Any) -> Record:
     }
 
 
-def _gate(e: Any) -> Record:
+def gate_row(e: GateWaiting) -> Record:
     return {
         "run_id": e.run_id,
         "step_id": e.step_id,
@@ -98,7 +108,7 @@ def _gate(e: Any) -> Record:
     }
 
 
-def _round(e: Any) -> Record:
+def round_row(e: RoundRecorded) -> Record:
     return {
         "run_id": e.run_id,
         "round": e.round,
@@ -114,7 +124,7 @@ def _round(e: Any) -> Record:
     }
 
 
-def _review(e: Any) -> Record:
+def review_row(e: ReviewCompleted) -> Record:
     return {
         "run_id": e.run_id,
         "step_id": e.step_id,
@@ -136,14 +146,3 @@ def _review(e: Any) -> Record:
         "duration_ms": e.duration_ms,
         "ts": e.ts,
     }
-
-
-# event type -> (table, the row it adds or replaces)
-INSERTS: dict[str, tuple[str, Callable[[Any], Record]]] = {
-    "step.started": ("visits", _visit),
-    "context.set": ("context", _context),
-    "artifact.written": ("artifacts", _artifact),
-    "gate.waiting": ("gates", _gate),
-    "round.recorded": ("rounds", _round),
-    "review.completed": ("reviews", _review),
-}

@@ -7,17 +7,28 @@ same whatever the backend.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from swell.errors import RunNotFound, RunStateError, StoreError
+from swell.errors import RunBusy, RunNotFound, RunStateError, StoreError
 from swell.events.statuses import ENDED_FOR_GOOD
-from swell.store.rows import GateRow, RunRow
+from swell.store.rows import GateRow, Owner, RunRow
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent
+
+
+def this_process() -> Owner:
+    return Owner(os.getpid(), socket.gethostname())
+
+
+def busy(run_id: str, owner: Owner | None) -> RunBusy:
+    who = f"pid {owner.pid} on {owner.host}" if owner else "another process"
+    return RunBusy(f"run {run_id} is already being executed by {who}")
 
 
 def now_iso() -> str:

@@ -1,10 +1,12 @@
 """What `swell retro stats` and the dashboard's analytics read: runs, steps and reviews
 added up by the backend, and the few events friction is classified from.
 
-A backend answers `StatsReader.stats_source(filt)`. SQLite and Postgres add up in SQL
-(one query per part, the runs the filter keeps joined once), so 10,000 runs cost a few
-queries, not 10,000; the memory store (and any other backend) uses `reader_stats`,
-which computes the same answers from the `RunReader` methods. Percentiles are
+A backend with the `stats` capability answers `StatsReader.stats_source(filt)`: SQLite
+and Postgres add up in SQL (`sql_stats`, one query per part, the runs the filter keeps
+joined once, in each backend's `Dialect`: sqlite/stats.py, postgres/stats.py), so 10,000
+runs cost a few queries, not 10,000; for any other backend (memory)
+`capabilities.stats_source` uses `reader_stats`, which computes the same answers from
+the `RunReader` methods. Percentiles are
 nearest-rank (the value at rank ceil(q * n) of n ascending values) everywhere.
 """
 
@@ -13,14 +15,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from swell.store.pages import RunFilter, run_where
 
 if TYPE_CHECKING:
-    import sqlite3
-    from pathlib import Path
-
     from swell.events.models import Event
     from swell.store.protocols import RunReader
 
@@ -281,55 +280,3 @@ def sql_stats(
         )  # fmt: skip
         out.events.setdefault(run_id, []).append(event)
     return out
-
-
-def sqlite_dialect() -> Dialect:
-    from swell.store.compact import seq_of, unpack_ts
-
-    events = (
-        "SELECT n.run_id, e.id, e.ts, e.type, e.step_id, e.visit, e.data "
-        # CROSS JOIN fixes SQLite's join order: each kept run's range of events, never
-        # every event looked up against the kept runs (36 s for 5,000 of 10,000 runs)
-        "FROM sel CROSS JOIN event_runs n ON n.run_id = sel.id CROSS JOIN events e "
-        "ON e.id BETWEEN n.num * 4294967296 AND n.num * 4294967296 + 4294967295 "
-        "WHERE e.type IN ({types}) ORDER BY e.id"
-    )
-    return Dialect("?", events, seq_of, unpack_ts)
-
-
-def postgres_dialect() -> Dialect:
-    events = (
-        "SELECT e.run_id, e.seq, e.ts, e.type, e.step_id, e.visit, e.data "
-        "FROM events e JOIN sel ON sel.id = e.run_id "
-        "WHERE e.type IN ({types}) ORDER BY e.run_id, e.seq"
-    )
-    return Dialect("%s", events, int, str)
-
-
-class _SqliteHandle(Protocol):
-    db: sqlite3.Connection
-    path: Path
-
-
-class _PostgresHandle(Protocol):
-    def _all(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
-
-
-def sqlite_stats(store: _SqliteHandle, filt: RunFilter) -> StatsSource:
-    """`SqliteStore.stats_source`."""
-    import sqlite3
-
-    from swell.store.sqlite_errors import store_error
-
-    def rows(query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        try:
-            return store.db.execute(query, params).fetchall()
-        except sqlite3.Error as exc:
-            raise store_error(exc, store.path) from None
-
-    return sql_stats(rows, sqlite_dialect(), filt)
-
-
-def postgres_stats(store: _PostgresHandle, filt: RunFilter) -> StatsSource:
-    """`PostgresStore.stats_source`."""
-    return sql_stats(store._all, postgres_dialect(), filt)

@@ -1,6 +1,6 @@
 """Waiting for a run's next events: what `swell logs --follow` sleeps on.
 
-Postgres wakes a waiter when events commit (LISTEN/NOTIFY, `postgres.py`); SQLite and
+Postgres wakes a waiter when events commit (LISTEN/NOTIFY, `postgres/store.py`); SQLite and
 the in-memory store have no such signal across processes, so they poll the run's last
 seq here, a few times a second.
 """

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
-from swell.store.pages import page_reader
+from swell.store.capabilities import page_reader
 from swell.store.protocols import Store
 from swell.web import analytics, api, views
 from swell.web.data import Reader

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from swell.events.statuses import ENDED_FOR_GOOD
+from swell.store.capabilities import output_store
 from swell.store.pages import PageReader, RunFilter, RunTotals
 from swell.store.protocols import Store
 from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, VisitRow
@@ -244,7 +245,8 @@ def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.Vis
     prompts = [e for e in found.events if e["type"] == "prompt.rendered"]
     events = [e for e in found.events if e["type"] != "prompt.rendered"]
     prompt = prompts[-1] if prompts else {}
-    chunks = store.output(run.id, step_id=step_id, visit=visit) if row.status == "running" else []
+    running = row.status == "running"
+    chunks = output_store(store).output(run.id, step_id=step_id, visit=visit) if running else []
     artifacts = reader.pages.artifacts_page(run.id, ARTIFACTS_SHOWN, (step_id, visit))
     return m.VisitDetail(
         run_id=run.id,

@@ -17,6 +17,7 @@ from starlette.requests import Request
 
 from swell.errors import StoreError
 from swell.events.statuses import ENDED_FOR_GOOD
+from swell.store.capabilities import output_store
 from swell.store.protocols import Store
 
 # a look at the store costs a query on an index (well under a millisecond); looking
@@ -137,7 +138,7 @@ async def visit_output(
     from swell.web.text import strip_ansi
 
     def chunks(after: int) -> list[tuple[int, str, str]]:
-        found = store.output(
+        found = output_store(store).output(
             run_id, after_id=after, step_id=step_id, visit=visit, limit=OUTPUT_CHUNKS
         )
         return [
@@ -152,7 +153,7 @@ async def visit_output(
 
 
 def _visit_running(store: Store, run_id: str, step_id: str, visit: int) -> bool:
-    from swell.store.pages import page_reader
+    from swell.store.capabilities import page_reader
 
     if store.get_run(run_id).status in FINAL:  # its executor may have died mid-visit
         return False

@@ -55,6 +55,7 @@ from swell.runtime import (
     load_state,
     open_registries,
 )
+from swell.store.capabilities import output_store
 from swell.store.location import open_store, state_dir_for
 from swell.store.protocols import Store
 from swell.workspace.manager import Workspaces
@@ -161,7 +162,7 @@ class WorkerContext:
             gates=StoreGates(rt.store),
             control=StoreControl(rt.store),
             children=EngineChildren(rt, self.slots, sync),
-            output=rt.store,
+            output=output_store(rt.store),
             runs=rt.store,
             redactor=self.redactor,
             session_host=self.own_queue,

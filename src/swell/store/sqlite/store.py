@@ -21,10 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
 from swell.store import output as output_table
-from swell.store.checkpoints import Checkpoints, checkpoint
-from swell.store.compact import event_id, pack_ts, seq_of, unpack_ts
-from swell.store.migrations import migrate
-from swell.store.projections import PROJECTIONS
+from swell.store.protocols import Capability
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
@@ -40,6 +37,7 @@ from swell.store.rows import (
 from swell.store.rules import (
     CANDIDATES,
     already_stored,
+    busy,
     check_seqs,
     check_snapshot,
     decide,
@@ -48,41 +46,26 @@ from swell.store.rules import (
     pending,
     seq_after,
     stored_input,
+    this_process,
 )
-from swell.store.run_locks import RunLocks, alive, busy, this_process
-from swell.store.sqlite_errors import os_store_error, store_error, translated
-from swell.store.waiting import poll_for_events
+from swell.store.sqlite.checkpoints import Checkpoints, checkpoint
+from swell.store.sqlite.compact import event_id, pack_ts, seq_of, unpack_ts
+from swell.store.sqlite.errors import os_store_error, store_error, translated
+from swell.store.sqlite.migrations import migrate
+from swell.store.sqlite.queries import EVENTS_AFTER, RUN_COLUMNS
+from swell.store.sqlite.run_locks import RunLocks, alive
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from swell.events.models import BaseEvent, Event
-    from swell.store.pages import RunFilter
+    from swell.store.pages import PageReader, RunFilter
     from swell.store.stats import StatsSource
     from swell.streaming import OutputChunk
 
 R = TypeVar("R", bound="DataclassInstance")
 
 _INSERT_EVENT = "INSERT INTO events (id, ts, type, step_id, visit, data) VALUES (?, ?, ?, ?, ?, ?)"
-# the keys of a run's events after a seq (parameters: run id, seq, run id): see compact.py
-_EVENTS_AFTER = (
-    "id > (SELECT num * 4294967296 FROM event_runs WHERE run_id = ?) + ? "
-    "AND id <= (SELECT num * 4294967296 + 4294967295 FROM event_runs WHERE run_id = ?)"
-)
-
-
-# visits and last_seq are derived for runs still going, so writers need not keep them current
-_RUN_COLS = (
-    "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
-    "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
-    "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
-    "COALESCE((SELECT e.id FROM events e WHERE e.id BETWEEN "
-    "(SELECT num * 4294967296 FROM event_runs n WHERE n.run_id = runs.id) AND "
-    "(SELECT num * 4294967296 + 4294967295 FROM event_runs n WHERE n.run_id = runs.id) "
-    "ORDER BY e.id DESC LIMIT 1) & 4294967295, 0) AS last_seq, "
-    "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
-    "owner_host, options"
-)
 _GATE_COLS = (
     "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
     "reason, decided_by"
@@ -93,7 +76,12 @@ _SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 @translated
 class SqliteStore:
     """Runs, events and their projections in one SQLite file. Every public method
-    raises what goes wrong with the file as a `StoreError` naming it (sqlite_errors.py)."""
+    raises what goes wrong with the file as a `StoreError` naming it (sqlite/errors.py)."""
+
+    # no NOTIFY: nothing wakes another process when a commit lands, followers poll
+    capabilities = frozenset(
+        {Capability.PAGES, Capability.STATS, Capability.OUTPUT, Capability.CLAIMS}
+    )
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path = path
@@ -198,6 +186,7 @@ class SqliteStore:
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
+        from swell.store.projections import SqliteTables, project
 
         check_seqs(events)
         if self._checkpoints is None:  # this process writes events: checkpoint off the way
@@ -225,10 +214,9 @@ class SqliteStore:
                     self.db.executemany(_INSERT_EVENT, rows)
                 except sqlite3.IntegrityError:
                     raise _Clash from None
-                for event, row in zip(events, rows, strict=True):
-                    project = PROJECTIONS.get(row[2])
-                    if project:
-                        project(self.db, event)
+                tables = SqliteTables(self.db)
+                for event in events:
+                    project(tables, event)
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
@@ -243,7 +231,7 @@ class SqliteStore:
         with self._tx():
             found, last = self.db.execute(
                 "SELECT (SELECT COUNT(*) FROM runs WHERE id = ?), "
-                f"COALESCE((SELECT MAX(id) FROM events WHERE {_EVENTS_AFTER}) & 4294967295, 0)",
+                f"COALESCE((SELECT MAX(id) FROM events WHERE {EVENTS_AFTER}) & 4294967295, 0)",
                 (run_id, run_id, 0, run_id),
             ).fetchone()
             check_snapshot(run_id, seq, bool(found), last, str(self.path))
@@ -281,12 +269,12 @@ class SqliteStore:
     # ------------------------------------------------------------------ reading
 
     def get_run(self, run_id: str) -> RunRow:
-        rows = self._rows(RunRow, f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
+        rows = self._rows(RunRow, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
         if not rows and run_id:
             # a prefix, compared exactly (LIKE would ignore case and treat _ as a wildcard)
             rows = self._rows(
                 RunRow,
-                f"SELECT {_RUN_COLS} FROM runs WHERE substr(id, 1, ?) = ? "
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE substr(id, 1, ?) = ? "
                 f"ORDER BY created_at DESC, rowid DESC LIMIT {CANDIDATES + 1}",
                 (len(run_id), run_id),
             )
@@ -296,14 +284,14 @@ class SqliteStore:
         where = "" if include_children else "WHERE parent_run_id IS NULL"
         return self._rows(
             RunRow,
-            f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            f"SELECT {RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (limit,),
         )
 
     def children(self, run_id: str) -> list[RunRow]:
         return self._rows(
             RunRow,
-            f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid",
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid",
             (run_id,),
         )
 
@@ -323,10 +311,10 @@ class SqliteStore:
     def _stored_rows(
         self, condition: str, params: tuple[Any, ...], limit: int | None = None
     ) -> list[StoredRow]:
-        """A run's events after a seq (`_EVENTS_AFTER`'s parameters first), as stored;
+        """A run's events after a seq (`EVENTS_AFTER`'s parameters first), as stored;
         at most `limit` of them (SQLite's LIMIT -1: all)."""
         rows = self.db.execute(
-            f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {_EVENTS_AFTER} "
+            f"SELECT id, ts, type, step_id, visit, data FROM events WHERE {EVENTS_AFTER} "
             f"{condition}ORDER BY id LIMIT ?",
             (*params, -1 if limit is None else max(limit, 0)),
         )
@@ -443,9 +431,6 @@ class SqliteStore:
         row = self.db.execute("SELECT pipeline_text FROM runs WHERE id = ?", (run_id,)).fetchone()
         return row[0] if row else None
 
-    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
-        return poll_for_events(self, run_id, after_seq, timeout)  # no cross-process signal
-
     def cancel_requested(self, run_id: str) -> bool:
         row = self.db.execute(
             "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)
@@ -513,9 +498,15 @@ class SqliteStore:
 
     def stats_source(self, filt: RunFilter) -> StatsSource:
         """Facts for `swell retro stats`, added up in SQL (store/stats.py)."""
-        from swell.store.stats import sqlite_stats  # only `retro stats` asks
+        from swell.store.sqlite.stats import sqlite_stats  # only `retro stats` asks
 
-        return sqlite_stats(self, filt)
+        return sqlite_stats(self.db, self.path, filt)
+
+    def pages(self) -> PageReader:
+        """The dashboard's pages in SQL, ordered by the tables' indexes."""
+        from swell.store.sqlite.pages import SqlitePages  # only the dashboard asks
+
+        return SqlitePages(self.db, self.path)
 
     def _run_nums(self, events: Sequence[BaseEvent]) -> dict[str, int]:
         """The events' runs' numbers in `events`, numbering new ones (in a transaction)."""
@@ -544,7 +535,7 @@ class SqliteStore:
         for run_id in {e.run_id for e in events}:
             seqs = sorted({e.seq for e in events if e.run_id == run_id})
             rows = self.db.execute(
-                f"SELECT id FROM events WHERE {_EVENTS_AFTER} "
+                f"SELECT id FROM events WHERE {EVENTS_AFTER} "
                 f"AND (id & 4294967295) IN ({', '.join('?' * len(seqs))})",
                 (run_id, 0, run_id, *seqs),
             )

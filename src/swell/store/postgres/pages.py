@@ -5,8 +5,8 @@ are `ReaderPages`' (the generic pager), which tests/store checks."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from swell.store.pages import (
     ARTIFACT_COLUMNS,
@@ -23,24 +23,40 @@ from swell.store.pages import (
     run_where,
     visit_where,
 )
+from swell.store.postgres.queries import RUN_COLUMNS
 from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow
 
 if TYPE_CHECKING:
-    from swell.store.postgres import PostgresStore
+    from _typeshed import DataclassInstance
+
+
+R = TypeVar("R", bound="DataclassInstance")
+
+
+class RowsQuery(Protocol):
+    """`PostgresStore._rows`: one query's rows as dataclasses of `cls`."""
+
+    def __call__(self, cls: type[R], query: str, params: tuple[Any, ...], /) -> list[R]: ...
 
 
 class PostgresPages:
-    def __init__(self, store: PostgresStore) -> None:
-        self.store = store
+    """Pages over a Postgres handle, read through its three query methods (each one
+    statement under the handle's lock, errors translated as the store's own)."""
+
+    def __init__(
+        self,
+        rows: RowsQuery,
+        all: Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]],
+        one: Callable[[str, tuple[Any, ...]], tuple[Any, ...] | None],
+    ) -> None:
+        self.rows, self.all, self.one = rows, all, one
 
     def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
-        from swell.store.postgres import _RUN_COLS  # the columns `list_runs` reads
-
         where, params = run_where(filt, "%s")
-        counted = self.store._one(f"SELECT COUNT(*) FROM runs {where}", params)
-        runs = self.store._rows(
+        counted = self.one(f"SELECT COUNT(*) FROM runs {where}", params)
+        runs = self.rows(
             RunRow,
-            f"SELECT {_RUN_COLS} FROM runs {where} "
+            f"SELECT {RUN_COLUMNS} FROM runs {where} "
             "ORDER BY created_at DESC, num DESC LIMIT %s OFFSET %s",
             (*params, limit, offset),
         )
@@ -51,13 +67,13 @@ class PostgresPages:
         totals = {run_id: RunTotals() for run_id in ids}
         if not ids:
             return totals
-        for run_id, t_in, t_out, cost in self.store._all(
+        for run_id, t_in, t_out, cost in self.all(
             "SELECT run_id, SUM(tokens_in), SUM(tokens_out), SUM(cost_usd) FROM visits "
             "WHERE run_id = ANY(%s) GROUP BY run_id",
             (list(ids),),
         ):
             totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
-        for parent, count in self.store._all(
+        for parent, count in self.all(
             "SELECT parent_run_id, COUNT(*) FROM runs WHERE parent_run_id = ANY(%s) "
             "GROUP BY parent_run_id",
             (list(ids),),
@@ -66,9 +82,9 @@ class PostgresPages:
         return totals
 
     def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
-        counted = self.store._one("SELECT COUNT(*) FROM visits WHERE run_id = %s", (run_id,))
+        counted = self.one("SELECT COUNT(*) FROM visits WHERE run_id = %s", (run_id,))
         # SQLite's order: a visit not started yet (NULL) sorts last going down
-        visits = self.store._rows(
+        visits = self.rows(
             VisitRow,
             f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = %s "
             "ORDER BY started_at DESC NULLS LAST, step_id DESC, visit DESC LIMIT %s OFFSET %s",
@@ -77,7 +93,7 @@ class PostgresPages:
         return VisitPage(visits, int(counted[0]) if counted else 0)
 
     def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
-        rows = self.store._rows(
+        rows = self.rows(
             VisitRow,
             f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = %s AND step_id = %s AND visit = %s",
             (run_id, step_id, visit),
@@ -87,11 +103,11 @@ class PostgresPages:
     def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
         from swell.events.models import event_json, stored_event
 
-        tail = self.store._one(
+        tail = self.one(
             "SELECT output_tail FROM visits WHERE run_id = %s AND step_id = %s AND visit = %s",
             (run_id, step_id, visit),
         )
-        rows = self.store._all(
+        rows = self.all(
             "SELECT seq, ts, type, data FROM events "
             "WHERE run_id = %s AND step_id = %s AND visit = %s ORDER BY seq",
             (run_id, step_id, visit),
@@ -109,14 +125,14 @@ class PostgresPages:
         return VisitDetail(tail[0] if tail else None, events)
 
     def pipeline_names(self) -> list[str]:
-        return [r[0] for r in self.store._all("SELECT DISTINCT pipeline FROM runs ORDER BY 1", ())]
+        return [r[0] for r in self.all("SELECT DISTINCT pipeline FROM runs ORDER BY 1", ())]
 
     def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
         where, params = visit_where(of, "%s")
-        counted = self.store._one(
+        counted = self.one(
             f"SELECT COUNT(*) FROM artifacts WHERE run_id = %s{where}", (run_id, *params)
         )
-        rows = self.store._rows(
+        rows = self.rows(
             ArtifactRow,
             f"SELECT {ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = %s{where} "
             f"{ARTIFACT_ORDER} LIMIT %s",
@@ -125,7 +141,7 @@ class PostgresPages:
         return ArtifactPage(rows, int(counted[0]) if counted else 0)
 
     def artifact(self, run_id: str, of: VisitKey, name: str) -> ArtifactRow | None:
-        rows = self.store._rows(
+        rows = self.rows(
             ArtifactRow,
             f"SELECT {ARTIFACT_COLUMNS} FROM artifacts "
             "WHERE run_id = %s AND step_id = %s AND visit = %s AND name = %s",
@@ -134,7 +150,7 @@ class PostgresPages:
         return rows[0] if rows else None
 
     def reviews_of(self, run_id: str, of: VisitKey) -> list[ReviewRow]:
-        return self.store._rows(
+        return self.rows(
             ReviewRow,
             f"SELECT {REVIEW_COLUMNS} FROM reviews WHERE run_id = %s AND step_id = %s "
             "AND visit = %s ORDER BY ts, step_id, visit, contract",

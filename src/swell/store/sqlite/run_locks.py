@@ -33,30 +33,20 @@ import fcntl
 import hashlib
 import itertools
 import os
-import socket
 import stat
 import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swell.errors import RunBusy, StoreError
-from swell.store.rows import Owner
-from swell.store.sqlite_errors import os_store_error, read_only
+from swell.errors import StoreError
+from swell.store.rules import busy, this_process
+from swell.store.sqlite.errors import os_store_error, read_only
 
 _OFD = hasattr(fcntl, "F_OFD_SETLK")  # Linux 3.15+
 _BASE = 1 << 62  # a run's lock byte: _BASE + 61 bits of a hash of its id
 _SPAN = 1 << 61
 _FLOCK = struct.Struct("@hhqqi")  # Linux's struct flock: type, whence, start, len, pid
-
-
-def this_process() -> Owner:
-    return Owner(os.getpid(), socket.gethostname())
-
-
-def busy(run_id: str, owner: Owner | None) -> RunBusy:
-    who = f"pid {owner.pid} on {owner.host}" if owner else "another process"
-    return RunBusy(f"run {run_id} is already being executed by {who}")
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Postgres's numbered schema migrations, applied in order and recorded in `schema_migrations`.
 
-The tables are SQLite's (`migrations.py`) as they are after its last migration, with
+The tables are SQLite's (`sqlite/migrations.py`) as they are after its last migration, with
 Postgres types; events stay keyed by (run_id, seq) (SQLite's compact keys are a
-SQLite layout matter, `compact.py`). Text columns compare and sort bytewise (`COLLATE
+SQLite layout matter, `sqlite/compact.py`). Text columns compare and sort bytewise (`COLLATE
 "C"`), as SQLite's do, whatever the database's locale: run ids, step ids and
 timestamps order the same on every backend. A new schema change is a function
 appended to MIGRATIONS, as for SQLite.

@@ -213,7 +213,7 @@ def _m6_compact_events(db: sqlite3.Connection) -> None:
     from pydantic import ValidationError  # loaded only to migrate: readers stay quick
 
     from swell.events.models import event_data, stored_event
-    from swell.store.compact import event_id, pack_ts
+    from swell.store.sqlite.compact import event_id, pack_ts
 
     _run_script(
         db,

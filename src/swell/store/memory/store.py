@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
-from swell.events.models import BaseEvent, Event, event_data, event_json
-from swell.store.output import MemoryOutput
-from swell.store.records import INSERTS, PRIMARY_KEYS, Record
+from swell.events.models import (
+    BaseEvent,
+    Event,
+    event_data,
+    event_json,
+)
+from swell.store.memory.tables import Journal, MemoryDatabase, project
+from swell.store.protocols import Capability
+from swell.store.records import Record
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
@@ -40,7 +44,7 @@ from swell.store.rows import (
 )
 from swell.store.rules import (
     CANDIDATES,
-    FINISHED_FOR_GOOD,
+    busy,
     check_seqs,
     check_snapshot,
     decide,
@@ -48,105 +52,14 @@ from swell.store.rules import (
     one_run,
     pending,
     stored_input,
+    this_process,
 )
-from swell.store.run_locks import busy, this_process
-from swell.store.stats import reader_stats
-from swell.store.waiting import poll_for_events
 from swell.streaming import OutputChunk
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-Table = dict[Any, Record]  # one run's rows by primary key (the run id left out)
-_MISSING = object()
 R = TypeVar("R", bound="DataclassInstance")
-
-
-TABLES = ("events", *PRIMARY_KEYS)
-
-
-@dataclass
-class MemoryDatabase:
-    """The shared tables; open handles on it with `MemoryStore(database)`."""
-
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    runs: dict[str, Record] = field(default_factory=dict)  # insertion order is SQLite's rowid
-    # table name -> run id -> that run's rows by primary key (events: by seq)
-    tables: dict[str, dict[str, Table]] = field(
-        default_factory=lambda: {name: {} for name in TABLES}
-    )
-    # run id -> (thread, thread_round) -> round: the unique index of the rounds table
-    thread_rounds: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
-    claims: dict[str, tuple[Owner, int]] = field(default_factory=dict)  # run -> owner, handle
-    snapshots: dict[str, tuple[int, str]] = field(default_factory=dict)  # run -> seq, data
-    output: MemoryOutput = field(default_factory=MemoryOutput)  # running visits' output
-
-    def table(self, name: str, run_id: str) -> Table:
-        """One run's rows of a table (to write: it is created when missing)."""
-        return self.tables[name].setdefault(run_id, {})
-
-    def rows(self, name: str, run_id: str) -> Table:
-        """One run's rows of a table (to read)."""
-        return self.tables[name].get(run_id, {})
-
-
-class _Journal:
-    """The writes of one call, undone in reverse if the call fails."""
-
-    def __init__(self) -> None:
-        self._undo: list[tuple[dict[Any, Any], Any, Any]] = []
-
-    def put(self, table: dict[Any, Any], key: Any, value: Any) -> None:
-        self._undo.append((table, key, table.get(key, _MISSING)))
-        table[key] = value
-
-    def update(self, table: dict[Any, Record], key: Any, **changes: Any) -> None:
-        """Like SQL UPDATE: change the row if there is one."""
-        if key in table:
-            self.put(table, key, {**table[key], **changes})
-
-    def delete(self, table: dict[Any, Any], key: Any) -> None:
-        if key in table:
-            self._undo.append((table, key, table.pop(key)))
-
-    def rollback(self) -> None:
-        for table, key, old in reversed(self._undo):
-            if old is _MISSING:
-                table.pop(key, None)
-            else:
-                table[key] = old
-
-
-# ------------------------------------------------------------------ projections
-# The same changes as SQLite's (`projections.py`), on the tables above.
-
-Projection = Callable[[MemoryDatabase, _Journal, Any], None]
-
-
-def _insert(table: str, build: Callable[[Any], Record]) -> Projection:
-    def project(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-        record = build(e)
-        key = tuple(record[column] for column in PRIMARY_KEYS[table])
-        journal.put(db.table(table, e.run_id), key, record)
-
-    return project
-
-
-_insert_round = _insert("rounds", INSERTS["round.recorded"][1])
-
-
-def _p_round(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-    """A round replaces the one of the same number, and the one of the same thread round."""
-    rounds, index = db.table("rounds", e.run_id), db.thread_rounds.setdefault(e.run_id, {})
-    old = rounds.get((e.round,))
-    if old and old["thread"] is not None and old["thread_round"] is not None:
-        journal.delete(index, (old["thread"], old["thread_round"]))
-    if e.thread is not None and e.thread_round is not None:
-        clash = index.get((e.thread, e.thread_round))
-        if clash is not None:
-            journal.delete(rounds, (clash,))
-        journal.put(index, (e.thread, e.thread_round), e.round)
-    _insert_round(db, journal, e)
 
 
 def _none_first(value: str | None) -> tuple[bool, str]:
@@ -154,112 +67,13 @@ def _none_first(value: str | None) -> tuple[bool, str]:
     return (value is not None, value or "")
 
 
-def _coalesce(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
-def _p_run_status(status: str) -> Projection:
-    def project(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-        run = db.runs.get(e.run_id)
-        if run:
-            started = _coalesce(run["started_at"], e.ts)
-            journal.update(db.runs, e.run_id, status=status, started_at=started, updated_at=e.ts)
-
-    return project
-
-
-def _p_run_resumed(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-    journal.update(
-        db.runs,
-        e.run_id,
-        status="running",
-        finished_at=None,
-        error=None,
-        cancel_requested=0,
-        updated_at=e.ts,
-    )
-
-
-def _p_run_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-    journal.update(
-        db.runs,
-        e.run_id,
-        status=e.status,
-        finished_at=e.ts,
-        updated_at=e.ts,
-        error=e.error,
-        visits=e.visits,
-    )
-    if e.status in FINISHED_FOR_GOOD:
-        journal.delete(db.snapshots, e.run_id)
-
-
-def _p_step_finished(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-    # an agent visit's adapter and model are known once it ran
-    resolved = {k: v for k, v in (("adapter", e.adapter), ("model", e.model)) if v is not None}
-    journal.update(
-        db.table("visits", e.run_id),
-        (e.step_id, e.visit),
-        **resolved,
-        status="succeeded" if e.outcome == "success" else "failed",
-        outcome=e.outcome,
-        exit_code=e.exit_code,
-        error=e.error,
-        error_key=e.error_key,
-        output_tail=e.output_tail,
-        tokens_in=e.tokens_in,
-        tokens_out=e.tokens_out,
-        cost_usd=e.cost_usd,
-        finished_at=e.ts,
-        duration_ms=e.duration_ms,
-    )
-
-
-def _p_step_interrupted(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-    key = (e.step_id, e.visit)
-    journal.update(
-        db.table("visits", e.run_id), key, status="interrupted", finished_at=e.ts, error=e.reason
-    )
-    gates = db.table("gates", e.run_id)
-    if key in gates and gates[key]["status"] == "waiting":
-        journal.update(gates, key, status="cancelled")
-
-
-def _p_gate_resolved(db: MemoryDatabase, journal: _Journal, e: Any) -> None:
-    gates, key = db.table("gates", e.run_id), (e.step_id, e.visit)
-    if key in gates:
-        journal.update(
-            gates,
-            key,
-            status=e.decision,
-            decision=e.decision,
-            choice=e.choice,
-            reason=e.reason,
-            decided_by=_coalesce(gates[key]["decided_by"], e.by),
-            decided_at=_coalesce(gates[key]["decided_at"], e.ts),
-        )
-    run = db.runs.get(e.run_id)
-    if run and run["status"] == "waiting":
-        journal.update(db.runs, e.run_id, status="running")
-
-
-PROJECTIONS: dict[str, Projection] = {
-    **{kind: _insert(table, build) for kind, (table, build) in INSERTS.items()},
-    "round.recorded": _p_round,
-    "run.started": _p_run_status("running"),
-    "run.resumed": _p_run_resumed,
-    "run.waiting": _p_run_status("waiting"),
-    "run.finished": _p_run_finished,
-    "step.finished": _p_step_finished,
-    "step.interrupted": _p_step_interrupted,
-    "gate.resolved": _p_gate_resolved,
-}
-
-
 class MemoryStore:
     """A handle on an in-memory database: a new private one, or `database`."""
 
     location = "memory:"
+    # pages, stats and followers are computed from the methods below
+    # (store/capabilities.py); a database lives in one process, so no NOTIFY
+    capabilities = frozenset({Capability.OUTPUT, Capability.CLAIMS})
 
     def __init__(self, database: MemoryDatabase | None = None) -> None:
         self.database = database or MemoryDatabase()
@@ -363,9 +177,7 @@ class MemoryStore:
                     "data": event_data(event),
                 }
                 journal.put(log, event.seq, record)
-                project = PROJECTIONS.get(kind)
-                if project:
-                    project(db, journal, event)
+                project(db, journal, event)
 
     def decide_gate(
         self,
@@ -505,9 +317,6 @@ class MemoryStore:
             run = db.runs.get(run_id)
             return run["pipeline_text"] if run else None
 
-    def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
-        return poll_for_events(self, run_id, after_seq, timeout)  # no cross-process signal
-
     def cancel_requested(self, run_id: str) -> bool:
         with self._read() as db:
             run = db.runs.get(run_id)
@@ -558,8 +367,6 @@ class MemoryStore:
         with self._read() as db:
             return db.output.read(run_id, after_id, step_id, visit, limit)
 
-    stats_source = reader_stats  # computed from the methods above
-
     # ---------------------------------------------------------------- internals
 
     @contextmanager
@@ -570,9 +377,9 @@ class MemoryStore:
             yield self.database
 
     @contextmanager
-    def _write(self) -> Iterator[_Journal]:
+    def _write(self) -> Iterator[Journal]:
         with self._read():
-            journal = _Journal()
+            journal = Journal()
             try:
                 yield journal
             except BaseException:

@@ -2,25 +2,23 @@
 
 Chosen by `open_store` for a `postgres://` or `postgresql://` URL (psycopg 3's
 conninfo: `?options=-csearch_path%3Dmyschema` puts swell's tables in a schema of
-their own). The tables are SQLite's (`postgres_migrations.py`); the projections are
-`postgres_projections.py`; lookups and gate decisions are `rules.py`, so errors read
-as they do over SQLite.
+their own). SQLite's tables (migrations.py) and projections (projections.py); lookups
+and gate decisions are `rules.py`, so errors read as they do over SQLite.
 
 **Claims** are session-level advisory locks (`pg_try_advisory_lock`), one per run
 (a 64-bit key hashed from the schema and the run id), taken on the handle's own
 connection: the server drops them when that connection ends, however the process
 holding it ends (kill -9 included: the server sees the socket close), so liveness
 follows the connection as the kernel's lock on the database file follows the process
-for SQLite (`run_locks.py`); `close` unlocks before it closes, so the locks are gone
-when it returns. `owner` asks `pg_locks` whether the lock is held, and names the
+for SQLite (`sqlite/run_locks.py`); `close` unlocks before it closes, so the locks are
+gone when it returns. `owner` asks `pg_locks` whether the lock is held, and names the
 pid and host the holder recorded in `runs` when it claimed. A connection pooler in
 transaction mode would break session locks: connect directly, or through a pool in
 session mode.
 
-**Waking followers**: `emit` sends `NOTIFY` on the store's channel (one per schema,
-`swell_events_<hash>`) in the emitting transaction, with the run id as payload;
-`wait_for_events` LISTENs on a second connection, so a follower wakes when events
-commit instead of polling.
+**Waking followers** (the `notify` capability): `emit` sends `NOTIFY` on the store's
+channel (`swell_events_<hash of the schema>`, payload the run id) in its transaction;
+`wait_for_events` LISTENs on a second connection and wakes on the commit.
 """
 
 from __future__ import annotations
@@ -40,9 +38,11 @@ from psycopg import sql
 
 from swell.errors import RunNotFound, StoreError, SwellError
 from swell.store import output as output_table
-from swell.store.location import redacted
-from swell.store.postgres_migrations import migrate
-from swell.store.postgres_projections import PROJECTIONS
+from swell.store.postgres.migrations import migrate
+from swell.store.postgres.pages import PostgresPages
+from swell.store.postgres.queries import RUN_COLUMNS
+from swell.store.postgres.stats import postgres_stats
+from swell.store.protocols import Capability
 from swell.store.rows import (
     ArtifactRow,
     GateRow,
@@ -61,6 +61,7 @@ from swell.store.rows import (
 from swell.store.rules import (
     CANDIDATES,
     already_stored,
+    busy,
     check_seqs,
     check_snapshot,
     decide,
@@ -69,29 +70,22 @@ from swell.store.rules import (
     pending,
     seq_after,
     stored_input,
+    this_process,
 )
-from swell.store.run_locks import busy, this_process
-from swell.store.stats import postgres_stats
+from swell.store.urls import redacted
 from swell.streaming import OutputChunk
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from swell.events.models import BaseEvent, Event
+    from swell.store.pages import RunFilter
+    from swell.store.stats import StatsSource
 
 R = TypeVar("R", bound="DataclassInstance")
 Connection = psycopg.Connection[tuple[Any, ...]]
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
-# visits and last_seq are derived for runs still going, as SQLite does
-_RUN_COLS = (
-    "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
-    "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
-    "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
-    "COALESCE((SELECT MAX(e.seq) FROM events e WHERE e.run_id = runs.id), 0) AS last_seq, "
-    "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
-    "owner_host, options"
-)
 _GATE_COLS = (
     "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
     "reason, decided_by"
@@ -113,6 +107,8 @@ _HOLDER = (
 
 class PostgresStore:
     """Runs, events and their projections in a Postgres database (one schema of it)."""
+
+    capabilities = frozenset(Capability)  # every one: pages and stats in SQL, NOTIFY
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -229,6 +225,8 @@ class PostgresStore:
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
+        from swell.store.postgres.projections import PostgresTables
+        from swell.store.projections import project
 
         check_seqs(events)
         columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
@@ -239,10 +237,9 @@ class PostgresStore:
         try:
             with self._tx() as cur:
                 cur.execute(_INSERT_EVENTS, columns)
-                for event, kind in zip(events, columns[3], strict=True):
-                    project = PROJECTIONS.get(kind)
-                    if project:
-                        project(cur, event)
+                tables = PostgresTables(cur)
+                for event in events:
+                    project(tables, event)
                 for run_id in dict.fromkeys(columns[0]):
                     cur.execute("SELECT pg_notify(%s, %s)", (self.channel, run_id))
         except _Clash:
@@ -293,12 +290,12 @@ class PostgresStore:
     # ------------------------------------------------------------------ reading
 
     def get_run(self, run_id: str) -> RunRow:
-        rows = self._rows(RunRow, f"SELECT {_RUN_COLS} FROM runs WHERE id = %s", (run_id,))
+        rows = self._rows(RunRow, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,))
         if not rows and run_id:
             # a prefix, compared exactly (LIKE would treat _ and % as wildcards)
             rows = self._rows(
                 RunRow,
-                f"SELECT {_RUN_COLS} FROM runs WHERE left(id, %s) = %s "
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE left(id, %s) = %s "
                 "ORDER BY created_at DESC, num DESC LIMIT %s",
                 (len(run_id), run_id, CANDIDATES + 1),
             )
@@ -308,14 +305,14 @@ class PostgresStore:
         where = "" if include_children else "WHERE parent_run_id IS NULL"
         return self._rows(
             RunRow,
-            f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY created_at DESC, num DESC LIMIT %s",
+            f"SELECT {RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, num DESC LIMIT %s",
             (limit if limit >= 0 else None,),  # LIMIT NULL: all, as SQLite's LIMIT -1
         )
 
     def children(self, run_id: str) -> list[RunRow]:
         return self._rows(
             RunRow,
-            f"SELECT {_RUN_COLS} FROM runs WHERE parent_run_id = %s ORDER BY created_at, num",
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = %s ORDER BY created_at, num",
             (run_id,),
         )
 
@@ -493,7 +490,13 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ following
 
-    stats_source = postgres_stats  # added up in SQL (store/stats.py)
+    def stats_source(self, filt: RunFilter) -> StatsSource:
+        """Facts for `swell retro stats`, added up in SQL (store/stats.py)."""
+        return postgres_stats(self._all, filt)
+
+    def pages(self) -> PostgresPages:
+        """The dashboard's pages in SQL (postgres/pages.py)."""
+        return PostgresPages(self._rows, self._all, self._one)
 
     def wait_for_events(self, run_id: str, after_seq: int, timeout: float) -> bool:
         """Wait until the run has an event after `after_seq` (True) or `timeout` seconds

@@ -1,0 +1,23 @@
+"""SQL text the SQLite store and its pages (sqlite/pages.py) both read with."""
+
+from __future__ import annotations
+
+# the keys of a run's events after a seq (parameters: run id, seq, run id): see sqlite/compact.py
+EVENTS_AFTER = (
+    "id > (SELECT num * 4294967296 FROM event_runs WHERE run_id = ?) + ? "
+    "AND id <= (SELECT num * 4294967296 + 4294967295 FROM event_runs WHERE run_id = ?)"
+)
+
+
+# visits and last_seq are derived for runs still going, so writers need not keep them current
+RUN_COLUMNS = (
+    "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
+    "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
+    "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
+    "COALESCE((SELECT e.id FROM events e WHERE e.id BETWEEN "
+    "(SELECT num * 4294967296 FROM event_runs n WHERE n.run_id = runs.id) AND "
+    "(SELECT num * 4294967296 + 4294967295 FROM event_runs n WHERE n.run_id = runs.id) "
+    "ORDER BY e.id DESC LIMIT 1) & 4294967295, 0) AS last_seq, "
+    "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
+    "owner_host, options"
+)
