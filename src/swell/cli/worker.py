@@ -182,9 +182,10 @@ def _detached(run_id: str, engine: Engine, output: RunOutput) -> NoReturn:
 
 def _fail_unstarted(store: Store, run_id: str, error: str) -> None:
     from swell.events import models as ev
+    from swell.events.codec import stamp
 
     failed = ev.RunFinished(status="failed", error=error)
-    failed.run_id, failed.seq, failed.ts = run_id, 1, ev.now_iso()
+    stamp([failed], run_id, 0)
     store.emit([failed])
 
 
