@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from swell.engine import retry
+from swell.engine import policies, retry
 from swell.engine.persona_names import (
     persona_variables,
     rendered_personas,
@@ -271,9 +271,7 @@ class VisitContext:
             "SWELL_WORKSPACE": str(self.workspace.path),
             "SWELL_PROJECT_ROOT": str(self.plan.project.root),
         }
-        rework = (
-            self.state.reworks.get(self.step.id) if self.activation.reason == "rework" else None
-        )
+        rework = policies.rework_of(self.state, self.step.id, self.activation)
         if rework is not None and rework.feedback_path:
             env["SWELL_REVIEW_FEEDBACK"] = rework.feedback_path
         return env
