@@ -35,9 +35,8 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
-    from swell.engine.completion import Decisions, Limits, Visit
+    from swell.engine.completion import Decisions, Visit
     from swell.engine.context import ContractFailure, GateDecision, StepResult
-    from swell.engine.cost import Budget
     from swell.engine.graph import Graph
     from swell.engine.persona_names import with_personas
     from swell.engine.run_loop import Ended, RunLoop
@@ -99,15 +98,7 @@ class RunWorkflow:
         loaded = load_stored_pipeline(Path(spec.pipeline_path), spec.pipeline_text)
         # personas rendered as the visits' RunPlan renders them: `step.started` names them
         self.graph = Graph(with_personas(loaded.pipeline, spec.personas), _kinds().of)
-        budget = Budget(spec.budget_warn_at, spec.budget_ceiling, spec.budget_currency)
-        limits = Limits(
-            spec.concurrency,
-            spec.breaker_limit,
-            loaded.pipeline.max_step_visits,
-            budget,
-            spec.retry_max_delay,
-        )
-        self.decide = Decisions(self.graph, _kinds(), limits)
+        self.decide = Decisions(self.graph, _kinds(), spec.limits)
         if spec.carried is None:
             self.state = RunState(spec.run_id)
             started = workflow.time()
@@ -378,7 +369,7 @@ class RunWorkflow:
         gate = step.gate
         assert gate is not None
         started = workflow.time()
-        if not gates.waits_for_decision(gate, self.spec.auto_approve):
+        if not gates.waits_for_decision(gate, self.spec.options.auto_approve):
             auto = GateDecision("approved", reason="auto-approved", by="auto")
             return gates.resolve(gate, auto, step.id, number), 0
         message: str = await workflow.execute_activity(
