@@ -76,6 +76,10 @@ class Completion:
     events: list[ev.BaseEvent]
     end: RunEnd | None = None
 
+    def after(self, events: list[ev.BaseEvent]) -> Completion:
+        """The same, after `events`."""
+        return Completion([*events, *self.events], self.end)
+
 
 @dataclass(frozen=True)
 class Decisions:
@@ -179,14 +183,14 @@ class Decisions:
         if failure is not None and failure.policy == "rejected":
             return Completion(events, RunEnd("rejected", result.error or failure.error))
         if failure is not None and failure.policy == "rework":
-            return _rework(visit, failure, state, self.graph, events)
+            return _rework(visit, failure, state, self.graph).after(events)
         absorbed, gave_up = False, None
         if tried is not None:
             if not tried.last:
-                return _retry(visit, tried, events, self.limits.retry_max_delay)
+                return Completion([*events, *_retry(visit, tried, self.limits.retry_max_delay)])
             after = after_last_attempt(visit, tried)
             if after.rework:
-                return _rework(visit, after.rework, state, self.graph, events)
+                return _rework(visit, after.rework, state, self.graph).after(events)
             events += after.events
             gave_up, absorbed = after.fail, after.fail is None
         routing = _route(visit, result, context, state, self.graph, absorbed)
@@ -364,20 +368,15 @@ def _route(
     )
 
 
-def _rework(
-    visit: Visit,
-    failure: ContractFailure,
-    state: RunState,
-    graph: Graph,
-    events: list[ev.BaseEvent],
-) -> Completion:
+def _rework(visit: Visit, failure: ContractFailure, state: RunState, graph: Graph) -> Completion:
+    """The failure's rework step is queued to rework the step, with what it is told."""
     owner = failure.owner
     target = failure.rework_step
     if not target or target not in graph.steps:
         message = f"step '{owner.id}' needs rework but no rework_step is set"
-        return Completion(events, RunEnd("failed", message))
+        return Completion([], RunEnd("failed", message))
     rework = rework_of(state, visit.step.id, visit.activation)
-    events += [
+    events: list[ev.BaseEvent] = [
         ev.ReworkRequested(
             step_id=target,
             for_step=owner.id,
@@ -395,13 +394,11 @@ def _rework(
     return Completion(events)
 
 
-def _retry(
-    visit: Visit, attempted: Attempted, events: list[ev.BaseEvent], max_delay: float
-) -> Completion:
+def _retry(visit: Visit, attempted: Attempted, max_delay: float) -> list[ev.BaseEvent]:
     """The step runs again (a new visit, after the backoff delay) with the error."""
     step, attempt = visit.step, attempted.attempt + 1
     delay = delay_before(step.retry, attempt, max_delay)
-    events += [
+    return [
         ev.RetryRequested(
             step_id=step.id,
             visit=visit.visit,
@@ -414,7 +411,6 @@ def _retry(
             step_id=step.id, reason="retry", source_step=step.id, source_visit=visit.visit
         ),
     ]
-    return Completion(events)
 
 
 def queue(activations: list[Activation], queued: Collection[Activation]) -> list[ev.StepQueued]:
