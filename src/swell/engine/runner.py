@@ -81,10 +81,6 @@ class Runner:
 
     # ------------------------------------------------------------------ events
 
-    def record(self, events: Sequence[ev.BaseEvent]) -> None:
-        """Stamp and apply events; they are committed by the next `flush`."""
-        self.loop.record(events)
-
     def flush(self) -> None:
         if self._lost is not None:
             raise self._lost
@@ -101,7 +97,7 @@ class Runner:
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         """Record and commit at once (events from inside a running visit)."""
-        self.record(events)
+        self.loop.record(events)
         self.flush()
 
     def interrupt(self, status: FinalStatus = "interrupted") -> None:
