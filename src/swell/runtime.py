@@ -38,6 +38,7 @@ from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.errors import RunNotFound, RunStateError, StoreBroken, StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
+from swell.events.codec import stamp
 from swell.events.redact import MASK, Redactor
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
@@ -217,13 +218,11 @@ def start_from_step(
         )
     except SwellError as exc:
         failed = ev.RunFinished(status="failed", error=str(exc))
-        failed.run_id, failed.seq, failed.ts = plan.run_id, 1, ev.now_iso()
+        stamp([failed], plan.run_id, 0)
         rt.store.emit([failed])
         claims(rt.store).release(plan.run_id)
         raise
-    stamp = ev.now_iso()
-    for seq, event in enumerate(events, start=1):
-        event.run_id, event.seq, event.ts = plan.run_id, seq, stamp
+    stamp(events, plan.run_id, 0)
     rt.store.emit(events)
     return plan, RunState.replay(plan.run_id, events)
 
@@ -591,9 +590,7 @@ def cancel_stored_run(rt: Runtime, run: RunRow) -> list[str]:
             for v in state.open.values()
         ]
         batch.append(ev.RunFinished(status="cancelled", error="cancelled", visits=state.total))
-        stamp = ev.now_iso()
-        for i, event in enumerate(batch, start=state.seq + 1):
-            event.run_id, event.seq, event.ts = run.id, i, stamp
+        stamp(batch, run.id, state.seq)
         rt.store.emit(batch)
     finally:
         claims(rt.store).release(run.id)

@@ -1,6 +1,8 @@
 """The engine, in process: a project in a temp dir, the real step kinds, the `scripted`
 adapter and the real contract types, an in-memory event sink, and fakes for gate
 decisions, run control and child runs. No subprocess of swell, no store, no terminal.
+Runs go through the local runner, or through `InOrder`, a fake driver of the same
+run loop (`Harness(driver=InOrder)`).
 
 Every run the harness drives is checked on the way out: its events are contiguous
 and `RunState.replay` of them (through their JSON form) equals the state the runner
@@ -16,6 +18,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ import yaml
 
 from swell.adapters.registry import default_registry
 from swell.contracts.registry import default_contract_types
+from swell.engine.completion import Visit
 from swell.engine.context import (
     ChildOutcome,
     ChildRequest,
@@ -31,7 +35,9 @@ from swell.engine.context import (
     RunOptions,
     RunPlan,
     Services,
+    StepResult,
 )
+from swell.engine.run_loop import Ended
 from swell.engine.runner import Runner, RunSummary
 from swell.engine.state import RunState
 from swell.engine.steps.registry import StepKinds, default_step_kinds
@@ -95,6 +101,45 @@ def _start_nothing_more() -> None:
         coro = task.get_coro()
         if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
             task.cancel()
+
+
+class InOrder(Runner):
+    """A fake driver of the run loop: a launched visit runs only when the loop waits,
+    one at a time in launch order, on a clock that moves one second per visit. The
+    same loop and decisions as the runner's, with none of its timing."""
+
+    EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._queue: list[Visit] = []
+        self._running: asyncio.Task[StepResult] | None = None
+        self._clock = 0.0
+        super().__init__(*args, **kwargs)
+
+    def now(self) -> float:
+        return self._clock
+
+    def timestamp(self) -> str:
+        return ev.now_iso(self.EPOCH + timedelta(seconds=self._clock))
+
+    def launch(self, visit: Visit) -> None:
+        self._queue.append(visit)
+
+    async def wait_any(self) -> list[Ended]:
+        visit = self._queue.pop(0)
+        self._running = asyncio.ensure_future(self.executor.run(visit))
+        await asyncio.wait([self._running])
+        result = self._result_of(self._running)
+        self._running = None
+        self._clock += 1
+        return [(visit, result, 1000)]
+
+    async def cancel_all(self) -> None:
+        self._queue.clear()
+        if self._running is not None:
+            self._running.cancel()
+            await asyncio.wait([self._running])
+            self._running = None
 
 
 class FakeGates:
@@ -230,6 +275,7 @@ class Harness:
     step_kinds: StepKinds = field(default_factory=default_step_kinds)
     control: FakeControl = field(default_factory=FakeControl)
     runs: dict[str, Driven] = field(default_factory=dict)
+    driver: type[Runner] = Runner  # or InOrder
     options: RunOptions = field(default_factory=lambda: replace(FAST))
     # run ids are unique across harnesses: resume stops leftover processes by run id,
     # and another test session may be running on the same machine
@@ -312,7 +358,7 @@ class Harness:
         )
 
     def start(self, plan: RunPlan, state: RunState | None = None) -> Runner:
-        runner = Runner(plan, self.services, self.sink, state)
+        runner = self.driver(plan, self.services, self.sink, state)
         self.runs[plan.run_id] = Driven(plan, runner)
         return runner
 
@@ -375,4 +421,4 @@ def h_fixture(tmp_path: Path) -> Harness:
     return Harness(tmp_path / "project")
 
 
-__all__ = ["Crash", "Harness", "Result", "closed_once", "h_fixture"]
+__all__ = ["Crash", "Harness", "InOrder", "Result", "closed_once", "h_fixture"]

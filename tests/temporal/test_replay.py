@@ -113,7 +113,8 @@ class TrippyWorkflow(RunWorkflow):
 
     @workflow.run
     async def run(self, spec: RunSpec) -> RunOutcome:
-        return await super().run(dataclasses.replace(spec, breaker_limit=1))
+        limits = dataclasses.replace(spec.limits, breaker_limit=1)
+        return await super().run(dataclasses.replace(spec, limits=limits))
 
 
 def test_replay_catches_a_workflow_that_decides_differently(

@@ -70,9 +70,11 @@ def test_contracts_import_no_engine() -> None:
             )
 
 
-def test_the_completion_core_has_no_clock_files_or_sink() -> None:
-    """Its decisions must be replayable anywhere (a Temporal workflow included)."""
-    tree = ast.parse((SRC / "engine" / "completion.py").read_text())
+@pytest.mark.parametrize("module", ["completion.py", "policies.py", "run_loop.py"])
+def test_the_completion_core_and_the_run_loop_have_no_clock_files_or_sink(module: str) -> None:
+    """Decisions and the one loop must be replayable anywhere (a Temporal workflow
+    included): the drivers (engine/runner.py, the workflow) own the clock and I/O."""
+    tree = ast.parse((SRC / "engine" / module).read_text())
     imported = {
         alias.name.split(".")[0]
         for node in ast.walk(tree)
@@ -84,7 +86,7 @@ def test_the_completion_core_has_no_clock_files_or_sink() -> None:
         if isinstance(node, ast.ImportFrom)
     }
     assert not imported & {"time", "datetime", "asyncio", "os", "pathlib", "subprocess", "random"}
-    assert not _imports(SRC / "engine" / "completion.py") & {
+    assert not _imports(SRC / "engine" / module) & {
         "swell.events.bus",
         "swell.process",
         "swell.engine.visit",

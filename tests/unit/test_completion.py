@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from manifest_helpers import ProjectDir, make_project
 
-from swell.engine.completion import Decisions, Limits, Visit
+from swell.engine.completion import Completion, Decisions, Limits, Visit
 from swell.engine.context import ContractFailure, StepResult
 from swell.engine.graph import Activation, Graph
+from swell.engine.policies import RunEnd
 from swell.engine.state import RunState
 from swell.engine.steps.registry import default_step_kinds
 from swell.events import models as ev
@@ -116,7 +117,7 @@ def test_a_finished_visit_records_its_end_and_queues_what_follows(
     done = decide.complete(visit(decide, step), result, 12, s)
     assert kinds_of(done.events) == expected_types
     assert [e.step_id for e in done.events if isinstance(e, ev.StepQueued)] == queued
-    assert not done.complete and done.fail is None
+    assert done.end is None
     end = next(e for e in done.events if isinstance(e, ev.StepFinished))
     assert end.duration_ms == 12 and end.outcome == result.outcome
 
@@ -128,7 +129,7 @@ def test_a_failure_nothing_handles_fails_the_run_and_counts_for_the_breaker(
     done = decide.complete(
         visit(decide, "docs"), StepResult("failure", error="exit code 2 at 10:01:02"), 5, s
     )
-    assert done.fail == "step 'docs' failed: exit code 2 at 10:01:02"
+    assert done.end == RunEnd("failed", "step 'docs' failed: exit code 2 at 10:01:02")
     end = next(e for e in done.events if isinstance(e, ev.StepFinished))
     assert end.error_key == "exit code <n> at <time>"
 
@@ -178,7 +179,7 @@ def test_context_set_by_a_visit_decides_its_own_routing(decide: Decisions) -> No
         0,
         s,
     )
-    assert routed.complete and routed.fail is None
+    assert routed.end == RunEnd("succeeded")
     assert [e.target for e in routed.events if isinstance(e, ev.RouteTaken)] == ["_complete"]
 
 
@@ -213,12 +214,12 @@ def test_the_breaker_trips_on_the_third_same_failure_in_a_row(
     tripped = [e for e in done.events if isinstance(e, ev.BreakerTripped)]
     if trips:
         assert [(e.error_key, e.count) for e in tripped] == [("boom <n>", 3)]
-        assert (
-            done.fail
-            == "circuit breaker: step 'docs' failed 3 times in a row with the same error: boom 7"
+        assert done.end == RunEnd(
+            "failed",
+            "circuit breaker: step 'docs' failed 3 times in a row with the same error: boom 7",
         )
     else:
-        assert not tripped and done.fail == "step 'docs' failed: boom 7"
+        assert not tripped and done.end == RunEnd("failed", "step 'docs' failed: boom 7")
 
 
 def failure(decide: Decisions, policy: str, **kw: Any) -> StepResult:
@@ -250,14 +251,14 @@ def test_a_rework_failure_queues_the_rework_step_with_the_feedback(decide: Decis
     )
     assert (queued.step_id, queued.reason) == ("fixer", "rework")
     assert not [e for e in done.events if isinstance(e, ev.RouteTaken)]
-    assert done.fail is None
+    assert done.end is None
 
 
 def test_a_rework_without_a_target_fails_the_run(decide: Decisions) -> None:
     done = decide.complete(
         visit(decide, "implement"), failure(decide, "rework"), 1, state(*started("implement"))
     )
-    assert done.fail == "step 'implement' needs rework but no rework_step is set"
+    assert done.end == RunEnd("failed", "step 'implement' needs rework but no rework_step is set")
 
 
 def test_a_reworked_step_that_passes_goes_on_as_its_owner(decide: Decisions) -> None:
@@ -295,12 +296,12 @@ def test_a_retry_failure_runs_the_step_again_until_its_attempts_are_used(
         this = visit(decide, "implement", 2, "retry", **retry)
     done = decide.complete(this, failure(decide, "retry"), 1, state(*history))
     if gives_up:
-        assert (
-            done.fail == "step 'implement' still fails its contracts after 2 attempts: tests fail"
+        assert done.end == RunEnd(
+            "failed", "step 'implement' still fails its contracts after 2 attempts: tests fail"
         )
     else:
         retry = next(e for e in done.events if isinstance(e, ev.RetryRequested))
-        assert (retry.attempt, retry.max_attempts) == (2, 2) and done.fail is None
+        assert (retry.attempt, retry.max_attempts) == (2, 2) and done.end is None
         assert [(e.step_id, e.reason) for e in done.events if isinstance(e, ev.StepQueued)] == [
             ("implement", "retry")
         ]
@@ -331,7 +332,9 @@ def test_start_ready_checks_limits_before_a_step_is_entered(decide: Decisions) -
         history += finished("implement", n)
     history.append(ev.StepQueued(step_id="implement", reason="edge"))
     starts = decide.start_ready(state(*history), running=set())
-    assert starts.fail == "step 'implement' reached its max_visits limit (10 of 10 visits)"
+    assert starts.end == RunEnd(
+        "failed", "step 'implement' reached its max_visits limit (10 of 10 visits)"
+    )
     assert not starts.visits and isinstance(starts.events[0], ev.LimitExceeded)
 
 
@@ -342,8 +345,9 @@ def test_max_step_visits_counts_the_visits_started_together(decide: Decisions) -
         ev.StepQueued(step_id="lint", reason="entry"),
     )
     starts = tight.start_ready(s, running=set())
-    assert starts.fail == (
-        "pipeline reached max_step_visits (1 of 1 visits in total) before entering step 'lint'"
+    assert starts.end == RunEnd(
+        "failed",
+        "pipeline reached max_step_visits (1 of 1 visits in total) before entering step 'lint'",
     )
 
 
@@ -371,8 +375,9 @@ def test_stop_requeues_running_visits_only_when_interrupted(
     decide: Decisions, status: ev.FinalStatus, requeued: bool
 ) -> None:
     s = state(*started("implement"))
-    events, waiting = decide.stop(s, [visit(decide, "implement")], status, 10)
-    assert not waiting
+    stopped = decide.stop(s, [visit(decide, "implement")], status, 10)
+    events = stopped.events
+    assert stopped.end == RunEnd(status)
     assert ("step.queued" in kinds_of(events)) is requeued
     assert events[-1] == ev.RunFinished(
         status=status,
@@ -384,15 +389,18 @@ def test_stop_requeues_running_visits_only_when_interrupted(
 
 def test_stopping_at_an_undecided_gate_leaves_the_run_waiting(decide: Decisions) -> None:
     s = state(*started("approve"), ev.GateWaiting(step_id="approve", visit=1, gate_type="approval"))
-    assert decide.stop(s, [visit(decide, "approve")], "interrupted", 10) == (
+    assert decide.stop(s, [visit(decide, "approve")], "interrupted", 10) == Completion(
         [ev.RunWaiting(gates=["approve"])],  # a resumed run is `running` until it says so
-        True,
+        RunEnd("waiting"),
     )
     s.apply(ev.RunWaiting(gates=["approve"], seq=s.seq + 1))
-    assert decide.stop(s, [visit(decide, "approve")], "interrupted", 10) == ([], True)
+    assert decide.stop(s, [visit(decide, "approve")], "interrupted", 10) == Completion(
+        [], RunEnd("waiting")
+    )
 
 
 def test_finish_interrupts_what_still_runs(decide: Decisions) -> None:
-    events = decide.finish(state(*started("lint")), [visit(decide, "lint")], "failed", "boom", 7)
+    running = [visit(decide, "lint")]
+    events = decide.finish(state(*started("lint")), running, RunEnd("failed", "boom"), 7)
     assert kinds_of(events) == ["step.interrupted", "run.finished"]
     assert events[0].reason == "run failed while this visit ran"  # type: ignore[attr-defined]

@@ -10,8 +10,8 @@ limits); its methods take the state and what happened.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence, Set
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Set
+from dataclasses import dataclass, field
 from typing import Any
 
 from swell.engine import cost
@@ -19,7 +19,16 @@ from swell.engine.context import ContractFailure, StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import kept_error, kept_tail, normalize_error
 from swell.engine.outputs import evaluate_context
-from swell.engine.retry import DEFAULT_MAX_DELAY, attempt_of, delay_before, max_attempts
+from swell.engine.policies import (
+    Attempted,
+    RunEnd,
+    after_last_attempt,
+    attempted,
+    repeats,
+    rework_of,
+    trips,
+)
+from swell.engine.retry import DEFAULT_MAX_DELAY, delay_before
 from swell.engine.state import OpenVisit, RunState
 from swell.engine.steps.registry import StepKinds
 from swell.events import models as ev
@@ -52,21 +61,24 @@ class Visit:
 
 @dataclass
 class Starts:
-    """Visits to launch now, the events that record them, or the limit that stops the run."""
+    """Visits to launch now and the events that record them, or the limit that ends
+    the run (`end`)."""
 
     events: list[ev.BaseEvent] = field(default_factory=list)
     visits: list[Visit] = field(default_factory=list)
-    fail: str | None = None
+    end: RunEnd | None = None
 
 
 @dataclass
 class Completion:
-    """What a finished visit leads to: events to record, and whether the run ends."""
+    """What happened leads to: events to record, and how the run ends when it does."""
 
     events: list[ev.BaseEvent]
-    complete: bool = False
-    fail: str | None = None
-    reject: str | None = None  # a contract with `on_failure: rejected` failed
+    end: RunEnd | None = None
+
+    def after(self, events: list[ev.BaseEvent]) -> Completion:
+        """The same, after `events`."""
+        return Completion([*events, *self.events], self.end)
 
 
 @dataclass(frozen=True)
@@ -94,7 +106,7 @@ class Decisions:
             ) or cost.exceeded(self.limits.budget, state.cost_usd, step.id)
             if limit is not None:
                 event, message = limit
-                return Starts(events=[event], fail=message)
+                return Starts(events=[event], end=RunEnd("failed", message))
             kind = self.kinds.of(step)
             visit = Visit(step, state.numbered[step.id] + 1, act)
             out.events.append(
@@ -155,30 +167,31 @@ class Decisions:
             events.append(warned.model_copy(update=stamp))
         if kind.records_round:
             events.append(round_of(visit, result, duration_ms, state))
-        attempted = _attempted(visit, result, kind.retries, state)
+        tried = attempted(visit, result, kind.retries, state)
         # the breaker skips attempts that are left; after the last one it adds nothing
-        if error_key is not None and not (attempted and attempted.last):
-            tripped = _breaker(step, error_key, state, self.limits.breaker_limit)
-            if tripped is not None:
-                events.append(ev.BreakerTripped(error_key=error_key, count=tripped, **stamp))
+        if error_key is not None and not (tried and tried.last):
+            count = repeats(state.breaker.get(step.id), error_key)
+            if trips(count, self.limits.breaker_limit):
+                events.append(ev.BreakerTripped(error_key=error_key, count=count, **stamp))
                 first = (result.error or "").strip().splitlines()[0] if result.error else "failure"
-                return Completion(
-                    events,
-                    fail=f"circuit breaker: step '{step.id}' failed {tripped} times in a row "
-                    f"with the same error: {first}",
+                message = (
+                    f"circuit breaker: step '{step.id}' failed {count} times in a row "
+                    f"with the same error: {first}"
                 )
+                return Completion(events, RunEnd("failed", message))
         failure = result.failure
         if failure is not None and failure.policy == "rejected":
-            return Completion(events, reject=result.error or failure.error)
+            return Completion(events, RunEnd("rejected", result.error or failure.error))
         if failure is not None and failure.policy == "rework":
-            return _rework(visit, failure, state, self.graph, events)
+            return _rework(visit, failure, state, self.graph).after(events)
         absorbed, gave_up = False, None
-        if attempted is not None:
-            if not attempted.last:
-                return _retry(visit, attempted, events, self.limits.retry_max_delay)
-            after = _after_last_attempt(visit, attempted, events)
+        if tried is not None:
+            if not tried.last:
+                return Completion([*events, *_retry(visit, tried, self.limits.retry_max_delay)])
+            after = after_last_attempt(visit, tried)
             if after.rework:
-                return _rework(visit, after.rework, state, self.graph, events)
+                return _rework(visit, after.rework, state, self.graph).after(events)
+            events += after.events
             gave_up, absorbed = after.fail, after.fail is None
         routing = _route(visit, result, context, state, self.graph, absorbed)
         if gave_up and routing.fail and routing.route is None:
@@ -193,7 +206,9 @@ class Decisions:
                 )
             )
         events += queue(routing.activate, state.queue)
-        return Completion(events, complete=routing.complete, fail=routing.fail)
+        if routing.fail:
+            return Completion(events, RunEnd("failed", routing.fail))
+        return Completion(events, RunEnd("succeeded") if routing.complete else None)
 
     def resume(
         self, state: RunState, cleaned: Set[tuple[str, int]]
@@ -221,35 +236,13 @@ class Decisions:
         interrupted = [e.step_id or "" for e in events if isinstance(e, ev.StepInterrupted)]
         return [ev.RunResumed(interrupted_steps=interrupted), *events], continuing
 
-    def settle(
-        self,
-        visits: Sequence[tuple[Visit, StepResult, int]],
-        state: RunState,
-        record: Callable[[list[ev.BaseEvent]], None],
-    ) -> tuple[FinalStatus, str | None] | None:
-        """Record (`record` folds them into `state`) how each finished visit ended, with
-        its duration in ms, and where it leads; how the run ends when one of them ends
-        it (for `ending`), else None."""
-        for visit, result, duration_ms in visits:
-            ended = self.complete(visit, result, duration_ms, state)
-            record(ended.events)
-            if ended.complete:
-                return "succeeded", None
-            if ended.fail:
-                return "failed", ended.fail
-            if ended.reject:
-                return "rejected", ended.reject
-        return None
-
     def finish(
-        self,
-        state: RunState,
-        running: list[Visit],
-        status: FinalStatus,
-        error: str | None,
-        duration_ms: int,
+        self, state: RunState, running: list[Visit], end: RunEnd, duration_ms: int
     ) -> list[ev.BaseEvent]:
-        """The run ends (succeeded, failed): visits still running are interrupted."""
+        """The run ends as `end` (succeeded, failed, rejected; `policies.final_end` has
+        made it what the run says): visits still running are interrupted."""
+        status = end.status
+        assert status != "waiting", "a run that waits has not ended"
         events: list[ev.BaseEvent] = [
             ev.StepInterrupted(
                 step_id=v.step.id, visit=v.visit, reason=f"run {status} while this visit ran"
@@ -257,16 +250,21 @@ class Decisions:
             for v in running
         ]
         events.append(
-            ev.RunFinished(status=status, error=error, visits=state.total, duration_ms=duration_ms)
+            ev.RunFinished(
+                status=status,
+                error=end.error,
+                visits=state.total,
+                duration_ms=duration_ms,
+            )
         )
         return events
 
     def stop(
         self, state: RunState, running: list[Visit], status: FinalStatus, duration_ms: int
-    ) -> tuple[list[ev.BaseEvent], bool]:
+    ) -> Completion:
         """Stop for Ctrl-C (`interrupted`) or `swell cancel` (`cancelled`). An interrupted
         run queues its running visits again for `swell resume`; waiting gates and running
-        sub-pipelines stay open. True when only waiting gates were open: the run waits."""
+        sub-pipelines stay open. When only waiting gates were open the run waits."""
         events: list[ev.BaseEvent] = []
         open_gates: list[str] = []
         queued = {a.step_id for a in state.queue}
@@ -296,18 +294,17 @@ class Decisions:
             waiting: list[ev.BaseEvent] = []
             if state.status != "waiting":
                 waiting.append(ev.RunWaiting(gates=open_gates))
-            return waiting, True
+            return Completion(waiting, RunEnd("waiting"))
+        error = "interrupted; continue with `swell resume`" if status == "interrupted" else None
         events.append(
             ev.RunFinished(
                 status=status,
                 visits=state.total,
-                error="interrupted; continue with `swell resume`"
-                if status == "interrupted"
-                else "cancelled",
+                error=error or "cancelled",
                 duration_ms=duration_ms,
             )
         )
-        return events, False
+        return Completion(events, RunEnd(status))
 
 
 # ------------------------------------------------------------------------ helpers
@@ -338,18 +335,6 @@ def limit_reached(
     return None
 
 
-def _breaker(step: Step, error_key: str, state: RunState, limit: int) -> int | None:
-    """How many times in a row the step failed this way, when that trips the breaker.
-
-    "This way" is the normalized error (`limits.normalize_error`): it keeps failure
-    counts and failing names, so a failure whose counts moved (3 failing tests, then 2)
-    or that names another test is progress and starts the count again; only identical
-    keys count up. The same rule is `RunState`'s fold of `step.finished`."""
-    previous = state.breaker.get(step.id)
-    count = previous[1] + 1 if previous and previous[0] == error_key else 1
-    return count if count >= limit else None
-
-
 def _route(
     visit: Visit,
     result: StepResult,
@@ -361,7 +346,7 @@ def _route(
     """Where the visit leads; `absorbed`: its failure lets the run go on, as an
     optional step's does (`retry.on_failure` skip, warn or continue)."""
     step, failed = visit.step, result.outcome == "failure"
-    rework = state.reworks.get(step.id) if visit.activation.reason == "rework" else None
+    rework = rework_of(state, step.id, visit.activation)
     if rework is not None and not failed:
         # the reworked step's contracts now pass: go on as that step would have
         source, source_visit, optional = rework.for_step, rework.for_visit, False
@@ -383,19 +368,15 @@ def _route(
     )
 
 
-def _rework(
-    visit: Visit,
-    failure: ContractFailure,
-    state: RunState,
-    graph: Graph,
-    events: list[ev.BaseEvent],
-) -> Completion:
+def _rework(visit: Visit, failure: ContractFailure, state: RunState, graph: Graph) -> Completion:
+    """The failure's rework step is queued to rework the step, with what it is told."""
     owner = failure.owner
     target = failure.rework_step
     if not target or target not in graph.steps:
-        return Completion(events, fail=f"step '{owner.id}' needs rework but no rework_step is set")
-    rework = state.reworks.get(visit.step.id) if visit.activation.reason == "rework" else None
-    events += [
+        message = f"step '{owner.id}' needs rework but no rework_step is set"
+        return Completion([], RunEnd("failed", message))
+    rework = rework_of(state, visit.step.id, visit.activation)
+    events: list[ev.BaseEvent] = [
         ev.ReworkRequested(
             step_id=target,
             for_step=owner.id,
@@ -413,67 +394,11 @@ def _rework(
     return Completion(events)
 
 
-@dataclass(frozen=True)
-class Attempted:
-    """A failed visit that the step's `retry:` covers: which attempt it was, of how
-    many, and the failure (a contract's, or one standing for the visit's own)."""
-
-    failure: ContractFailure
-    attempt: int
-    limit: int
-    contract: bool  # a contract failed (else the visit itself did)
-
-    @property
-    def last(self) -> bool:
-        return self.attempt >= self.limit
-
-    def message(self) -> str:
-        step, error = self.failure.owner.id, self.failure.error
-        if self.contract:
-            return f"step '{step}' still fails its contracts after {self.limit} attempts: {error}"
-        if self.limit == 1:
-            return f"step '{step}' failed: {error}"
-        return f"step '{step}' failed all {self.limit} attempts; the last: {error}"
-
-
-def _attempted(
-    visit: Visit, result: StepResult, retries: str | None, state: RunState
-) -> Attempted | None:
-    """The failure `retry:` covers, or None: a contract's `retry` (a `fail` becomes one
-    when the step allows more attempts, engine/handover.py), or the visit's own failure
-    on a step with `retry:` whose kind a new visit can try again (not a prompt step:
-    it retries its agent's passing errors itself, nor a fan-out: it retries its items)."""
-    step, failure = visit.step, result.failure
-    if failure is not None and failure.policy == "retry":
-        limit, contract = max_attempts(step.retry, default=2), True
-    elif (
-        failure is None
-        and step.retry is not None
-        and result.outcome == "failure"
-        and result.retryable
-        and retries == "visit"
-    ):
-        limit, contract = max_attempts(step.retry), False
-        failure = ContractFailure(  # no contract: what `rework` tells the rework step
-            policy="fail",
-            index=-1,
-            contract_type="",
-            error=result.error or "failure",
-            owner=step,
-            rework_step=step.retry.rework_step,
-        )
-    else:
-        return None
-    return Attempted(failure, attempt_of(state, step.id, visit.activation), limit, contract)
-
-
-def _retry(
-    visit: Visit, attempted: Attempted, events: list[ev.BaseEvent], max_delay: float
-) -> Completion:
+def _retry(visit: Visit, attempted: Attempted, max_delay: float) -> list[ev.BaseEvent]:
     """The step runs again (a new visit, after the backoff delay) with the error."""
     step, attempt = visit.step, attempted.attempt + 1
     delay = delay_before(step.retry, attempt, max_delay)
-    events += [
+    return [
         ev.RetryRequested(
             step_id=step.id,
             visit=visit.visit,
@@ -486,42 +411,6 @@ def _retry(
             step_id=step.id, reason="retry", source_step=step.id, source_visit=visit.visit
         ),
     ]
-    return Completion(events)
-
-
-@dataclass(frozen=True)
-class AfterLastAttempt:
-    """What `retry.on_failure` makes of a step whose last attempt failed: fail (the
-    message, when no edge takes the failure), rework it, or (neither) go on past it."""
-
-    fail: str | None = None
-    rework: ContractFailure | None = None
-
-
-def _after_last_attempt(
-    visit: Visit, attempted: Attempted, events: list[ev.BaseEvent]
-) -> AfterLastAttempt:
-    """`retry.on_failure`: `fail` (the default; `continue` for an optional step): the
-    visit fails as any failed visit does; `rework` (its `rework_step` reworks it); or
-    `skip`, `warn`, `continue`: the run goes on as past an optional step, with a
-    warning; after `continue` on a step that is not optional, the run ends failed when
-    it would have succeeded (docs/engine.md)."""
-    step = visit.step
-    message = attempted.message()
-    after = step.retry.on_failure if step.retry else None
-    after = after or ("continue" if step.optional else "fail")
-    if after == "rework":
-        target = step.retry.rework_step if step.retry else None
-        return AfterLastAttempt(rework=replace(attempted.failure, rework_step=target))
-    if after == "fail":
-        return AfterLastAttempt(fail=message)
-    stamp: dict[str, Any] = {"step_id": step.id, "visit": visit.visit}
-    fails_run = after == "continue" and not step.optional
-    events += [
-        ev.FailureAbsorbed(policy=after, error=message, fails_run=fails_run, **stamp),
-        ev.Warning(message=f"{message}; retry.on_failure: {after}, the run goes on", **stamp),
-    ]
-    return AfterLastAttempt()
 
 
 def queue(activations: list[Activation], queued: Collection[Activation]) -> list[ev.StepQueued]:
@@ -570,22 +459,3 @@ def round_of(
         content=content or "",
         metadata={k: v for k, v in metadata.items() if v is not None},
     )
-
-
-def idle_ending(state: RunState) -> tuple[FinalStatus, str | None]:
-    """How a run ends once nothing runs and nothing can start: it succeeded, unless
-    steps still wait for dependencies that never ran."""
-    if state.queue:
-        blocked = ", ".join(sorted({a.step_id for a in state.queue}))
-        return "failed", f"steps {blocked} wait for dependencies that never ran"
-    return "succeeded", None
-
-
-def ending(
-    state: RunState, status: FinalStatus, error: str | None
-) -> tuple[FinalStatus, str | None]:
-    """How a run that ends with `status` ends: a run that went on past failing steps
-    (`retry.on_failure: continue`) fails even when its graph completed."""
-    if status == "succeeded" and state.carried_failures:
-        return "failed", "; ".join(state.carried_failures)
-    return status, error

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import PlainValidator
 
-from swell.engine import retry
+from swell.engine import policies, retry
 from swell.engine.persona_names import (
     persona_variables,
     rendered_personas,
@@ -311,9 +311,7 @@ class VisitContext:
             "SWELL_WORKSPACE": str(self.workspace.path),
             "SWELL_PROJECT_ROOT": str(self.plan.project.root),
         }
-        rework = (
-            self.state.reworks.get(self.step.id) if self.activation.reason == "rework" else None
-        )
+        rework = policies.rework_of(self.state, self.step.id, self.activation)
         if rework is not None and rework.feedback_path:
             env["SWELL_REVIEW_FEEDBACK"] = rework.feedback_path
         return env

@@ -1,10 +1,11 @@
-"""The run loop: start ready steps, wait for visits, record what they lead to, repeat.
+"""The local driver of the run loop: visits are asyncio tasks in this process, and
+events go to the sink as one batch per step of the loop.
 
-It only schedules: every decision (what starts, what a finished visit leads to, how
-the run ends) is a pure function of `completion.Decisions`. Everything a visit produces
-leaves the runner as one batch of events, committed by the sink before the next step
-starts; the runner's own state is the fold of exactly those events, so a resumed run
-continues from the same place.
+The loop itself (engine/run_loop.py) only schedules: every decision (what starts,
+what a finished visit leads to, how the run ends) is a pure function of
+`completion.Decisions`. Everything a visit produces is committed by the sink before
+the next step starts; the run's state is the fold of exactly those events, so a
+resumed run continues from the same place.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from dataclasses import dataclass
 
 from swell import sweep
 from swell.engine import cost, sandboxing
-from swell.engine.completion import Decisions, Limits, Visit, ending, idle_ending, queue
+from swell.engine.completion import Decisions, Limits, Visit
 from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
 from swell.engine.preload import preload_adapters
 from swell.engine.retry import retry_max_delay, retry_of
+from swell.engine.run_loop import Ended, RunLoop
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
 from swell.errors import StoreError, SwellError, disk_broken
@@ -29,8 +31,6 @@ from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.events.models import FinalStatus, RunStatus
 from swell.workspace.manager import Workspaces
-
-_STAMP = ("run_id", "seq", "ts")
 
 
 @dataclass
@@ -42,6 +42,8 @@ class RunSummary:
 
 
 class Runner:
+    """Runs one run in this process: the run loop's asyncio driver."""
+
     def __init__(
         self, plan: RunPlan, services: Services, sink: EventSink, state: RunState | None = None
     ) -> None:
@@ -51,10 +53,7 @@ class Runner:
         self.graph = Graph(plan.pipeline.pipeline, services.step_kinds.of)
         self.state = state or RunState(plan.run_id)
         self._tasks: dict[asyncio.Task[StepResult], tuple[Visit, float]] = {}
-        self._pending: list[ev.BaseEvent] = []
-        self._done: list[asyncio.Task[StepResult]] = []  # ended visits, not yet recorded
-        # open visits that wait for `swell resume` (StepResult.waiting)
-        self._parked: list[Visit] = []
+        self._done: list[asyncio.Task[StepResult]] = []  # ended visits, not yet reported
         self._wake: asyncio.Future[None] | None = None  # what `_next` waits on
         self._preloaded = False
         # a batch the store could not commit: the state here is ahead of the store, so
@@ -68,8 +67,6 @@ class Runner:
             Workspaces(plan.project.root, plan.workspace, self.graph.steps),
             self.emit,
         )
-        self._stop: FinalStatus | None = None  # interrupted | cancelled
-        self._started = time.monotonic()
         runtime = plan.project.manifest.runtime
         limits = Limits(
             concurrency=runtime.concurrency,
@@ -79,34 +76,18 @@ class Runner:
             retry_max_delay=retry_max_delay(runtime.timeouts.retry_max_delay_seconds),
         )
         self.decide = Decisions(self.graph, services.step_kinds, limits)
+        self.loop = RunLoop(self.decide, self.state, self, time.monotonic())
+        self._last_check = time.monotonic()  # when `swell cancel` was last asked about
 
     # ------------------------------------------------------------------ events
-
-    def record(self, events: Sequence[ev.BaseEvent]) -> None:
-        """Stamp and apply events; they are committed by the next `flush`.
-
-        The loop flushes before it waits on any visit, so everything a visit
-        produced is committed before the next visit does any work; batching the
-        end of one visit with the start of the next saves a transaction per visit.
-        """
-        if not events:
-            return
-        stamp, run_id = ev.now_iso(), self.plan.run_id
-        seq = self.state.seq
-        for event in events:
-            seq += 1
-            # the stamp is swell's own (no validation to run): set it directly, and
-            # mark it set as an assignment would (a pydantic assignment costs more)
-            event.__dict__.update(run_id=run_id, seq=seq, ts=stamp)
-            event.__pydantic_fields_set__.update(_STAMP)
-            self.state.apply(event)
-        self._pending.extend(events)
 
     def flush(self) -> None:
         if self._lost is not None:
             raise self._lost
-        if self._pending:
-            batch, self._pending = self._pending, []
+        pending = self.loop.pending
+        if pending:
+            batch = pending[:]
+            pending.clear()
             try:
                 self.sink.emit(batch)
             except StoreError as exc:
@@ -116,13 +97,13 @@ class Runner:
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         """Record and commit at once (events from inside a running visit)."""
-        self.record(events)
+        self.loop.record(events)
         self.flush()
 
     def interrupt(self, status: FinalStatus = "interrupted") -> None:
         """Stop the run (Ctrl-C, `swell cancel`): in-flight visits are cancelled."""
-        if self._stop is None:
-            self._stop = status
+        if self.loop.stopping is None:
+            self.loop.stopping = status
         self._cancel(list(self._tasks))
 
     def stop_with(self, warning: str) -> None:
@@ -137,9 +118,65 @@ class Runner:
             # once is enough: a second cancel would cut short the visit's own clean-up
             # (a sub-pipeline run stopping its steps)
             if not task.cancelling():
-                task.cancel(msg=self._stop)
+                task.cancel(msg=self.loop.stopping)
 
-    # -------------------------------------------------------------------- loop
+    # ------------------------------------------------------------------ driver
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def timestamp(self) -> str:
+        return ev.now_iso()
+
+    def launch(self, visit: Visit) -> None:
+        task = asyncio.create_task(self.executor.run(visit))
+        task.add_done_callback(self._ended)
+        # a retried visit waits its backoff first (engine/visit.py): not part of its duration
+        retry = retry_of(self.state, visit.step.id, visit.activation)
+        backoff = retry.delay_ms / 1000 if retry is not None else 0.0
+        self._tasks[task] = (visit, time.monotonic() + backoff)
+        if not self._preloaded:
+            # after the first visits' own first steps (their processes start)
+            self._preloaded = True
+            asyncio.get_running_loop().call_soon(self._preload)
+
+    async def wait_any(self) -> list[Ended]:
+        """The visits that ended, in the order they did; none when it is time to stop.
+        Meanwhile, every `control_poll_seconds`, whether the run was cancelled."""
+        poll = self.plan.options.control_poll_seconds
+        done = await self._next(poll)
+        control = self.services.control
+        if control is not None and time.monotonic() - self._last_check >= poll:
+            self._last_check = time.monotonic()
+            if control.cancel_requested(self.plan.run_id):
+                self.interrupt("cancelled")
+        if self._lost is not None:
+            raise self._lost
+        if self.loop.stopping:
+            return []
+        ended: list[Ended] = []
+        for task in done:
+            visit, started = self._tasks.pop(task)
+            result = self._result_of(task)
+            duration_ms = 0 if result.waiting else max(0, int((time.monotonic() - started) * 1000))
+            ended.append((visit, result, duration_ms))
+        return ended
+
+    async def write(self, pending: list[ev.BaseEvent]) -> None:
+        self.flush()  # `pending` is the loop's, which `flush` writes
+
+    async def cancel_all(self) -> None:
+        """Cancel in-flight visits and wait until their processes are gone."""
+        tasks = list(self._tasks)
+        self._cancel(tasks)
+        if tasks:
+            await asyncio.wait(tasks, timeout=30)
+        self._tasks.clear()
+
+    async def idle(self) -> None:
+        return None
+
+    # -------------------------------------------------------------------- run
 
     async def run(self) -> RunSummary:
         """Run to the end. Meanwhile this process adopts the orphans of its steps'
@@ -152,21 +189,19 @@ class Runner:
         if self.state.started_once:
             await self._resume()
         else:
-            self.emit(
-                [
-                    ev.RunStarted(
-                        pipeline=self.plan.pipeline.name,
-                        input=self.plan.input,
-                        parent_run_id=self.plan.parent_run_id,
-                        parent_step_id=self.plan.parent_step_id,
-                        workspace=str(self.plan.workspace),
-                    ),
-                    *queue(self.graph.entry_activations(), ()),
-                    *sandboxing.notes(self.plan),  # `--no-sandbox` is recorded
-                ]
+            self.loop.begin(
+                ev.RunStarted(
+                    pipeline=self.plan.pipeline.name,
+                    input=self.plan.input,
+                    parent_run_id=self.plan.parent_run_id,
+                    parent_step_id=self.plan.parent_step_id,
+                    workspace=str(self.plan.workspace),
+                ),
+                *sandboxing.notes(self.plan),  # `--no-sandbox` is recorded
             )
+            self.flush()
         try:
-            return await self._loop()
+            end = await self.loop.run()
         except StoreError:
             await asyncio.shield(self._abandon())
             raise
@@ -174,72 +209,10 @@ class Runner:
             # a parent run (or the caller) is stopping us; a cancelled parent says so,
             # and its sub-pipeline runs are cancelled with it
             self.interrupt("cancelled" if "cancelled" in stopping.args else "interrupted")
-            await asyncio.shield(self._shutdown())
+            assert self.loop.stopping is not None
+            await asyncio.shield(self.loop.stop(self.loop.stopping))
             raise
-
-    async def _loop(self) -> RunSummary:
-        control = self.services.control
-        poll = self.plan.options.control_poll_seconds
-        last_check = time.monotonic()
-        while True:
-            if self._stop:
-                return await self._shutdown()
-            running = {visit.step.id for visit, _ in self._tasks.values()}
-            running |= {visit.step.id for visit in self._parked}
-            starts = self.decide.start_ready(self.state, running)
-            self.record(starts.events)
-            if starts.fail:
-                return await self._finish("failed", starts.fail)
-            decided: list[tuple[Visit, StepResult, int]] = []
-            for visit in starts.visits:
-                result = self.services.step_kinds.of(visit.step).route(
-                    visit.step, visit.activation, self.state
-                )
-                if result is None:
-                    self._launch(visit)
-                else:
-                    decided.append((visit, result, 0))
-            if not self._preloaded:
-                # after the first visits' own first steps (their processes start)
-                self._preloaded = True
-                asyncio.get_running_loop().call_soon(self._preload)
-            if decided:
-                summary = await self._complete(decided)
-                if summary is not None:
-                    return summary
-                continue  # what they routed to starts before anything is committed
-            if not self._tasks:
-                if self._parked:
-                    return self._waiting()
-                return await self._finish(*idle_ending(self.state))
-            self.flush()
-            done = await self._next(poll)
-            if control is not None and time.monotonic() - last_check >= poll:
-                last_check = time.monotonic()
-                if control.cancel_requested(self.plan.run_id):
-                    self.interrupt("cancelled")
-            if self._lost is not None:
-                raise self._lost
-            if self._stop:
-                continue
-            finished: list[tuple[Visit, StepResult, int]] = []
-            for task in done:
-                visit, started = self._tasks.pop(task)
-                result = self._result_of(task)
-                if result.waiting:
-                    self._parked.append(visit)
-                    continue
-                duration_ms = max(0, int((time.monotonic() - started) * 1000))
-                finished.append((visit, result, duration_ms))
-            summary = await self._complete(finished)
-            if summary is not None:
-                return summary
-
-    async def _complete(self, visits: list[tuple[Visit, StepResult, int]]) -> RunSummary | None:
-        """Record how each visit ended and where it leads; the run's summary when that
-        ends the run."""
-        ended = self.decide.settle(visits, self.state, self.record)
-        return None if ended is None else await self._finish(*ended)
+        return RunSummary(self.plan.run_id, end.status, end.error, self.state.total)
 
     def _preload(self) -> None:
         """Let adapters start loading what the run's prompt steps need (engine/preload.py)."""
@@ -286,16 +259,6 @@ class Runner:
         except Exception as exc:  # a bug in a step kind must not lose the run
             return StepResult(outcome="failure", error=f"internal error: {exc!r}")
 
-    def _launch(self, visit: Visit) -> None:
-        task = asyncio.create_task(self.executor.run(visit))
-        task.add_done_callback(self._ended)
-        # a retried visit waits its backoff first (engine/visit.py): not part of its duration
-        retry = retry_of(self.state, visit.step.id, visit.activation)
-        backoff = retry.delay_ms / 1000 if retry is not None else 0.0
-        self._tasks[task] = (visit, time.monotonic() + backoff)
-
-    # ------------------------------------------------------------ start and stop
-
     async def _resume(self) -> None:
         """Continue after a crash, Ctrl-C or a process that left a gate waiting."""
         cleaned: set[tuple[str, int]] = set()
@@ -313,54 +276,13 @@ class Runner:
         events, continuing = self.decide.resume(self.state, cleaned)
         self.emit([*events, *sandboxing.notes(self.plan)])  # `--no-sandbox` is recorded
         for visit in continuing:
-            self._launch(visit)
-
-    async def _cancel_tasks(self) -> list[Visit]:
-        """Cancel in-flight visits and wait until their processes are gone; returns
-        them, and the open visits that were waiting."""
-        running = [visit for visit, _ in self._tasks.values()]
-        tasks = list(self._tasks)
-        self._cancel(tasks)
-        if tasks:
-            await asyncio.wait(tasks, timeout=30)
-        self._tasks.clear()
-        running += self._parked
-        self._parked = []
-        return running
-
-    def _waiting(self) -> RunSummary:
-        """Only visits waiting for a decision are left (a gate no one here is asked
-        about, a sub-pipeline stopped at one): they stay open, and the run stops
-        `waiting` until `swell resume` continues them."""
-        if self.state.status != "waiting":
-            self.record([ev.RunWaiting(gates=[v.step.id for v in self._parked])])
-        self.flush()
-        return RunSummary(self.plan.run_id, "waiting", None, self.state.total)
-
-    def _elapsed_ms(self) -> int:
-        return int((time.monotonic() - self._started) * 1000)
-
-    async def _finish(self, status: FinalStatus, error: str | None = None) -> RunSummary:
-        running = await self._cancel_tasks()
-        status, error = ending(self.state, status, error)
-        self.emit(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
-        return RunSummary(self.plan.run_id, status, error, self.state.total)
+            self.loop.launch(visit)
 
     async def _abandon(self) -> None:
         """The store cannot take the run's events (a full disk, a read-only or damaged
         file): stop the visits and their processes, writing nothing. The store keeps the
         run as its last committed batch left it, open visits and all, which `swell
         resume` continues like a run whose process was killed."""
-        self._stop = self._stop or "interrupted"
-        self._pending.clear()
-        await self._cancel_tasks()
-
-    async def _shutdown(self) -> RunSummary:
-        """Stop for Ctrl-C or `swell cancel`. Waiting gates stay open for `swell resume`."""
-        status = self._stop or "interrupted"
-        running = await self._cancel_tasks()
-        events, waiting = self.decide.stop(self.state, running, status, self._elapsed_ms())
-        self.emit(events)
-        if waiting:
-            return RunSummary(self.plan.run_id, "waiting", None, self.state.total)
-        return RunSummary(self.plan.run_id, status, None, self.state.total)
+        self.loop.stopping = self.loop.stopping or "interrupted"
+        self.loop.pending.clear()
+        await self.loop.cancel()

@@ -16,6 +16,7 @@ from itertools import groupby
 from typing import Any, assert_never, cast
 
 from swell.engine.graph import Activation
+from swell.engine.policies import repeats
 from swell.events.models import (
     AgentSession,
     AgentText,
@@ -346,9 +347,7 @@ def _finished(s: RunState, ev: StepFinished) -> None:
     s.last[ev.step_id] = StepSummary(ev.visit, ev.outcome, ev.exit_code)
     s.cost_usd += ev.cost_usd
     if ev.error_key is not None:
-        previous = s.breaker.get(ev.step_id)
-        count = previous[1] + 1 if previous and previous[0] == ev.error_key else 1
-        s.breaker[ev.step_id] = (ev.error_key, count)
+        s.breaker[ev.step_id] = (ev.error_key, repeats(s.breaker.get(ev.step_id), ev.error_key))
     elif ev.outcome == "success":
         s.breaker.pop(ev.step_id, None)
 

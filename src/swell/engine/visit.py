@@ -17,6 +17,7 @@ from swell.engine.completion import Visit
 from swell.engine.context import RunPlan, Services, StepResult, VisitContext
 from swell.engine.finish import finish_visit, of_visit
 from swell.engine.output import VisitOutput, tee_events
+from swell.engine.policies import rework_of
 from swell.engine.retry import retry_of
 from swell.engine.state import RunState
 from swell.errors import StoreError, SwellError, disk_broken
@@ -87,7 +88,7 @@ class VisitExecutor:
             await asyncio.sleep(retry.delay_ms / 1000)  # the backoff before this attempt
         spawned = process.spawned()
         # a rework visit works in the workspace of the step it reworks, on its contracts
-        rework = self.state.reworks.get(step.id) if visit.activation.reason == "rework" else None
+        rework = rework_of(self.state, step.id, visit.activation)
         owner = self.steps[rework.for_step] if rework else step
         where = self.plan.workspace
         try:

@@ -43,8 +43,10 @@ FREE_TEXT = _FreeText()
 FreeText = Annotated[str, FREE_TEXT]
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def now_iso(moment: datetime | None = None) -> str:
+    """An event's time: `moment` (else now) in UTC, to the millisecond, with a `Z`."""
+    moment = datetime.now(UTC) if moment is None else moment.astimezone(UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class ReviewIssue(BaseModel):

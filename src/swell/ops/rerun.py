@@ -36,6 +36,7 @@ from typing import Any
 from swell.engine.steps.registry import StepKinds
 from swell.errors import RunBusy, RunStateError, SwellError
 from swell.events import models as ev
+from swell.events.codec import stamp
 from swell.manifest.loader import LoadedPipeline
 from swell.manifest.models import Pipeline
 from swell.store.capabilities import claims
@@ -83,7 +84,7 @@ def retire_husk(store: Store, run: RunRow) -> str | None:
         "process ended, while it copied the workspace; nothing ran in it"
     )
     failed = ev.RunFinished(status="failed", error=why)
-    failed.run_id, failed.seq, failed.ts = run.id, 1, ev.now_iso()
+    stamp([failed], run.id, 0)
     store.emit([failed])
     safe.remove(copying)
     return why

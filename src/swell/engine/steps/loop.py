@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.finish import finish_visit, of_sub_step
 from swell.engine.limits import normalize_error
+from swell.engine.policies import repeats, trips
 from swell.engine.step_outputs import loaded_namespace, outputs_of
 from swell.engine.steps.base import StepKind
 from swell.engine.steps.pipeline import run_pipeline
@@ -97,7 +98,7 @@ class Loop(StepKind):
         if not limit:
             return StepResult(outcome="failure", error="loop: no max_iterations (nor max_cycles)")
         breaker = ctx.plan.project.manifest.runtime.circuit_breaker.limit
-        repeats: tuple[str, int] = ("", 0)
+        failed: tuple[str, int] | None = None  # the last error's key, and its repeats
         error: str | None = None
         for iteration in range(1, limit + 1):
             error = await _iteration(ctx, subs)
@@ -106,15 +107,15 @@ class Loop(StepKind):
             ):
                 return _done(iteration, None)
             if error is None:
-                repeats = ("", 0)
+                failed = None
                 continue
             key = normalize_error(error)
-            repeats = (key, repeats[1] + 1 if repeats[0] == key else 1)
-            if repeats[1] >= breaker:
+            failed = (key, repeats(failed, key))
+            if trips(failed[1], breaker):
                 return _done(
                     iteration,
                     f"loop stopped by the circuit breaker: iteration {iteration} failed "
-                    f"{repeats[1]} times in a row with the same error: {error}",
+                    f"{failed[1]} times in a row with the same error: {error}",
                 )
         if config.until:
             last = f" (the last one failed: {error})" if error else ""

@@ -23,7 +23,7 @@ from temporalio import activity
 
 from swell import sweep
 from swell.engine.completion import Visit
-from swell.engine.context import RunOptions, RunPlan, Services, StepResult
+from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Activation, Graph
 from swell.engine.state import RunState
 from swell.engine.steps.gate import gate_message
@@ -124,14 +124,7 @@ class WorkerContext:
                 run_dir=Path(spec.run_dir),
                 parent_run_id=spec.parent_run_id,
                 parent_step_id=spec.parent_step_id,
-                options=RunOptions(
-                    auto_approve=spec.auto_approve,
-                    adapter=spec.adapter,
-                    model=spec.model,
-                    env=dict(spec.env),
-                    artifacts=dict(spec.artifacts),
-                    max_cycles=spec.max_cycles,
-                ),
+                options=spec.options,
             )
             graph = Graph(plan.pipeline.pipeline, rt.registries.step_kinds.of)  # personas rendered
             workspaces = Workspaces(rt.project.root, plan.workspace, graph.steps)

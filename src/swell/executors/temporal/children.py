@@ -53,9 +53,9 @@ def create_child(rt: Runtime, request: ChildCreate) -> ChildStarted:
     workspace = str(own) if start.own_workspace else parent.workspace
     stored = rt.store.get_run(parent.run_id).options
     options = {
-        "auto_approve": parent.auto_approve,
-        "adapter": parent.adapter,
-        "model": parent.model,
+        "auto_approve": parent.options.auto_approve,
+        "adapter": parent.options.adapter,
+        "model": parent.options.model,
         **{k: v for k, v in (("env", start.env), ("artifacts", start.artifacts)) if v},
         **({"max_cycles": start.max_cycles} if start.max_cycles else {}),
         **{k: stored[k] for k in _ENGINE_KEYS if k in stored},  # approve/cancel reach it
@@ -79,9 +79,9 @@ def create_child(rt: Runtime, request: ChildCreate) -> ChildStarted:
     from swell.engine.context import RunOptions
 
     child_options = RunOptions(
-        auto_approve=parent.auto_approve,
-        adapter=parent.adapter,
-        model=parent.model,
+        auto_approve=parent.options.auto_approve,
+        adapter=parent.options.adapter,
+        model=parent.options.model,
         env=start.env,
         artifacts=start.artifacts,
         max_cycles=start.max_cycles,

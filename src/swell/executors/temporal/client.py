@@ -144,6 +144,7 @@ def run_spec(
 ) -> RunSpec:
     """What a recorded run's workflow starts from (the project's runtime settings as
     they are now); `state_dir`: where its run directory goes (the parent's, for a child)."""
+    from swell.engine.completion import Limits
     from swell.engine.cost import Budget
     from swell.engine.persona_names import persona_variables, rendered_personas, templated
     from swell.engine.retry import retry_max_delay
@@ -151,7 +152,13 @@ def run_spec(
 
     runtime = rt.project.manifest.runtime
     location = store_location(rt.project.root, runtime.store)
-    budget = Budget.of(runtime.cost)
+    limits = Limits(
+        concurrency=runtime.concurrency,
+        breaker_limit=runtime.circuit_breaker.limit,
+        max_step_visits=loaded.pipeline.max_step_visits,
+        budget=Budget.of(runtime.cost),
+        retry_max_delay=retry_max_delay(runtime.timeouts.retry_max_delay_seconds),
+    )
     temporal = runtime.temporal
     personas: dict[str, str | None] = {}
     if any(templated(s.persona) for s in loaded.pipeline.steps):
@@ -168,20 +175,10 @@ def run_spec(
         input=input_text,
         workspace=workspace,
         run_dir=str((state_dir or rt.state_dir) / "runs" / run_id),
-        concurrency=runtime.concurrency,
-        breaker_limit=runtime.circuit_breaker.limit,
-        budget_warn_at=budget.warn_at,
-        budget_ceiling=budget.ceiling,
-        budget_currency=budget.currency,
-        retry_max_delay=retry_max_delay(runtime.timeouts.retry_max_delay_seconds),
-        auto_approve=options.auto_approve,
-        adapter=options.adapter,
-        model=options.model,
+        limits=limits,
+        options=options,
         local_visits=temporal.local_visits,
         continue_after=temporal.continue_after or RunSpec.continue_after,
-        env=dict(options.env),
-        artifacts=dict(options.artifacts),
-        max_cycles=options.max_cycles,
         remote=os.environ.get("SWELL_WORKSPACE_REMOTE") or temporal.remote,
         sticky_seconds=STICKY_SECONDS
         if temporal.sticky_seconds is None

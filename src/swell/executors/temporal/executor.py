@@ -173,9 +173,10 @@ class TemporalExecutor:
 
 def _fail_unstarted(store: Store, run_id: str, error: str) -> None:
     from swell.events import models as ev
+    from swell.events.codec import stamp
 
     failed = ev.RunFinished(status="failed", error=error)
-    failed.run_id, failed.seq, failed.ts = run_id, 1, ev.now_iso()
+    stamp([failed], run_id, 0)
     store.emit([failed])
 
 

@@ -1,12 +1,14 @@
 """What crosses the wire between client, workflow and activities: dataclasses, and the
-engine's own models (a visit's `StepResult`), carried by temporalio's pydantic data
-converter (`client.DATA_CONVERTER`). Events for the store travel as their JSON text."""
+engine's own models and dataclasses (a visit's `StepResult`, a run's `Limits` and
+`RunOptions`), carried by temporalio's pydantic data converter (`client.DATA_CONVERTER`).
+Events for the store travel as their JSON text."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from swell.engine.context import StepResult
+from swell.engine.completion import Limits
+from swell.engine.context import RunOptions, StepResult
 
 
 @dataclass
@@ -22,16 +24,9 @@ class RunSpec:
     input: str
     workspace: str
     run_dir: str
-    concurrency: int
-    breaker_limit: int
-    # runtime.cost as the loop applies it (engine.cost.Budget); 0: no limit
-    budget_warn_at: float = 0.0
-    budget_ceiling: float = 0.0
-    budget_currency: str | None = None
-    retry_max_delay: float = 60.0  # runtime.timeouts.retry_max_delay_seconds, else 60
-    auto_approve: bool = False
-    adapter: str | None = None
-    model: str | None = None
+    limits: Limits  # as the run loop applies them (the project's runtime settings)
+    # `swell run`'s options, or what a parent step's `config` handed its child run
+    options: RunOptions = field(default_factory=RunOptions)
     heartbeat_seconds: float = 10.0  # how soon a visit on a dead worker is given to another
     # visits as local activities of the worker driving the workflow (runtime.temporal.
     # local_visits): no task dispatch per visit, for runs of short steps
@@ -45,9 +40,6 @@ class RunSpec:
     # a sub-pipeline's run: its parent, and what the parent step's `config` handed down
     parent_run_id: str | None = None
     parent_step_id: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    artifacts: dict[str, str] = field(default_factory=dict)
-    max_cycles: int | None = None
     # workspaces across hosts (workspace_sync.py): the bare remote each visit pushes
     # its commit to, the commit the run's next visit starts from (carried over a
     # continue-as-new), and how long a visit waits for the run's own worker

@@ -1,11 +1,11 @@
-"""A run as a Temporal workflow: the run loop of engine/runner.py, with every decision
-taken by the pure completion core, so replaying the workflow's history takes the same
-decisions again.
+"""A run as a Temporal workflow: the workflow is a driver of the one run loop
+(engine/run_loop.py), whose decisions are the pure completion core's, so replaying
+the workflow's history takes the same decisions again.
 
-The workflow is the only writer of the run's events: it stamps them (seq, and the
-workflow's own clock) and folds them into its `RunState` as the in-process runner
-does, then hands each batch to the `swell.record` local activity, which stores it
-idempotently. Visits are `swell.visit` activities, started only once everything before
+The workflow is the only writer of the run's events: the loop stamps them (seq, and
+the workflow's own clock) and folds them into its `RunState` as in the in-process
+runner, and the workflow hands each batch to the `swell.record` local activity, which
+stores it idempotently. Visits are `swell.visit` activities, started only once everything before
 them is stored (a visit reads the run's state from the store). Approval gates wait for
 the `decide_gate` update (`swell approve` / `swell reject`), timer gates for a
 workflow timer; cancelling the workflow (`swell cancel`) cancels the running visits,
@@ -35,16 +35,15 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
-    from swell.engine.completion import Decisions, Limits, Visit, ending, idle_ending, queue
+    from swell.engine.completion import Decisions, Visit
     from swell.engine.context import GateDecision, StepResult
-    from swell.engine.cost import Budget
     from swell.engine.graph import Graph
     from swell.engine.persona_names import with_personas
+    from swell.engine.run_loop import Ended, RunLoop
     from swell.engine.state import RunState
     from swell.engine.steps import gate as gates
     from swell.engine.steps.registry import StepKinds, default_step_kinds
     from swell.events import models as ev
-    from swell.events.models import FinalStatus
     from swell.executors.temporal import WORKFLOW
     from swell.executors.temporal.specs import (
         ChildCreate,
@@ -60,7 +59,6 @@ with workflow.unsafe.imports_passed_through():
     from swell.manifest.durations import parse_duration
     from swell.manifest.loader import load_stored_pipeline
 
-_STAMP = ("run_id", "seq", "ts")
 VISIT_TIMEOUT = timedelta(days=7)  # the visit executor enforces step timeouts itself
 WORKER_LOST_ATTEMPTS = 3  # a visit whose worker died is tried again on another, this often
 
@@ -82,7 +80,6 @@ class RunWorkflow:
     """One run, start to end."""
 
     def __init__(self) -> None:
-        self._pending: list[ev.BaseEvent] = []
         self._writing = asyncio.Lock()
         self._tasks: dict[asyncio.Task[tuple[StepResult, int]], _Task] = {}
         self._launched = 0
@@ -100,126 +97,79 @@ class RunWorkflow:
         loaded = load_stored_pipeline(Path(spec.pipeline_path), spec.pipeline_text)
         # personas rendered as the visits' RunPlan renders them: `step.started` names them
         self.graph = Graph(with_personas(loaded.pipeline, spec.personas), _kinds().of)
-        budget = Budget(spec.budget_warn_at, spec.budget_ceiling, spec.budget_currency)
-        limits = Limits(
-            spec.concurrency,
-            spec.breaker_limit,
-            loaded.pipeline.max_step_visits,
-            budget,
-            spec.retry_max_delay,
-        )
-        self.decide = Decisions(self.graph, _kinds(), limits)
-        self.pipeline = loaded.name
+        self.decide = Decisions(self.graph, _kinds(), spec.limits)
         if spec.carried is None:
             self.state = RunState(spec.run_id)
-            self.started = workflow.time()
+            started = workflow.time()
         else:  # continued as new: the run goes on from its folded state
             self.state = RunState.from_snapshot(json.loads(spec.carried))
-            self.started = spec.started_at or workflow.time()
+            started = spec.started_at or workflow.time()
+        self.loop = RunLoop(self.decide, self.state, self, started)
         self._visits_before = self.state.total
         self._head = spec.head  # the workspace commit the next visit starts from
         self._sticky: str | None = None  # the queue of the worker with the warm workspace
+        if spec.carried is None:
+            self.loop.begin(
+                ev.RunStarted(
+                    pipeline=loaded.name,
+                    input=spec.input,
+                    parent_run_id=spec.parent_run_id,
+                    parent_step_id=spec.parent_step_id,
+                    workspace=spec.workspace,
+                )
+            )
         try:
-            return await self._loop()
+            end = await self.loop.run()
         except asyncio.CancelledError:
-            return await self._cancelled()
+            # `swell cancel`: the running visits stop (their processes end first)
+            end = await self.loop.stop("cancelled")
+        status = end.status
+        assert status != "waiting"  # no visit of a workflow waits for `swell resume`
+        error = "cancelled" if status == "cancelled" else end.error
+        return RunOutcome(spec.run_id, status, error, self.state.total, self._head)
 
-    async def _loop(self) -> RunOutcome:
-        if self.spec.carried is None:
-            self._record(
-                [
-                    ev.RunStarted(
-                        pipeline=self.pipeline,
-                        input=self.spec.input,
-                        parent_run_id=self.spec.parent_run_id,
-                        parent_step_id=self.spec.parent_step_id,
-                        workspace=self.spec.workspace,
-                    ),
-                    *queue(self.graph.entry_activations(), ()),
-                ]
-            )
-        while True:
-            if not self._tasks and self._long():
-                await self._continue_as_new()
-            running = {t.visit.step.id for t in self._tasks.values()}
-            starts = self.decide.start_ready(self.state, running)
-            self._record(starts.events)
-            if starts.fail:
-                return await self._finish("failed", starts.fail)
-            decided: list[tuple[Visit, StepResult, int]] = []
-            launch: list[Visit] = []
-            for visit in starts.visits:
-                result = _kinds().of(visit.step).route(visit.step, visit.activation, self.state)
-                if result is None:
-                    launch.append(visit)
-                else:
-                    decided.append((visit, result, 0))
-            if launch:
-                await self._flush()  # a visit reads the run's state from the store
-                for visit in launch:
-                    self._launch(visit)
-            if decided:
-                outcome = await self._complete(decided)
-                if outcome is not None:
-                    return outcome
-                continue
-            if not self._tasks:
-                return await self._finish(*idle_ending(self.state))
-            await self._flush()
-            await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
-            ended = sorted(
-                (task for task in self._tasks if task.done()), key=lambda t: self._tasks[t].order
-            )
-            finished = []
-            for task in ended:
-                visit = self._tasks.pop(task).visit
-                self._reap(visit)
-                result, duration_ms = _result_of(task)
-                finished.append((visit, result, duration_ms))
-            outcome = await self._complete(finished)
-            if outcome is not None:
-                return outcome
+    # ------------------------------------------------------------------ driver
 
-    async def _complete(self, visits: list[tuple[Visit, StepResult, int]]) -> RunOutcome | None:
-        ended = self.decide.settle(visits, self.state, self._record)
-        return None if ended is None else await self._finish(*ended)
+    def now(self) -> float:
+        return workflow.time()
 
-    def _long(self) -> bool:
-        """Whether this execution's history is long enough to continue as new."""
-        visits = self.state.total - self._visits_before
-        return visits >= self.spec.continue_after or workflow.info().is_continue_as_new_suggested()
+    def timestamp(self) -> str:
+        return ev.now_iso(workflow.now())
 
-    async def _continue_as_new(self) -> None:
-        """Go on in a new execution of the same workflow (same id), from the run's
-        folded state; only between visits (nothing runs, no gate waits)."""
-        await self._flush()
-        data = json.dumps(self.state.to_snapshot(), default=to_jsonable_python)
-        spec = dataclasses.replace(
-            self.spec, carried=data, started_at=self.started, head=self._head
+    async def idle(self) -> None:
+        if self._long():
+            await self._continue_as_new()
+
+    async def wait_any(self) -> list[Ended]:
+        """The visits that ended, in launch order, whatever the wake-up order."""
+        await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+        ended = sorted(
+            (task for task in self._tasks if task.done()), key=lambda t: self._tasks[t].order
         )
-        workflow.continue_as_new(spec)
+        finished: list[Ended] = []
+        for task in ended:
+            visit = self._tasks.pop(task).visit
+            self._reap(visit)
+            result, duration_ms = _result_of(task)
+            finished.append((visit, result, duration_ms))
+        return finished
 
-    def _elapsed_ms(self) -> int:
-        return int((workflow.time() - self.started) * 1000)
+    async def write(self, pending: list[ev.BaseEvent]) -> None:
+        """Store what was recorded, in seq order (one batch at a time); a batch is taken
+        off only once stored, so a cancelled write is written again (idempotently)."""
+        async with self._writing:
+            if not pending:
+                return
+            batch = list(pending)
+            await workflow.execute_local_activity(
+                "swell.record",
+                RecordRequest(self.spec.store, self.spec.run_id, [ev.event_json(e) for e in batch]),
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
+            )
+            del pending[: len(batch)]
 
-    async def _finish(self, status: FinalStatus, error: str | None = None) -> RunOutcome:
-        running = await self._cancel_tasks()
-        status, error = ending(self.state, status, error)
-        self._record(self.decide.finish(self.state, running, status, error, self._elapsed_ms()))
-        await self._flush()
-        return RunOutcome(self.spec.run_id, status, error, self.state.total, self._head)
-
-    async def _cancelled(self) -> RunOutcome:
-        """`swell cancel`: stop the running visits (their processes end first), then
-        record the run as cancelled."""
-        running = await self._cancel_tasks()
-        events, _ = self.decide.stop(self.state, running, "cancelled", self._elapsed_ms())
-        self._record(events)
-        await self._flush()
-        return RunOutcome(self.spec.run_id, "cancelled", "cancelled", self.state.total, self._head)
-
-    async def _cancel_tasks(self) -> list[Visit]:
-        running = [t.visit for t in sorted(self._tasks.values(), key=lambda t: t.order)]
+    async def cancel_all(self) -> None:
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -232,41 +182,25 @@ class RunWorkflow:
         if live:
             await asyncio.wait(live)
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return running
 
-    # ------------------------------------------------------------------ events
+    def _long(self) -> bool:
+        """Whether this execution's history is long enough to continue as new."""
+        visits = self.state.total - self._visits_before
+        return visits >= self.spec.continue_after or workflow.info().is_continue_as_new_suggested()
 
-    def _record(self, events: list[ev.BaseEvent]) -> None:
-        """Stamp and fold events; `_flush` stores them."""
-        if not events:
-            return
-        stamp = workflow.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        seq = self.state.seq
-        for event in events:
-            seq += 1
-            event.__dict__.update(run_id=self.spec.run_id, seq=seq, ts=stamp)
-            event.__pydantic_fields_set__.update(_STAMP)
-            self.state.apply(event)
-        self._pending.extend(events)
-
-    async def _flush(self) -> None:
-        """Store what was recorded, in seq order (one batch at a time); a batch is taken
-        off only once stored, so a cancelled write is written again (idempotently)."""
-        async with self._writing:
-            if not self._pending:
-                return
-            batch = list(self._pending)
-            await workflow.execute_local_activity(
-                "swell.record",
-                RecordRequest(self.spec.store, self.spec.run_id, [ev.event_json(e) for e in batch]),
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
-            )
-            del self._pending[: len(batch)]
+    async def _continue_as_new(self) -> None:
+        """Go on in a new execution of the same workflow (same id), from the run's
+        folded state; only between visits (nothing runs, no gate waits)."""
+        await self.loop.flush()
+        data = json.dumps(self.state.to_snapshot(), default=to_jsonable_python)
+        spec = dataclasses.replace(
+            self.spec, carried=data, started_at=self.loop.started, head=self._head
+        )
+        workflow.continue_as_new(spec)
 
     # ------------------------------------------------------------------ visits
 
-    def _launch(self, visit: Visit) -> None:
+    def launch(self, visit: Visit) -> None:
         self._launched += 1
         work = self._gate(visit) if visit.step.gate is not None else self._visit(visit)
         task = asyncio.get_running_loop().create_task(work)
@@ -400,7 +334,7 @@ class RunWorkflow:
         gate = step.gate
         assert gate is not None
         started = workflow.time()
-        if not gates.waits_for_decision(gate, self.spec.auto_approve):
+        if not gates.waits_for_decision(gate, self.spec.options.auto_approve):
             auto = GateDecision("approved", reason="auto-approved", by="auto")
             return gates.resolve(gate, auto, step.id, number), 0
         message: str = await workflow.execute_activity(
@@ -411,8 +345,8 @@ class RunWorkflow:
         )
         timeout = parse_duration(gate.timeout) if gate.timeout else None
         deadline = workflow.now() + timedelta(seconds=timeout) if timeout is not None else None
-        self._record(gates.waiting_events(gate, step.id, number, message, deadline))
-        await self._flush()
+        self.loop.record(gates.waiting_events(gate, step.id, number, message, deadline))
+        await self.loop.flush()
         key = (step.id, number)
         if gate.type == "approval":
             self._waiting[step.id] = number
