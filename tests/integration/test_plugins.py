@@ -187,3 +187,30 @@ def test_a_plugin_adapter_answers_a_persona(project: Path, with_plugin: dict[str
     assert result.returncode == 1
     # checked by the adapter's `Options`, as a built-in adapter's options are
     assert "wave.yaml:15:22: options.prefx: Extra inputs are not permitted" in result.stderr
+
+
+def test_a_broken_plugin_entry_is_one_message_and_never_replaces_a_built_in(
+    project: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    info = site / "swell_broken-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: swell-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[swell.step_kinds]\nbroken = swell_nowhere:KIND\ncommand = swell_nowhere:KIND\n"
+    )
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    head = "kind: WavePipeline\nmetadata: {name: odd}\nsteps:\n"
+    command = "  - {id: a, type: command, script: echo built-in}\n"
+    write_pipeline(project, "odd", f"{head}{command}  - {{id: b, type: broken}}\n")
+    result = swell("validate", "odd", cwd=project, env=env)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        "error: step type 'broken' cannot be loaded from swell_nowhere:KIND: "
+        "No module named 'swell_nowhere'"
+    )
+    write_pipeline(project, "odd", head + command)
+    result = swell("run", "odd", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr  # `command` is swell's own
+    assert "built-in" in result.stdout
