@@ -362,6 +362,8 @@ class Cli:
     # and the refusal goes back to the model
     refuses_a_denied_shell: bool = True
     why_not: str = ""  # for a CLI where the field above is False
+    # the call a refused command was appears among the visit's tool calls
+    shows_a_refused_call: bool = True
     # the user's own settings in HOME that would allow every tool (a persona's
     # permissions must hold whatever they say)
     widen: Callable[[Path], None] = lambda home: None
@@ -427,6 +429,9 @@ CODEX = Cli(
     "writes is allowed) is all that holds, and swell names each entry it cannot "
     "enforce (test_codex.py: test_what_codex_cannot_enforce_is_named)",
     refusal_seen=codex_refusal_seen,
+    # its --json stream leaves out a command its read-only sandbox failed (the model is
+    # told; swell has nothing to map)
+    shows_a_refused_call=False,
     write=codex_write,
     # why_not again: neither `rm` nor a write is refused one by one; only denying every
     # tool that writes makes the sandbox read-only (test_codex.py)
