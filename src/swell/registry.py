@@ -1,22 +1,24 @@
 """One lazy registry for everything swell looks up by name: adapters, step kinds,
 contract types.
 
-An entry is an object, or "module:attribute" naming one; the module is imported the
-first time the name is used, so a run loads only what it uses. Plugins register
-through an entry-point group: the entry point's name is the registered name and its
-value the object, e.g. in a plugin's pyproject.toml
+Every entry arrives as an entry point (`importlib.metadata.EntryPoint`: a name and a
+"module:attribute" value), built-in or not: swell's own kinds, types and adapters are
+entry points of the groups plugins use, listed in each registry module's `BUILTIN`
+rather than in a `.dist-info`. A plugin's pyproject.toml says, e.g.
 
     [project.entry-points."swell.step_kinds"]
     echo = "swell_echo:KIND"
 
-Entry points are scanned only when a name is not built in.
+An entry is imported the first time its name is used, so a run loads only what it
+uses. Installed entry points are scanned only when a name is not built in (or the
+names are listed); a built-in name wins over a plugin of the same name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
+from importlib.metadata import EntryPoint
 from typing import Generic, TypeVar
 
 from swell.errors import SwellError
@@ -28,28 +30,43 @@ class UnknownName(SwellError):
     """A name no registry entry (built-in or plugin) answers to."""
 
 
+def builtin_entry_points(group: str, table: Mapping[str, str]) -> list[EntryPoint]:
+    """swell's own entries of `group` (name -> "module:attribute") as entry points."""
+    return [EntryPoint(name, value, group) for name, value in table.items()]
+
+
+def installed_entry_points(group: str) -> Iterable[EntryPoint]:
+    """The entry points installed packages declare for `group` (plugins)."""
+    from importlib.metadata import entry_points
+
+    return entry_points(group=group)
+
+
 @dataclass
 class Registry(Generic[T]):
     """Name -> object, imported on first use; `what` names the entries in messages."""
 
     what: str  # "adapter", "step type", "contract type"
-    group: str  # the entry-point group plugins use
-    entries: dict[str, T | str] = field(default_factory=dict)
+    group: str  # the entry-point group built-ins and plugins register through
+    entries: dict[str, T | EntryPoint] = field(default_factory=dict)
     error: type[SwellError] = UnknownName
     _plugins_loaded: bool = False
 
-    def register(self, name: str, entry: T | str) -> None:
-        """Add an entry: the object, or "module:attribute" naming it (imported on use)."""
+    def add_entry_points(self, eps: Iterable[EntryPoint]) -> None:
+        """Register entry points of this registry's group; names already taken stay."""
+        for ep in eps:
+            if ep.group == self.group:
+                self.entries.setdefault(ep.name, ep)
+
+    def register(self, name: str, entry: T) -> None:
+        """Add (or replace) an entry by its object: a test's stand-in, a scripted twin."""
         self.entries[name] = entry
 
     def _load_plugins(self) -> None:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=self.group):
-            self.entries.setdefault(ep.name, ep.value)
+        self.add_entry_points(installed_entry_points(self.group))
 
     def __contains__(self, name: object) -> bool:
         if name not in self.entries:
@@ -69,12 +86,13 @@ class Registry(Generic[T]):
         if name not in self:
             raise self.error(f"unknown {self.what} '{name}' (known: {', '.join(self)})")
         entry = self.entries[name]
-        if not isinstance(entry, str):
+        if not isinstance(entry, EntryPoint):
             return entry
-        module, _, attr = entry.partition(":")
         try:
-            loaded: T = getattr(import_module(module), attr)
+            loaded: T = entry.load()
         except (ImportError, AttributeError) as exc:
-            raise self.error(f"{self.what} '{name}' cannot be loaded from {entry}: {exc}") from None
+            raise self.error(
+                f"{self.what} '{name}' cannot be loaded from {entry.value}: {exc}"
+            ) from None
         self.entries[name] = loaded
         return loaded

@@ -3,62 +3,29 @@
 Each test gets its own HOME (so ~/.claude and ~/.claude.json are never the user's)
 and points the CLI at the twin with ANTHROPIC_BASE_URL and a dummy API key. Tests
 that need no real CLI (fake binaries, argv building) are not marked `agent_cli`.
+What every CLI adapter does (crash, garbage, missing binary, timeout, rate limit,
+resume, permissions) is tested once for all in test_cli_conformance.py.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent_clis import cli_path, drive, fake_binary, procs_under, settled
+from agent_clis import cli_path, drive, fake_binary
+from cli_setups import claude_adapter as adapter
+from cli_setups import claude_request as request
+from cli_setups import claude_texts as texts
 from swell.adapters.base import (
-    AdapterSetup,
-    AgentRequest,
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
     AgentUsageUpdate,
 )
-from swell.adapters.claude import ClaudeAdapter
 from twins.server import Reply, ToolCall, Twin
 
 real_cli = pytest.mark.agent_cli
-
-
-def adapter(tmp_path: Path, binary: str | Path | None, **options: Any) -> ClaudeAdapter:
-    setup = AdapterSetup("claude", str(binary) if binary else None, options, tmp_path)
-    return ClaudeAdapter(setup)
-
-
-def request(
-    tmp_path: Path, twin: Twin | None = None, prompt: str = "do the task", **fields: Any
-) -> AgentRequest:
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(exist_ok=True)
-    workspace.mkdir(exist_ok=True)
-    # XDG_RUNTIME_DIR: where the CLI puts its messaging socket (else /tmp/cc-socks)
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "XDG_RUNTIME_DIR": str(tmp_path)}
-    if twin is not None:
-        env |= {"ANTHROPIC_BASE_URL": twin.url, "ANTHROPIC_API_KEY": "dummy"}
-    fields = {"timeout_s": 60, "env": env, **fields}
-    return AgentRequest(prompt=prompt, workspace=workspace, **fields)
-
-
-def texts(body: Any) -> list[str]:
-    """Every text the request carries in its messages (either role)."""
-    found = []
-    for message in body["messages"]:
-        content = message["content"]
-        if isinstance(content, str):
-            found.append(content)
-        else:
-            found += [part.get("text", "") for part in content if isinstance(part, dict)]
-    return found
 
 
 @real_cli
@@ -126,77 +93,6 @@ def test_write_tool_writes_the_file_and_usage_and_session_are_read(tmp_path: Pat
 
 
 @real_cli
-def test_resume_continues_the_same_session(tmp_path: Path) -> None:
-    replies = [Reply(text="Noted: PELICAN."), Reply(text="The word was PELICAN.")]
-    binary = cli_path("claude")
-    with Twin(replies, protocols=("anthropic",)) as twin:
-        _, first = drive(adapter(tmp_path, binary), request(tmp_path, twin, "Remember PELICAN"))
-        assert first.success and first.session_id
-        req = request(tmp_path, twin, "Which word?", resume_session=first.session_id)
-        events, second = drive(adapter(tmp_path, binary), req)
-
-    assert second.success, second.error
-    assert second.session_id == first.session_id
-    assert AgentSessionStarted(first.session_id) in events
-    resumed = twin.model_calls[1].body
-    said = texts(resumed)
-    assert "Remember PELICAN" in said and "Noted: PELICAN." in said and "Which word?" in said
-    roles = [m["role"] for m in resumed["messages"] if m["role"] != "system"]
-    assert roles[:3] == ["user", "assistant", "user"]
-
-
-@real_cli
-@pytest.mark.parametrize(
-    ("allowed", "denied", "runs"),
-    [([], ["Bash"], False), (["Write"], [], False), (["Bash"], [], True)],
-    ids=["denied", "not-allowed", "allowed"],
-)
-def test_permissions_are_enforced_by_the_cli(
-    tmp_path: Path, allowed: list[str], denied: list[str], runs: bool
-) -> None:
-    settings = tmp_path / "home" / ".claude" / "settings.json"
-    settings.parent.mkdir(parents=True)
-    settings.write_text('{"permissions": {"allow": ["Bash"]}}')  # must not widen the persona's
-    bash = ToolCall("Bash", {"command": "echo ran > bash.txt", "description": "write a file"})
-    with Twin([Reply(tool_calls=[bash]), Reply(text="finished")], protocols=("anthropic",)) as twin:
-        req = request(tmp_path, twin, allowed_tools=allowed, denied_tools=denied)
-        events, result = drive(adapter(tmp_path, cli_path("claude")), req)
-
-    assert result.success, result.error
-    assert AgentToolCall("Bash", "echo ran > bash.txt") in events
-    assert (req.workspace / "bash.txt").exists() is runs
-    assert len(twin.model_calls) == 2  # the refusal went back to the model as a tool result
-
-
-@real_cli
-@pytest.mark.parametrize(
-    ("denied", "written", "removed"),
-    [(["Bash(rm*)"], True, False), (["Write(*)"], False, True)],
-    ids=["deny-rm", "deny-write"],
-)
-def test_wave_star_allows_every_tool_and_denials_still_hold(
-    tmp_path: Path, denied: list[str], written: bool, removed: bool
-) -> None:
-    # Wave's personas allow "*" (merged with the adapter's Read, Bash); the CLI ignores a
-    # wildcard allow rule, so "*" passed as it is refused every Write
-    write = ToolCall("Write", {"file_path": "notes/star.txt", "content": "written\n"})
-    rm = ToolCall("Bash", {"command": "rm keep.txt", "description": "remove a file"})
-    echo = ToolCall("Bash", {"command": "echo ran > shell.txt", "description": "write a file"})
-    replies = [Reply(tool_calls=[write]), Reply(tool_calls=[rm]), Reply(tool_calls=[echo])]
-    with Twin([*replies, Reply(text="done")], protocols=("anthropic",)) as twin:
-        req = request(tmp_path, twin, allowed_tools=["*", "Read", "Bash"], denied_tools=denied)
-        (req.workspace / "keep.txt").write_text("keep\n")
-        _, result = drive(adapter(tmp_path, cli_path("claude")), req)
-
-    assert result.success, result.error
-    assert (req.workspace / "notes" / "star.txt").exists() is written
-    assert result.files_changed == (["notes/star.txt"] if written else [])
-    assert (req.workspace / "keep.txt").exists() is not removed
-    assert (req.workspace / "shell.txt").read_text() == "ran\n"
-    assert len(twin.model_calls) == 4  # each refusal went back to the model
-
-
-@real_cli
 def test_json_schema_answer_is_parsed(tmp_path: Path) -> None:
     schema = {
         "type": "object",
@@ -222,25 +118,6 @@ def test_broken_stream_falls_back_to_a_non_streaming_call(tmp_path: Path) -> Non
 
     assert result.success and result.text == "recovered", result.error
     assert [call.body["stream"] for call in twin.model_calls] == [True, False]
-
-
-@real_cli
-def test_rate_limit_is_reported_after_the_cli_gives_up(tmp_path: Path) -> None:
-    limited = Reply(
-        error=(
-            429,
-            {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
-        ),
-        headers={"retry-after": "0"},
-    )
-    with Twin([limited, limited], protocols=("anthropic",)) as twin:
-        claude = adapter(tmp_path, cli_path("claude"), max_retries=1)
-        _, result = drive(claude, request(tmp_path, twin))
-
-    assert not result.success
-    assert result.error_kind == "rate_limit", result.error
-    assert "slow down" in (result.error or "")
-    assert len(twin.model_calls) == 2  # the first try and the one retry max_retries allows
 
 
 @real_cli
@@ -279,52 +156,6 @@ def test_turn_limit_is_context_exhausted(tmp_path: Path) -> None:
     assert not result.success
     assert result.error_kind == "context_exhausted", result.error
     assert result.files_changed == ["a.txt"]
-
-
-@real_cli
-def test_hanging_model_times_out_and_leaves_no_process(tmp_path: Path) -> None:
-    with Twin([Reply(hang=True)], protocols=("anthropic",)) as twin:
-        req = request(tmp_path, twin, timeout_s=4)
-        started = time.monotonic()
-        events, result = drive(adapter(tmp_path, cli_path("claude")), req)
-        elapsed = time.monotonic() - started
-
-    assert result.error_kind == "timeout", result.error
-    assert elapsed < 12
-    assert result.session_id and AgentSessionStarted(result.session_id) in events
-    assert settled(lambda: procs_under(req.workspace)) == []
-
-
-@real_cli
-def test_timeout_ends_the_tools_the_agent_started(tmp_path: Path) -> None:
-    marker = f"swell-orphan-{os.getpid()}-{time.monotonic_ns()}"
-    long_job = f'python3 -c \'open("started", "w"); import time; time.sleep(120)\' {marker}'
-    bash = ToolCall("Bash", {"command": long_job, "description": "a long job"})
-    with Twin([Reply(tool_calls=[bash])], protocols=("anthropic",)) as twin:
-        req = request(tmp_path, twin, allowed_tools=["Bash"], timeout_s=5)
-        _, result = drive(adapter(tmp_path, cli_path("claude")), req)
-
-    assert result.error_kind == "timeout", result.error
-    assert (req.workspace / "started").exists()  # the job really ran when time was up
-    assert settled(lambda: procs_under(req.workspace)) == []
-    leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    assert leftover.stdout == ""
-
-
-def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n', name="fake-claude")
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "crash"
-    assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
-
-
-def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
-    binary = fake_binary(
-        tmp_path, "cat > /dev/null\necho 'Welcome to Claude! <html>'\n", name="fake-claude"
-    )
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "unparseable_output"
-    assert "Welcome to Claude" in (result.error or "")
 
 
 def test_odd_lines_among_stream_json_are_tolerated(tmp_path: Path) -> None:
@@ -398,10 +229,3 @@ def test_wave_star_becomes_every_tool_or_no_list_in_bypass_mode(tmp_path: Path) 
     assert (
         "--allowedTools" not in bypass and bypass[bypass.index("--disallowedTools") + 1] == "Write"
     )
-
-
-@pytest.mark.parametrize("binary", ["/nonexistent/claude", "no-such-claude-binary"])
-def test_missing_binary(tmp_path: Path, binary: str) -> None:
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "binary_missing"
-    assert "npm install -g @anthropic-ai/claude-code" in (result.error or "")

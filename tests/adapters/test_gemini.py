@@ -6,7 +6,9 @@ integration) and selects API-key auth, which GOOGLE_GEMINI_BASE_URL needs in hea
 mode (0.61 would otherwise pick the "gateway" auth type and refuse to start). The main
 test routes the CLI through a dead HTTP(S) proxy that fails it if anything tries to
 leave 127.0.0.1. Tests that need no real CLI (fake binaries, argv building) are not
-marked `agent_cli`.
+marked `agent_cli`. What every CLI adapter does (crash, garbage, missing binary,
+timeout, rate limit, resume, permissions) is tested once for all in
+test_cli_conformance.py.
 """
 
 from __future__ import annotations
@@ -16,14 +18,18 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent_clis import cli_path, drive, fake_binary, procs_under, settled
+from agent_clis import cli_path, drive, fake_binary
+from cli_setups import GEMINI_MODEL as MODEL
+from cli_setups import gemini_adapter as adapter
+from cli_setups import gemini_declared as declared
+from cli_setups import gemini_request as request
+from cli_setups import gemini_texts as texts
+from cli_setups import gemini_tool_outputs as tool_outputs
+from cli_setups import gemini_widen
 from swell.adapters.base import (
-    AdapterSetup,
-    AgentRequest,
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
@@ -35,61 +41,6 @@ from twins.proxy import DeadProxy
 from twins.server import Reply, ToolCall, Twin
 
 real_cli = pytest.mark.agent_cli
-MODEL = "gemini-2.5-pro"
-
-
-def adapter(tmp_path: Path, binary: str | Path | None, **options: Any) -> GeminiAdapter:
-    setup = AdapterSetup("gemini", str(binary) if binary else None, options, tmp_path)
-    return GeminiAdapter(setup)
-
-
-def request(
-    tmp_path: Path,
-    twin: Twin | None = None,
-    prompt: str = "do the task",
-    proxy: DeadProxy | None = None,
-    max_attempts: int = 1,
-    settings: dict[str, Any] | None = None,
-    **fields: Any,
-) -> AgentRequest:
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    (home / ".gemini").mkdir(parents=True, exist_ok=True)
-    workspace.mkdir(exist_ok=True)
-    settings = {
-        **(settings or {}),
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "ide": {"enabled": False},
-        "general": {
-            "enableAutoUpdate": False,
-            "enableAutoUpdateNotification": False,
-            "maxAttempts": max_attempts,
-        },
-    }
-    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-    # TMPDIR: the CLI writes error reports to os.tmpdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp_path)}
-    if twin is not None:
-        env |= {"GEMINI_API_KEY": "dummy-key", "GOOGLE_GEMINI_BASE_URL": twin.url}
-    if proxy is not None:
-        env |= {"HTTPS_PROXY": proxy.url, "HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1"}
-    fields = {"model": MODEL, "timeout_s": 60, "env": env, **fields}
-    return AgentRequest(prompt=prompt, workspace=workspace, **fields)
-
-
-def texts(body: Any) -> list[str]:
-    """Every text part the request's contents carry (either role)."""
-    return [part["text"] for c in body["contents"] for part in c["parts"] if "text" in part]
-
-
-def declared(body: Any) -> set[str]:
-    return {f["name"] for tool in body.get("tools", []) for f in tool["functionDeclarations"]}
-
-
-def tool_outputs(body: Any) -> list[dict[str, Any]]:
-    parts = [part for c in body["contents"] for part in c["parts"]]
-    return [part["functionResponse"]["response"] for part in parts if "functionResponse" in part]
 
 
 @real_cli
@@ -176,94 +127,21 @@ def test_write_tool_writes_the_file_and_usage_and_session_are_read(
 
 
 @real_cli
-def test_resume_continues_the_same_session(tmp_path: Path) -> None:
-    replies = [
-        Reply(text="Noted: PELICAN."),
-        Reply(text="The word was PELICAN.", usage={"input_tokens": 300, "output_tokens": 30}),
-    ]
-    binary = cli_path("gemini")
-    with Twin(replies, protocols=("gemini",)) as twin:
-        _, first = drive(adapter(tmp_path, binary), request(tmp_path, twin, "Remember PELICAN"))
-        assert first.success and first.session_id, first.error
-        req = request(tmp_path, twin, "Which word?", resume_session=first.session_id)
-        events, second = drive(adapter(tmp_path, binary), req)
-
-    assert second.success, second.error
-    assert second.session_id == first.session_id
-    assert AgentSessionStarted(first.session_id) in events
-    resumed = twin.model_calls[1].body
-    said = texts(resumed)
-    assert "Remember PELICAN" in said and "Noted: PELICAN." in said and "Which word?" in said
-    assert [c["role"] for c in resumed["contents"]] == ["user", "model", "user"]
-    # usage is the visit's own, not the session's running total
-    assert (second.usage.input_tokens, second.usage.output_tokens) == (300, 30)
-
-
-@real_cli
 @pytest.mark.parametrize(
-    ("allowed", "denied", "runs"),
-    [
-        ([], ["Bash"], False),
-        (["Write"], [], False),
-        (["Bash(git *)"], [], False),
-        (["Bash(echo *)"], [], False),  # a pattern does not allow redirection
-        (["Bash"], [], True),
-    ],
-    ids=["denied", "not-allowed", "other-prefix", "prefix-no-redirect", "allowed"],
+    "allowed",
+    [["Bash(git *)"], ["Bash(echo *)"]],  # a pattern does not allow redirection
+    ids=["other-prefix", "prefix-no-redirect"],
 )
-def test_permissions_are_enforced_by_the_cli(
-    tmp_path: Path, allowed: list[str], denied: list[str], runs: bool
-) -> None:
-    # the user's own allow-everything policy and settings must not widen the persona's
-    policies = tmp_path / "home" / ".gemini" / "policies"
-    policies.mkdir(parents=True)
-    (policies / "mine.toml").write_text(
-        '[[rule]]\ntoolName = "*"\ndecision = "allow"\npriority = 999\nallowRedirection = true\n'
-    )
+def test_a_shell_pattern_refuses_other_commands(tmp_path: Path, allowed: list[str]) -> None:
     shell = ToolCall("run_shell_command", {"command": "echo ran > shell.txt"})
     with Twin([Reply(tool_calls=[shell]), Reply(text="finished")], ("gemini",)) as twin:
-        req = request(tmp_path, twin, allowed_tools=allowed, denied_tools=denied)
-        settings = tmp_path / "home" / ".gemini" / "settings.json"
-        widened = json.loads(settings.read_text()) | {"tools": {"allowed": ["run_shell_command"]}}
-        settings.write_text(json.dumps(widened))
-        events, result = drive(adapter(tmp_path, cli_path("gemini")), req)
-
-    assert result.success, result.error
-    assert AgentToolCall("Bash", "echo ran > shell.txt") in events
-    assert (req.workspace / "shell.txt").exists() is runs
-    assert len(twin.model_calls) == 2  # the refusal went back to the model as a tool result
-    output = tool_outputs(twin.model_calls[1].body)[0]
-    assert ("error" not in output) is runs, output
-    if denied or allowed == ["Write"]:  # denied outright: not even declared to the model
-        assert "run_shell_command" not in declared(twin.model_calls[0].body)
-
-
-@real_cli
-@pytest.mark.parametrize(
-    ("denied", "written", "removed"),
-    [(["Bash(rm*)"], True, False), (["Write(*)"], False, True)],
-    ids=["deny-rm", "deny-write"],
-)
-def test_wave_star_allows_every_tool_and_denials_still_hold(
-    tmp_path: Path, denied: list[str], written: bool, removed: bool
-) -> None:
-    # Wave's personas allow "*" (merged with the adapter's Read, Bash)
-    write = ToolCall("write_file", {"file_path": "notes/star.txt", "content": "written\n"})
-    rm = ToolCall("run_shell_command", {"command": "rm keep.txt"})
-    echo = ToolCall("run_shell_command", {"command": "echo ran > shell.txt"})
-    replies = [Reply(tool_calls=[write]), Reply(tool_calls=[rm]), Reply(tool_calls=[echo])]
-    with Twin([*replies, Reply(text="done")], ("gemini",)) as twin:
-        req = request(tmp_path, twin, allowed_tools=["*", "Read", "Bash"], denied_tools=denied)
-        (req.workspace / "keep.txt").write_text("keep\n")
+        req = request(tmp_path, twin, allowed_tools=allowed)
+        gemini_widen(Path(req.env["HOME"]))  # the user's own allow-everything settings
         _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
 
     assert result.success, result.error
-    assert (req.workspace / "notes" / "star.txt").exists() is written
-    assert result.files_changed == (["notes/star.txt"] if written else [])
-    assert (req.workspace / "keep.txt").exists() is not removed
-    assert (req.workspace / "shell.txt").read_text() == "ran\n"
-    assert len(twin.model_calls) == 4  # each refusal went back to the model
-    assert ("write_file" in declared(twin.model_calls[0].body)) is written
+    assert not (req.workspace / "shell.txt").exists()
+    assert "error" in tool_outputs(twin.model_calls[1].body)[0]
 
 
 @real_cli
@@ -309,23 +187,6 @@ def test_persona_can_go_before_the_prompt_instead(tmp_path: Path) -> None:
 
 
 @real_cli
-def test_rate_limit_is_reported_after_the_cli_gives_up(tmp_path: Path) -> None:
-    error = api_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted")
-    limited = Reply(error=error, headers={"retry-after": "0"})
-    with Twin([limited] * 3, protocols=("gemini",)) as twin:
-        req = request(tmp_path, twin, max_attempts=2)
-        started = time.monotonic()
-        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
-
-    assert not result.success
-    assert result.error_kind == "rate_limit", result.error
-    assert "exhausted" in (result.error or "")
-    assert result.session_id  # the session had started
-    assert len(twin.model_calls) == 2  # the first try and the one retry maxAttempts allows
-    assert time.monotonic() - started < 30
-
-
-@real_cli
 @pytest.mark.parametrize(
     ("status", "code", "message", "expected"),
     [
@@ -368,36 +229,6 @@ def test_garbage_from_the_model_fails_the_visit(tmp_path: Path) -> None:
 
 
 @real_cli
-def test_hanging_model_times_out_and_leaves_no_process(tmp_path: Path) -> None:
-    with Twin([Reply(hang=True)], protocols=("gemini",)) as twin:
-        req = request(tmp_path, twin, timeout_s=6)
-        started = time.monotonic()
-        events, result = drive(adapter(tmp_path, cli_path("gemini")), req)
-        elapsed = time.monotonic() - started
-
-    assert result.error_kind == "timeout", result.error
-    assert elapsed < 14
-    assert result.session_id and AgentSessionStarted(result.session_id) in events
-    assert settled(lambda: procs_under(req.workspace)) == []
-
-
-@real_cli
-def test_timeout_ends_the_commands_the_agent_started(tmp_path: Path) -> None:
-    marker = f"swell-orphan-{os.getpid()}-{time.monotonic_ns()}"
-    job = f'python3 -c \'open("started", "w"); import time; time.sleep(120)\' {marker}'
-    shell = ToolCall("run_shell_command", {"command": job})
-    with Twin([Reply(tool_calls=[shell])], protocols=("gemini",)) as twin:
-        req = request(tmp_path, twin, allowed_tools=["Bash"], timeout_s=8)
-        _, result = drive(adapter(tmp_path, cli_path("gemini")), req)
-
-    assert result.error_kind == "timeout", result.error
-    assert (req.workspace / "started").exists()  # the job really ran when time was up
-    assert settled(lambda: procs_under(req.workspace)) == []
-    leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    assert leftover.stdout == ""
-
-
-@real_cli
 def test_background_commands_do_not_outlive_the_visit(tmp_path: Path) -> None:
     marker = f"swell-bg-{os.getpid()}-{time.monotonic_ns()}"
     job = f"python3 -c 'import time; time.sleep(120)' {marker}"
@@ -410,22 +241,6 @@ def test_background_commands_do_not_outlive_the_visit(tmp_path: Path) -> None:
     assert "moved to background" in str(tool_outputs(twin.model_calls[1].body))
     leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert leftover.stdout == ""  # the CLI leaves it running; the adapter stops it
-
-
-def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
-    binary = fake_binary(tmp_path, 'echo "boom: something broke" >&2\nexit 3\n', name="fake-gemini")
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "crash"
-    assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
-
-
-def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
-    binary = fake_binary(
-        tmp_path, "cat > /dev/null\necho 'Welcome to Gemini! <html>'\n", name="fake-gemini"
-    )
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "unparseable_output"
-    assert "Welcome to Gemini" in (result.error or "")
 
 
 def test_odd_lines_among_stream_json_are_tolerated(tmp_path: Path) -> None:
@@ -535,11 +350,3 @@ def test_wave_star_and_patterns_the_policy_cannot_hold_to() -> None:
         "commands by pattern, not Read; all of it is denied",
     ]
     assert GeminiAdapter.unenforced(["*", "Write(docs/**)"], [], {}) == []  # "*" allows Write
-
-
-@pytest.mark.parametrize("binary", ["/nonexistent/gemini", "no-such-gemini-binary"])
-def test_missing_binary(tmp_path: Path, binary: str) -> None:
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "binary_missing"
-    assert "npm install -g @google/gemini-cli" in (result.error or "")
-    assert "adapters.gemini.binary" in (result.error or "")

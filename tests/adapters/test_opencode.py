@@ -6,7 +6,9 @@ its environment turns off the models.dev refresh, auto-update and sharing, and
 `npm_config_offline` stops opencode's background `npm install @opencode-ai/plugin` into
 its config directory. Every real-CLI test routes the CLI through a dead HTTP(S) proxy
 that fails it if anything still tries to leave 127.0.0.1. Tests that need no real CLI
-(fake binaries, argv and config building) are not marked `agent_cli`.
+(fake binaries, argv and config building) are not marked `agent_cli`. What every
+CLI adapter does (crash, garbage, missing binary, timeout, rate limit, resume,
+permissions) is tested once for all in test_cli_conformance.py.
 """
 
 from __future__ import annotations
@@ -20,9 +22,14 @@ from typing import Any
 
 import pytest
 
-from agent_clis import cli_path, drive, fake_binary, procs_under, settled
+from agent_clis import cli_path, drive, fake_binary
+from cli_setups import OPENCODE_MODEL as MODEL
+from cli_setups import opencode_adapter as adapter
+from cli_setups import opencode_bash as bash
+from cli_setups import opencode_messages as messages
+from cli_setups import opencode_request
+from cli_setups import opencode_tools as tools
 from swell.adapters.base import (
-    AdapterSetup,
     AgentRequest,
     AgentSessionStarted,
     AgentText,
@@ -30,61 +37,18 @@ from swell.adapters.base import (
     AgentUsageUpdate,
     Usage,
 )
-from swell.adapters.opencode import OpencodeAdapter, classify, permission_rules
-from twins.openai_chat import context_length_exceeded, rate_limited, unauthorized
+from swell.adapters.opencode import classify, permission_rules
+from twins.openai_chat import context_length_exceeded, unauthorized
 from twins.proxy import DeadProxy
 from twins.server import Reply, ToolCall, Twin
 
 real_cli = pytest.mark.agent_cli
-MODEL = "twin-model"
-
-
-def adapter(
-    tmp_path: Path, binary: str | Path | None, twin: Twin | None = None, **options: Any
-) -> OpencodeAdapter:
-    if twin is not None:
-        options = {"base_url": f"{twin.url}/v1", "api_key_env": "TWIN_API_KEY", **options}
-    setup = AdapterSetup("opencode", str(binary) if binary else None, options, tmp_path)
-    return OpencodeAdapter(setup)
 
 
 def request(
-    tmp_path: Path,
-    prompt: str = "do the task",
-    proxy: DeadProxy | None = None,
-    **fields: Any,
+    tmp_path: Path, prompt: str = "do the task", proxy: DeadProxy | None = None, **fields: Any
 ) -> AgentRequest:
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(exist_ok=True)
-    workspace.mkdir(exist_ok=True)
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "TMPDIR": str(tmp_path),
-        "TWIN_API_KEY": "sk-twin",
-        "npm_config_offline": "true",
-    }
-    if proxy is not None:
-        env |= {"HTTPS_PROXY": proxy.url, "HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1"}
-    fields = {"model": MODEL, "timeout_s": 60, "env": env, **fields}
-    return AgentRequest(prompt=prompt, workspace=workspace, **fields)
-
-
-def messages(body: Any, role: str | None = None) -> list[str]:
-    """The text of every message (of `role`) in a Chat Completions request."""
-    found = []
-    for message in body["messages"]:
-        if role and message["role"] != role:
-            continue
-        content = message.get("content") or ""
-        if isinstance(content, list):
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        found.append(content)
-    return found
-
-
-def tools(body: Any) -> set[str]:
-    return {tool["function"]["name"] for tool in body.get("tools", [])}
+    return opencode_request(tmp_path, None, prompt, proxy, **fields)
 
 
 def printing(tmp_path: Path, lines: list[str], then: str = "") -> Path:
@@ -92,10 +56,6 @@ def printing(tmp_path: Path, lines: list[str], then: str = "") -> Path:
     out = tmp_path / "fake-opencode.out"
     out.write_text("".join(f"{line}\n" for line in lines))
     return fake_binary(tmp_path, f"cat > /dev/null\ncat '{out}'\n{then}", name="fake-opencode")
-
-
-def bash(command: str) -> ToolCall:
-    return ToolCall("bash", {"command": command, "description": "run a command"})
 
 
 @real_cli
@@ -175,45 +135,12 @@ def test_write_tool_writes_the_file_and_usage_and_session_are_read(
 
 
 @real_cli
-def test_resume_continues_the_same_session(tmp_path: Path, proxy: DeadProxy) -> None:
-    replies = [
-        Reply(text="Noted: PELICAN.", usage={"input_tokens": 100, "output_tokens": 5}),
-        Reply(text="The word was PELICAN.", usage={"input_tokens": 300, "output_tokens": 7}),
-    ]
-    with Twin(replies, protocols=("openai_chat",)) as twin:
-        opencode = adapter(tmp_path, cli_path("opencode"), twin, system_prompt_mode="replace")
-        persona = {"system_prompt": "You are ONLY-THE-PERSONA."}
-        _, first = drive(opencode, request(tmp_path, "Remember PELICAN", proxy, **persona))
-        assert first.success and first.session_id, first.error
-        req = request(tmp_path, "Which word?", proxy, resume_session=first.session_id, **persona)
-        events, second = drive(opencode, req)
-
-    assert second.success, second.error
-    assert second.session_id == first.session_id
-    assert AgentSessionStarted(first.session_id) in events
-    assert second.text == "The word was PELICAN."
-    assert (second.usage.input_tokens, second.usage.output_tokens) == (300, 7)  # its own only
-    resumed = twin.model_calls[1].body
-    said = messages(resumed)
-    assert "Remember PELICAN" in said and "Noted: PELICAN." in said and "Which word?" in said
-    roles = [m["role"] for m in resumed["messages"] if m["role"] != "system"]
-    assert roles == ["user", "assistant", "user"]
-    system = messages(resumed, "system")[0]
-    assert system.startswith("You are ONLY-THE-PERSONA.") and "You are opencode" not in system
-
-
-@real_cli
 @pytest.mark.parametrize(
     ("allowed", "denied", "offered", "runs"),
-    [
-        ([], ["Bash"], False, False),
-        (["Read", "Write"], [], False, False),
-        (["Read", "Bash(git *)"], [], True, False),
-        (["Bash(echo *)"], [], True, True),
-    ],
-    ids=["denied", "not-allowed", "pattern-refuses", "pattern-allows"],
+    [(["Read", "Bash(git *)"], [], True, False), (["Bash(echo *)"], [], True, True)],
+    ids=["pattern-refuses", "pattern-allows"],
 )
-def test_permissions_are_enforced_by_the_cli(
+def test_shell_patterns_are_enforced_by_the_cli(
     tmp_path: Path,
     proxy: DeadProxy,
     allowed: list[str],
@@ -234,54 +161,6 @@ def test_permissions_are_enforced_by_the_cli(
         refusal = messages(twin.model_calls[1].body, "tool")[0]
         why = "prevents you from using this specific tool call" if offered else "unavailable tool"
         assert why in refusal, refusal
-
-
-@real_cli
-@pytest.mark.parametrize(
-    ("denied", "written", "removed"),
-    [(["Bash(rm*)"], True, False), (["Write(*)"], False, True)],
-    ids=["deny-rm", "deny-write"],
-)
-def test_wave_star_allows_every_tool_and_denials_still_hold(
-    tmp_path: Path, proxy: DeadProxy, denied: list[str], written: bool, removed: bool
-) -> None:
-    # Wave's personas allow "*" (merged with the adapter's Read, Bash): opencode's own
-    # defaults then, which still keep `.env` files from the agent
-    write = ToolCall("write", {"filePath": "notes/star.txt", "content": "written\n"})
-    secret = ToolCall("read", {"filePath": ".env"})
-    calls = [write, bash("rm keep.txt"), bash("echo ran > shell.txt"), secret]
-    replies = [Reply(tool_calls=[call]) for call in calls]
-    with Twin([*replies, Reply(text="done")], ("openai_chat",)) as twin:
-        req = request(
-            tmp_path, proxy=proxy, allowed_tools=["*", "Read", "Bash"], denied_tools=denied
-        )
-        (req.workspace / "keep.txt").write_text("keep\n")
-        (req.workspace / ".env").write_text("TOKEN=SECRET-VALUE\n")
-        _, result = drive(adapter(tmp_path, cli_path("opencode"), twin), req)
-
-    assert result.success, result.error
-    assert (req.workspace / "notes" / "star.txt").exists() is written
-    assert result.files_changed == (["notes/star.txt"] if written else [])
-    assert (req.workspace / "keep.txt").exists() is not removed
-    assert (req.workspace / "shell.txt").read_text() == "ran\n"
-    # the refusals went back to the model; the `.env` read was asked, i.e. refused, which
-    # ends `opencode run` before the file's content reaches the model
-    assert len(twin.model_calls) == 4
-    assert not any("SECRET-VALUE" in json.dumps(call.body) for call in twin.model_calls)
-
-
-@real_cli
-def test_rate_limit_is_reported_after_the_cli_gives_up(tmp_path: Path, proxy: DeadProxy) -> None:
-    with Twin([rate_limited(retry_after=0)] * 6, protocols=("openai_chat",)) as twin:
-        _, result = drive(
-            adapter(tmp_path, cli_path("opencode"), twin), request(tmp_path, proxy=proxy)
-        )
-
-    assert not result.success
-    assert result.error_kind == "rate_limit", result.error
-    assert "Rate limit reached" in (result.error or "") and "429" in (result.error or "")
-    assert len(twin.model_calls) == 6  # opencode's own five retries (not configurable)
-    assert result.session_id
 
 
 @real_cli
@@ -312,34 +191,6 @@ def test_unknown_session_is_a_crash(tmp_path: Path) -> None:
 
 
 @real_cli
-def test_hanging_model_times_out_and_leaves_no_process(tmp_path: Path) -> None:
-    with Twin([Reply(hang=True)], protocols=("openai_chat",)) as twin:
-        req = request(tmp_path, timeout_s=6)
-        started = time.monotonic()
-        _, result = drive(adapter(tmp_path, cli_path("opencode"), twin), req)
-        elapsed = time.monotonic() - started
-
-    assert result.error_kind == "timeout", result.error
-    assert elapsed < 14
-    assert settled(lambda: procs_under(req.workspace)) == []
-
-
-@real_cli
-def test_timeout_ends_the_commands_the_agent_started(tmp_path: Path) -> None:
-    marker = f"swell-orphan-{os.getpid()}-{time.monotonic_ns()}"
-    job = f'python3 -c \'open("started", "w"); import time; time.sleep(120)\' {marker}'
-    with Twin([Reply(tool_calls=[bash(job)])], protocols=("openai_chat",)) as twin:
-        req = request(tmp_path, allowed_tools=["Bash"], timeout_s=15)  # time to start it
-        _, result = drive(adapter(tmp_path, cli_path("opencode"), twin), req)
-
-    assert result.error_kind == "timeout", result.error
-    assert (req.workspace / "started").exists()  # the job really ran when time was up
-    assert settled(lambda: procs_under(req.workspace)) == []
-    leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    assert leftover.stdout == ""
-
-
-@real_cli
 def test_background_commands_do_not_outlive_the_visit(tmp_path: Path) -> None:
     marker = f"swell-bg-{os.getpid()}-{time.monotonic_ns()}"
     job = f"nohup python3 -c 'import time; time.sleep(120)' {marker} > /dev/null 2>&1 &"
@@ -350,24 +201,6 @@ def test_background_commands_do_not_outlive_the_visit(tmp_path: Path) -> None:
     assert result.success and result.text == "started", result.error
     leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert leftover.stdout == ""  # opencode leaves it running; the adapter stops it
-
-
-def test_crashing_binary_is_agent_crashed_with_stderr(tmp_path: Path) -> None:
-    binary = fake_binary(
-        tmp_path, 'echo "boom: something broke" >&2\nexit 3\n', name="fake-opencode"
-    )
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "crash"
-    assert "code 3" in (result.error or "") and "boom: something broke" in (result.error or "")
-
-
-def test_garbage_on_stdout_is_unparseable(tmp_path: Path) -> None:
-    binary = fake_binary(
-        tmp_path, "cat > /dev/null\necho 'Welcome to opencode! <html>'\n", name="fake-opencode"
-    )
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "unparseable_output"
-    assert "Welcome to opencode" in (result.error or "")
 
 
 def test_odd_lines_among_json_events_are_tolerated(tmp_path: Path) -> None:
@@ -511,11 +344,3 @@ def test_errors_are_classified_by_status_name_and_words() -> None:
     )
     assert kind("APIError", message="internal", statusCode=500) == "crash"
     assert classify({"message": "weird"}).kind == "crash"
-
-
-@pytest.mark.parametrize("binary", ["/nonexistent/opencode", "no-such-opencode-binary"])
-def test_missing_binary(tmp_path: Path, binary: str) -> None:
-    _, result = drive(adapter(tmp_path, binary), request(tmp_path))
-    assert result.error_kind == "binary_missing"
-    assert "npm install -g opencode-ai" in (result.error or "")
-    assert "adapters.opencode.binary" in (result.error or "")

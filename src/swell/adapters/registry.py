@@ -15,14 +15,16 @@ from pydantic import BaseModel
 
 from swell.adapters.permissions import Unenforced
 from swell.errors import AdapterUnknown
-from swell.registry import Registry
+from swell.registry import Registry, builtin_entry_points
 
 if TYPE_CHECKING:
     from swell.adapters.base import AdapterSetup, AgentAdapter
 
 Factory = Callable[["AdapterSetup"], "AgentAdapter"]
 
-# name -> "module:attribute" of a factory, imported when first used
+GROUP = "swell.adapters"
+# swell's own adapters: entry points of the group plugins use (swell/registry.py), the
+# "module:attribute" of a factory, imported when first used
 BUILTIN = {
     "scripted": "swell.adapters.scripted:ScriptedAdapter",
     "codex": "swell.adapters.codex:CodexAdapter",
@@ -37,7 +39,7 @@ BUILTIN = {
 
 class AdapterRegistry(Registry[Factory]):
     def __init__(self) -> None:
-        super().__init__("adapter", "swell.adapters", error=AdapterUnknown)
+        super().__init__("adapter", GROUP, error=AdapterUnknown)
 
     def options_model(self, type_name: str) -> type[BaseModel] | None:
         """The pydantic model of an adapter's `options:` settings, if it has any."""
@@ -78,6 +80,5 @@ class AdapterRegistry(Registry[Factory]):
 def default_registry() -> AdapterRegistry:
     """Built-in adapters plus any installed through entry points."""
     registry = AdapterRegistry()
-    for name, target in BUILTIN.items():
-        registry.register(name, target)
+    registry.add_entry_points(builtin_entry_points(GROUP, BUILTIN))
     return registry

@@ -1,14 +1,14 @@
 """Contract types by `type`; `swell validate` rejects a type the registry does not know.
 
-Built-in types are imported on first use; plugins register through the
-`swell.contract_types` entry-point group.
+Built-in types and plugins alike are entry points of the `swell.contract_types` group,
+each imported on first use.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from swell.registry import Registry
+from swell.registry import Registry, builtin_entry_points
 
 if TYPE_CHECKING:  # a run without contracts never imports them
     # both are named in ContractTypes' base, a string
@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # a run without contracts never imports them
 
     from swell.contracts.base import ContractType  # noqa: F401
 
+GROUP = "swell.contract_types"
+# swell's own types: entry points of the group plugins use (swell/registry.py)
 BUILTIN = {
     "test_suite": "swell.contracts.test_suite:TYPE",
     "json_schema": "swell.contracts.json_schema:TYPE",
@@ -34,12 +36,11 @@ BUILTIN = {
 
 class ContractTypes(Registry["ContractType[Any]"]):
     def __init__(self) -> None:
-        super().__init__("contract type", "swell.contract_types")
+        super().__init__("contract type", GROUP)
 
 
 def default_contract_types() -> ContractTypes:
     """Built-in types plus any installed through entry points."""
     types = ContractTypes()
-    for name, target in BUILTIN.items():
-        types.register(name, target)
+    types.add_entry_points(builtin_entry_points(GROUP, BUILTIN))
     return types

@@ -21,6 +21,7 @@ from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.durations import parse_duration
 from swell.manifest.expressions import ExpressionError
 from swell.manifest.graph_checks import check_graph
+from swell.manifest.kind_fields import kind_field_problems
 from swell.manifest.lint_context import LintContext, LintScope, StepRules, contract_loc
 from swell.manifest.loader import (
     LoadedPipeline,
@@ -242,8 +243,11 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
             )
         scope = LintScope(project, loaded, step, loc, ids, ctx)
         if kind in ctx.step_kinds:
-            report.problems += ctx.step_kinds.get(kind).problems(scope)
-            _lint_retry(scope, ctx.step_kinds.get(kind), report)
+            rules = ctx.step_kinds.get(kind)
+            own = kind_field_problems(scope, rules)
+            # a field the kind does not know is reported alone, as the loader would
+            report.problems += own or rules.problems(scope)
+            _lint_retry(scope, rules, report)
         _lint_workspace(project, loaded, step, loc, ids, report)
         _lint_contracts(scope, report)
         compaction = step.handover.compaction if step.handover else None

@@ -51,6 +51,11 @@ class StepRules(Protocol):
     """What lint and the graph checks ask of a step kind (engine/steps/base.py)."""
 
     @property
+    def Fields(self) -> type[BaseModel] | None:
+        """The model of the step fields the kind adds to a step's own; None: none."""
+        ...
+
+    @property
     def inherits_outcome(self) -> bool:
         """Routes on the outcome of the visit that led to it (a `conditional` router)."""
         ...

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from swell.manifest.models_base import Strict
+from swell.manifest.models_base import KindFields, Strict
 from swell.manifest.wave_models import (
     AggregateConfig,
     ArtifactsConfig,
@@ -472,7 +472,7 @@ class StepOutput(Strict):
     context: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
 
-class Step(Strict):
+class Step(KindFields):  # a plugin kind's own fields beside its `type` (models_base.py)
     id: str
     type: str | None = None
     persona: str | None = None

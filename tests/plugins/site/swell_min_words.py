@@ -3,10 +3,16 @@ workspace) holds at least `min` words."""
 
 from __future__ import annotations
 
-from swell.contracts.base import ContractContext, ContractResult, ContractSettings, ContractType
-from swell.errors import Problem
-from swell.manifest.lint_context import LintScope
-from swell.workspace.paths import PathEscape, inside
+from swell.api import (
+    ContractContext,
+    ContractResult,
+    ContractSettings,
+    ContractType,
+    LintScope,
+    PathEscape,
+    Problem,
+    inside,
+)
 
 
 class MinWordsSettings(ContractSettings):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from pydantic import BaseModel
+
 from swell.engine.context import StepResult, VisitContext
 from swell.engine.graph import Activation
 from swell.engine.state import RunState
@@ -18,8 +20,9 @@ from swell.manifest.yamlsrc import Loc
 class StepKind:
     """A step type (`type:` in a pipeline, or inferred from the fields a step sets).
 
-    A new kind is a module with a subclass and one registry line (engine/steps/registry.py,
-    or the `swell.step_kinds` entry-point group for a plugin).
+    A new kind is a module with a subclass and one entry point of the `swell.step_kinds`
+    group (engine/steps/registry.py's BUILTIN for swell's own, a plugin's metadata for
+    a plugin): docs/architecture.md, "Plugins".
     """
 
     name: ClassVar[str]
@@ -35,6 +38,10 @@ class StepKind:
     # fan-out item) and the engine runs a visit again only after a failed contract;
     # None — nothing it does can be tried again: `swell validate` refuses `retry:`
     retries: ClassVar[Literal["visit", "own"] | None] = "visit"
+    # the step fields the kind adds to a step's own (a plugin's `times: 3`); a step of
+    # the kind sets them beside `type:` and reads them with `step.fields(Fields)`;
+    # `swell validate` checks them and refuses any the model does not declare
+    Fields: ClassVar[type[BaseModel] | None] = None
 
     async def run(self, ctx: VisitContext) -> StepResult:
         raise NotImplementedError

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from swell.engine.steps.base import StepKind
 from swell.manifest.models import Step
-from swell.registry import Registry
+from swell.registry import Registry, builtin_entry_points
 
-# built-in kinds are imported on first use: a run of command steps never loads
-# the adapter machinery, which keeps `swell run` quick to start
+GROUP = "swell.step_kinds"
+# swell's own kinds: entry points of the group plugins use (swell/registry.py), each
+# imported on first use: a run of command steps never loads the adapter machinery,
+# which keeps `swell run` quick to start
 BUILTIN = {
     "prompt": "swell.engine.steps.prompt:KIND",
     "command": "swell.engine.steps.command:KIND",
@@ -25,7 +27,7 @@ BUILTIN = {
 
 class StepKinds(Registry[StepKind]):
     def __init__(self) -> None:
-        super().__init__("step type", "swell.step_kinds")
+        super().__init__("step type", GROUP)
 
     def of(self, step: Step) -> StepKind:
         return self.get(step.kind)
@@ -34,6 +36,5 @@ class StepKinds(Registry[StepKind]):
 def default_step_kinds() -> StepKinds:
     """Built-in kinds plus any installed through entry points."""
     kinds = StepKinds()
-    for name, target in BUILTIN.items():
-        kinds.register(name, target)
+    kinds.add_entry_points(builtin_entry_points(GROUP, BUILTIN))
     return kinds

@@ -1,0 +1,118 @@
+"""The public plugin surface: everything a step kind, a contract type or an adapter
+imports to extend swell, and nothing else. A plugin imports only this module; swell's
+own kinds, types and adapters are built on the same classes and register through the
+same entry-point groups (swell/registry.py):
+
+    [project.entry-points."swell.step_kinds"]      NAME = "module:KIND"   # a StepKind
+    [project.entry-points."swell.contract_types"]  NAME = "module:TYPE"   # a ContractType
+    [project.entry-points."swell.adapters"]        NAME = "module:Class"  # AdapterSetup -> AgentAdapter
+
+Names outside `__all__` (and modules other than this one) are internal and change
+without notice; docs/architecture.md ("Plugins") shows one plugin of each kind.
+"""
+
+from __future__ import annotations
+
+from swell.adapters.base import (
+    AdapterSetup,
+    AgentAdapter,
+    AgentArtifact,
+    AgentEvent,
+    AgentFinished,
+    AgentRequest,
+    AgentResult,
+    AgentSessionStarted,
+    AgentText,
+    AgentToolCall,
+    AgentTurnEnded,
+    AgentUsageUpdate,
+    Capabilities,
+    Usage,
+)
+from swell.adapters.cli_agent import CliAdapter, CliStream, Launch
+from swell.adapters.permissions import Unenforced
+from swell.contracts.base import (
+    AgentAnswer,
+    AgentCall,
+    ContractContext,
+    ContractResult,
+    ContractSettings,
+    ContractType,
+    ReviewFeedback,
+    ReviewIssue,
+)
+from swell.engine.context import StepResult, VisitContext
+from swell.engine.graph import Activation
+from swell.engine.outputs import output_namespace
+from swell.engine.state import RunState
+from swell.engine.steps.base import StepKind
+from swell.errors import (
+    AgentCrashed,
+    AgentError,
+    AgentTimeout,
+    AuthFailed,
+    BinaryMissing,
+    ContextExhausted,
+    Problem,
+    RateLimited,
+    SwellError,
+    UnparseableOutput,
+)
+from swell.events.models import Progress
+from swell.manifest.lint_context import LintScope
+from swell.manifest.models import Step
+from swell.manifest.templates import render_text
+from swell.process import ProcessResult
+from swell.workspace.paths import PathEscape, inside
+
+__all__ = [
+    "Activation",
+    "AdapterSetup",
+    "AgentAdapter",
+    "AgentAnswer",
+    "AgentArtifact",
+    "AgentCall",
+    "AgentCrashed",
+    "AgentError",
+    "AgentEvent",
+    "AgentFinished",
+    "AgentRequest",
+    "AgentResult",
+    "AgentSessionStarted",
+    "AgentText",
+    "AgentTimeout",
+    "AgentToolCall",
+    "AgentTurnEnded",
+    "AgentUsageUpdate",
+    "AuthFailed",
+    "BinaryMissing",
+    "Capabilities",
+    "CliAdapter",
+    "CliStream",
+    "ContextExhausted",
+    "ContractContext",
+    "ContractResult",
+    "ContractSettings",
+    "ContractType",
+    "Launch",
+    "LintScope",
+    "PathEscape",
+    "Problem",
+    "ProcessResult",
+    "Progress",
+    "RateLimited",
+    "ReviewFeedback",
+    "ReviewIssue",
+    "RunState",
+    "Step",
+    "StepKind",
+    "StepResult",
+    "SwellError",
+    "Unenforced",
+    "UnparseableOutput",
+    "Usage",
+    "VisitContext",
+    "inside",
+    "output_namespace",
+    "render_text",
+]
