@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, assert_never, cast
+from typing import Any, assert_never, cast
 
 from swell.events.models import (
     AgentSession,
@@ -54,16 +54,8 @@ from swell.events.models import (
 from swell.store import records
 from swell.store.output import MemoryOutput
 from swell.store.records import PRIMARY_KEYS, Record
-from swell.store.rows import (
-    Owner,
-)
-from swell.store.rules import (
-    FINISHED_FOR_GOOD,
-)
-
-if TYPE_CHECKING:
-    pass
-
+from swell.store.rows import Owner
+from swell.store.rules import FINISHED_FOR_GOOD
 
 Table = dict[Any, Record]  # one run's rows by primary key (the run id left out)
 _MISSING = object()
