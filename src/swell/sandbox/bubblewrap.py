@@ -18,7 +18,8 @@ from pathlib import Path
 
 from swell.sandbox.base import PROXY_PORT, PROXY_SOCKET, Box
 
-FORWARDER = str(Path(__file__).with_name("forward.py"))
+# passed as `python -c` text: the source tree may sit under /tmp, which the box replaces
+FORWARDER = Path(__file__).with_name("forward.py").read_text(encoding="utf-8")
 PYTHON = os.path.realpath(sys.executable)  # run with -I -S: the stdlib is all it needs
 
 INSTALL = (
@@ -96,7 +97,7 @@ class Bubblewrap:
         args += self._layers(box)
         args += ["--chdir", str(cwd), "--"]
         if box.proxy is not None:  # the forwarder to the proxy, which then runs argv
-            args += [PYTHON, "-I", "-S", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
+            args += [PYTHON, "-I", "-S", "-c", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
         return [*args, *argv]
 
     def _layers(self, box: Box) -> list[str]:
