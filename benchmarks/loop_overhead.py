@@ -15,7 +15,16 @@ working directory:
   is the floor: the cost of the processes themselves, with no orchestration.
 - langgraph: a LangGraph `StateGraph` with the same two nodes and a conditional edge,
   checkpointed to a file-backed SQLite database (`SqliteSaver`, `durability="sync"`
-  so that, like swell, each step is committed before the next one starts).
+  so that, like swell, each step is committed before the next one starts), as it
+  ships: WAL at SQLite's default `synchronous=FULL`, every commit fsynced.
+- langgraph@normal: the same at swell's durability, `synchronous=NORMAL` (a killed
+  process loses no committed step; a power cut may lose the last ones). This is the
+  like-for-like comparison.
+
+Before the rounds, each tool runs the loop once more at two small sizes with every
+SQLite connection traced, and the commits per iteration (the difference between the
+two, so set-up and finish do not count) are printed beside the times: equal
+durability is about what each commit costs, and how many commits a tool makes.
 
 Each implementation is a separate OS process started by this script, so each pays
 its own interpreter start-up and imports: that is what a user pays for `swell run`,
@@ -109,7 +118,7 @@ from typing import TypedDict
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-implement_cmd, test_cmd, db_path, recursion_limit = sys.argv[1:5]
+implement_cmd, test_cmd, db_path, recursion_limit, synchronous = sys.argv[1:6]
 
 
 class State(TypedDict):
@@ -141,6 +150,8 @@ builder.add_edge(START, "implement")
 builder.add_edge("implement", "run_tests")
 builder.add_conditional_edges("run_tests", route, ["implement", END])
 conn = sqlite3.connect(db_path, check_same_thread=False)
+if synchronous != "shipped":
+    conn.execute(f"PRAGMA synchronous={synchronous}")
 graph = builder.compile(checkpointer=SqliteSaver(conn))
 config = {"configurable": {"thread_id": "loop"}, "recursion_limit": int(recursion_limit)}
 final = graph.invoke({"iterations": 0, "passed": False}, config, durability="sync")
@@ -148,6 +159,42 @@ conn.close()
 print(json.dumps({"iterations": final["iterations"], "passed": final["passed"]}))
 """
 )
+
+
+# `python COUNT_COMMITS OUT TARGET ARGS...` runs TARGET (a script, or swell's BOOT when
+# TARGET is "-c") with every SQLite connection traced, and writes its COMMIT count to OUT
+COUNT_COMMITS_SCRIPT = """\
+import atexit
+import runpy
+import sqlite3
+import sys
+
+commits = [0]
+_connect = sqlite3.connect
+
+
+def count(sql):
+    if sql.lstrip().upper().startswith(("COMMIT", "END")):
+        commits[0] += 1
+
+
+def connect(*args, **kwargs):
+    conn = _connect(*args, **kwargs)
+    conn.set_trace_callback(count)
+    return conn
+
+
+sqlite3.connect = connect
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write(str(commits[0])))
+if sys.argv[1] == "-c":
+    code = sys.argv.pop(2)
+    sys.argv.pop(1)
+    exec(compile(code, "<boot>", "exec"), {"__name__": "__main__"})
+else:
+    sys.argv.pop(0)
+    runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 class BenchError(Exception):
@@ -314,16 +361,52 @@ def run_plain(workload: Workload, scripts: Path, scratch: Path) -> float:
     return seconds
 
 
-def run_langgraph(workload: Workload, scripts: Path, scratch: Path) -> float:
+def langgraph_argv(workload: Workload, scripts: Path, db: Path, synchronous: str) -> list[str]:
+    limit = str(4 * workload.visits)  # 2 supersteps per iteration; plenty of room
+    script = str(scripts / "langgraph_loop.py")
+    return [PYTHON, script, IMPLEMENT, workload.test, str(db), limit, synchronous]
+
+
+def run_langgraph(workload: Workload, scripts: Path, scratch: Path, synchronous: str) -> float:
     work = scratch / "work"
     work.mkdir(parents=True)
-    db = scratch / "checkpoints.sqlite"
-    limit = str(4 * workload.visits)  # 2 supersteps per iteration; plenty of room
-    argv = [PYTHON, str(scripts / "langgraph_loop.py"), IMPLEMENT, workload.test, str(db), limit]
+    argv = langgraph_argv(workload, scripts, scratch / "checkpoints.sqlite", synchronous)
     seconds, out = timed(lambda: run_checked(argv, work))
     check_result(out, workload, "langgraph")
     check_work(work / "work.txt", workload, "langgraph")
     return seconds
+
+
+# ------------------------------------------------------------ commits per iteration
+
+
+def count_commits(argv: Sequence[str], cwd: Path, scripts: Path) -> int:
+    """COMMITs made by `argv` (a python command line), every SQLite connection traced."""
+    out = cwd / "commits.txt"
+    python, *rest = argv
+    run_checked([python, str(scripts / "count_commits.py"), str(out), *rest], cwd)
+    return int(out.read_text())
+
+
+def commits_per_iteration(bench: Bench, root: Path) -> dict[str, float]:
+    """Each tool's commits per loop iteration: the difference between 10 and 20 iterations."""
+    counts: dict[str, list[int]] = {}
+    for size in (10, 20):
+        workload = Workload(f"count{size}", size, shell_test(size))
+        swell_project = root / "count" / f"project{size}"
+        write_project(swell_project, workload)
+        swell = Swell.from_src("swell", str(Path(__file__).resolve().parents[1] / "src"))
+        runs = {
+            "swell": ([*swell.argv, "run", "loop"], swell_project),
+            "langgraph": (
+                langgraph_argv(workload, bench.scripts, root / "count" / f"lg{size}.db", "shipped"),
+                root / "count" / f"lg{size}",
+            ),
+        }
+        for name, (argv, cwd) in runs.items():
+            cwd.mkdir(parents=True, exist_ok=True)
+            counts.setdefault(name, []).append(count_commits(argv, cwd, bench.scripts))
+    return {name: (c20 - c10) / 10 for name, (c10, c20) in counts.items()}
 
 
 # ------------------------------------------------------------------ the bench
@@ -342,6 +425,7 @@ class Bench:
         scripts.mkdir()
         (scripts / "plain_loop.py").write_text(PLAIN_SCRIPT)
         (scripts / "langgraph_loop.py").write_text(LANGGRAPH_SCRIPT)
+        (scripts / "count_commits.py").write_text(COUNT_COMMITS_SCRIPT)
         bench = cls(root, scripts, swells)
         for workload in workloads:
             for swell in swells:  # each its own state database: schemas may differ
@@ -357,7 +441,12 @@ class Bench:
 
         runners = {swell.name: swell_runner(swell) for swell in self.swells}
         runners["plain"] = lambda scratch: run_plain(workload, self.scripts, scratch)
-        runners["langgraph"] = lambda scratch: run_langgraph(workload, self.scripts, scratch)
+        runners["langgraph"] = lambda scratch: run_langgraph(
+            workload, self.scripts, scratch, "shipped"
+        )
+        runners["lg@normal"] = lambda scratch: run_langgraph(
+            workload, self.scripts, scratch, "NORMAL"
+        )
         return runners
 
     def measure(self, workload: Workload, rounds: int) -> dict[str, list[float]]:
@@ -448,6 +537,13 @@ def main() -> int:
             bench = Bench.create(Path(tmp), swells, [*workloads, warmup])
             print("warm-up (not reported):")
             bench.measure(warmup, 1)  # warms caches
+            commits = commits_per_iteration(bench, Path(tmp))
+            print(
+                "\nSQLite commits per iteration (3 visits), every connection traced: "
+                + ", ".join(f"{name} {n:g}" for name, n in commits.items())
+                + "\n(langgraph and lg@normal commit alike; lg@normal skips the fsync "
+                "of each commit, as swell's synchronous=NORMAL does)"
+            )
             results: list[Result] = []
             for workload in workloads:
                 print(
