@@ -299,7 +299,7 @@ class InputConfig(Strict):
     type: InputType | None = None
 
     IGNORED = ("source", "schema")  # Wave's TUI shows them
-    NOT_RUN = {"label_filter": "forge input filters", "batch_size": "batched input"}
+    # label_filter and batch_size act under `swell watch` (docs/service.md)
 
     @property
     def required(self) -> bool:
