@@ -96,6 +96,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "clean": ("clean", "clean"),
     "serve": ("serve", "serve"),
     "watch": ("watch", "watch"),
+    "route": ("watch", "route"),
     "retro": ("retro", "retro"),  # a group: `retro RUN`, `retro stats`
     "worker": ("worker", "worker"),
 }

@@ -103,3 +103,33 @@ def wave_continuous(argv: list[str], command: str | None) -> list[str]:
         return argv
     at = argv.index("run")
     return [*argv[:at], "watch", *(a for a in argv[at + 1 :] if a != "--continuous")]
+
+
+def route(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(metavar="INPUT", help="The input to route.")],
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", metavar="KEY=VALUE", help="A label of the item (repeatable)."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show which pipeline runtime.routing picks for INPUT, and which rule matched."""
+    import json
+
+    from swell.service.routing import route as choose
+
+    labels: dict[str, str] = {}
+    for pair in label or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"`{pair}` is not KEY=VALUE", param_hint="--label")
+        labels[key] = value
+    chosen = choose(runtime(ctx).project.manifest.runtime.routing, text, labels)
+    if json_out:
+        print(json.dumps({"pipeline": chosen.pipeline, "rule": chosen.rule, "why": chosen.why}))
+    elif chosen.pipeline is None:
+        print(f"no pipeline: {chosen.why}")
+    else:
+        print(f"{chosen.pipeline}  ({chosen.why})")
+    raise typer.Exit(0 if chosen.pipeline else 1)

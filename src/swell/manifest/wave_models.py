@@ -148,9 +148,8 @@ class RoutingConfig(Strict):
     complexity_map: dict[Tier, str] = Field(default_factory=dict)
     default_tier: Tier | None = None
 
+    # `rules` and `default` route `swell watch` items and webhooks (service/routing.py)
     NOT_RUN = {
-        "rules": "input routing rules",
-        "default": "input routing",
         # Wave reads `default_tier` nowhere either (auto_route falls back to balanced)
         "default_tier": "a default tier",
     }

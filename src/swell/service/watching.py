@@ -42,7 +42,26 @@ def fixed_target(rt: Runtime, name: str) -> Callable[[WorkItem], Target]:
 
 
 def routed_target(rt: Runtime) -> Callable[[WorkItem], Target]:
-    raise SwellError("give the PIPELINE to run (runtime.routing is not set)")
+    """Each item to the pipeline runtime.routing picks for its input and labels."""
+    from swell.service.routing import route
+
+    config = rt.project.manifest.runtime.routing
+    if not config.rules and not config.default:
+        raise SwellError("give the PIPELINE to run, or set runtime.routing.rules / default")
+    loaded: dict[str, LoadedPipeline] = {}
+
+    def target(item: WorkItem) -> Target:
+        chosen = route(config, item.input, item.labels)
+        if chosen.pipeline is None:
+            return Target(None, chosen.why)
+        if chosen.pipeline not in loaded:
+            try:
+                loaded[chosen.pipeline] = _checked(rt, chosen.pipeline)
+            except SwellError as exc:
+                return Target(None, f"{chosen.why} chose {chosen.pipeline}: {exc}")
+        return _filtered(loaded[chosen.pipeline], item)
+
+    return target
 
 
 def _checked(rt: Runtime, name: str) -> LoadedPipeline:
