@@ -38,6 +38,7 @@ from swell.manifest.wave_models import (
     RetrosConfig,
     RoutingConfig,
     SandboxConfig,
+    Schedule,
     ServerConfig,
     SkillConfig,
     StepInput,
@@ -244,6 +245,7 @@ class Manifest(Strict):
     skills: list[str] = Field(default_factory=list)
     hooks: list[LifecycleHook] = Field(default_factory=list)
     evolution: EvolutionConfig | None = None
+    schedules: list[Schedule] = Field(default_factory=list)  # run by `swell watch`
 
     NOT_RUN = {
         "server": "server mode",

@@ -155,6 +155,23 @@ class RoutingConfig(Strict):
     }
 
 
+class Schedule(Strict):
+    """One entry of `schedules:` (swell's; Wave keeps schedules in its state database
+    with the same fields): run `pipeline` with `input` at each tick of `cron` (five
+    fields) in `timezone` (an IANA name; UTC by default). docs/service.md."""
+
+    pipeline: str
+    cron: str
+    input: str = ""
+    timezone: str = "UTC"
+    name: str | None = None  # its dispatch source is `schedule:NAME` (default: the pipeline)
+    active: bool = True
+
+    @property
+    def key_name(self) -> str:
+        return self.name or self.pipeline
+
+
 class SandboxConfig(Strict):
     enabled: bool = False
     backend: Literal["none", "bubblewrap", "docker"] | None = None

@@ -26,7 +26,6 @@ from swell.store.capabilities import dispatch
 from swell.store.dispatch import AlreadyDispatched, DispatchKey
 
 if TYPE_CHECKING:
-    from swell.executors.base import Executor
     from swell.manifest.loader import LoadedPipeline
     from swell.runtime import Runtime
     from swell.service.sources import Source, WorkItem
@@ -86,7 +85,7 @@ class Dispatcher:
 
     def cycle(self) -> None:
         """Reap ended runs, hand on orphans (first cycle), dispatch new items."""
-        _reap_children()
+        reap_children()
         self._this_cycle.clear()
         if not self._recovered:
             self._recover()
@@ -136,18 +135,7 @@ class Dispatcher:
         return bool(limit) and len(self.active) >= limit
 
     def _start(self, loaded: LoadedPipeline, item: WorkItem, key: DispatchKey) -> str:
-        from swell.engine.context import RunOptions
-
-        options = RunOptions(auto_approve=self.settings.auto_approve, dispatch_key=key)
-        executor = self._executor()
-        started = asyncio.run(executor.start(self.rt, loaded, item.input, options))
-        executor.detach(self.rt, started, DETACHED_ARGS)
-        return started.run_id
-
-    def _executor(self) -> Executor:
-        from swell.executors.base import executor_named
-
-        return executor_named(self.rt, self.settings.engine)
+        return start_item(self.rt, loaded, item.input, key, self.settings)
 
     # ------------------------------------------------------------------ runs
 
@@ -197,7 +185,22 @@ class Dispatcher:
         self.say(f"run {run_id}: handed on (its dispatcher stopped before)")
 
 
-def _reap_children() -> None:
+def start_item(
+    rt: Runtime, loaded: LoadedPipeline, text: str, key: DispatchKey, settings: Settings
+) -> str:
+    """Record the item's run with its key (AlreadyDispatched: it has one) and let its
+    engine execute it without this process: the run id."""
+    from swell.engine.context import RunOptions
+    from swell.executors.base import executor_named
+
+    options = RunOptions(auto_approve=settings.auto_approve, dispatch_key=key)
+    executor = executor_named(rt, settings.engine)
+    started = asyncio.run(executor.start(rt, loaded, text, options))
+    executor.detach(rt, started, DETACHED_ARGS)
+    return started.run_id
+
+
+def reap_children() -> None:
     """Collect detached runs' processes that ended (a long-lived parent must)."""
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, os.WNOHANG)[0]:

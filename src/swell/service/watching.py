@@ -29,8 +29,12 @@ def dispatchers(
         found.append(Dispatcher(rt, open_source(source, rt.project.root), target, settings, say))
     elif pipeline is not None:
         raise SwellError(f"swell watch {pipeline} needs --source URI (where items come from)")
+    if any(s.active for s in rt.project.manifest.schedules):
+        from swell.service.schedules import Schedules
+
+        found.append(Schedules(rt, settings, say))
     if not found:
-        raise SwellError("nothing to watch: give --source URI")
+        raise SwellError("nothing to watch: give --source URI, or add `schedules:` to wave.yaml")
     return found
 
 
