@@ -164,3 +164,26 @@ def test_watch_without_a_source_says_what_it_needs(tmp_path: Path) -> None:
     project = service_project(tmp_path / "p")
     result = swell("watch", "echo", cwd=project)
     assert result.returncode != 0 and "needs --source URI" in result.stderr
+
+
+def test_a_run_recorded_by_a_dispatcher_that_died_before_handing_it_on_goes_on(
+    tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The moment between the commit of an item's run and its hand-on, made exact."""
+    from swell.engine.context import RunOptions
+    from swell.runtime import check_pipeline, create_run, open_runtime
+    from swell.store.capabilities import claims
+
+    project = service_project(tmp_path / "p")
+    enqueue(project / "queue.jsonl", "a")
+    monkeypatch.chdir(project)
+    rt = open_runtime(project)
+    loaded, _ = check_pipeline(rt, "echo")
+    plan = create_run(rt, loaded, "item a", RunOptions(dispatch_key=(SOURCE, "a", "echo")))
+    claims(rt.store).release(plan.run_id)  # as its dying process's claim would end
+    rt.store.close()
+    result = swell("watch", "echo", "--source", SOURCE, "--once", cwd=project)
+    assert f"run {plan.run_id}: handed on" in result.stdout
+    assert "stopped: 0 runs started" in result.stdout
+    wait_for(lambda: _all_ended(isolated_state, 1))
+    assert run_facts(isolated_state)[plan.run_id][2] == 1

@@ -80,6 +80,7 @@ class Dispatcher:
         self._recovered = False
         self._told: set[str] = set()  # items whose skipping was said once
         self._this_cycle: dict[str, int] = {}  # pipeline -> runs started this poll
+        self.unhanded: set[str] = set()  # recorded runs whose process did not start
 
     # ------------------------------------------------------------------ one poll
 
@@ -90,6 +91,11 @@ class Dispatcher:
         if not self._recovered:
             self._recover()
             self._recovered = True
+        for run_id in sorted(self.unhanded):
+            self.unhanded.discard(run_id)
+            run = self.rt.store.get_run(run_id)
+            if run.status == "pending" and self.rt.store.owner(run_id) is None:
+                self._hand_on(run_id)
         self._check_ended()
         if self.tally.halted:
             return
@@ -120,8 +126,15 @@ class Dispatcher:
         except AlreadyDispatched:
             self.done.add((item.id, name))  # another dispatcher (or an earlier one) has it
             return
-        except SwellError as exc:
+        except NotHandedOn as exc:
+            self.say(f"item {item.id}: {exc}; handed on again at the next poll")
+            self.done.add((item.id, name))
+            self.active.add(exc.run_id)
+            self.unhanded.add(exc.run_id)
+            return
+        except SwellError as exc:  # said once; a restarted watcher tries the item again
             self.say(f"item {item.id}: not started: {exc}")
+            self.done.add((item.id, name))
             self._failed(item.id)
             return
         self.done.add((item.id, name))
@@ -168,21 +181,41 @@ class Dispatcher:
                 self._hand_on(run.id)
 
     def _hand_on(self, run_id: str) -> None:
-        from swell.executors.base import executor_for
+        if hand_on(self.rt, run_id, self.say) is False:
+            self.unhanded.add(run_id)
 
-        run = self.rt.store.get_run(run_id)
-        executor = executor_for(run)
-        if executor.held_by is not None:
-            return  # its engine (Temporal) executes it whoever dispatched it
-        try:
-            started = executor.resume(self.rt, run)
-        except RunBusy:
-            return  # another dispatcher is handing it on
-        except SwellError as exc:
-            self.say(f"run {run_id}: cannot hand it on: {exc}")
-            return
-        executor.detach(self.rt, started, DETACHED_ARGS)
-        self.say(f"run {run_id}: handed on (its dispatcher stopped before)")
+
+def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None]) -> bool | None:
+    """Let a recorded run nobody executes go on in a process of its own: True when
+    handed on, None when its engine or another process has it, False when it failed
+    (said)."""
+    from swell.executors.base import executor_for
+
+    run = rt.store.get_run(run_id)
+    executor = executor_for(run)
+    if executor.held_by is not None:
+        return None  # its engine (Temporal) executes it whoever dispatched it
+    try:
+        started = executor.resume(rt, run)
+        executor.detach(rt, started, DETACHED_ARGS)
+    except RunBusy:
+        return None  # another dispatcher is handing it on
+    except SwellError as exc:
+        say(f"run {run_id}: cannot hand it on: {exc}")
+        return False
+    say(f"run {run_id}: handed on")
+    return True
+
+
+def orphans(rt: Runtime, source: str) -> list[str]:
+    """The source's dispatched runs still pending with no process executing them (their
+    dispatcher stopped between recording and handing on)."""
+    found = []
+    for row in dispatch(rt.store).dispatched(source):
+        run = rt.store.get_run(row.run_id)
+        if run.status == "pending" and rt.store.owner(run.id) is None:
+            found.append(run.id)
+    return found
 
 
 def start_item(
@@ -196,8 +229,19 @@ def start_item(
     options = RunOptions(auto_approve=settings.auto_approve, dispatch_key=key)
     executor = executor_named(rt, settings.engine)
     started = asyncio.run(executor.start(rt, loaded, text, options))
-    executor.detach(rt, started, DETACHED_ARGS)
+    try:
+        executor.detach(rt, started, DETACHED_ARGS)
+    except SwellError as exc:  # recorded, not going: a dispatcher hands it on later
+        raise NotHandedOn(started.run_id, exc) from None
     return started.run_id
+
+
+class NotHandedOn(SwellError):
+    """The item's run is recorded (its key with it) but its process did not start."""
+
+    def __init__(self, run_id: str, exc: SwellError) -> None:
+        super().__init__(f"run {run_id} is recorded but did not start: {exc}")
+        self.run_id = run_id
 
 
 def reap_children() -> None:

@@ -18,7 +18,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from swell.errors import SwellError
 from swell.service.cron import Cron, parse
-from swell.service.dispatch import Settings, Tally, reap_children, start_item
+from swell.service.dispatch import (
+    NotHandedOn,
+    Settings,
+    Tally,
+    hand_on,
+    orphans,
+    reap_children,
+    start_item,
+)
 from swell.store.capabilities import dispatch
 from swell.store.dispatch import AlreadyDispatched, DispatchKey
 
@@ -54,9 +62,15 @@ class Schedules:
         self.tally = Tally()
         self.entries = [(s, *checked(s)) for s in rt.project.manifest.schedules if s.active]
         self.since = clock()  # a schedule that never fired counts from here
+        self._recovered = False
 
     def cycle(self) -> None:
         reap_children()
+        if not self._recovered:  # ticks recorded by a watcher that died before handing on
+            self._recovered = True
+            for schedule, _, _ in self.entries:
+                for run_id in orphans(self.rt, f"schedule:{schedule.key_name}"):
+                    hand_on(self.rt, run_id, self.say)
         now = self.clock()
         for schedule, cron, zone in self.entries:
             self._fire(schedule, cron, zone, now)
@@ -76,6 +90,10 @@ class Schedules:
             run_id = start_item(self.rt, loaded, schedule.input, key, self.settings)
         except AlreadyDispatched:
             return  # another watcher ran this tick
+        except NotHandedOn as exc:  # recorded: `swell watch` hands it on when restarted
+            self.say(f"schedule {schedule.key_name} at {key.item}: {exc}")
+            self.tally.failed.append(key.item)
+            return
         except SwellError as exc:
             self.say(f"schedule {schedule.key_name} at {key.item}: not started: {exc}")
             self.tally.failed.append(key.item)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from swell.errors import SwellError
-from swell.service.dispatch import Settings, start_item
+from swell.service.dispatch import NotHandedOn, Settings, start_item
 from swell.service.sources import WorkItem
 from swell.store.capabilities import dispatch
 from swell.store.dispatch import AlreadyDispatched, DispatchKey
@@ -154,6 +154,8 @@ def dispatch_delivery(rt: Runtime, given: Delivery, settings: Settings | None = 
     key = DispatchKey(f"webhook:{given.forge}", given.id, name)
     try:
         run_id = start_item(rt, chosen.pipeline, given.item.input, key, settings or Settings())
+    except NotHandedOn as exc:
+        return Outcome(exc.run_id, name, str(exc))
     except AlreadyDispatched:
         rows = dispatch(rt.store).dispatched(key.source, name)
         earlier = next((r.run_id for r in rows if r.item == given.id), None)
