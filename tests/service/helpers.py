@@ -43,9 +43,14 @@ def enqueue(queue: Path, *ids: str, **fields: object) -> None:
             out.write(json.dumps({"id": item, "input": f"item {item}", **fields}) + "\n")
 
 
-def dispatched(state: Path, source: str) -> dict[str, list[str]]:
+def _where(state: Path | str) -> Path | str:
+    """A state directory's SQLite store, or a store URL as it is (Postgres)."""
+    return state / "state.db" if isinstance(state, Path) else state
+
+
+def dispatched(state: Path | str, source: str) -> dict[str, list[str]]:
     """item -> the runs the store says were started for it."""
-    store = open_store(state / "state.db")
+    store = open_store(_where(state))
     try:
         found: dict[str, list[str]] = {}
         for row in dispatch(store).dispatched(source):
@@ -55,9 +60,9 @@ def dispatched(state: Path, source: str) -> dict[str, list[str]]:
         store.close()
 
 
-def run_facts(state: Path) -> dict[str, tuple[str, str, int]]:
+def run_facts(state: Path | str) -> dict[str, tuple[str, str, int]]:
     """run id -> (status, input, how many times it started)."""
-    store = open_store(state / "state.db")
+    store = open_store(_where(state))
     try:
         return {
             run.id: (

@@ -15,7 +15,7 @@ from .helpers import dispatched, enqueue, run_facts, service_project
 SOURCE = "file:queue.jsonl"
 
 
-def _all_ended(state: Path, n: int) -> bool:
+def _all_ended(state: Path | str, n: int) -> bool:
     facts = run_facts(state)
     return len(facts) == n and all(f[0] == "succeeded" for f in facts.values())
 
@@ -67,19 +67,30 @@ def test_label_filter_and_batch_size_take_waves_meaning(
     assert sorted(dispatched(isolated_state, SOURCE)) == ["a", "b", "c"]
 
 
-def test_two_dispatchers_on_one_store_share_the_items(tmp_path: Path, isolated_state: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_dispatchers_on_one_store_share_the_items(
+    backend: str,
+    tmp_path: Path,
+    isolated_state: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    where: Path | str = isolated_state
+    if backend == "postgres":
+        where = request.getfixturevalue("postgres_server").fresh_schema()
+        monkeypatch.setenv("SWELL_STORE", str(where))
     project = service_project(tmp_path / "p")
     enqueue(project / "queue.jsonl", *[f"i{n}" for n in range(8)])
     both = [
         start_swell("watch", "echo", "--source", SOURCE, "--once", cwd=project) for _ in range(2)
     ]
-    outs = [p.communicate(timeout=120)[0] for p in both]
-    assert all(p.returncode == 0 for p in both)
-    said = [line.split()[1].rstrip(":") for out in outs for line in out.splitlines()]
+    outs = [p.communicate(timeout=180) for p in both]
+    assert all(p.returncode == 0 for p in both), [err for _, err in outs]
+    said = [line.split()[1].rstrip(":") for out, _ in outs for line in out.splitlines()]
     started = [s for s in said if s.startswith("i")]
     assert sorted(started) == sorted(f"i{n}" for n in range(8))  # each by one of them
-    assert all(len(v) == 1 for v in dispatched(isolated_state, SOURCE).values())
-    wait_for(lambda: _all_ended(isolated_state, 8), timeout=120)
+    assert all(len(v) == 1 for v in dispatched(where, SOURCE).values())
+    wait_for(lambda: _all_ended(where, 8), timeout=180)
 
 
 def test_sigterm_stops_dispatching_gracefully(tmp_path: Path, isolated_state: Path) -> None:
