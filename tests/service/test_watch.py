@@ -198,3 +198,16 @@ def test_a_run_recorded_by_a_dispatcher_that_died_before_handing_it_on_goes_on(
     assert "stopped: 0 runs started" in result.stdout
     wait_for(lambda: _all_ended(isolated_state, 1))
     assert run_facts(isolated_state)[plan.run_id][2] == 1
+
+
+def test_a_dispatched_runs_sub_pipeline_is_not_a_work_item_of_its_own(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """A child run inherits its parent's options but not its dispatch key."""
+    outer = "kind: WavePipeline\nmetadata: {name: outer}\nsteps:\n  - {id: sub, pipeline: echo}\n"
+    project = service_project(tmp_path / "p", outer=outer)
+    enqueue(project / "queue.jsonl", "a")
+    result = swell("watch", "outer", "--source", SOURCE, "--once", cwd=project)
+    assert "item a: run outer-" in result.stdout, result.stderr
+    wait_for(lambda: _all_ended(isolated_state, 2))  # the item's run and its child
+    assert [len(v) for v in dispatched(isolated_state, SOURCE).values()] == [1]
