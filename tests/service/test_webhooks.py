@@ -66,6 +66,12 @@ def hooks_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
             proc.communicate()
 
 
+def post(url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+    """A delivery; the answer waits until the run's process has claimed it, which
+    takes a few seconds on a loaded machine."""
+    return httpx.post(url, content=body, headers=headers, timeout=120)
+
+
 def _github(body: bytes, delivery: str, secret: str = SECRET) -> dict[str, str]:
     sig = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return {
@@ -78,11 +84,11 @@ def _github(body: bytes, delivery: str, secret: str = SECRET) -> dict[str, str]:
 
 def test_the_same_delivery_twice_starts_one_run(hooks_url: str, isolated_state: Path) -> None:
     body = json.dumps(ISSUE).encode()
-    first = httpx.post(f"{hooks_url}/api/hooks/github", content=body, headers=_github(body, "d-1"))
+    first = post(f"{hooks_url}/api/hooks/github", body, _github(body, "d-1"))
     assert first.status_code == 202, first.text
     run_id = first.json()["run_id"]
     assert first.json()["pipeline"] == "echo"
-    again = httpx.post(f"{hooks_url}/api/hooks/github", content=body, headers=_github(body, "d-1"))
+    again = post(f"{hooks_url}/api/hooks/github", body, _github(body, "d-1"))
     assert again.status_code == 200
     assert again.json() | {"why": ""} == {
         "run_id": run_id,
@@ -108,7 +114,7 @@ def test_a_bad_or_missing_signature_is_401_and_runs_nothing(
     hooks_url: str, isolated_state: Path, headers: object
 ) -> None:
     body = json.dumps(ISSUE).encode()
-    answer = httpx.post(f"{hooks_url}/api/hooks/github", content=body, headers=headers(body))  # type: ignore[operator]
+    answer = post(f"{hooks_url}/api/hooks/github", body, headers(body))  # type: ignore[operator]
     assert answer.status_code == 401
     assert "signature" in answer.json()["detail"]
     assert run_facts(isolated_state) == {}
@@ -127,21 +133,23 @@ def test_gitlab_token_and_gitea_signature(hooks_url: str, isolated_state: Path) 
     }
     body = json.dumps(mr).encode()
     gitlab = {"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Event-UUID": "u-1"}
-    bad = httpx.post(
-        f"{hooks_url}/api/hooks/gitlab", content=body, headers=gitlab | {"X-Gitlab-Token": "nope"}
-    )
+    bad = post(f"{hooks_url}/api/hooks/gitlab", body, gitlab | {"X-Gitlab-Token": "nope"})
     assert bad.status_code == 401
-    good = httpx.post(
-        f"{hooks_url}/api/hooks/gitlab", content=body, headers=gitlab | {"X-Gitlab-Token": SECRET}
-    )
+    good = post(f"{hooks_url}/api/hooks/gitlab", body, gitlab | {"X-Gitlab-Token": SECRET})
     assert good.status_code == 202, good.text
     sig = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     gitea = {"X-Gitea-Event": "issues", "X-Gitea-Delivery": "g-1", "X-Gitea-Signature": sig}
-    assert (
-        httpx.post(f"{hooks_url}/api/hooks/gitea", content=body, headers=gitea).status_code == 202
-    )
+    assert post(f"{hooks_url}/api/hooks/gitea", body, gitea).status_code == 202
     inputs = sorted(f[1] for f in run_facts(isolated_state).values())
     assert inputs == ["https://gitlab.com/o/r/-/merge_requests/3"] * 2
+
+
+def test_a_ping_runs_nothing(hooks_url: str, isolated_state: Path) -> None:
+    body = b'{"zen": "Keep it logically awesome."}'
+    headers = _github(body, "p-1") | {"X-GitHub-Event": "ping"}
+    answer = post(f"{hooks_url}/api/hooks/github", body, headers)
+    assert answer.status_code == 200 and answer.json()["why"] == "ping"
+    assert run_facts(isolated_state) == {}
 
 
 def test_the_dashboard_token_still_guards_everything_else(hooks_url: str) -> None:

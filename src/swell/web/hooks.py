@@ -33,6 +33,8 @@ async def receive_hook(forge: str, request: Request) -> JSONResponse:
         given = delivery(forge, request.headers, body)
     except Refused as exc:
         return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+    if given.event == "ping":  # sent when the webhook is set up: nothing to run
+        return JSONResponse({"run_id": None, "pipeline": None, "why": "ping", "duplicate": False})
     root = app_state(request).settings.root
     outcome = await run_in_threadpool(_dispatch, root, given)
     answer = {"run_id": outcome.run_id, "pipeline": outcome.pipeline, "why": outcome.why}
