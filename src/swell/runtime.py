@@ -52,6 +52,7 @@ from swell.manifest.loader import (
 )
 from swell.ops.rerun import refuse_husk
 from swell.store.capabilities import claims, output_store
+from swell.store.dispatch import record_run
 from swell.store.location import open_store, state_dir_for, store_location
 from swell.store.protocols import RunReader, RunWriter, Store
 from swell.store.rows import RunRow
@@ -158,7 +159,9 @@ def create_run(
         parent_step_id=parent_step,
         options=options,
     )
-    rt.store.create_run(
+    record_run(
+        rt.store,
+        None if parent else options.dispatch_key,  # a child's options are its parent's
         run_id=run_id,
         pipeline=loaded.name,
         input_text=input_text,

@@ -20,8 +20,14 @@ from .conftest import Backend
 
 # what each backend of tests/store/conftest.py:BACKENDS declares; a new backend adds a row
 DECLARED = {
-    "sqlite": {Capability.PAGES, Capability.STATS, Capability.OUTPUT, Capability.CLAIMS},
-    "memory": {Capability.OUTPUT, Capability.CLAIMS},
+    "sqlite": {
+        Capability.PAGES,
+        Capability.STATS,
+        Capability.OUTPUT,
+        Capability.CLAIMS,
+        Capability.DISPATCH,
+    },
+    "memory": {Capability.OUTPUT, Capability.CLAIMS, Capability.DISPATCH},
     "postgres": set(Capability),
 }
 

@@ -95,6 +95,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "doctor"),
     "clean": ("clean", "clean"),
     "serve": ("serve", "serve"),
+    "watch": ("watch", "watch"),
+    "route": ("watch", "route"),
     "retro": ("retro", "retro"),  # a group: `retro RUN`, `retro stats`
     "worker": ("worker", "worker"),
 }
@@ -157,8 +159,10 @@ def _undecodable(arg: str) -> bool:
 
 def main() -> None:
     """Console entry point: user errors print one clear message and exit non-zero."""
+    from swell.cli.watch import wave_continuous
     from swell.errors import ManifestError, SwellError
 
+    sys.argv[1:] = wave_continuous(sys.argv[1:], _command_named(sys.argv[1:]))
     _register(sys.argv[1:])
     bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if _undecodable(arg)), None)
     if bad is not None:

@@ -111,6 +111,9 @@ class RunOptions:
     artifacts: dict[str, str] = field(default_factory=dict)  # `{{ artifacts.NAME }}`: paths
     max_cycles: int | None = None  # `loop.max_iterations` where a loop sets none
     no_sandbox: bool = False  # `swell run --no-sandbox`: runtime.sandbox is not applied
+    # (source, item, pipeline): the work item this run is for, recorded with the run so
+    # the item gets one run only (store/dispatch.py; `swell watch`, schedules, webhooks)
+    dispatch_key: tuple[str, str, str] | None = None
 
 
 @dataclass

@@ -38,6 +38,7 @@ from swell.manifest.wave_models import (
     RetrosConfig,
     RoutingConfig,
     SandboxConfig,
+    Schedule,
     ServerConfig,
     SkillConfig,
     StepInput,
@@ -244,6 +245,7 @@ class Manifest(Strict):
     skills: list[str] = Field(default_factory=list)
     hooks: list[LifecycleHook] = Field(default_factory=list)
     evolution: EvolutionConfig | None = None
+    schedules: list[Schedule] = Field(default_factory=list)  # run by `swell watch`
 
     NOT_RUN = {
         "server": "server mode",
@@ -299,7 +301,7 @@ class InputConfig(Strict):
     type: InputType | None = None
 
     IGNORED = ("source", "schema")  # Wave's TUI shows them
-    NOT_RUN = {"label_filter": "forge input filters", "batch_size": "batched input"}
+    # label_filter and batch_size act under `swell watch` (docs/service.md)
 
     @property
     def required(self) -> bool:

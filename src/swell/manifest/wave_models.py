@@ -148,12 +148,28 @@ class RoutingConfig(Strict):
     complexity_map: dict[Tier, str] = Field(default_factory=dict)
     default_tier: Tier | None = None
 
+    # `rules` and `default` route `swell watch` items and webhooks (service/routing.py)
     NOT_RUN = {
-        "rules": "input routing rules",
-        "default": "input routing",
         # Wave reads `default_tier` nowhere either (auto_route falls back to balanced)
         "default_tier": "a default tier",
     }
+
+
+class Schedule(Strict):
+    """One entry of `schedules:` (swell's; Wave keeps schedules in its state database
+    with the same fields): run `pipeline` with `input` at each tick of `cron` (five
+    fields) in `timezone` (an IANA name; UTC by default). docs/service.md."""
+
+    pipeline: str
+    cron: str
+    input: str = ""
+    timezone: str = "UTC"
+    name: str | None = None  # its dispatch source is `schedule:NAME` (default: the pipeline)
+    active: bool = True
+
+    @property
+    def key_name(self) -> str:
+        return self.name or self.pipeline
 
 
 class SandboxConfig(Strict):

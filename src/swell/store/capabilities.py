@@ -17,6 +17,7 @@ from swell.errors import StoreError
 from swell.store.protocols import (
     Capability,
     Claims,
+    Dispatch,
     Notify,
     OutputStore,
     PageSource,
@@ -65,6 +66,17 @@ def claims(store: Store) -> Claims:
     raise StoreError(
         f"the store {store.identity} cannot claim a run for one process, "
         "so it can show runs but not run or resume them"
+    )
+
+
+def dispatch(store: Store) -> Dispatch:
+    """The store's dispatch keys; StoreError when it keeps none, since a dispatcher
+    without them could start a work item twice."""
+    if Capability.DISPATCH in store.capabilities and isinstance(store, Dispatch):
+        return store
+    raise StoreError(
+        f"the store {store.identity} keeps no dispatch keys, so it cannot dispatch work "
+        "items exactly once"
     )
 
 

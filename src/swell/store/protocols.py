@@ -31,6 +31,7 @@ from swell.store.rows import (
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent, Event
+    from swell.store.dispatch import Dispatched, DispatchKey
     from swell.store.pages import PageReader, RunFilter
     from swell.store.stats import StatsSource
     from swell.streaming import OutputChunk
@@ -200,6 +201,7 @@ class Capability(StrEnum):
     OUTPUT = "output"  # `OutputStore`: running visits' output kept for `swell logs`
     CLAIMS = "claims"  # `Claims`: one process executes a run (running, resuming)
     NOTIFY = "notify"  # `Notify`: a follower is woken by the commit, not by polling
+    DISPATCH = "dispatch"  # `Dispatch`: a run created with its work item's dispatch key
 
 
 @runtime_checkable
@@ -266,6 +268,21 @@ class Notify(Protocol):
         ...
 
 
+@runtime_checkable
+class Dispatch(Protocol):
+    """Exactly-once dispatch (store/dispatch.py): a work item's key and its run are
+    committed together, and a key is recorded once (a unique constraint)."""
+
+    def create_dispatched_run(self, key: DispatchKey, **run: Any) -> bool:
+        """`create_run(**run)` and record `key` for it in one transaction; False, and
+        nothing created, when `key` is recorded already."""
+        ...
+
+    def dispatched(self, source: str, pipeline: str | None = None) -> list[Dispatched]:
+        """The keys recorded for `source` (and `pipeline`), oldest first."""
+        ...
+
+
 class Store(RunWriter, RunReader, ThreadReader, Protocol):
     """What every store backend provides."""
 
@@ -284,4 +301,5 @@ PROTOCOLS: dict[Capability, type] = {
     Capability.OUTPUT: OutputStore,
     Capability.CLAIMS: Claims,
     Capability.NOTIFY: Notify,
+    Capability.DISPATCH: Dispatch,
 }

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from swell.errors import RunBusy, RunNotFound, RunStateError, StoreError
 from swell.events.statuses import ENDED_FOR_GOOD
@@ -42,6 +42,32 @@ def stored_input(text: str) -> str:
     from swell.events.redact import mask_secrets  # pydantic: not for stores that only read
 
     return mask_secrets(text)
+
+
+def run_values(
+    *,
+    run_id: str,
+    pipeline: str,
+    input_text: str,
+    workspace: str,
+    pipeline_path: str | None = None,
+    project_root: str | None = None,
+    parent_run_id: str | None = None,
+    parent_step_id: str | None = None,
+    options: dict[str, Any] | None = None,
+    pipeline_text: str | None = None,
+) -> tuple[object, ...]:
+    """`RunWriter.create_run`'s arguments as the SQL backends insert them: (id, pipeline,
+    pipeline_path, project_root, input, parent_run_id, parent_step_id, workspace,
+    options, created_at, updated_at, owner_pid, pipeline_text)."""
+    import json
+
+    stamp = now_iso()
+    return (
+        *(run_id, pipeline, pipeline_path, project_root, stored_input(input_text)),
+        *(parent_run_id, parent_step_id, workspace, json.dumps(options or {})),
+        *(stamp, stamp, os.getpid(), pipeline_text),
+    )
 
 
 CANDIDATES = 10  # runs an ambiguous prefix lists

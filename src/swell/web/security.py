@@ -28,6 +28,7 @@ from swell.errors import SwellError
 COOKIE = "swell_token"
 CSRF_HEADER = "x-csrf-token"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+SIGNED = "/api/hooks/"  # webhooks: checked by their signature (web/hooks.py), not the token
 
 
 class BindRefused(SwellError):
@@ -105,6 +106,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def middleware(guard: Guard) -> Callable[[Request, Handler], Awaitable[Response]]:
     async def check(request: Request, call_next: Handler) -> Response:
+        if request.url.path.startswith(SIGNED):  # a forge proves itself by signature
+            return await call_next(request)
         login = _login(request, guard)
         if login is not None:
             return login

@@ -119,7 +119,11 @@ def record_run(
 
     run_id = new_run_id(loaded.name)
     workspace = rt.state_dir / "workspaces" / run_id
-    rt.store.create_run(
+    from swell.store.dispatch import record_run as record
+
+    record(
+        rt.store,
+        options.dispatch_key,
         run_id=run_id,
         pipeline=loaded.name,
         input_text=input_text,

@@ -25,6 +25,7 @@ from swell.events.models import (
     event_data,
     event_json,
 )
+from swell.store.dispatch import Dispatched, DispatchKey
 from swell.store.memory.tables import Journal, MemoryDatabase, project
 from swell.store.protocols import Capability
 from swell.store.records import Record
@@ -73,7 +74,7 @@ class MemoryStore:
     location = "memory:"
     # pages, stats and followers are computed from the methods below
     # (store/capabilities.py); a database lives in one process, so no NOTIFY
-    capabilities = frozenset({Capability.OUTPUT, Capability.CLAIMS})
+    capabilities = frozenset({Capability.OUTPUT, Capability.CLAIMS, Capability.DISPATCH})
 
     def __init__(self, database: MemoryDatabase | None = None) -> None:
         self.database = database or MemoryDatabase()
@@ -131,6 +132,20 @@ class MemoryStore:
             if run_id in self.database.runs:
                 raise StoreError(f"run {run_id} already exists")
             journal.put(self.database.runs, run_id, record)
+
+    def create_dispatched_run(self, key: DispatchKey, **run: Any) -> bool:
+        with self._write() as journal:
+            if (key.source, key.item, key.pipeline) in self.database.dispatches:
+                return False
+            done = Dispatched(key.source, key.item, key.pipeline, run["run_id"], now_iso())
+            journal.put(self.database.dispatches, (key.source, key.item, key.pipeline), done)
+            self.create_run(**run)  # the same lock, re-entered: undone with the key if it fails
+        return True
+
+    def dispatched(self, source: str, pipeline: str | None = None) -> list[Dispatched]:
+        with self.database.lock:
+            rows = list(self.database.dispatches.values())
+        return [d for d in rows if d.source == source and pipeline in (None, d.pipeline)]
 
     def claim(self, run_id: str) -> None:
         """Make this handle the run's only executor (RunBusy if another one is): handles

@@ -52,6 +52,7 @@ from swell.events.models import (
     Warning,
 )
 from swell.store import records
+from swell.store.dispatch import Dispatched
 from swell.store.output import MemoryOutput
 from swell.store.records import PRIMARY_KEYS, Record
 from swell.store.rows import Owner
@@ -79,6 +80,8 @@ class MemoryDatabase:
     claims: dict[str, tuple[Owner, int]] = field(default_factory=dict)  # run -> owner, handle
     snapshots: dict[str, tuple[int, str]] = field(default_factory=dict)  # run -> seq, data
     output: MemoryOutput = field(default_factory=MemoryOutput)  # running visits' output
+    # (source, item, pipeline) -> the dispatch key's record (store/dispatch.py)
+    dispatches: dict[tuple[str, str, str], Dispatched] = field(default_factory=dict)
 
     def table(self, name: str, run_id: str) -> Table:
         """One run's rows of a table (to write: it is created when missing)."""

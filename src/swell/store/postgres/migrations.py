@@ -197,9 +197,19 @@ def _m1_initial(db: psycopg.Connection[tuple[object, ...]]) -> None:
     _run_script(db, _M1_INITIAL)
 
 
-MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [_m1_initial]
+def _m2_dispatches(db: psycopg.Connection[tuple[object, ...]]) -> None:
+    # exactly-once dispatch: a work item's key, written with its run (store/dispatch.py)
+    from swell.store.dispatch import CREATE
+
+    _run_script(db, CREATE)
+
+
+MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [
+    _m1_initial,
+    _m2_dispatches,
+]
 # the tables swell writes (`swell doctor` checks it may): the migrations' and their record
-TABLES = ("schema_migrations", *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL))
+TABLES = ("schema_migrations", *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL), "dispatches")
 
 # the transaction-level advisory lock migrations hold (pg_advisory_xact_lock), one per schema
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('swell.migrate.' || current_schema(), 0))"

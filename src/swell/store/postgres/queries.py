@@ -11,3 +11,18 @@ RUN_COLUMNS = (
     "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
     "owner_host, options"
 )
+
+# the holder of a run's advisory lock in this database, and who it recorded as executor
+HOLDER = (
+    "SELECT l.pid, r.owner_backend, r.owner_pid, r.owner_host FROM pg_locks l "
+    "LEFT JOIN runs r ON r.id = %s WHERE l.locktype = 'advisory' AND l.granted "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 1"
+)
+
+INSERT_RUN = (
+    "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, "
+    "parent_run_id, parent_step_id, workspace, options, created_at, updated_at, "
+    "owner_pid, pipeline_text) "
+    "VALUES (%s, %s, %s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -37,10 +35,12 @@ import psycopg
 from psycopg import sql
 
 from swell.errors import RunNotFound, StoreError, SwellError
+from swell.store import dispatch as dispatch_sql
 from swell.store import output as output_table
+from swell.store.dispatch import Dispatched, DispatchKey
 from swell.store.postgres.migrations import migrate
 from swell.store.postgres.pages import PostgresPages
-from swell.store.postgres.queries import RUN_COLUMNS
+from swell.store.postgres.queries import HOLDER, INSERT_RUN, RUN_COLUMNS
 from swell.store.postgres.stats import postgres_stats
 from swell.store.protocols import Capability
 from swell.store.rows import (
@@ -68,8 +68,8 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    run_values,
     seq_after,
-    stored_input,
     this_process,
 )
 from swell.store.urls import redacted
@@ -95,13 +95,6 @@ _INSERT_EVENTS = (
     "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) "
     "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
     "%s::int[], %s::text[])"
-)
-# the holder of a run's advisory lock in this database, and who it recorded as executor
-_HOLDER = (
-    "SELECT l.pid, r.owner_backend, r.owner_pid, r.owner_host FROM pg_locks l "
-    "LEFT JOIN runs r ON r.id = %s WHERE l.locktype = 'advisory' AND l.granted "
-    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-    "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 1"
 )
 
 
@@ -148,46 +141,30 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_run(
-        self,
-        *,
-        run_id: str,
-        pipeline: str,
-        input_text: str,
-        workspace: str,
-        pipeline_path: str | None = None,
-        project_root: str | None = None,
-        parent_run_id: str | None = None,
-        parent_step_id: str | None = None,
-        options: dict[str, Any] | None = None,
-        pipeline_text: str | None = None,
-    ) -> None:
-        stamp = now_iso()
+    def create_run(self, **run: Any) -> None:
+        with self._tx() as cur:
+            self._insert_run(cur, **run)
+
+    def create_dispatched_run(self, key: DispatchKey, **run: Any) -> bool:
+        with self._tx() as cur:
+            row = (key.source, key.item, key.pipeline, run["run_id"], now_iso())
+            cur.execute(dispatch_sql.INSERT.replace("?", "%s"), row)
+            if not cur.rowcount:
+                return False  # the key has its run: nothing is written
+            self._insert_run(cur, **run)
+        return True
+
+    def dispatched(self, source: str, pipeline: str | None = None) -> list[Dispatched]:
+        query = dispatch_sql.SELECT.replace("? IS NULL", "%s::text IS NULL").replace("?", "%s")
+        with self._tx() as cur:
+            rows = cur.execute(query, dispatch_sql.select_args(source, pipeline)).fetchall()
+        return [Dispatched(*r) for r in rows]
+
+    def _insert_run(self, cur: Cursor, **run: Any) -> None:
         try:
-            with self._tx() as cur:
-                cur.execute(
-                    "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, "
-                    "parent_run_id, parent_step_id, workspace, options, created_at, updated_at, "
-                    "owner_pid, pipeline_text) "
-                    "VALUES (%s, %s, %s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (
-                        run_id,
-                        pipeline,
-                        pipeline_path,
-                        project_root,
-                        stored_input(input_text),
-                        parent_run_id,
-                        parent_step_id,
-                        workspace,
-                        json.dumps(options or {}),
-                        stamp,
-                        stamp,
-                        os.getpid(),
-                        pipeline_text,
-                    ),
-                )
-        except _Clash:
-            raise StoreError(f"run {run_id} already exists") from None
+            cur.execute(INSERT_RUN, run_values(**run))
+        except psycopg.errors.UniqueViolation:
+            raise StoreError(f"run {run['run_id']} already exists") from None
 
     def claim(self, run_id: str) -> None:
         """Take the run's advisory lock on this handle's connection (RunBusy naming the
@@ -545,7 +522,7 @@ class PostgresStore:
         params = (run_id, (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)
         deadline = time.monotonic() + (1.0 if wait else 0.0)
         while True:
-            row = self._one(_HOLDER, params)
+            row = self._one(HOLDER, params)
             if row is None:
                 return None
             backend, recorded, pid, host = row

@@ -21,3 +21,9 @@ RUN_COLUMNS = (
     "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
     "owner_host, options"
 )
+
+INSERT_RUN = (
+    "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, parent_run_id, "
+    "parent_step_id, workspace, options, created_at, updated_at, owner_pid, pipeline_text) "
+    "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)

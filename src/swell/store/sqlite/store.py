@@ -10,8 +10,6 @@ survives power loss at a cost per commit.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import socket
 import sqlite3
 import time
@@ -20,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
+from swell.store import dispatch as dispatch_sql
 from swell.store import output as output_table
+from swell.store.dispatch import Dispatched, DispatchKey
 from swell.store.protocols import Capability
 from swell.store.rows import (
     ArtifactRow,
@@ -44,15 +44,15 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
+    run_values,
     seq_after,
-    stored_input,
     this_process,
 )
 from swell.store.sqlite.checkpoints import Checkpoints, checkpoint
 from swell.store.sqlite.compact import event_id, pack_ts, seq_of, unpack_ts
 from swell.store.sqlite.errors import os_store_error, store_error, translated
 from swell.store.sqlite.migrations import migrate
-from swell.store.sqlite.queries import EVENTS_AFTER, RUN_COLUMNS
+from swell.store.sqlite.queries import EVENTS_AFTER, INSERT_RUN, RUN_COLUMNS
 from swell.store.sqlite.run_locks import RunLocks, alive
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ class SqliteStore:
     # no NOTIFY: nothing wakes another process when a commit lands, followers poll
     capabilities = frozenset(
         {Capability.PAGES, Capability.STATS, Capability.OUTPUT, Capability.CLAIMS}
+        | {Capability.DISPATCH}
     )
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
@@ -120,45 +121,27 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_run(
-        self,
-        *,
-        run_id: str,
-        pipeline: str,
-        input_text: str,
-        workspace: str,
-        pipeline_path: str | None = None,
-        project_root: str | None = None,
-        parent_run_id: str | None = None,
-        parent_step_id: str | None = None,
-        options: dict[str, Any] | None = None,
-        pipeline_text: str | None = None,
-    ) -> None:
-        stamp = now_iso()
+    def create_run(self, **run: Any) -> None:
         with self._tx():
-            try:
-                self.db.execute(
-                    "INSERT INTO runs (id, pipeline, pipeline_path, project_root, status, input, parent_run_id, "
-                    "parent_step_id, workspace, options, created_at, updated_at, owner_pid, pipeline_text) "
-                    "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        pipeline,
-                        pipeline_path,
-                        project_root,
-                        stored_input(input_text),
-                        parent_run_id,
-                        parent_step_id,
-                        workspace,
-                        json.dumps(options or {}),
-                        stamp,
-                        stamp,
-                        os.getpid(),
-                        pipeline_text,
-                    ),
-                )
-            except sqlite3.IntegrityError:
-                raise StoreError(f"run {run_id} already exists") from None
+            self._insert_run(**run)
+
+    def create_dispatched_run(self, key: DispatchKey, **run: Any) -> bool:
+        with self._tx():
+            row = (key.source, key.item, key.pipeline, run["run_id"], now_iso())
+            if not self.db.execute(dispatch_sql.INSERT, row).rowcount:
+                return False  # the key has its run: nothing is written
+            self._insert_run(**run)
+        return True
+
+    def dispatched(self, source: str, pipeline: str | None = None) -> list[Dispatched]:
+        rows = self.db.execute(dispatch_sql.SELECT, dispatch_sql.select_args(source, pipeline))
+        return [Dispatched(*r) for r in rows]
+
+    def _insert_run(self, **run: Any) -> None:
+        try:
+            self.db.execute(INSERT_RUN, run_values(**run))
+        except sqlite3.IntegrityError:
+            raise StoreError(f"run {run['run_id']} already exists") from None
 
     def claim(self, run_id: str) -> None:
         """Make this process the run's only executor (RunBusy if another one is)."""

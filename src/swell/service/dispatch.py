@@ -1,0 +1,274 @@
+"""The dispatcher: polls a work source and starts one run per new item, exactly once.
+
+Each item's run is recorded with its dispatch key (store/dispatch.py) in one
+transaction, through the executor seam (`Executor.start`, then `detach`): a local run
+goes on in a `swell resume` process of its own, a Temporal run in its workflow, so a
+dispatcher that dies (kill -9 included) takes no run with it. Restarted, it skips what
+the store says was dispatched and hands on a run it recorded but had not handed on yet
+(pending, claimed by nobody). Several dispatchers on one store share the items: the
+key's unique constraint lets one of them create each run (docs/service.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from swell.errors import RunBusy, SwellError
+from swell.events.statuses import ENDED_FOR_GOOD
+from swell.store.capabilities import dispatch
+from swell.store.dispatch import AlreadyDispatched, DispatchKey
+
+if TYPE_CHECKING:
+    from swell.manifest.loader import LoadedPipeline
+    from swell.runtime import Runtime
+    from swell.service.sources import Source, WorkItem
+
+OnFailure = Literal["continue", "halt"]
+# what a detached local run is resumed with: no terminal there, a gate waits for approval
+DETACHED_ARGS = ["-o", "text", "--wait"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an item goes: its pipeline and the key's pipeline name (None: no pipeline
+    takes it, with the reason)."""
+
+    pipeline: LoadedPipeline | None
+    why: str = ""
+
+
+@dataclass
+class Settings:
+    max_concurrent: int = 0  # 0: no limit
+    on_failure: OnFailure = "continue"
+    engine: str = "local"
+    auto_approve: bool = False
+
+
+@dataclass
+class Tally:
+    started: list[str] = field(default_factory=list)  # run ids, in order
+    failed: list[str] = field(default_factory=list)
+    skipped: int = 0  # items no pipeline takes (or label_filter leaves out)
+    halted: bool = False
+
+
+class Dispatcher:
+    """One source, routed to pipelines by `target`; `cycle()` is one poll."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        source: Source,
+        target: Callable[[WorkItem], Target],
+        settings: Settings,
+        say: Callable[[str], None],
+    ) -> None:
+        self.rt, self.source, self.target = rt, source, target
+        self.settings, self.say = settings, say
+        self.name = source.uri
+        self.tally = Tally()
+        self.active: set[str] = set()  # runs dispatched here or found unfinished
+        self.done: set[tuple[str, str]] = set()  # (item, pipeline) known dispatched
+        self._recovered = False
+        self._told: set[str] = set()  # items whose skipping was said once
+        self._this_cycle: dict[str, int] = {}  # pipeline -> runs started this poll
+        self.unhanded: set[str] = set()  # recorded runs whose process did not start
+
+    # ------------------------------------------------------------------ one poll
+
+    def cycle(self) -> None:
+        """Reap ended runs, hand on orphans (first cycle), dispatch new items."""
+        reap_children()
+        self._this_cycle.clear()
+        if not self._recovered:
+            self._recover()
+            self._recovered = True
+        for run_id in sorted(self.unhanded):
+            self.unhanded.discard(run_id)
+            run = self.rt.store.get_run(run_id)
+            if run.status == "pending" and self.rt.store.owner(run_id) is None:
+                self._hand_on(run_id)
+        self._check_ended()
+        if self.tally.halted:
+            return
+        for item in self.source.poll():
+            if self._full():
+                return
+            self._offer(item)
+            if self.tally.halted:
+                return
+
+    def _offer(self, item: WorkItem) -> None:
+        chosen = self.target(item)
+        if chosen.pipeline is None:
+            if item.id not in self._told:
+                self._told.add(item.id)
+                self.tally.skipped += 1
+                self.say(f"item {item.id}: skipped ({chosen.why})")
+            return
+        name = chosen.pipeline.name
+        if (item.id, name) in self.done:
+            return
+        batch = chosen.pipeline.pipeline.input.batch_size  # Wave's: items per poll
+        if batch and self._this_cycle.get(name, 0) >= batch:
+            return
+        key = DispatchKey(self.source.uri, item.id, name)
+        try:
+            run_id = self._start(chosen.pipeline, item, key)
+        except AlreadyDispatched:
+            self.done.add((item.id, name))  # another dispatcher (or an earlier one) has it
+            return
+        except NotHandedOn as exc:
+            self.say(f"item {item.id}: {exc}; handed on again at the next poll")
+            self.done.add((item.id, name))
+            self.active.add(exc.run_id)
+            self.unhanded.add(exc.run_id)
+            return
+        except SwellError as exc:  # said once; a restarted watcher tries the item again
+            self.say(f"item {item.id}: not started: {exc}")
+            self.done.add((item.id, name))
+            self._failed(item.id)
+            return
+        self.done.add((item.id, name))
+        self.active.add(run_id)
+        self.tally.started.append(run_id)
+        self._this_cycle[name] = self._this_cycle.get(name, 0) + 1
+        self.say(f"item {item.id}: run {run_id} ({name})")
+
+    def _full(self) -> bool:
+        limit = self.settings.max_concurrent
+        return bool(limit) and len(self.active) >= limit
+
+    def _start(self, loaded: LoadedPipeline, item: WorkItem, key: DispatchKey) -> str:
+        return start_item(self.rt, loaded, item.input, key, self.settings)
+
+    # ------------------------------------------------------------------ runs
+
+    def _check_ended(self) -> None:
+        for run_id in sorted(self.active):
+            status = self.rt.store.get_run(run_id).status
+            if status in ENDED_FOR_GOOD:
+                self.active.discard(run_id)
+                if status != "succeeded":
+                    self.say(f"run {run_id} {status}")
+                    self._failed(run_id)
+
+    def _failed(self, what: str) -> None:
+        self.tally.failed.append(what)
+        if self.settings.on_failure == "halt":
+            self.tally.halted = True
+            self.say("halting: --on-failure halt")
+
+    def _recover(self) -> None:
+        """This source's runs not ended yet count against --max-concurrent; one still
+        pending with no process executing it was recorded by a dispatcher that died
+        before handing it on: hand it on now."""
+        for row in dispatch(self.rt.store).dispatched(self.source.uri):
+            self.done.add((row.item, row.pipeline))
+            run = self.rt.store.get_run(row.run_id)
+            if run.status in ENDED_FOR_GOOD:
+                continue
+            self.active.add(run.id)
+            if run.status == "pending" and self.rt.store.owner(run.id) is None:
+                self._hand_on(run.id)
+
+    def _hand_on(self, run_id: str) -> None:
+        if hand_on(self.rt, run_id, self.say) is False:
+            self.unhanded.add(run_id)
+
+
+def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None]) -> bool | None:
+    """Let a recorded run nobody executes go on in a process of its own: True when
+    handed on, None when its engine or another process has it, False when it failed
+    (said)."""
+    from swell.executors.base import executor_for
+
+    run = rt.store.get_run(run_id)
+    executor = executor_for(run)
+    if executor.held_by is not None:
+        return None  # its engine (Temporal) executes it whoever dispatched it
+    try:
+        started = executor.resume(rt, run)
+        executor.detach(rt, started, DETACHED_ARGS)
+    except RunBusy:
+        return None  # another dispatcher is handing it on
+    except SwellError as exc:
+        say(f"run {run_id}: cannot hand it on: {exc}")
+        return False
+    say(f"run {run_id}: handed on")
+    return True
+
+
+def orphans(rt: Runtime, source: str) -> list[str]:
+    """The source's dispatched runs still pending with no process executing them (their
+    dispatcher stopped between recording and handing on)."""
+    found = []
+    for row in dispatch(rt.store).dispatched(source):
+        run = rt.store.get_run(row.run_id)
+        if run.status == "pending" and rt.store.owner(run.id) is None:
+            found.append(run.id)
+    return found
+
+
+def start_item(
+    rt: Runtime, loaded: LoadedPipeline, text: str, key: DispatchKey, settings: Settings
+) -> str:
+    """Record the item's run with its key (AlreadyDispatched: it has one) and let its
+    engine execute it without this process: the run id."""
+    from swell.engine.context import RunOptions
+    from swell.executors.base import executor_named
+
+    options = RunOptions(auto_approve=settings.auto_approve, dispatch_key=key)
+    executor = executor_named(rt, settings.engine)
+    started = asyncio.run(executor.start(rt, loaded, text, options))
+    try:
+        executor.detach(rt, started, DETACHED_ARGS)
+    except SwellError as exc:  # recorded, not going: a dispatcher hands it on later
+        raise NotHandedOn(started.run_id, exc) from None
+    return started.run_id
+
+
+class NotHandedOn(SwellError):
+    """The item's run is recorded (its key with it) but its process did not start."""
+
+    def __init__(self, run_id: str, exc: SwellError) -> None:
+        super().__init__(f"run {run_id} is recorded but did not start: {exc}")
+        self.run_id = run_id
+
+
+def reap_children() -> None:
+    """Collect detached runs' processes that ended (a long-lived parent must)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+class Poller(Protocol):
+    """What `watch_loop` polls: a source's dispatcher, or the schedules."""
+
+    name: str
+    tally: Tally
+
+    def cycle(self) -> None: ...
+
+
+def watch_loop(pollers: Sequence[Poller], interval: float, stop: threading.Event) -> list[Tally]:
+    """Poll each every `interval` seconds until `stop` is set (after a first poll) or one
+    halts. A poll that fails (a forge CLI down) is said and tried again next time."""
+    while True:
+        for poller in pollers:
+            try:
+                poller.cycle()
+            except SwellError as exc:
+                print(f"{poller.name}: poll failed: {exc}", file=sys.stderr, flush=True)
+        if stop.is_set() or any(p.tally.halted for p in pollers) or stop.wait(interval):
+            break
+    return [p.tally for p in pollers]
