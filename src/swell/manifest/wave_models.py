@@ -226,6 +226,13 @@ class LifecycleHook(Strict):
     fail_open: bool | None = None
     timeout: str | None = None
 
+    # swell's hooks notify: they never hold up or fail a run (docs/service.md)
+    NOT_RUN = {
+        "blocking": "blocking hooks; swell's hooks never hold up a run",
+        "prompt": "llm_judge hooks",
+    }
+    IGNORED = ("fail_open", "model")  # a notification never fails a run; llm_judge's model
+
 
 class HookRule(Strict):
     matcher: str | None = None

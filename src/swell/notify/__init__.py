@@ -1,0 +1,33 @@
+"""Outbound notifications: Wave's lifecycle `hooks` (wave.yaml and pipeline files) run
+as commands or HTTP POSTs when a run starts, a step ends, a gate waits or a run
+finishes; and traces of runs when an OTLP endpoint is configured (swell/telemetry).
+Both observe the run's events from threads of their own and never hold up, slow or
+fail the run (docs/service.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from swell.notify.observer import HookObserver, hook_observers
+
+if TYPE_CHECKING:
+    from swell.engine.context import RunPlan
+    from swell.events.bus import EventSink
+
+__all__ = ["HookObserver", "hook_observers", "run_observers"]
+
+
+def run_observers(plan: RunPlan, state_dir: Path) -> list[EventSink]:
+    """The observers a run's events go to besides the store: its hooks'."""
+    found: list[EventSink] = []
+    found += hook_observers(
+        plan.project.manifest.hooks,
+        plan.pipeline.pipeline.hooks,
+        run_id=plan.run_id,
+        pipeline=plan.pipeline.name,
+        workspace=str(plan.workspace),
+        root=plan.project.root,
+        state_dir=state_dir,
+    )
+    return found
