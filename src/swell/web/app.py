@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from swell.errors import PipelineNotFound, RunNotFound, RunStateError, StoreError, SwellError
 from swell.store.capabilities import page_reader
 from swell.store.protocols import Store
-from swell.web import analytics, api, run_forms, runs_api, views
+from swell.web import analytics, api, health, run_forms, runs_api, views
 from swell.web.data import Reader
 from swell.web.openapi import describe_400s
 from swell.web.security import Guard, middleware
@@ -117,5 +117,6 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     app.include_router(analytics.api)
     app.include_router(analytics.pages)
     app.include_router(run_forms.router)
+    app.include_router(health.router)
     app.include_router(views.router)
     return app
