@@ -19,8 +19,11 @@ __all__ = ["HookObserver", "hook_observers", "run_observers"]
 
 
 def run_observers(plan: RunPlan, state_dir: Path) -> list[EventSink]:
-    """The observers a run's events go to besides the store: its hooks'."""
-    found: list[EventSink] = []
+    """The observers a run's events go to besides the store: its hooks', and its
+    trace's when OTEL_EXPORTER_OTLP_ENDPOINT is set (swell/telemetry)."""
+    from swell.telemetry import trace_observers
+
+    found: list[EventSink] = [*trace_observers(plan.pipeline.name)]
     found += hook_observers(
         plan.project.manifest.hooks,
         plan.pipeline.pipeline.hooks,
