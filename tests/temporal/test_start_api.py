@@ -1,5 +1,6 @@
 """`POST /api/runs` with `engine: temporal`: the run is the engine's workflow, it waits
-at its gate, is approved from the dashboard's form and finishes on the workers."""
+at its gate (its hook tells a receiver, once), is approved from the dashboard's form
+and finishes on the workers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import httpx
 
 from conftest import swell_json, wait_for
+from notify.receiver import receiver
 from swell.web.app import create_app
 from swell.web.state import ServeSettings
 from temporal.conftest import Workers
@@ -41,12 +43,24 @@ async def _approve_from_the_page(project: Path, run_id: str) -> None:
 def test_a_run_started_over_http_on_temporal_finishes_once_approved(
     project: Path, workers: Workers
 ) -> None:
-    workers.start()
-    answer = asyncio.run(_start(project))
-    assert answer.status_code == 202, answer.text
-    started = answer.json()
-    assert started["engine"] == "temporal" and started["pid"] is None
-    run_id = started["run_id"]
-    wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], 60)
-    asyncio.run(_approve_from_the_page(project, run_id))
-    wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 60)
+    with receiver() as got:
+        hooks = "".join(
+            f"  - {{name: tell-{e}, event: {e}, type: http, url: '{got.url}'}}\n"
+            for e in ("gate_waiting", "run_completed")
+        )
+        manifest = project / "wave.yaml"
+        manifest.write_text(manifest.read_text() + "\nhooks:\n" + hooks)
+        workers.start()
+        answer = asyncio.run(_start(project))
+        assert answer.status_code == 202, answer.text
+        started = answer.json()
+        assert started["engine"] == "temporal" and started["pid"] is None
+        run_id = started["run_id"]
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], 60)
+        wait_for(lambda: got.of("gate_waiting"), 30)
+        asyncio.run(_approve_from_the_page(project, run_id))
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 60)
+        wait_for(lambda: got.of("run_completed"), 30)
+    [asked] = got.of("gate_waiting")
+    assert asked["run_id"] == run_id and asked["gate"]["message"] == "Ship the change for v1?"
+    assert [b["type"] for b in got.bodies] == ["gate_waiting", "run_completed"]

@@ -14,23 +14,31 @@ from swell.notify.observer import HookObserver, hook_observers
 if TYPE_CHECKING:
     from swell.engine.context import RunPlan
     from swell.events.bus import EventSink
+    from swell.manifest.loader import LoadedPipeline, Project
 
-__all__ = ["HookObserver", "hook_observers", "run_observers"]
+__all__ = ["HookObserver", "hook_observers", "observers", "run_observers"]
 
 
-def run_observers(plan: RunPlan, state_dir: Path) -> list[EventSink]:
-    """The observers a run's events go to besides the store: its hooks', and its
-    trace's when OTEL_EXPORTER_OTLP_ENDPOINT is set (swell/telemetry)."""
+def observers(
+    project: Project, loaded: LoadedPipeline, run_id: str, workspace: str, state_dir: Path
+) -> list[EventSink]:
+    """The observers a run's events go to besides the store: its trace's when
+    OTEL_EXPORTER_OTLP_ENDPOINT is set (swell/telemetry), and its hooks'."""
     from swell.telemetry import trace_observers
 
-    found: list[EventSink] = [*trace_observers(plan.pipeline.name)]
+    found: list[EventSink] = [*trace_observers(loaded.name)]
     found += hook_observers(
-        plan.project.manifest.hooks,
-        plan.pipeline.pipeline.hooks,
-        run_id=plan.run_id,
-        pipeline=plan.pipeline.name,
-        workspace=str(plan.workspace),
-        root=plan.project.root,
+        project.manifest.hooks,
+        loaded.pipeline.hooks,
+        run_id=run_id,
+        pipeline=loaded.name,
+        workspace=workspace,
+        root=project.root,
         state_dir=state_dir,
     )
     return found
+
+
+def run_observers(plan: RunPlan, state_dir: Path) -> list[EventSink]:
+    """`observers` of a run this process executes."""
+    return observers(plan.project, plan.pipeline, plan.run_id, str(plan.workspace), state_dir)

@@ -17,6 +17,7 @@ import re
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,25 +33,38 @@ GRACE = 10.0
 RUNS = ("command", "http", "script")  # llm_judge hooks are not run (a load warning says so)
 
 
+IDLE = 5.0  # seconds a hook's thread waits for more before it ends (a worker lives long)
+_observers: weakref.WeakSet[HookObserver] = weakref.WeakSet()
+
+
 class _Lane:
-    """One hook's queue and thread."""
+    """One hook's queue, and the thread that delivers it while there is work."""
 
     def __init__(self, observer: HookObserver, hook: LifecycleHook) -> None:
         self.observer, self.hook = observer, hook
         self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
 
     def put(self, body: dict[str, Any]) -> None:
         self.observer.pending_add(1)
-        self.queue.put(body)
-        if self.thread is None:
-            name = f"swell-hook-{self.hook.name}"
-            self.thread = threading.Thread(target=self._work, name=name, daemon=True)
-            self.thread.start()
+        with self.lock:
+            self.queue.put(body)
+            if self.thread is None:
+                name = f"swell-hook-{self.hook.name}"
+                self.thread = threading.Thread(target=self._work, name=name, daemon=True)
+                self.thread.start()
 
     def _work(self) -> None:
         while True:
-            body = self.queue.get()
+            try:
+                body = self.queue.get(timeout=IDLE)
+            except queue.Empty:
+                with self.lock:
+                    if self.queue.empty():
+                        self.thread = None
+                        return
+                continue
             try:
                 outcome = deliver(self.hook, body, self.observer.root)
             except Exception as exc:  # a hook must never take the run's process down
@@ -78,7 +92,7 @@ class HookObserver:
         self.pending = 0
         self.idle = threading.Condition()
         self.write = threading.Lock()
-        atexit.register(self.flush)
+        _observers.add(self)
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         for name, event in fired(events):
@@ -137,6 +151,14 @@ class HookObserver:
                 file=sys.stderr,
                 flush=True,
             )
+
+
+@atexit.register
+def _flush_all() -> None:
+    """At the process's end: the queued notifications of every run get the grace."""
+    deadline = time.monotonic() + _grace()
+    for observer in list(_observers):
+        observer.flush(max(0.0, deadline - time.monotonic()))
 
 
 def _matcher(hook: LifecycleHook) -> re.Pattern[str] | None:

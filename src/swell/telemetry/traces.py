@@ -14,6 +14,7 @@ import atexit
 import functools
 import os
 import sys
+import weakref
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,12 @@ def _ns(ts: str) -> int | None:
         return None
 
 
+@atexit.register
+def _close_all() -> None:
+    for observer in list(_observers):
+        observer.close()
+
+
 @functools.cache
 def tracer() -> Tracer | None:
     """The process's tracer exporting over OTLP/HTTP, or None (not configured, or the
@@ -58,6 +65,9 @@ def tracer() -> Tracer | None:
     return provider.get_tracer("swell")
 
 
+_observers: weakref.WeakSet[TraceObserver] = weakref.WeakSet()
+
+
 class TraceObserver:
     """Spans of one run (and its sub-pipeline runs executed in this process)."""
 
@@ -65,7 +75,7 @@ class TraceObserver:
         self.tracer, self.pipeline = tracer, pipeline
         self.runs: dict[str, Span] = {}
         self.visits: dict[tuple[str, str, int], Span] = {}
-        atexit.register(self.close)
+        _observers.add(self)
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         for event in events:
