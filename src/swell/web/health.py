@@ -22,11 +22,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from swell.errors import StoreError
 from swell.events.statuses import RunStatus
+from swell.executors import launch
 from swell.store.capabilities import page_reader
 from swell.store.location import state_dir_for
 from swell.store.pages import RunFilter
 from swell.store.protocols import Store
-from swell.web import launch
 from swell.web.state import app_state
 
 router = APIRouter(include_in_schema=False)

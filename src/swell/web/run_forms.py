@@ -1,7 +1,7 @@
 """The dashboard's forms that start runs: "Run" on a pipeline's page (built from the
 pipeline's `input`: type, example, schema) and "Re-run from step" on a run's page
 (`swell run --from-step`). Both post to the server, which starts the run as `POST
-/api/runs` does (web/launch.py) and shows the new run's page; both need the token
+/api/runs` does (executors/launch.py) and shows the new run's page; both need the token
 (web/security.py), which a browser carries as the cookie `/?token=T` sets."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel
 
 from swell.errors import SwellError
-from swell.web import launch
+from swell.executors import launch
 from swell.web.state import app_state
 from swell.web.text import path_part
 from swell.web.views import _checked_form, render

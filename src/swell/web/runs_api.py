@@ -12,7 +12,7 @@ from typing import Any
 import anyio.to_thread
 from fastapi import APIRouter, HTTPException, Request
 
-from swell.web import launch
+from swell.executors import launch
 from swell.web.models import Problem
 from swell.web.state import app_state
 

@@ -1,4 +1,4 @@
-"""Starting and resuming runs from the server (`POST /api/runs`, `.../resume`).
+"""Starting and resuming runs for the server (`POST /api/runs`, `.../resume`, the forms).
 
 The request only checks and records: the pipeline is loaded and linted, the input and
 overrides are checked as `swell run` checks them (ops/preflight.py), and the run is
@@ -11,8 +11,8 @@ recorded by its executor (executors/base.py). What executes it is never the requ
   and `swell approve` reach them as any run (docs/service.md).
 - temporal: the run's workflow, on the engine's workers.
 
-All of it runs in a worker thread (`anyio.to_thread`): loading, linting and waiting
-for the process to claim its run must not hold up the event loop.
+The server calls these in a worker thread (`anyio.to_thread`): loading, linting and
+waiting for the process to claim its run must not hold up its event loop.
 """
 
 from __future__ import annotations
