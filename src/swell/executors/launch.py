@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from swell.errors import SwellError
 
-log = logging.getLogger("swell.web.launch")
+log = logging.getLogger("swell.executors.launch")
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # `input.schema.type` values whose input must be JSON of that kind
