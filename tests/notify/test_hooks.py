@@ -139,3 +139,19 @@ def test_a_command_hook_gets_the_event_on_stdin_and_in_its_environment(project: 
     assert done.returncode != 0
     [[name, event]] = [json.loads(x) for x in (project / "told.jsonl").read_text().splitlines()]
     assert name == "step_failed" and event["step_id"] == "build" and event["exit_code"] == 3
+
+
+def test_a_hook_wave_would_refuse_is_an_error_naming_its_line(project: Path) -> None:
+    hooks = (
+        "  - {name: a, event: run_begin, type: http, url: 'http://127.0.0.1:9/x'}\n"
+        "  - {name: b, event: run_start, type: http}\n"
+        "  - {name: c, event: step_start, type: command, command: echo, matcher: '(['}\n"
+    )
+    write_pipeline(project, "notified", _pipeline(hooks))
+    done = swell("validate", "notified", cwd=project)
+    assert done.returncode == 1
+    said = done.stdout + done.stderr
+    assert "notified.yaml:4:22: 'event' must be one of 'run_start'" in said
+    assert "notified.yaml:5:5:" in said and "`url` is required for http hooks" in said
+    assert "notified.yaml:6:5:" in said and "is not a regular expression" in said
+    assert "Traceback" not in said
