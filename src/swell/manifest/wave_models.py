@@ -253,7 +253,9 @@ class LifecycleHook(Strict):
             try:
                 re.compile(self.matcher)
             except re.error as exc:
-                raise ValueError(f"matcher {self.matcher!r} is not a regular expression: {exc}")
+                raise ValueError(
+                    f"matcher {self.matcher!r} is not a regular expression: {exc}"
+                ) from None
         return self
 
 
