@@ -6,17 +6,18 @@ fail the run (docs/service.md)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from swell.notify.observer import HookObserver, hook_observers
 
 if TYPE_CHECKING:
     from swell.engine.context import RunPlan
     from swell.events.bus import EventSink
     from swell.manifest.loader import LoadedPipeline, Project
 
-__all__ = ["HookObserver", "hook_observers", "observers", "run_observers"]
+__all__ = ["observers", "run_observers"]
+
+TRACE_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
 def observers(
@@ -24,9 +25,17 @@ def observers(
 ) -> list[EventSink]:
     """The observers a run's events go to besides the store: its trace's when
     OTEL_EXPORTER_OTLP_ENDPOINT is set (swell/telemetry), and its hooks'."""
-    from swell.telemetry import trace_observers
+    # imported here: a run without hooks or traces never loads them (nor httpx)
+    hooks = [*project.manifest.hooks, *loaded.pipeline.hooks]
+    found: list[EventSink] = []
+    if any(os.environ.get(v) for v in TRACE_VARIABLES):
+        from swell.telemetry import trace_observers
 
-    found: list[EventSink] = [*trace_observers(loaded.name)]
+        found += trace_observers(loaded.name)
+    if not hooks:
+        return found
+    from swell.notify.observer import hook_observers
+
     found += hook_observers(
         project.manifest.hooks,
         loaded.pipeline.hooks,
