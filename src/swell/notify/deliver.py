@@ -52,19 +52,23 @@ def deliver(
     hook: LifecycleHook,
     body: dict[str, Any],
     root: Path,
+    tried: list[int] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Outcome:
-    """Try the hook up to ATTEMPTS times, waiting BACKOFF, 2 x BACKOFF, ... between."""
+    """Try the hook up to ATTEMPTS times in all, waiting BACKOFF, 2 x BACKOFF, ...
+    between; `tried[0]`: the tries made so far (another process's), kept up to date."""
+    tried = tried if tried is not None else [0]
     error = "not tried"
-    for attempt in range(1, ATTEMPTS + 1):
+    while tried[0] < ATTEMPTS:
+        if tried[0]:
+            sleep(BACKOFF * 2 ** (tried[0] - 1))
+        tried[0] += 1
         try:
             _once(hook, body, root)
-            return Outcome(True, attempt)
+            return Outcome(True, tried[0])
         except HookFailed as exc:
             error = str(exc)
-        if attempt < ATTEMPTS:
-            sleep(BACKOFF * 2 ** (attempt - 1))
-    return Outcome(False, ATTEMPTS, error)
+    return Outcome(False, tried[0], error)
 
 
 def _once(hook: LifecycleHook, body: dict[str, Any], root: Path) -> None:

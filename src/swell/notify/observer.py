@@ -3,8 +3,10 @@ hook (one per hook, so a slow or unreachable receiver delays only its own later
 notifications, in order), and records how each delivery ended.
 
 `emit` only queues: the run never waits for a hook. When the process ends, the
-notifications still queued get up to `SWELL_HOOK_GRACE` seconds (10) to go out; the
-run's own outcome is stored before then, whatever they do.
+notifications still queued get up to `SWELL_HOOK_GRACE` seconds (2) to go out; what
+is left then is written to `.swell/hooks-outbox/` and handed to a process of its own
+(notify/drain.py), which goes on trying while the command returns. The run's own
+outcome is stored before any of this.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import queue
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -29,7 +32,8 @@ from swell.notify.deliver import Outcome, deliver
 from swell.notify.events import fired, payload
 
 LOG_NAME = "hooks.log"  # in the state directory: one JSON line per delivery
-GRACE = 10.0
+GRACE = 2.0
+OUTBOX = "hooks-outbox"  # in the state directory: what a process left to drain.py
 RUNS = ("command", "http", "script")  # llm_judge hooks are not run (a load warning says so)
 
 
@@ -45,6 +49,16 @@ class _Lane:
         self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
+        self.current: dict[str, Any] | None = None  # being delivered now
+        self.tried = [0]  # its tries so far
+
+    def leftover(self) -> list[tuple[dict[str, Any], int]]:
+        """What this hook has not delivered yet, with the tries made (current first)."""
+        with self.lock:
+            queued = [(body, 0) for body in self.queue.queue]
+            if self.current is None:
+                return queued
+            return [(self.current, self.tried[0]), *queued]
 
     def put(self, body: dict[str, Any]) -> None:
         self.observer.pending_add(1)
@@ -65,10 +79,16 @@ class _Lane:
                         self.thread = None
                         return
                 continue
+            with self.lock:
+                self.current, self.tried = body, [0]
             try:
-                outcome = deliver(self.hook, body, self.observer.root)
+                outcome = deliver(self.hook, body, self.observer.root, self.tried)
             except Exception as exc:  # a hook must never take the run's process down
                 outcome = Outcome(False, 1, f"{exc.__class__.__name__}: {exc}")
+            with self.lock:
+                self.current = None
+            if self.observer.handed_over:
+                return  # drain.py has it now (it may send it once more: at least once)
             self.observer.record(self.hook, body, outcome)
             self.observer.pending_add(-1)
 
@@ -92,6 +112,7 @@ class HookObserver:
         self.pending = 0
         self.idle = threading.Condition()
         self.write = threading.Lock()
+        self.handed_over = False
         _observers.add(self)
 
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
@@ -152,13 +173,56 @@ class HookObserver:
                 flush=True,
             )
 
+    def hand_over(self) -> int:
+        """Write what is not delivered yet to the outbox and start drain.py on it;
+        how many notifications it took."""
+        items = [
+            {"hook": lane.hook.model_dump(exclude_none=True), "body": body, "tried": tried}
+            for _, _, lane in self.lanes
+            for body, tried in lane.leftover()
+        ]
+        if not items:
+            return 0
+        self.handed_over = True
+        outbox = self.log.parent / OUTBOX
+        outbox.mkdir(parents=True, exist_ok=True)
+        spool = outbox / f"{self.run_id}-{os.getpid()}-{time.monotonic_ns()}.json"
+        spool.write_text(
+            json.dumps({"root": str(self.root), "log": str(self.log), "items": items}),
+            encoding="utf-8",
+        )
+        subprocess.Popen(
+            [sys.executable, "-m", "swell.notify.drain", str(spool)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        return len(items)
+
 
 @atexit.register
 def _flush_all() -> None:
-    """At the process's end: the queued notifications of every run get the grace."""
+    """At the process's end: the queued notifications of every run get the grace,
+    and what is left goes to drain.py."""
     deadline = time.monotonic() + _grace()
     for observer in list(_observers):
-        observer.flush(max(0.0, deadline - time.monotonic()))
+        if observer.flush(max(0.0, deadline - time.monotonic())):
+            continue
+        try:
+            left = observer.hand_over()
+        except OSError as exc:
+            print(
+                f"warning: hook notifications of run {observer.run_id} lost: {exc}", file=sys.stderr
+            )
+            continue
+        if left:
+            print(
+                f"note: {left} hook notification(s) of run {observer.run_id} still going "
+                f"out in the background (see {observer.log})",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _matcher(hook: LifecycleHook) -> re.Pattern[str] | None:
