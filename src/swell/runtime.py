@@ -50,6 +50,7 @@ from swell.manifest.loader import (
     load_project,
     load_stored_pipeline,
 )
+from swell.notify import run_observers
 from swell.ops.rerun import refuse_husk
 from swell.store.capabilities import claims, output_store
 from swell.store.dispatch import record_run
@@ -533,7 +534,8 @@ async def execute(
     gate nobody has decided stops the run `waiting` instead of waiting."""
     snapshots = StateSnapshots(rt.store)
     redactor = Redactor.from_environ(os.environ)
-    bus = EventBus(rt.store, snapshots, *sinks, *_retro_observers(rt), redact=redactor.events)
+    observers = [*_retro_observers(rt), *run_observers(plan, rt.state_dir)]  # swell/notify
+    bus = EventBus(rt.store, snapshots, *sinks, *observers, redact=redactor.events)
     output: OutputSink = Tee(output_store(rt.store), *watchers)
 
     def services() -> Services:

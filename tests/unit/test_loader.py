@@ -247,13 +247,18 @@ def test_not_run_fields_are_found_at_any_depth(proj: ProjectDir) -> None:
               type: matrix
               items_source: items.json
               stacked: true
-        hooks: [{name: h, event: run_start, type: command, command: echo}]
+        hooks: [{name: h, event: run_start, type: command, command: echo, blocking: true}]
         """
     )
     loaded = load_pipeline(proj.root, "p")
     assert at(loaded.warnings, "warning") == [
         (8, 7, "swell does not run `stacked` (stacked matrix branches) yet; it is ignored"),
-        (9, 1, "swell does not run `hooks` (lifecycle hooks) yet; it is ignored"),
+        (
+            9,
+            67,
+            "swell does not run `blocking` (blocking hooks; swell's hooks never hold up a "
+            "run) yet; it is ignored",
+        ),
     ]
 
 

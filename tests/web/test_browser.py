@@ -134,3 +134,42 @@ def test_a_running_visits_output_grows_on_its_page(
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_run_form_in_the_browser(project: Path, page: Any) -> None:  # noqa: F811 - the fixture
+    """`swell serve` prints the token that starts runs; once opened with it, the
+    pipeline's Run form starts a run that waits at its gate, and Approve finishes it."""
+    from helpers import _free_port
+    from playwright.sync_api import expect
+
+    port = _free_port()
+    proc = start_swell("serve", "--port", str(port), cwd=project)
+    try:
+        proc.stdout.readline()  # type: ignore[union-attr]
+        said = proc.stdout.readline()  # type: ignore[union-attr]
+        found = re.search(r"\?token=(\S+)", said)
+        assert found, said
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _answers(f"{url}/api/runs"), 30)
+        page.goto(f"{url}/?token={found.group(1)}")
+        page.goto(f"{url}/pipelines/review")
+        page.fill("#run-input", "from the browser")
+        page.get_by_role("button", name="Run review").click()
+        page.wait_for_selector(".message")
+        assert "started run" in page.inner_text(".message")
+        page.wait_for_selector("select[name=choice]", timeout=30000)
+        page.select_option("select[name=choice]", "ship")
+        page.get_by_role("button", name="Approve", exact=True).click()
+        expect(page.locator("#live-run .badge").first).to_have_text("succeeded", timeout=30000)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False

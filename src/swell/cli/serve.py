@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import secrets
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -45,10 +47,19 @@ def serve(
             f"the dashboard needs the web extra ({exc.name} is missing): pip install 'swell[web]'"
         ) from None
     root = find_project_root(project_dir(ctx))
-    app = create_app(ServeSettings(root=root, bind=bind, port=port, token=token or None))
+    # starting runs needs a token on loopback too: without --token, one made for that
+    starter = None if token else secrets.token_urlsafe(24)
+    settings = ServeSettings(root=root, bind=bind, port=port, token=token or None)
+    app = create_app(replace(settings, start_token=starter))
     host = f"[{bind}]" if ":" in bind else bind
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
     print(f"swell dashboard on http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
+    if starter:
+        print(
+            f"to start runs: open http://{host}:{port}/?token={starter} once, "
+            f"or send Authorization: Bearer {starter}",
+            flush=True,
+        )
     if open_browser:
         import webbrowser
 

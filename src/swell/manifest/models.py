@@ -249,7 +249,6 @@ class Manifest(Strict):
 
     NOT_RUN = {
         "server": "server mode",
-        "hooks": "lifecycle hooks",
         "evolution": "pipeline evolution triggers",
     }
     # Wave checks neither; it dropped ontologies
@@ -569,9 +568,6 @@ class Pipeline(Strict):
     skills: list[str] = Field(default_factory=list)
     hooks: list[LifecycleHook] = Field(default_factory=list)
 
-    NOT_RUN = {
-        "hooks": "lifecycle hooks",
-    }
     IGNORED = ("chat_context",)  # for Wave's chat about a finished run
 
     def step(self, step_id: str) -> Step:

@@ -228,9 +228,18 @@ class EvolutionConfig(Strict):
     retry_avg_threshold: float | None = None
 
 
+# Wave's lifecycle events (internal/hooks/hooks.go) and swell's gate_waiting
+HookEvent = Literal[
+    "run_start", "run_completed", "run_failed", "step_start", "step_completed",
+    "step_failed", "step_retrying", "contract_validated", "artifact_created",
+    "workspace_created", "gate_waiting",
+]  # fmt: skip
+_HOOK_NEEDS = {"command": "command", "http": "url", "llm_judge": "prompt", "script": "script"}
+
+
 class LifecycleHook(Strict):
     name: str
-    event: str
+    event: HookEvent
     type: Literal["command", "http", "llm_judge", "script"]
     command: str | None = None
     url: str | None = None
@@ -241,6 +250,29 @@ class LifecycleHook(Strict):
     blocking: bool | None = None
     fail_open: bool | None = None
     timeout: str | None = None
+
+    # swell's hooks notify: they never hold up or fail a run (docs/service.md)
+    NOT_RUN = {
+        "blocking": "blocking hooks; swell's hooks never hold up a run",
+        "prompt": "llm_judge hooks",
+    }
+    IGNORED = ("fail_open", "model")  # a notification never fails a run; llm_judge's model
+
+    @model_validator(mode="after")
+    def _complete(self) -> LifecycleHook:
+        """What Wave's loader checks (manifest/parser.go): the field the type needs,
+        and a matcher that compiles."""
+        needed = _HOOK_NEEDS[self.type]
+        if not str(getattr(self, needed) or "").strip():
+            raise ValueError(f"`{needed}` is required for {self.type} hooks")
+        if self.matcher:
+            try:
+                re.compile(self.matcher)
+            except re.error as exc:
+                raise ValueError(
+                    f"matcher {self.matcher!r} is not a regular expression: {exc}"
+                ) from None
+        return self
 
 
 class HookRule(Strict):

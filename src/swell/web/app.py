@@ -11,10 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
+from swell.errors import PipelineNotFound, RunNotFound, RunStateError, StoreError, SwellError
 from swell.store.capabilities import page_reader
 from swell.store.protocols import Store
-from swell.web import analytics, api, hooks, views
+from swell.web import analytics, api, health, hooks, run_forms, runs_api, views
 from swell.web.data import Reader
 from swell.web.openapi import describe_400s
 from swell.web.security import Guard, middleware
@@ -50,7 +50,7 @@ def _ms(value: int | None) -> str:
 
 
 def _status_of(exc: SwellError) -> int:
-    if isinstance(exc, RunNotFound):
+    if isinstance(exc, RunNotFound | PipelineNotFound):
         return 404
     if isinstance(exc, UnsafePath):
         return 403
@@ -96,7 +96,7 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     state = AppState(
         settings=settings,
         reader=Reader(store, page_reader(store)),
-        guard=Guard(settings.token, new_csrf()),
+        guard=Guard(settings.token, new_csrf(), settings.start_token),
         templates=templates(),
     )
     app = FastAPI(
@@ -113,8 +113,11 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     describe_400s(app)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
+    app.include_router(runs_api.router)
     app.include_router(analytics.api)
     app.include_router(analytics.pages)
+    app.include_router(run_forms.router)
+    app.include_router(health.router)
     app.include_router(views.router)
     app.include_router(hooks.router)  # forge webhooks in (web/hooks.py)
     return app

@@ -8,6 +8,8 @@ tokens on every POST.
   `hmac.compare_digest`, so timing says nothing about it.
 - Without a token (loopback), the Host header must name loopback: a web page that
   rebinds its own DNS name to 127.0.0.1 still cannot read the dashboard.
+- Starting or resuming a run runs agents: it needs the token on loopback too. Without
+  `--token`, `swell serve` makes one for this purpose alone (`starter`) and prints it.
 - POSTs carry the app's CSRF token (form field `csrf` or header `X-CSRF-Token`):
   another site's form cannot make a browser act here.
 """
@@ -29,6 +31,7 @@ COOKIE = "swell_token"
 CSRF_HEADER = "x-csrf-token"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 SIGNED = "/api/hooks/"  # webhooks: checked by their signature (web/hooks.py), not the token
+OPEN_PATH = "/healthz"  # the one path that needs no token (web/health.py)
 
 
 class BindRefused(SwellError):
@@ -63,6 +66,7 @@ def same(given: str | None, expected: str) -> bool:
 class Guard:
     token: str | None
     csrf: str
+    starter: str | None = None  # the token that starts runs when `token` is not set
 
     def _bearer(self, request: Request) -> str | None:
         header = request.headers.get("authorization", "")
@@ -77,6 +81,18 @@ class Guard:
             request.cookies.get(COOKIE), self.token
         )
 
+    def may_start(self, request: Request) -> bool:
+        """Whether the request carries the token that starts and resumes runs."""
+        expected = self.token or self.starter
+        if expected is None:
+            return False
+        return same(self._bearer(request), expected) or same(request.cookies.get(COOKIE), expected)
+
+    def by_header(self, request: Request) -> bool:
+        """Whether the token came in a header, which another site's page cannot set."""
+        expected = self.token or self.starter
+        return expected is not None and same(self._bearer(request), expected)
+
     def csrf_ok(self, request: Request, form_value: str | None) -> bool:
         return same(request.headers.get(CSRF_HEADER) or form_value, self.csrf)
 
@@ -90,14 +106,15 @@ def _denied(request: Request, status: int, message: str) -> Response:
 def _login(request: Request, guard: Guard) -> Response | None:
     """`?token=T` on a GET: set the cookie and reload without the token in the URL."""
     given = request.query_params.get("token")
-    if request.method != "GET" or given is None or guard.token is None:
+    expected = guard.token or guard.starter
+    if request.method != "GET" or given is None or expected is None:
         return None
-    if not same(given, guard.token):
+    if not same(given, expected):
         return _denied(request, 401, "wrong token")
     rest = [(k, v) for k, v in parse_qsl(request.url.query) if k != "token"]
     target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(COOKIE, guard.token, httponly=True, samesite="strict")
+    response.set_cookie(COOKIE, expected, httponly=True, samesite="strict")
     return response
 
 
@@ -106,6 +123,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def middleware(guard: Guard) -> Callable[[Request, Handler], Awaitable[Response]]:
     async def check(request: Request, call_next: Handler) -> Response:
+        if request.url.path == OPEN_PATH:  # says only whether the store answers
+            return await call_next(request)
         if request.url.path.startswith(SIGNED):  # a forge proves itself by signature
             return await call_next(request)
         login = _login(request, guard)

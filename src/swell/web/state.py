@@ -22,6 +22,7 @@ class ServeSettings:
     bind: str = "127.0.0.1"
     port: int = 8765
     token: str | None = None
+    start_token: str | None = None  # starts runs when `token` is not set (web/security.py)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from swell.errors import StoreError
 from swell.events import models as ev
 from swell.events.redact import Redactor
 from swell.executors.temporal.children import EngineChildren, create_child
+from swell.executors.temporal.observing import EngineObservers
 from swell.executors.temporal.slots import VisitSlots
 from swell.executors.temporal.specs import (
     ChildCreate,
@@ -85,6 +86,7 @@ class WorkerContext:
         self.redactor = Redactor.from_environ(os.environ)
         self.own_queue: str | None = None  # this worker's sticky queue (worker.py)
         self.slots: dict[str, VisitSlots] = {}  # each task queue's visit slots (slots.py)
+        self.observers = EngineObservers()  # the runs' hooks and traces (observing.py)
 
     def slots_for(self, queue: str, slots: int) -> VisitSlots:
         """The visit slots of one of this worker's task queues."""
@@ -185,7 +187,6 @@ class Activities:
             return 0
         try:
             store.emit(events)
-            return len(events)
         except StoreError:
             # the workflow writes batches one after another, each all or nothing: what
             # is stored of this one is its beginning
@@ -194,7 +195,9 @@ class Activities:
             if len(rest) == len(events):
                 raise
             store.emit(rest)
-            return len(rest)
+            events = rest
+        self.context.observers.emit(store, request.run_id, events)  # hooks, traces
+        return len(events)
 
     @activity.defn(name="swell.create_child")
     async def create_child(self, request: ChildCreate) -> ChildStarted:

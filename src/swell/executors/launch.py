@@ -1,0 +1,210 @@
+"""Starting and resuming runs for the server (`POST /api/runs`, `.../resume`, the forms).
+
+The request only checks and records: the pipeline is loaded and linted, the input and
+overrides are checked as `swell run` checks them (ops/preflight.py), and the run is
+recorded by its executor (executors/base.py). What executes it is never the request:
+
+- local: a `swell resume RUN --wait` process of its own session (ops/background.py,
+  what `swell run --detach` starts), supervised by the server: a thread waits for it
+  and logs how it ended. When the server stops, these processes go on (they hold
+  their runs in the store, as a detached run does); a later server, `swell status`
+  and `swell approve` reach them as any run (docs/service.md).
+- temporal: the run's workflow, on the engine's workers.
+
+The server calls these in a worker thread (`anyio.to_thread`): loading, linting and
+waiting for the process to claim its run must not hold up its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from swell.errors import SwellError
+
+log = logging.getLogger("swell.executors.launch")
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# `input.schema.type` values whose input must be JSON of that kind
+JSON_KINDS: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+DETACHED_ARGS = ["-o", "text", "--wait"]  # no terminal there: a gate waits for a decision
+
+
+class StartRun(BaseModel):
+    """`POST /api/runs`: what `swell run PIPELINE` takes."""
+
+    pipeline: str = Field(description="a pipeline of the project, by name")
+    input: str | dict[str, Any] | list[Any] | None = Field(
+        default=None, description="the run's input; JSON values are passed as their JSON text"
+    )
+    adapter: str | None = Field(default=None, description="adapter for every prompt step")
+    model: str | None = Field(default=None, description="model for every prompt step")
+    engine: str | None = Field(
+        default=None, description="local or temporal (default: runtime.engine, else local)"
+    )
+    auto_approve: bool = Field(default=False, description="every gate takes its default choice")
+    from_step: str | None = Field(
+        default=None, description="start at this step, reusing what a previous run left before it"
+    )
+    from_run: str | None = Field(default=None, description="with from_step: the run to reuse")
+
+
+class RunStarted(BaseModel):
+    run_id: str
+    engine: str
+    pid: int | None = None  # local: the process executing the run
+    notes: list[str] = Field(default_factory=list)
+
+
+class BadStart(SwellError):
+    """A start the request itself makes impossible (answered 400, nothing recorded)."""
+
+
+@dataclass
+class Supervisor:
+    """The run processes this server started: one thread each waits for its end."""
+
+    running: dict[int, str] = field(default_factory=dict)  # pid -> run id
+    ended: dict[str, int] = field(default_factory=dict)  # run id -> exit status
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def watch(self, pid: int, run_id: str) -> None:
+        with self.lock:
+            self.running[pid] = run_id
+        threading.Thread(target=self._reap, args=(pid, run_id), daemon=True).start()
+
+    def _reap(self, pid: int, run_id: str) -> None:
+        try:
+            _, status = os.waitpid(pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:  # reaped while it was being handed the run
+            code = -1
+        with self.lock:
+            self.running.pop(pid, None)
+            self.ended[run_id] = code
+        if code not in (0, -1):
+            log.warning("run %s: its process (pid %d) exited with status %d", run_id, pid, code)
+
+
+def supervisor(extra: dict[str, Any]) -> Supervisor:
+    found = extra.get("supervisor")
+    if not isinstance(found, Supervisor):
+        found = extra["supervisor"] = Supervisor()
+    return found
+
+
+def input_text(given: str | dict[str, Any] | list[Any] | None) -> str | None:
+    if given is None or isinstance(given, str):
+        return given
+    return json.dumps(given)
+
+
+def input_problem(schema_type: str | None, text: str) -> str | None:
+    """Why `text` is not an input of `input.schema.type` (a JSON kind), or None."""
+    kinds = JSON_KINDS.get((schema_type or "").lower())
+    if kinds is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return f"the input must be JSON ({schema_type}, the pipeline's input.schema.type)"
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        return f"the input must be a JSON {schema_type} (the pipeline's input.schema.type)"
+    return None
+
+
+def start(root: Path, body: StartRun, sup: Supervisor) -> RunStarted:
+    """Check, record and set going the run `body` asks for (in a worker thread)."""
+    from swell.engine.context import RunOptions
+    from swell.executors.base import ENGINES, executor_named
+    from swell.ops import preflight
+    from swell.runtime import check_pipeline, open_runtime
+
+    if not NAME.fullmatch(body.pipeline):
+        raise BadStart(f"'{body.pipeline}' is not a pipeline name")
+    rt = open_runtime(root)
+    try:
+        loaded, _ = check_pipeline(rt, body.pipeline)
+        chosen = body.engine or rt.project.manifest.runtime.engine or "local"
+        if chosen not in ENGINES:
+            raise BadStart(f"unknown engine '{chosen}': {' or '.join(ENGINES)}")
+        executor = executor_named(rt, chosen)
+        reuse = None
+        if body.from_step is not None:
+            if not executor.reruns:
+                raise BadStart(f"from_step is not available with the {chosen} engine yet")
+            from swell.ops.rerun import plan_reuse, previous_run
+
+            previous = previous_run(rt.store, loaded.name, body.from_run)
+            reuse = plan_reuse(rt.store, loaded, body.from_step, previous)
+        given = input_text(body.input)
+        text = given if given is not None else (reuse.previous.input if reuse else "")
+        schema = loaded.pipeline.input.schema_
+        problem = input_problem(schema.type if schema else None, text) if text else None
+        if problem:
+            raise BadStart(problem)
+        findings = preflight.check_run(
+            rt.project,
+            rt.registries,
+            loaded,
+            input_text=text,
+            adapter=body.adapter,
+            model=body.model,
+        )
+        preflight.raise_findings(loaded.name, findings)
+        options = RunOptions(auto_approve=body.auto_approve, adapter=body.adapter, model=body.model)
+        from swell.engine.sandboxing import check
+
+        check(rt.project.manifest.runtime.sandbox, options.no_sandbox)
+        started = asyncio.run(executor.start(rt, loaded, text, options, reuse))
+        notes = list(reuse.notes) if reuse else []
+        if started.plan is None:  # the engine executes it
+            return RunStarted(run_id=started.run_id, engine=chosen, notes=notes)
+        detached = executor.detach(rt, started, DETACHED_ARGS)
+        pid = _pid(detached.facts)
+        sup.watch(pid, started.run_id)
+        return RunStarted(run_id=started.run_id, engine=chosen, pid=pid, notes=notes)
+    finally:
+        rt.store.close()
+
+
+def resume(root: Path, run_id: str, sup: Supervisor) -> RunStarted:
+    """Continue a stopped run in a process of its own (local), as `swell resume` would."""
+    from swell.executors.base import executor_for
+    from swell.runtime import open_runtime
+
+    rt = open_runtime(root)
+    try:
+        run = rt.store.get_run(run_id)
+        executor = executor_for(run)
+        resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
+        detached = executor.detach(rt, resumed, DETACHED_ARGS)
+        pid = _pid(detached.facts)
+        sup.watch(pid, run.id)
+        return RunStarted(run_id=run.id, engine=executor.name, pid=pid, notes=resumed.notes)
+    finally:
+        rt.store.close()
+
+
+def _pid(facts: dict[str, object]) -> int:
+    pid = facts.get("pid")
+    assert isinstance(pid, int)
+    return pid
+
+
+__all__ = ["BadStart", "RunStarted", "StartRun", "Supervisor", "resume", "start", "supervisor"]

@@ -1,0 +1,266 @@
+"""The hooks' observer: an event sink that hands each notification to a thread of its
+hook (one per hook, so a slow or unreachable receiver delays only its own later
+notifications, in order), and records how each delivery ended.
+
+`emit` only queues: the run never waits for a hook. When the process ends, the
+notifications still queued get up to `SWELL_HOOK_GRACE` seconds (2) to go out; what
+is left then is written to `.swell/hooks-outbox/` and handed to a process of its own
+(notify/drain.py), which goes on trying while the command returns. The run's own
+outcome is stored before any of this.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from swell.events import models as ev
+from swell.manifest.wave_models import LifecycleHook
+from swell.notify.deliver import Outcome, deliver
+from swell.notify.events import fired, payload
+
+LOG_NAME = "hooks.log"  # in the state directory: one JSON line per delivery
+GRACE = 2.0
+OUTBOX = "hooks-outbox"  # in the state directory: what a process left to drain.py
+RUNS = ("command", "http", "script")  # llm_judge hooks are not run (a load warning says so)
+
+
+IDLE = 5.0  # seconds a hook's thread waits for more before it ends (a worker lives long)
+_observers: weakref.WeakSet[HookObserver] = weakref.WeakSet()
+
+
+class _Lane:
+    """One hook's queue, and the thread that delivers it while there is work."""
+
+    def __init__(self, observer: HookObserver, hook: LifecycleHook) -> None:
+        self.observer, self.hook = observer, hook
+        self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.current: dict[str, Any] | None = None  # being delivered now
+        self.tried = [0]  # its tries so far
+
+    def leftover(self) -> list[tuple[dict[str, Any], int]]:
+        """What this hook has not delivered yet, with the tries made (current first)."""
+        with self.lock:
+            queued = [(body, 0) for body in self.queue.queue]
+            if self.current is None:
+                return queued
+            return [(self.current, self.tried[0]), *queued]
+
+    def put(self, body: dict[str, Any]) -> None:
+        self.observer.pending_add(1)
+        with self.lock:
+            self.queue.put(body)
+            if self.thread is None:
+                name = f"swell-hook-{self.hook.name}"
+                self.thread = threading.Thread(target=self._work, name=name, daemon=True)
+                self.thread.start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                body = self.queue.get(timeout=IDLE)
+            except queue.Empty:
+                with self.lock:
+                    if self.queue.empty():
+                        self.thread = None
+                        return
+                continue
+            with self.lock:
+                self.current, self.tried = body, [0]
+            try:
+                outcome = deliver(self.hook, body, self.observer.root, self.tried)
+            except Exception as exc:  # a hook must never take the run's process down
+                outcome = Outcome(False, 1, f"{exc.__class__.__name__}: {exc}")
+            with self.lock:
+                self.current = None
+            if self.observer.handed_over:
+                return  # drain.py has it now (it may send it once more: at least once)
+            self.observer.record(self.hook, body, outcome)
+            self.observer.pending_add(-1)
+
+
+class HookObserver:
+    """Sends the run's events to its hooks (the manifest's, then the pipeline's)."""
+
+    def __init__(
+        self,
+        hooks: Sequence[LifecycleHook],
+        *,
+        run_id: str,
+        pipeline: str,
+        workspace: str,
+        root: Path,
+        log: Path,
+    ) -> None:
+        self.run_id, self.pipeline, self.workspace = run_id, pipeline, workspace
+        self.root, self.log = root, log
+        self.lanes = [(h, _matcher(h), _Lane(self, h)) for h in hooks if h.type in RUNS]
+        self.pending = 0
+        self.idle = threading.Condition()
+        self.write = threading.Lock()
+        self.handed_over = False
+        _observers.add(self)
+
+    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        for name, event in fired(events):
+            # a sub-pipeline run's events are its own, but for a gate waiting in it
+            if event.run_id != self.run_id and name != "gate_waiting":
+                continue
+            body = payload(name, event, self.pipeline, self.workspace)
+            for hook, matcher, lane in self.lanes:
+                if hook.event != name:
+                    continue
+                if event.step_id and matcher is not None and not matcher.search(event.step_id):
+                    continue
+                lane.put(body)
+
+    def pending_add(self, n: int) -> None:
+        with self.idle:
+            self.pending += n
+            if self.pending == 0:
+                self.idle.notify_all()
+
+    def flush(self, seconds: float | None = None) -> bool:
+        """Wait until every queued notification went out or gave up (at most
+        `seconds`, SWELL_HOOK_GRACE by default); whether all did."""
+        limit = _grace() if seconds is None else seconds
+        deadline = time.monotonic() + limit
+        with self.idle:
+            while self.pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.idle.wait(left)
+        return True
+
+    def record(self, hook: LifecycleHook, body: dict[str, Any], outcome: Outcome) -> None:
+        line = {
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "run_id": body["run_id"],
+            "hook": hook.name,
+            "event": body["type"],
+            "step_id": body["step_id"],
+            "ok": outcome.ok,
+            "attempts": outcome.attempts,
+            "error": outcome.error,
+        }
+        with self.write:
+            try:
+                self.log.parent.mkdir(parents=True, exist_ok=True)
+                with self.log.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(line) + "\n")
+            except OSError:
+                pass  # the warning below still says it
+        if not outcome.ok:
+            print(
+                f"warning: hook '{hook.name}' ({body['type']} of run {body['run_id']}) "
+                f"failed after {outcome.attempts} tries: {outcome.error}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def hand_over(self) -> int:
+        """Write what is not delivered yet to the outbox and start drain.py on it;
+        how many notifications it took."""
+        items = [
+            {"hook": lane.hook.model_dump(exclude_none=True), "body": body, "tried": tried}
+            for _, _, lane in self.lanes
+            for body, tried in lane.leftover()
+        ]
+        if not items:
+            return 0
+        self.handed_over = True
+        outbox = self.log.parent / OUTBOX
+        outbox.mkdir(parents=True, exist_ok=True)
+        spool = outbox / f"{self.run_id}-{os.getpid()}-{time.monotonic_ns()}.json"
+        spool.write_text(
+            json.dumps({"root": str(self.root), "log": str(self.log), "items": items}),
+            encoding="utf-8",
+        )
+        subprocess.Popen(
+            [sys.executable, "-m", "swell.notify.drain", str(spool)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        return len(items)
+
+
+@atexit.register
+def _flush_all() -> None:
+    """At the process's end: the queued notifications of every run get the grace,
+    and what is left goes to drain.py."""
+    deadline = time.monotonic() + _grace()
+    for observer in list(_observers):
+        if observer.flush(max(0.0, deadline - time.monotonic())):
+            continue
+        try:
+            left = observer.hand_over()
+        except OSError as exc:
+            print(
+                f"warning: hook notifications of run {observer.run_id} lost: {exc}", file=sys.stderr
+            )
+            continue
+        if left:
+            print(
+                f"note: {left} hook notification(s) of run {observer.run_id} still going "
+                f"out in the background (see {observer.log})",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def _matcher(hook: LifecycleHook) -> re.Pattern[str] | None:
+    if not hook.matcher:
+        return None
+    try:
+        return re.compile(hook.matcher)
+    except re.error:
+        return re.compile(r"(?!)")  # matches no step (the load warning names it)
+
+
+def _grace() -> float:
+    try:
+        return max(0.0, float(os.environ.get("SWELL_HOOK_GRACE", GRACE)))
+    except ValueError:
+        return GRACE
+
+
+def hook_observers(
+    manifest_hooks: Sequence[LifecycleHook],
+    pipeline_hooks: Sequence[LifecycleHook],
+    *,
+    run_id: str,
+    pipeline: str,
+    workspace: str,
+    root: Path,
+    state_dir: Path,
+) -> list[HookObserver]:
+    """The observer of a run's hooks (none when it has none)."""
+    hooks = [*manifest_hooks, *pipeline_hooks]
+    if not any(h.type in RUNS for h in hooks):
+        return []
+    observer = HookObserver(
+        hooks,
+        run_id=run_id,
+        pipeline=pipeline,
+        workspace=workspace,
+        root=root,
+        log=state_dir / LOG_NAME,
+    )
+    return [observer]

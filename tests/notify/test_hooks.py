@@ -1,0 +1,164 @@
+"""Wave's lifecycle `hooks` as notifications: HTTP POSTs and commands on run start,
+step end, a gate waiting and run end; retried with backoff; recorded in
+`.swell/hooks.log`; a receiver that is down or hangs never fails or holds up a run."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
+from notify.receiver import receiver
+from swell.store.location import state_dir_for
+
+
+def _pipeline(hooks: str, name: str = "notified") -> str:
+    return f"""kind: WavePipeline
+metadata: {{name: {name}}}
+hooks:
+{hooks}
+steps:
+  - id: build
+    type: command
+    script: echo built
+  - id: ship
+    type: command
+    dependencies: [build]
+    script: echo shipped
+"""
+
+
+def _http(url: str, *events: str) -> str:
+    return "".join(
+        f"  - {{name: tell-{e}, event: {e}, type: http, url: '{url}'}}\n" for e in events
+    )
+
+
+def _log(project: Path) -> list[dict[str, Any]]:
+    path = state_dir_for(project) / "hooks.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # nothing listens there once closed
+
+
+def test_a_receiver_that_is_down_does_not_fail_the_run(project: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/hook"
+    write_pipeline(project, "notified", _pipeline(_http(url, "run_start", "run_completed")))
+    done = swell("run", "notified", cwd=project)
+    assert done.returncode == 0, done.stderr
+    run_id = run_id_of(done.stdout)
+    assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
+    # the tries outlast the command's grace: they go on in a process of their own
+    assert f"hook notification(s) of run {run_id} still going out in the background" in (
+        done.stderr
+    )
+    wait_for(lambda: len(_log(project)) == 2, 60)
+    failed = {(r["event"], r["ok"], r["attempts"]) for r in _log(project)}
+    assert failed == {("run_start", False, 4), ("run_completed", False, 4)}
+    assert all("ConnectError" in r["error"] for r in _log(project))
+    outbox = state_dir_for(project) / "hooks-outbox"
+    wait_for(lambda: not list(outbox.iterdir()))  # the drainer cleaned up after itself
+
+
+def test_a_receiver_that_hangs_does_not_hold_up_the_run(project: Path) -> None:
+    with receiver() as got:
+        got.hold()  # answers nothing until released
+        hooks = _http(got.url, "run_start", "step_completed", "run_completed")
+        write_pipeline(project, "notified", _pipeline(hooks))
+        proc = start_swell("run", "notified", cwd=project)
+        run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
+        # the run ends while its first notification still waits for an answer
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 60)
+        # each hook has sent its first request, and none has been answered
+        wait_for(lambda: len(got.bodies) == 3)
+        assert _log(project) == []
+        got.release.set()
+        proc.communicate(timeout=60)
+        wait_for(lambda: len(got.bodies) == 4)
+    kinds = [(b["type"], b["step_id"]) for b in got.bodies]
+    assert sorted(kinds) == [
+        ("run_completed", ""),
+        ("run_start", ""),
+        ("step_completed", "build"),
+        ("step_completed", "ship"),
+    ]
+    # one hook's notifications go out in order: ship's waited for build's answer
+    assert [s for k, s in kinds if k == "step_completed"] == ["build", "ship"]
+    assert all(r["ok"] for r in _log(project))
+    [finished] = got.of("run_completed")
+    assert finished["status"] == "succeeded" and finished["run_id"] == run_id
+
+
+def test_a_gate_waiting_sends_one_notification(project: Path) -> None:
+    with receiver() as got:
+        manifest = project / "wave.yaml"
+        hook = f"  - {{name: ask, event: gate_waiting, type: http, url: '{got.url}'}}\n"
+        manifest.write_text(manifest.read_text() + "\nhooks:\n" + hook)
+        proc = start_swell("run", "review", "--input", "v7", "--wait", cwd=project)
+        run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
+        wait_for(lambda: got.of("gate_waiting"), 60)
+        done = swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+        assert done.returncode == 0, done.stderr
+        proc.communicate(timeout=60)
+    [told] = got.bodies
+    assert told["type"] == "gate_waiting" and told["run_id"] == run_id
+    assert told["step_id"] == "approve"
+    assert told["gate"]["message"] == "Ship the change for v7?"
+    assert [c["key"] for c in told["gate"]["choices"]] == ["ship", "rework", "drop"]
+    assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
+
+
+def test_a_failing_receiver_is_tried_again_until_it_answers(project: Path) -> None:
+    with receiver(fail=2) as got:
+        write_pipeline(project, "notified", _pipeline(_http(got.url, "run_completed")))
+        done = swell("run", "notified", cwd=project)
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: _log(project), 60)  # in the run's process, or the drainer's
+    assert got.answered == [500, 500, 200]
+    assert got.bodies[0] == got.bodies[1] == got.bodies[2]
+    [record] = _log(project)
+    assert (
+        record["ok"] is True and record["attempts"] == 3 and record["hook"] == "tell-run_completed"
+    )
+    assert "warning: hook" not in done.stderr
+
+
+def test_a_command_hook_gets_the_event_on_stdin_and_in_its_environment(project: Path) -> None:
+    (project / "record.py").write_text(
+        "import json, os, sys\n"
+        "event = json.load(sys.stdin)\n"
+        "with open('told.jsonl', 'a') as out:\n"
+        "    out.write(json.dumps([os.environ['WAVE_HOOK_EVENT'], event]) + '\\n')\n"
+    )
+    hooks = (
+        "  - {name: rec, event: step_failed, type: command, command: 'python3 record.py',"
+        " matcher: '^bu'}\n"
+    )
+    text = _pipeline(hooks).replace("script: echo built", "script: echo '$(rm -rf x)'; exit 3")
+    write_pipeline(project, "notified", text)
+    done = swell("run", "notified", cwd=project)
+    assert done.returncode != 0
+    [[name, event]] = [json.loads(x) for x in (project / "told.jsonl").read_text().splitlines()]
+    assert name == "step_failed" and event["step_id"] == "build" and event["exit_code"] == 3
+
+
+def test_a_hook_wave_would_refuse_is_an_error_naming_its_line(project: Path) -> None:
+    hooks = (
+        "  - {name: a, event: run_begin, type: http, url: 'http://127.0.0.1:9/x'}\n"
+        "  - {name: b, event: run_start, type: http}\n"
+        "  - {name: c, event: step_start, type: command, command: echo, matcher: '(['}\n"
+    )
+    write_pipeline(project, "notified", _pipeline(hooks))
+    done = swell("validate", "notified", cwd=project)
+    assert done.returncode == 1
+    said = done.stdout + done.stderr
+    assert "notified.yaml:4:22: 'event' must be one of 'run_start'" in said
+    assert "notified.yaml:5:5:" in said and "`url` is required for http hooks" in said
+    assert "notified.yaml:6:5:" in said and "is not a regular expression" in said
+    assert "Traceback" not in said

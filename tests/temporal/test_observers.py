@@ -1,0 +1,22 @@
+"""Traces of a run on the Temporal engine: the worker that stores the run's events
+builds its spans (executors/temporal/observing.py) and exports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import swell, wait_for, write_pipeline
+from telemetry.test_traces import PIPELINE, collector
+from temporal.conftest import Workers
+
+
+def test_a_temporal_run_is_traced_by_its_worker(project: Path, workers: Workers) -> None:
+    write_pipeline(project, "traced", PIPELINE)
+    with collector() as (url, spans):
+        workers.start(env={"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_BSP_SCHEDULE_DELAY": "200"})
+        done = swell("run", "traced", "--engine", "temporal", cwd=project)
+        assert done.returncode != 0, done.stderr  # its check step fails
+        wait_for(lambda: any(s.name == "run traced" for s in spans), 30)
+    [run] = [s for s in spans if s.name == "run traced"]
+    visits = sorted(s.name for s in spans if s.parent_span_id == run.span_id)
+    assert visits == ["visit build#1", "visit check#1"]
