@@ -8,7 +8,7 @@ function refresh(box) {
   box.dataset.loading = "1";
   fetch(box.dataset.fragment, { credentials: "same-origin" })
     .then(function (r) { return r.ok ? r.text() : null; })
-    .then(function (html) { if (html !== null) box.innerHTML = html; })
+    .then(function (html) { if (html !== null) { box.innerHTML = html; relativeTimes(box); } })
     .finally(function () {
       delete box.dataset.loading;
       if (box.dataset.again) { delete box.dataset.again; setTimeout(function () { refresh(box); }, 300); }
@@ -61,8 +61,49 @@ function watchOutput(pre) {
   source.addEventListener("end", function () { source.close(); });
 }
 
+// relative times ("3 min ago"), the exact time in the reader's zone on hover
+function ago(date) {
+  var s = Math.round((Date.now() - date.getTime()) / 1000), future = s < 0;
+  s = Math.abs(s);
+  if (s < 45) return future ? "in a moment" : "just now";
+  var units = [[31536000, "y"], [2592000, "mo"], [86400, "d"], [3600, "h"], [60, "min"]];
+  for (var i = 0; i < units.length; i++) {
+    if (s >= units[i][0]) {
+      var n = Math.round(s / units[i][0]);
+      return future ? "in " + n + " " + units[i][1] : n + " " + units[i][1] + " ago";
+    }
+  }
+  return "just now";
+}
+
+function relativeTimes(root) {
+  (root || document).querySelectorAll("time[datetime]").forEach(function (t) {
+    var d = new Date(t.getAttribute("datetime"));
+    if (isNaN(d)) return;
+    t.textContent = ago(d);
+    if (!t.dataset.exact) {
+      t.dataset.exact = "1";
+      t.title = d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" }) + " (" + t.title + ")";
+    }
+  });
+}
+
+// "/" focuses the page's search box, as on most sites
+function shortcuts() {
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
+    var tag = (document.activeElement && document.activeElement.tagName) || "";
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+    var box = document.querySelector("input[type=search]");
+    if (box) { e.preventDefault(); box.focus(); }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", function () {
   var body = document.body;
+  relativeTimes();
+  setInterval(relativeTimes, 30000);
+  shortcuts();
   var pre = document.getElementById("live-output");
   if (pre && pre.dataset.liveOutput) watchOutput(pre);
   if (body.dataset.liveRun && !body.dataset.final) watchRun(body.dataset.liveRun);
