@@ -33,9 +33,15 @@ def run_filter(
         pipeline=pipeline or None,
         status=status or None,
         since=since or None,
-        until=until or None,
+        until=_day_end(until) if until else None,
         include_children=not roots,
     )
+
+
+def _day_end(until: str) -> str:
+    """A date picker's `until` (a day) includes that whole day: the stored times it is
+    compared with are longer strings of the same form (`2026-11-28T10:00:00Z`)."""
+    return f"{until}T99" if len(until) == 10 else until
 
 
 @router.get("/runs", response_model=m.RunsPage)

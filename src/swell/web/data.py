@@ -18,6 +18,8 @@ from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, VisitRow
 from swell.threads.retrieval import retrieve
 from swell.web import models as m
 from swell.web.text import clean, path_part
+from swell.web.timefmt import since_ms
+from swell.web.trace import collapse_text
 
 FINAL = ENDED_FOR_GOOD
 PER_PAGE = 50
@@ -40,19 +42,11 @@ def _pages(total: int, per_page: int) -> int:
 
 
 def _duration(run: RunRow) -> int | None:
-    from datetime import datetime
-
-    if not run.started_at:
-        return None
-    end = run.finished_at or run.updated_at
-    if not end:
-        return None
-    try:
-        start_t = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
-        end_t = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return max(0, int((end_t - start_t).total_seconds() * 1000))
+    """How long the run took, or has taken so far: a run still going (running, or
+    waiting at a gate) counts to now, not to its last event."""
+    if run.status in FINAL or run.finished_at:
+        return since_ms(run.started_at, run.finished_at or run.updated_at or run.started_at)
+    return since_ms(run.started_at, None)
 
 
 def run_summary(run: RunRow, totals: RunTotals) -> m.RunSummary:
@@ -91,7 +85,7 @@ def runs_page(reader: Reader, filt: RunFilter, page: int, per_page: int) -> m.Ru
             "pipeline": filt.pipeline,
             "status": filt.status,
             "since": filt.since,
-            "until": filt.until,
+            "until": filt.until.removesuffix("T99") if filt.until else None,
             "roots": None if filt.include_children else "1",
         },
     )
@@ -108,11 +102,18 @@ def visit_model(v: VisitRow) -> m.Visit:
         error=clean(v.error, max_text=5_000) or None,
         started_at=v.started_at,
         finished_at=v.finished_at,
-        duration_ms=v.duration_ms,
+        duration_ms=_visit_ms(v),
         tokens_in=v.tokens_in,
         tokens_out=v.tokens_out,
         cost_usd=v.cost_usd,
     )
+
+
+def _visit_ms(v: VisitRow) -> int | None:
+    """A visit's duration; one still going (an agent at work, a gate waiting) counts to now."""
+    if v.duration_ms is not None or v.finished_at:
+        return v.duration_ms if v.duration_ms is not None else since_ms(v.started_at, v.finished_at)
+    return since_ms(v.started_at, None) if v.status in ("running", "waiting") else None
 
 
 def gate_model(g: GateRow) -> m.Gate:
@@ -187,8 +188,11 @@ def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDe
     gates = [gate_model(g) for g in store.gates(run.id)]
     children = store.children(run.id)
     artifacts = reader.pages.artifacts_page(run.id, ARTIFACTS_SHOWN)
+    summary = run_summary(run, _totals(reader, run))
+    # the stored count is of finished visits; the page counts those going on too
+    summary.visits = max(summary.visits, visits.total)
     return m.RunDetail(
-        run=run_summary(run, _totals(reader, run)),
+        run=summary,
         workspace=run.workspace,
         owner_alive=store.owner(run.id) is not None,
         steps=[
@@ -261,7 +265,7 @@ def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.Vis
         retries=[_inert(e) for e in events if e["type"] in ("retry.requested", "rework.requested")],
         artifacts=[artifact_model(run.id, a) for a in artifacts.artifacts],
         artifacts_total=artifacts.total,
-        events=[_inert(e) for e in events],
+        events=collapse_text([_inert(e) for e in events]),
     )
 
 

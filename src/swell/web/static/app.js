@@ -88,6 +88,22 @@ function relativeTimes(root) {
   });
 }
 
+// durations of what is still going (a run, a visit, a gate waiting) count on by themselves
+function fmtMs(ms) {
+  if (ms < 1000) return ms + " ms";
+  if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
+  var s = Math.floor(ms / 1000);
+  if (s < 3600) return Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s";
+  return Math.floor(s / 3600) + " h " + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + " min";
+}
+
+function tick() {
+  document.querySelectorAll("[data-since]").forEach(function (el) {
+    var start = Date.parse(el.dataset.since);
+    if (!isNaN(start)) el.textContent = fmtMs(Math.max(0, Date.now() - start));
+  });
+}
+
 // "/" focuses the page's search box, as on most sites
 function shortcuts() {
   document.addEventListener("keydown", function (e) {
@@ -103,6 +119,7 @@ document.addEventListener("DOMContentLoaded", function () {
   var body = document.body;
   relativeTimes();
   setInterval(relativeTimes, 30000);
+  if (document.querySelector("[data-since]") || body.dataset.liveRun) setInterval(tick, 1000);
   shortcuts();
   var pre = document.getElementById("live-output");
   if (pre && pre.dataset.liveOutput) watchOutput(pre);
