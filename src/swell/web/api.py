@@ -9,10 +9,12 @@ from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from swell.store.pages import RunFilter
+from swell.store.protocols import Store
 from swell.store.rules import MAX_SEQ
 from swell.web import actions, data, live
 from swell.web import models as m
 from swell.web.artifacts import read_artifact
+from swell.web.graph import RunState
 from swell.web.state import app_state
 
 router = APIRouter(prefix="/api")
@@ -118,12 +120,42 @@ async def graph_svg(request: Request, run_id: str) -> str | None:
     text = store.pipeline_text(run_row.id)
     if not text:
         return None
-    steps = store.steps(run_row.id)
-    return await state.offload.graph_svg(
-        text,
-        run_row.pipeline,
-        {s.step_id: s.visits for s in steps},
-        {s.step_id: s.last_status for s in steps},
+    return await state.offload.graph_svg(text, run_row.pipeline, run_state(store, run_row.id))
+
+
+TAKEN = ("route.taken", "gate.resolved", "rework.requested")
+
+
+def run_state(store: Store, run_id: str) -> RunState:
+    """What the graph draws over the pipeline: visits and states by step, the gates
+    waiting, the routes, choices and reworks taken, the child runs by step."""
+    run_row = store.get_run(run_id)
+    steps = store.steps(run_id)
+    taken: set[tuple[str, str]] = set()
+    for event in store.events_of_kind(run_id, TAKEN):
+        step, target = getattr(event, "step_id", None), None
+        if event.type == "rework.requested":
+            step, target = getattr(event, "for_step", None), getattr(event, "step_id", None)
+        else:
+            target = getattr(event, "target", None)
+        if step and target:
+            taken.add((step, target))
+    children: dict[str, list[tuple[str, str]]] = {}
+    for child in store.children(run_id):
+        children.setdefault(child.parent_step_id or "", []).append((child.id, child.status))
+    ended = None
+    if run_row.status in data.FINAL:
+        ended = "_complete" if run_row.status == "succeeded" else "_fail"
+    return RunState(
+        run_id=run_id,
+        visits={s.step_id: s.visits for s in steps},
+        status={s.step_id: s.last_status for s in steps},
+        waiting={
+            g.step_id for g in store.gates(run_id) if g.status == "waiting" and not g.decision
+        },
+        taken=taken,
+        children=children,
+        ended=ended,
     )
 
 

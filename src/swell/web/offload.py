@@ -27,7 +27,7 @@ import anyio.to_thread
 
 from swell.web import data
 from swell.web import models as m
-from swell.web.graph import Graph, graph_of, render_svg
+from swell.web.graph import Graph, RunState, graph_of, render_svg
 
 T = TypeVar("T")
 
@@ -70,14 +70,12 @@ class Offload:
         self.validation = (signature, time.monotonic(), found)
         return found
 
-    async def graph_svg(
-        self, text: str, name: str, visits: dict[str, int], status: dict[str, str]
-    ) -> str | None:
+    async def graph_svg(self, text: str, name: str, state: RunState) -> str | None:
         """The run graph of a stored pipeline text; None when it does not load."""
 
         def draw() -> str | None:
             graph = self._graph(text, name)
-            return None if graph is None else render_svg(graph, visits, status)
+            return None if graph is None else render_svg(graph, state)
 
         return await self.run("layout", LAYOUTS, draw)
 
