@@ -168,6 +168,17 @@ async def graph(request: Request, run_id: str) -> Response:
     return Response(svg, media_type="image/svg+xml")
 
 
+@router.get("/runs/{run_id}/timeline.svg", response_class=Response)
+async def timeline_svg(request: Request, run_id: str) -> Response:
+    """The run's visits on a time axis (the newest 1,000), a lane per step."""
+    from swell.web import timeline
+
+    reader = app_state(request).reader
+    run_row = reader.store.get_run(run_id)
+    svg, _, _ = timeline.for_run(reader.store, reader.pages, run_row.id)
+    return Response(svg or "<svg xmlns='http://www.w3.org/2000/svg'/>", media_type="image/svg+xml")
+
+
 @router.get("/runs/{run_id}/artifacts/{step_id}/{visit}/{name}", response_class=Response)
 async def artifact(
     request: Request, run_id: str, step_id: str, visit: Visit, name: str

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from swell.errors import SwellError
-from swell.web import actions, data
+from swell.web import actions, data, timeline
 from swell.web.api import MAX_BUDGET, MAX_ID, Visit, graph_svg, run_filter
 from swell.web.state import app_state
 from swell.web.text import path_part
@@ -67,7 +67,9 @@ async def run_page(request: Request, run_id: str) -> Response:
     reader = app_state(request).reader
     detail = data.run_detail(reader, run_id, _int(q, "page", 1, data.MAX_PAGE), data.PER_PAGE)
     template = "run_live.html" if q.get("fragment") else "run.html"
-    return render(request, template, d=detail, svg=await graph_svg(request, detail.run.id))
+    gantt = timeline.for_run(reader.store, reader.pages, detail.run.id)
+    svg = await graph_svg(request, detail.run.id)
+    return render(request, template, d=detail, svg=svg, timeline=gantt)
 
 
 @router.get("/runs/{run_id}/visits/{step_id}/{visit}")
