@@ -3,6 +3,7 @@ FastAPI builds its OpenAPI description (`/openapi.json`, `/docs`) from these."""
 
 from __future__ import annotations
 
+from pathlib import Path as FilePath
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
@@ -13,7 +14,7 @@ from swell.store.protocols import Store
 from swell.store.rules import MAX_SEQ
 from swell.web import actions, data, live
 from swell.web import models as m
-from swell.web.artifacts import read_artifact
+from swell.web.artifacts import read_run_artifact
 from swell.web.graph import RunState
 from swell.web.state import app_state
 
@@ -190,7 +191,13 @@ async def artifact(
     row = reader.pages.artifact(run_row.id, ("" if step_id == "_" else step_id, visit), name)
     if row is None:
         raise HTTPException(404, "no such artifact")
-    body = read_artifact(run_row.workspace, row.path)
+    from swell.store.location import state_dir_for
+
+    root = (
+        FilePath(run_row.project_root) if run_row.project_root else app_state(request).settings.root
+    )
+    run_dir = state_dir_for(root) / "runs" / run_row.id
+    body = read_run_artifact(run_row.workspace, run_dir, row.path)
     headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
     try:
         body.decode("utf-8")

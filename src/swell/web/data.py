@@ -19,7 +19,7 @@ from swell.threads.retrieval import retrieve
 from swell.web import models as m
 from swell.web.text import clean, path_part
 from swell.web.timefmt import since_ms
-from swell.web.trace import collapse_text
+from swell.web.trace import collapse_text, turns
 
 FINAL = ENDED_FOR_GOOD
 PER_PAGE = 50
@@ -266,6 +266,7 @@ def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.Vis
         artifacts=[artifact_model(run.id, a) for a in artifacts.artifacts],
         artifacts_total=artifacts.total,
         events=collapse_text([_inert(e) for e in events]),
+        trace=turns([_inert(e) for e in events]),
     )
 
 

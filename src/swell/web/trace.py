@@ -42,3 +42,58 @@ def tool_durations(events: list[dict[str, Any]]) -> dict[int, int | None]:
             since_ms(event.get("ts"), after.get("ts")) if after else None
         )
     return out
+
+
+AGENT_QUIET = ("agent.session", "step.queued", "step.started", "step.finished")
+MARKERS = {
+    "relay.triggered": "relay",
+    "relay.checkpoint": "relay",
+    "relay.resumed": "relay",
+    "thread.context": "thread",
+    "thread.summarized": "thread",
+    "round.recorded": "thread",
+}
+
+
+def turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The visit as a trace: agent turns (its text joined, its tool calls with what
+    they were given and how long they took, the turn's tokens and cost), and between
+    them the relay checkpoints, thread context, contracts and other events where they
+    happened. A turn ends with the usage the agent reported for it."""
+    took = tool_durations(events)
+    items: list[dict[str, Any]] = []
+    turn: dict[str, Any] | None = None
+    count = 0
+    for e in events:
+        kind = str(e.get("type", ""))
+        if kind in AGENT_QUIET or kind == "prompt.rendered":
+            continue
+        if kind.startswith("agent."):
+            if turn is None:
+                count += 1
+                turn = {"kind": "turn", "n": count, "ts": e.get("ts"), "parts": [], "usage": None}
+                items.append(turn)
+            parts: list[dict[str, Any]] = turn["parts"]
+            if kind == TEXT:
+                if parts and parts[-1]["kind"] == "text":
+                    parts[-1]["text"] += e.get("text") or ""
+                else:
+                    parts.append({"kind": "text", "text": e.get("text") or ""})
+            elif kind == "agent.tool_call":
+                seq = int(e.get("seq", 0))
+                parts.append(
+                    {
+                        "kind": "tool",
+                        "name": e.get("name"),
+                        "input": e.get("target"),
+                        "ms": took.get(seq),
+                        "seq": seq,
+                    }
+                )
+            elif kind == "agent.usage":
+                turn["usage"] = e
+                turn = None
+            continue
+        turn = None  # what happens between turns shows where it happened
+        items.append({"kind": MARKERS.get(kind, "event"), "event": e})
+    return items
