@@ -30,9 +30,17 @@ PerPage = Annotated[int, Query(ge=1, le=data.MAX_PER_PAGE)]
 
 
 def run_filter(
-    pipeline: str | None, status: str | None, since: str | None, until: str | None, roots: bool
+    pipeline: str | None,
+    status: str | None,
+    since: str | None,
+    until: str | None,
+    roots: bool,
+    text: str | None = None,
+    waiting: bool = False,
 ) -> RunFilter:
     return RunFilter(
+        text=(text or "").strip()[:200] or None,
+        waiting=waiting,
         pipeline=pipeline or None,
         status=status or None,
         since=since or None,
@@ -55,10 +63,12 @@ async def runs(
     since: str | None = None,
     until: str | None = None,
     roots: bool = False,
+    q: Annotated[str | None, Query(description="a run id prefix, or text in the input")] = None,
+    waiting: Annotated[bool, Query(description="only runs waiting at a gate")] = False,
     page: Page = 1,
     per_page: PerPage = data.PER_PAGE,
 ) -> m.RunsPage:
-    filt = run_filter(pipeline, status, since, until, roots)
+    filt = run_filter(pipeline, status, since, until, roots, q, waiting)
     return data.runs_page(app_state(request).reader, filt, page, per_page)
 
 

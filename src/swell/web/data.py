@@ -87,6 +87,8 @@ def runs_page(reader: Reader, filt: RunFilter, page: int, per_page: int) -> m.Ru
             "since": filt.since,
             "until": filt.until.removesuffix("T99") if filt.until else None,
             "roots": None if filt.include_children else "1",
+            "q": filt.text,
+            "waiting": "1" if filt.waiting else None,
         },
     )
 

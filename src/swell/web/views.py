@@ -48,7 +48,13 @@ def _int(q: Any, name: str, default: int, most: int) -> int:
 async def runs_page(request: Request) -> Response:
     q = request.query_params
     filt = run_filter(
-        q.get("pipeline"), q.get("status"), q.get("since"), q.get("until"), q.get("roots") == "1"
+        q.get("pipeline"),
+        q.get("status"),
+        q.get("since"),
+        q.get("until"),
+        q.get("roots") == "1",
+        q.get("q"),
+        q.get("waiting") == "1",
     )
     per_page = _int(q, "per_page", data.PER_PAGE, data.MAX_PER_PAGE)
     page = _int(q, "page", 1, data.MAX_PAGE)
