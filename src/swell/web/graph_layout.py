@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-GAP_X, GAP_Y, PAD, DUMMY_H, LANE = 64, 26, 24, 6, 18
+GAP_X, GAP_Y, PAD, DUMMY_H, LANE = 84, 26, 24, 6, 18
 SWEEPS = 8
 
 Point = tuple[float, float]
