@@ -123,34 +123,34 @@ async def thread(
     return data.thread_page(app_state(request).reader, run_id, thread, before, budget)
 
 
-async def graph_svg(request: Request, run_id: str) -> str | None:
-    """The run's graph, laid out in a worker thread (web/offload.py)."""
+async def graph_svg(
+    request: Request, run_id: str, steps: list[m.StepSummary] | None = None
+) -> str | None:
+    """The run's graph, laid out in a worker thread (web/offload.py); `steps`: the
+    run's steps when the caller has read them already."""
     state = app_state(request)
     store = state.reader.store
     run_row = store.get_run(run_id)
     text = store.pipeline_text(run_row.id)
     if not text:
         return None
-    return await state.offload.graph_svg(text, run_row.pipeline, run_state(store, run_row.id))
+    facts = state.offload.facts.get(store, run_row.id)
+    return await state.offload.graph_svg(
+        text, run_row.pipeline, run_state(store, run_row.id, facts.taken, steps)
+    )
 
 
-TAKEN = ("route.taken", "gate.resolved", "rework.requested")
-
-
-def run_state(store: Store, run_id: str) -> RunState:
+def run_state(
+    store: Store,
+    run_id: str,
+    taken: set[tuple[str, str]],
+    steps: list[m.StepSummary] | None = None,
+) -> RunState:
     """What the graph draws over the pipeline: visits and states by step, the gates
-    waiting, the routes, choices and reworks taken, the child runs by step."""
+    waiting, the routes, choices and reworks taken (`taken`), the child runs by step."""
     run_row = store.get_run(run_id)
-    steps = store.steps(run_id)
-    taken: set[tuple[str, str]] = set()
-    for event in store.events_of_kind(run_id, TAKEN):
-        step, target = getattr(event, "step_id", None), None
-        if event.type == "rework.requested":
-            step, target = getattr(event, "for_step", None), getattr(event, "step_id", None)
-        else:
-            target = getattr(event, "target", None)
-        if step and target:
-            taken.add((step, target))
+    if steps is None:
+        steps = [data.step_summary(s) for s in store.steps(run_id)]
     children: dict[str, list[tuple[str, str]]] = {}
     for child in store.children(run_id):
         children.setdefault(child.parent_step_id or "", []).append((child.id, child.status))
@@ -186,7 +186,8 @@ async def timeline_svg(request: Request, run_id: str) -> Response:
 
     reader = app_state(request).reader
     run_row = reader.store.get_run(run_id)
-    svg, _, _ = timeline.for_run(reader.store, reader.pages, run_row.id)
+    facts = app_state(request).offload.facts.get(reader.store, run_row.id)
+    svg, _, _ = timeline.for_run(reader.store, reader.pages, run_row.id, facts.marks)
     return Response(svg or "<svg xmlns='http://www.w3.org/2000/svg'/>", media_type="image/svg+xml")
 
 

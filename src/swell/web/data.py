@@ -12,9 +12,9 @@ from typing import Any
 
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.capabilities import output_store
-from swell.store.pages import PageReader, RunFilter, RunTotals
+from swell.store.pages import PageReader, RunFilter, RunTotals, VisitPage
 from swell.store.protocols import Store
-from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, VisitRow
+from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, StepRow, VisitRow
 from swell.threads.retrieval import retrieve
 from swell.web import models as m
 from swell.web.text import clean, path_part
@@ -181,11 +181,22 @@ def _with_totals(reader: Reader, runs: list[RunRow]) -> list[tuple[RunRow, RunTo
 
 
 def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDetail:
+    return run_detail_and_recent(reader, run_id, page, per_page, 0)[0]
+
+
+def run_detail_and_recent(
+    reader: Reader, run_id: str, page: int, per_page: int, recent: int
+) -> tuple[m.RunDetail, VisitPage]:
+    """The run's detail and its newest `recent` visits (for the timeline), read in
+    one query when the page is the first."""
     store = reader.store
     run = store.get_run(run_id)
     per_page = min(max(per_page, 1), MAX_PER_PAGE)
     page = max(page, 1)
-    visits = reader.pages.visits_page(run.id, (page - 1) * per_page, per_page)
+    first = page == 1 and recent > per_page
+    read = reader.pages.visits_page(run.id, (page - 1) * per_page, recent if first else per_page)
+    visits = VisitPage(read.visits[:per_page], read.total)
+    newest = read if first or not recent else reader.pages.visits_page(run.id, 0, recent)
     steps = store.steps(run.id)
     gates = [gate_model(g) for g in store.gates(run.id)]
     children = store.children(run.id)
@@ -197,16 +208,7 @@ def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDe
         run=summary,
         workspace=run.workspace,
         owner_alive=store.owner(run.id) is not None,
-        steps=[
-            m.StepSummary(
-                step_id=s.step_id,
-                visits=s.visits,
-                last_visit=s.last_visit,
-                last_status=s.last_status,
-                last_exit_code=s.last_exit_code,
-            )
-            for s in steps
-        ],
+        steps=[step_summary(s) for s in steps],
         running=[s.step_id for s in steps if s.last_status == "running"],
         visits=[visit_model(v) for v in visits.visits],
         visits_total=visits.total,
@@ -221,6 +223,16 @@ def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDe
         artifacts_total=artifacts.total,
         last_seq=run.last_seq,
         final=run.status in FINAL,
+    ), newest
+
+
+def step_summary(s: StepRow) -> m.StepSummary:
+    return m.StepSummary(
+        step_id=s.step_id,
+        visits=s.visits,
+        last_visit=s.last_visit,
+        last_status=s.last_status,
+        last_exit_code=s.last_exit_code,
     )
 
 

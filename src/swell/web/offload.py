@@ -28,6 +28,7 @@ import anyio.to_thread
 from swell.web import data
 from swell.web import models as m
 from swell.web.graph import Graph, RunState, graph_of, render_svg
+from swell.web.run_facts import FactsCache
 
 T = TypeVar("T")
 
@@ -47,6 +48,7 @@ class Offload:
     validation: tuple[Signature, float, m.Pipelines] | None = None
     graphs: OrderedDict[str, Graph | None] = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # for `graphs`
+    facts: FactsCache = field(default_factory=FactsCache)  # routes taken, retries, reworks
 
     def limiter(self, name: str, size: int) -> anyio.CapacityLimiter:
         # made on first use: a limiter belongs to the running event loop

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from xml.sax.saxutils import escape, quoteattr
 
-from swell.store.pages import PageReader
+from swell.store.pages import PageReader, VisitPage
 from swell.store.protocols import Store
 from swell.store.rows import VisitRow
 from swell.web.text import path_part
@@ -134,25 +134,20 @@ def _bar(run_id: str, b: Bar, t0: datetime, scale: float, y: int) -> str:
     )
 
 
-def marks_of(store: Store, run_id: str) -> dict[tuple[str, int], str]:
-    """The visits that were a retry (the visit after a `retry.requested`) or a rework
-    (the rework step's n-th visit for its n-th `rework.requested`)."""
-    out: dict[tuple[str, int], str] = {}
-    reworks: dict[str, int] = {}
-    for event in store.events_of_kind(run_id, ("retry.requested", "rework.requested")):
-        step = getattr(event, "step_id", None) or ""
-        if event.type == "retry.requested":
-            out[(step, int(getattr(event, "visit", 0) or 0) + 1)] = "retry"
-        else:
-            reworks[step] = reworks.get(step, 0) + 1
-            out[(step, reworks[step])] = "rework"
-    return out
-
-
-def for_run(store: Store, pages: PageReader, run_id: str) -> tuple[str, int, int]:
+def for_run(
+    store: Store,
+    pages: PageReader,
+    run_id: str,
+    marks: dict[tuple[str, int], str],
+    most: int = MAX_BARS,
+    lanes: list[str] | None = None,
+    read: VisitPage | None = None,
+) -> tuple[str, int, int]:
     """The run's timeline SVG, the visits drawn and the visits there are (the newest
-    MAX_BARS are drawn: a page read, however long the run)."""
-    found = pages.visits_page(run_id, 0, MAX_BARS)
-    lanes = [s.step_id for s in store.steps(run_id)]
-    drawn = bars(found.visits, marks_of(store, run_id))
+    `most` are drawn: a page read, however long the run); `marks` flags retries and
+    reworks (web/run_facts.py)."""
+    found = read or pages.visits_page(run_id, 0, most)
+    if lanes is None:
+        lanes = [s.step_id for s in store.steps(run_id)]
+    drawn = bars(found.visits, marks)
     return render(run_id, drawn, lanes), len(drawn), found.total

@@ -71,11 +71,29 @@ def _query(q: Any, drop: tuple[str, ...]) -> str:
 async def run_page(request: Request, run_id: str) -> Response:
     q = request.query_params
     reader = app_state(request).reader
-    detail = data.run_detail(reader, run_id, _int(q, "page", 1, data.MAX_PAGE), data.PER_PAGE)
+    page = _int(q, "page", 1, data.MAX_PAGE)
+    detail, newest = data.run_detail_and_recent(reader, run_id, page, data.PER_PAGE, PAGE_BARS)
     template = "run_live.html" if q.get("fragment") else "run.html"
-    gantt = timeline.for_run(reader.store, reader.pages, detail.run.id)
-    svg = await graph_svg(request, detail.run.id)
+    facts = app_state(request).offload.facts.get(reader.store, detail.run.id)
+    # the run page draws the newest visits; /runs/RUN/timeline draws up to 1,000
+    lanes = [s.step_id for s in detail.steps]
+    gantt = timeline.for_run(
+        reader.store, reader.pages, detail.run.id, facts.marks, PAGE_BARS, lanes, newest
+    )
+    svg = await graph_svg(request, detail.run.id, detail.steps)
     return render(request, template, d=detail, svg=svg, timeline=gantt)
+
+
+PAGE_BARS = 200  # visits the run page's timeline draws
+
+
+@router.get("/runs/{run_id}/timeline")
+async def timeline_page(request: Request, run_id: str) -> Response:
+    reader = app_state(request).reader
+    run = reader.store.get_run(run_id)
+    facts = app_state(request).offload.facts.get(reader.store, run.id)
+    gantt = timeline.for_run(reader.store, reader.pages, run.id, facts.marks)
+    return render(request, "timeline.html", run=run, timeline=gantt)
 
 
 @router.get("/runs/{run_id}/visits/{step_id}/{visit}")
