@@ -34,6 +34,7 @@ KINDS = {
 }
 KIND_LABEL = {"agent": "agent", "command": "command", "gate": "gate", "route": "route"}
 ENDS = {"_complete": "complete", "_fail": "fail"}
+GROUPS = frozenset({"sub", "fan"})  # drawn as a frame holding the child runs
 FILL = {"succeeded": "#dcf3e3", "failed": "#fde3e1", "running": "#e3eefc", "waiting": "#fff1c7"}
 
 
@@ -156,7 +157,7 @@ def _pairs(edges: list[Edge]) -> list[tuple[str, str]]:
 def _size(node: Node) -> tuple[int, int]:
     if node.kind == "end":
         return END_W, END_H
-    if node.kind in ("sub", "fan"):
+    if node.kind in GROUPS:
         return BOX_W, BOX_H + 8 + CHIP_H * CHIPS
     return BOX_W, BOX_H
 
@@ -253,7 +254,7 @@ def _node(node: Node, placed: Placed, state: RunState) -> str:
         inner = (
             f"<a href={quoteattr(href)} aria-label={quoteattr(f'{node.id}: {note}')}>{inner}</a>"
         )
-    group = _group(node, x, y, w, h, state) if node.kind in ("sub", "fan") else ""
+    group = _group(node, x, y, w, h, state) if node.kind in GROUPS else ""
     return (
         f"<g class={quoteattr(cls)} data-step={quoteattr(node.id)} "
         f'data-kind="{node.kind}" data-visits="{visits}" data-box="{_box(x, y, w, h)}">'
@@ -270,17 +271,17 @@ def _kind_text(node: Node) -> str:
     return node.step_kind if node.kind == "route" else KIND_LABEL.get(node.kind, node.step_kind)
 
 
-def _shape(kind: str, x: float, y: float, w: float, h: float, fill: str) -> str:
+def _shape(shape: str, x: float, y: float, w: float, h: float, fill: str) -> str:
     common = f'class="box" fill="{fill}" stroke="#9aa4b2" stroke-width="1.5"'
-    if kind == "gate":  # a hexagon: a stop on the way
+    if shape == "gate":  # a hexagon: a stop on the way
         c = 12
         pts = f"{x + c},{y} {x + w - c},{y} {x + w},{y + h / 2} {x + w - c},{y + h} {x + c},{y + h} {x},{y + h / 2}"
         return f'<polygon points="{pts}" {common}/>'
-    if kind == "route":  # pointed ends: a decision
+    if shape == "route":  # pointed ends: a decision
         c = 18
         pts = f"{x},{y} {x + w - c},{y} {x + w},{y + h / 2} {x + w - c},{y + h} {x},{y + h}"
         return f'<polygon points="{pts}" {common}/>'
-    radius = {"agent": 14, "command": 3}.get(kind, 8)
+    radius = {"agent": 14, "command": 3}.get(shape, 8)
     return f'<rect x="{x:.1f}" y="{y:.1f}" width="{w}" height="{h}" rx="{radius}" {common}/>'
 
 

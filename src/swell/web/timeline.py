@@ -19,6 +19,8 @@ from swell.web.timefmt import ms, now, parse
 LABEL_W, CHART_W, LANE_H, BAR_H, AXIS_H, PAD = 150, 930, 22, 14, 22, 8
 MAX_BARS = 1000  # the newest visits drawn; a bigger run's page says how many it left out
 TICKS = 6
+BAR_KINDS = {"gate": "gate", "prompt": "agent"}  # the bar's colour by the visit's kind
+WAITING = frozenset({"gate"})  # a bar that is a wait, not work
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def bars(
         running = end is None and v.status in ("running", "waiting")
         if end is None:
             end = at if running else start
-        kind = "gate" if v.kind == "gate" else ("agent" if v.kind == "prompt" else "command")
+        kind = BAR_KINDS.get(v.kind or "", "command")
         out.append(
             Bar(
                 v.step_id,
@@ -113,7 +115,7 @@ def _bar(run_id: str, b: Bar, t0: datetime, scale: float, y: int) -> str:
     x = LABEL_W + PAD + (b.start - t0).total_seconds() * scale
     w = max((b.end - b.start).total_seconds() * scale, 2.0)
     took = int((b.end - b.start).total_seconds() * 1000)
-    waiting = b.kind == "gate"
+    waiting = b.kind in WAITING
     cls = f"bar k-{b.kind} s-{b.status}" + (" running" if b.running else "")
     cls += (" wait" if waiting else "") + (f" {b.mark}" if b.mark else "")
     what = "waited" if waiting else "took"

@@ -16,6 +16,7 @@ from swell.web.state import app_state
 from swell.web.text import path_part
 
 router = APIRouter(include_in_schema=False)
+PAGE_BARS = 200  # visits the run page's timeline draws (/runs/RUN/timeline: up to 1,000)
 # pages run only the package's own script and styles: were some agent output ever to
 # slip through escaping, an inline script or a foreign resource would still not load
 CSP = (
@@ -82,9 +83,6 @@ async def run_page(request: Request, run_id: str) -> Response:
     )
     svg = await graph_svg(request, detail.run.id, detail.steps)
     return render(request, template, d=detail, svg=svg, timeline=gantt)
-
-
-PAGE_BARS = 200  # visits the run page's timeline draws
 
 
 @router.get("/runs/{run_id}/timeline")
