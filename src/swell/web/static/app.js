@@ -76,14 +76,17 @@ function ago(date) {
   return "just now";
 }
 
+var exactFormat = null;  // one formatter for every time (making one is the slow part)
+
 function relativeTimes(root) {
+  if (!exactFormat) exactFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
   (root || document).querySelectorAll("time[datetime]").forEach(function (t) {
     var d = new Date(t.getAttribute("datetime"));
     if (isNaN(d)) return;
     t.textContent = ago(d);
     if (!t.dataset.exact) {
       t.dataset.exact = "1";
-      t.title = d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" }) + " (" + t.title + ")";
+      t.title = exactFormat.format(d) + " (" + t.title + ")";
     }
   });
 }
