@@ -33,7 +33,7 @@ from store_lib import verdict
 from swell.manifest import yamlparse, yamlsrc
 from swell.manifest.validation import validate_project
 from swell.runtime import open_registries
-from swell.web.graph import graph_of, render_svg
+from swell.web.graph import RunState, graph_of, render_svg
 
 SIZES = (5_000, 10_000, 20_000)
 GOAL_SECONDS = 3.0
@@ -82,7 +82,7 @@ def main() -> int:
             validate[n] = min(cpu(validate_project, root, lint, None) for _ in range(2))
             graph = graph_of(chain(n), "chain")
             assert graph is not None
-            layout[n] = min(cpu(render_svg, graph, {}, {}) for _ in range(5))
+            layout[n] = min(cpu(render_svg, graph, RunState()) for _ in range(5))
             print(f"  {n:6,} steps: validate {validate[n]:6.2f} s, graph {layout[n]:6.3f} s (CPU)")
         root = Path(tmp) / str(10_000)
         env = {k: v for k, v in os.environ.items() if k != "SWELL_STATE_DIR"}

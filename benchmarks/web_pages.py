@@ -9,7 +9,12 @@ no network) and times, median of several requests each:
   goal < 100 ms;
 - the runs page (`/`, HTML: the newest 50 runs of 10,000, with their totals),
   goal < 150 ms;
-- their JSON twins, and a filtered runs page, for context.
+- their JSON twins, and a filtered runs page, for context;
+- in Debian's chromium (Playwright, `swell serve`'s app on a loopback port), with the
+  Performance API: the run page of the 10,000-visit run and the timeline page of a
+  1,000-visit run, from the response's first byte to the first frame after `load`
+  (the browser's own work: parse, style, layout, scripts), goal < 300 ms each; the
+  time to the first byte (the server) is printed beside it.
 
 It prints the query plans of the paged queries (EXPLAIN QUERY PLAN): every one
 should search an index, none scan a table.
@@ -35,6 +40,8 @@ VISITS = 10_000
 RUNS = 10_000
 SAMPLES = 15
 RUN = "loop-20261124-000000-bench"
+RUN_1K = "loop-20261124-000001-bench1k"  # 1,000 visits: the timeline page's
+BROWSER_SAMPLES = 7
 
 
 def build(root: Path) -> None:
@@ -45,6 +52,11 @@ def build(root: Path) -> None:
         run_id=RUN, pipeline="loop", input_text="", workspace=str(root), pipeline_text=pipeline
     )
     for batch in loop_batches(RUN, VISITS, VISITS // 3 + 1, workspace=str(root)):
+        store.emit(batch)
+    store.create_run(
+        run_id=RUN_1K, pipeline="loop", input_text="", workspace=str(root), pipeline_text=pipeline
+    )
+    for batch in loop_batches(RUN_1K, 1_000, 1_000 // 3 + 1, workspace=str(root)):
         store.emit(batch)
     for n in range(RUNS):
         run_id = f"small-20261124-{n:06d}"
@@ -82,6 +94,65 @@ async def timings(root: Path, urls: list[str]) -> dict[str, float]:
     return out
 
 
+# from the response's first byte to the first frame after `load`, and to the first byte
+MEASURE = """() => new Promise(done => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const finish = () => requestAnimationFrame(() => setTimeout(() => done({
+    render: performance.now() - nav.responseStart,
+    ttfb: nav.responseStart - nav.startTime,
+  }), 0));
+  if (document.readyState === "complete") finish(); else addEventListener("load", finish);
+})"""
+
+
+def browser_timings(root: Path, urls: list[str]) -> dict[str, tuple[float, float]] | None:
+    """Median (render, first byte) in ms of each page in chromium; None without it."""
+    import socket
+    import threading
+
+    try:
+        import uvicorn
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    from swell.adapters.browser import find_chromium
+    from swell.web.app import create_app
+    from swell.web.state import ServeSettings
+
+    try:
+        chromium = find_chromium(None, root)
+    except Exception:
+        return None
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    app = create_app(ServeSettings(root=root))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    out: dict[str, tuple[float, float]] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
+            for url in urls:
+                page.goto(f"http://127.0.0.1:{port}{url}")  # warm
+                renders, firsts = [], []
+                for _ in range(BROWSER_SAMPLES):
+                    page.goto(f"http://127.0.0.1:{port}{url}")
+                    found = page.evaluate(MEASURE)
+                    renders.append(found["render"])
+                    firsts.append(found["ttfb"])
+                out[url] = (statistics.median(renders), statistics.median(firsts))
+            browser.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    return out
+
+
 def plans(db_path: Path) -> None:
     db = sqlite3.connect(db_path)
     queries = {
@@ -109,7 +180,14 @@ def main() -> int:
         print(
             f"built {VISITS:,}-visit run and {RUNS:,} runs in {time.perf_counter() - start:.1f} s"
         )
-        urls = [f"/runs/{RUN}", "/", f"/api/runs/{RUN}", "/api/runs", "/?pipeline=p3&page=20"]
+        urls = [
+            f"/runs/{RUN}",
+            "/",
+            f"/api/runs/{RUN}",
+            "/api/runs",
+            "/?pipeline=p3&page=20",
+            f"/runs/{RUN_1K}/timeline",
+        ]
         found = asyncio.run(timings(root, urls))
         for url, ms in found.items():
             print(f"  {ms:7.1f} ms  {url}")
@@ -117,6 +195,25 @@ def main() -> int:
         run_ms, runs_ms = found[f"/runs/{RUN}"], found["/"]
         print(f"run page, {VISITS:,} visits: {run_ms:.1f} ms (goal < 100)  {verdict(run_ms < 100)}")
         print(f"runs page, {RUNS:,} runs: {runs_ms:.1f} ms (goal < 150)  {verdict(runs_ms < 150)}")
+        timeline_ms = found[f"/runs/{RUN_1K}/timeline"]
+        print(
+            f"timeline page, 1,000 visits, server: {timeline_ms:.1f} ms (goal < 100)  "
+            f"{verdict(timeline_ms < 100)}"
+        )
+        pages = {
+            "run page, 10,000 visits": f"/runs/{RUN}",
+            "timeline, 1,000 visits": f"/runs/{RUN_1K}/timeline",
+        }
+        seen = browser_timings(root, list(pages.values()))
+        if seen is None:
+            print("browser: chromium or playwright is missing, not measured")
+            return 0
+        for name, url in pages.items():
+            render, first = seen[url]
+            print(
+                f"{name}, browser: {render:.1f} ms render, first byte {first:.1f} ms "
+                f"(goal render < 300)  {verdict(render < 300)}"
+            )
     return 0
 
 

@@ -55,6 +55,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="swell-shots-") as tmp:
         project = Path(tmp) / "project"
         shutil.copytree(ROOT / "examples", project, ignore=shutil.ignore_patterns(".swell"))
+        tour_text = (ROOT / "tests" / "web" / "pipelines" / "tour.yaml").read_text()
+        (project / ".agents" / "pipelines" / "tour.yaml").write_text(tour_text)
+        tour = run_id(swell(project, "run", "tour", "--auto-approve"))
         reviewed = run_id(swell(project, "run", "impl-issue", "--input", "add a greeting"))
         looped = run_id(swell(project, "run", "agent-loop", "--input", "make the tests pass"))
         swell(project, "run", "loop")
@@ -79,28 +82,39 @@ def main() -> int:
                     break
                 except httpx.HTTPError:
                     time.sleep(0.1)
+            # name: (path, element to photograph or None for the viewport, colour scheme)
             pages = {
-                "runs": "/",
-                "run": f"/runs/{reviewed}",
-                "gate": f"/runs/{waiting}",
-                "visit": f"/runs/{reviewed}/visits/implement/1",
-                "thread": f"/runs/{looped}/thread",
-                "pipelines": "/pipelines",
-                "analytics": "/analytics",
-                "retro": f"/runs/{reviewed}/retro",
+                "runs": ("/", None, "light"),
+                "run": (f"/runs/{tour}", None, "light"),
+                "graph": (f"/runs/{tour}", "section.card:has(svg.run-graph)", "light"),
+                "timeline": (f"/runs/{tour}", "#timeline", "light"),
+                "run-dark": (f"/runs/{tour}", None, "dark"),
+                "search": ("/?q=loop&status=succeeded", None, "light"),
+                "gate": (f"/runs/{waiting}", None, "light"),
+                "visit": (f"/runs/{reviewed}/visits/implement/1", None, "light"),
+                "thread": (f"/runs/{looped}/thread", None, "light"),
+                "pipelines": ("/pipelines", None, "light"),
+                "analytics": ("/analytics", None, "light"),
+                "retro": (f"/runs/{reviewed}/retro", None, "light"),
             }
             chromium = find_chromium(None, ROOT)
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-                for name, path in pages.items():
+                for name, (path, element, scheme) in pages.items():
+                    page = browser.new_page(
+                        viewport={"width": 1366, "height": 900}, color_scheme=scheme
+                    )
                     response = page.goto(base + path)
                     if response is None or response.status != 200:
                         print(f"  {name}: {path} answered {response and response.status}")
                         continue
                     page.wait_for_timeout(300)
                     target = OUT / f"dashboard-{name}.png"
-                    page.screenshot(path=str(target), full_page=False)
+                    if element:
+                        page.locator(element).first.screenshot(path=str(target))
+                    else:
+                        page.screenshot(path=str(target), full_page=False)
+                    page.close()
                     print(f"  {name}: {target.relative_to(ROOT)}")
                 browser.close()
         finally:

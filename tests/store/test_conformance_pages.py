@@ -40,7 +40,15 @@ def test_pages_answer_as_the_generic_pager(backend: Backend, store: Store, new_r
     mine, generic = page_reader(store), ReaderPages(store)
     # SQLite and Postgres page with queries of their own; the memory store is the pager
     assert isinstance(mine, ReaderPages) == (backend.name == "memory")
-    for filt in (RunFilter(), RunFilter(pipeline="build"), RunFilter(include_children=False)):
+    filters = (
+        RunFilter(),
+        RunFilter(pipeline="build"),
+        RunFilter(include_children=False),
+        RunFilter(text="RUN-1"),  # an id prefix, any case
+        RunFilter(text="_"),  # no wildcard: matches only a real underscore
+        RunFilter(waiting=True),
+    )
+    for filt in filters:
         for offset in (0, 2):
             got, want = mine.runs_page(filt, offset, 2), generic.runs_page(filt, offset, 2)
             assert [r.id for r in got.runs] == [r.id for r in want.runs]

@@ -15,7 +15,7 @@ import pytest
 
 from swell.manifest.validation import validate_project
 from swell.runtime import open_registries
-from swell.web.graph import graph_of, render_svg
+from swell.web.graph import RunState, graph_of, render_svg
 
 N = 400  # steps of the smaller pipeline: enough for the quadratic part to show
 # linear work doubles (2.0); the O(n²) template checks of before made validate 2.46
@@ -86,7 +86,7 @@ def test_run_graph_layout_does_linear_work(shape: Callable[[int], str]) -> None:
     for n in (N, 2 * N):
         graph = graph_of(shape(n), "big")
         assert graph is not None
-        count, svg = lines_run(render_svg, graph, {}, {})
-        assert svg.count("<rect") == len(graph.steps)
+        count, svg = lines_run(render_svg, graph, RunState())
+        assert svg.count('class="node ') == len(graph.steps)
         counts.append(count)
     assert counts[1] / counts[0] < LINEAR, counts

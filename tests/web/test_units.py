@@ -14,7 +14,8 @@ from swell.store.memory import MemoryStore
 from swell.store.pages import RunFilter
 from swell.web import data
 from swell.web.artifacts import read_artifact
-from swell.web.graph import Graph, render_svg
+from swell.web.graph import Edge, Graph, Node, RunState, render_svg
+from swell.web.graph_layout import layout
 from swell.workspace.safe import UnsafePath
 
 WEB = Path(data.__file__).parent
@@ -38,10 +39,14 @@ def test_artifact_paths_outside_the_workspace_are_refused(tmp_path: Path) -> Non
 
 
 def test_graph_marks_the_running_step_and_escapes_names() -> None:
-    graph = Graph(["a", "<b>"], [("a", "<b>", False), ("<b>", "a", True)])
-    svg = render_svg(graph, {"a": 3, "<b>": 2}, {"<b>": "running"})
-    assert 'class="step running" data-step="&lt;b&gt;"' in svg
-    assert "3 visits" in svg and "<b>" not in svg and "<title>&lt;b&gt;</title>" in svg
+    nodes = [Node("a", "command", "command"), Node("<b>", "agent", "prompt")]
+    graph = Graph(nodes, [Edge("a", "<b>", "dependency"), Edge("<b>", "a", "edge")])
+    graph.placed = layout(
+        ["a", "<b>"], {"a": (176, 54), "<b>": (176, 54)}, [("a", "<b>"), ("<b>", "a")]
+    )
+    svg = render_svg(graph, RunState(visits={"a": 3, "<b>": 2}, status={"<b>": "running"}))
+    assert 'class="node k-agent s-running" data-step="&lt;b&gt;"' in svg
+    assert "3 visits" in svg and "<b>" not in svg and "<title>&lt;b&gt;: prompt" in svg
     assert "2 visits · running" in svg
 
 

@@ -35,15 +35,28 @@ class RunFilter:
     since: str | None = None
     until: str | None = None
     include_children: bool = True
+    text: str | None = None  # a run id prefix, or text in the run's input (any case)
+    waiting: bool = False  # only runs waiting at a gate
 
     def keeps(self, run: RunRow) -> bool:
         return (
-            (self.pipeline is None or run.pipeline == self.pipeline)
+            (self.text is None or _matches(self.text, run))
+            and (not self.waiting or run.status == "waiting")
+            and (self.pipeline is None or run.pipeline == self.pipeline)
             and (self.status is None or run.status == self.status)
             and (self.since is None or run.created_at >= self.since)
             and (self.until is None or run.created_at <= self.until)
             and (self.include_children or run.parent_run_id is None)
         )
+
+
+def _matches(text: str, run: RunRow) -> bool:
+    return run.id.lower().startswith(text.lower()) or text.lower() in (run.input or "").lower()
+
+
+def _like(text: str) -> str:
+    """`text` with LIKE's wildcards escaped (with `\\`), to match literally."""
+    return text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 @dataclass
@@ -201,4 +214,11 @@ def run_where(filt: RunFilter, mark: str = "?") -> tuple[str, tuple[Any, ...]]:
             params.append(value)
     if not filt.include_children:
         clauses.append("parent_run_id IS NULL")
+    if filt.waiting:
+        clauses.append("status = 'waiting'")
+    if filt.text is not None:
+        clauses.append(
+            f"(LOWER(id) LIKE {mark} ESCAPE '\\' OR LOWER(COALESCE(input, '')) LIKE {mark} ESCAPE '\\')"
+        )
+        params += [_like(filt.text) + "%", "%" + _like(filt.text) + "%"]
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", tuple(params)

@@ -3,16 +3,19 @@ FastAPI builds its OpenAPI description (`/openapi.json`, `/docs`) from these."""
 
 from __future__ import annotations
 
+from pathlib import Path as FilePath
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from swell.store.pages import RunFilter
+from swell.store.protocols import Store
 from swell.store.rules import MAX_SEQ
 from swell.web import actions, data, live
 from swell.web import models as m
-from swell.web.artifacts import read_artifact
+from swell.web.artifacts import read_run_artifact
+from swell.web.graph import RunState
 from swell.web.state import app_state
 
 router = APIRouter(prefix="/api")
@@ -27,15 +30,29 @@ PerPage = Annotated[int, Query(ge=1, le=data.MAX_PER_PAGE)]
 
 
 def run_filter(
-    pipeline: str | None, status: str | None, since: str | None, until: str | None, roots: bool
+    pipeline: str | None,
+    status: str | None,
+    since: str | None,
+    until: str | None,
+    roots: bool,
+    text: str | None = None,
+    waiting: bool = False,
 ) -> RunFilter:
     return RunFilter(
+        text=(text or "").strip()[:200] or None,
+        waiting=waiting,
         pipeline=pipeline or None,
         status=status or None,
         since=since or None,
-        until=until or None,
+        until=_day_end(until) if until else None,
         include_children=not roots,
     )
+
+
+def _day_end(until: str) -> str:
+    """A date picker's `until` (a day) includes that whole day: the stored times it is
+    compared with are longer strings of the same form (`2026-11-28T10:00:00Z`)."""
+    return f"{until}T99" if len(until) == 10 else until
 
 
 @router.get("/runs", response_model=m.RunsPage)
@@ -46,10 +63,12 @@ async def runs(
     since: str | None = None,
     until: str | None = None,
     roots: bool = False,
+    q: Annotated[str | None, Query(description="a run id prefix, or text in the input")] = None,
+    waiting: Annotated[bool, Query(description="only runs waiting at a gate")] = False,
     page: Page = 1,
     per_page: PerPage = data.PER_PAGE,
 ) -> m.RunsPage:
-    filt = run_filter(pipeline, status, since, until, roots)
+    filt = run_filter(pipeline, status, since, until, roots, q, waiting)
     return data.runs_page(app_state(request).reader, filt, page, per_page)
 
 
@@ -104,20 +123,50 @@ async def thread(
     return data.thread_page(app_state(request).reader, run_id, thread, before, budget)
 
 
-async def graph_svg(request: Request, run_id: str) -> str | None:
-    """The run's graph, laid out in a worker thread (web/offload.py)."""
+async def graph_svg(
+    request: Request, run_id: str, steps: list[m.StepSummary] | None = None
+) -> str | None:
+    """The run's graph, laid out in a worker thread (web/offload.py); `steps`: the
+    run's steps when the caller has read them already."""
     state = app_state(request)
     store = state.reader.store
     run_row = store.get_run(run_id)
     text = store.pipeline_text(run_row.id)
     if not text:
         return None
-    steps = store.steps(run_row.id)
+    facts = state.offload.facts.get(store, run_row.id)
     return await state.offload.graph_svg(
-        text,
-        run_row.pipeline,
-        {s.step_id: s.visits for s in steps},
-        {s.step_id: s.last_status for s in steps},
+        text, run_row.pipeline, run_state(store, run_row.id, facts.taken, steps)
+    )
+
+
+def run_state(
+    store: Store,
+    run_id: str,
+    taken: set[tuple[str, str]],
+    steps: list[m.StepSummary] | None = None,
+) -> RunState:
+    """What the graph draws over the pipeline: visits and states by step, the gates
+    waiting, the routes, choices and reworks taken (`taken`), the child runs by step."""
+    run_row = store.get_run(run_id)
+    if steps is None:
+        steps = [data.step_summary(s) for s in store.steps(run_id)]
+    children: dict[str, list[tuple[str, str]]] = {}
+    for child in store.children(run_id):
+        children.setdefault(child.parent_step_id or "", []).append((child.id, child.status))
+    ended = None
+    if run_row.status in data.FINAL:
+        ended = "_complete" if run_row.status == "succeeded" else "_fail"
+    return RunState(
+        run_id=run_id,
+        visits={s.step_id: s.visits for s in steps},
+        status={s.step_id: s.last_status for s in steps},
+        waiting={
+            g.step_id for g in store.gates(run_id) if g.status == "waiting" and not g.decision
+        },
+        taken=taken,
+        children=children,
+        ended=ended,
     )
 
 
@@ -128,6 +177,18 @@ async def graph(request: Request, run_id: str) -> Response:
     if svg is None:
         raise HTTPException(404, "the run kept no readable copy of its pipeline")
     return Response(svg, media_type="image/svg+xml")
+
+
+@router.get("/runs/{run_id}/timeline.svg", response_class=Response)
+async def timeline_svg(request: Request, run_id: str) -> Response:
+    """The run's visits on a time axis (the newest 1,000), a lane per step."""
+    from swell.web import timeline
+
+    reader = app_state(request).reader
+    run_row = reader.store.get_run(run_id)
+    facts = app_state(request).offload.facts.get(reader.store, run_row.id)
+    svg, _, _ = timeline.for_run(reader.store, reader.pages, run_row.id, facts.marks)
+    return Response(svg or "<svg xmlns='http://www.w3.org/2000/svg'/>", media_type="image/svg+xml")
 
 
 @router.get("/runs/{run_id}/artifacts/{step_id}/{visit}/{name}", response_class=Response)
@@ -141,7 +202,13 @@ async def artifact(
     row = reader.pages.artifact(run_row.id, ("" if step_id == "_" else step_id, visit), name)
     if row is None:
         raise HTTPException(404, "no such artifact")
-    body = read_artifact(run_row.workspace, row.path)
+    from swell.store.location import state_dir_for
+
+    root = (
+        FilePath(run_row.project_root) if run_row.project_root else app_state(request).settings.root
+    )
+    run_dir = state_dir_for(root) / "runs" / run_row.id
+    body = read_run_artifact(run_row.workspace, run_dir, row.path)
     headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
     try:
         body.decode("utf-8")

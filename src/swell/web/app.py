@@ -27,7 +27,7 @@ HERE = Path(__file__).parent
 def templates() -> Any:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-    from swell.web import text
+    from swell.web import text, timefmt
 
     env = Environment(
         loader=FileSystemLoader(HERE / "templates"),
@@ -36,17 +36,9 @@ def templates() -> Any:
     env.filters["clean"] = text.clean
     env.filters["short"] = text.short
     env.filters["q"] = text.path_part
-    env.filters["ms"] = _ms
+    env.filters["ms"] = timefmt.ms
+    env.filters["when"] = timefmt.when
     return env
-
-
-def _ms(value: int | None) -> str:
-    if value is None:
-        return "-"
-    if value < 1000:
-        return f"{value} ms"
-    seconds = value / 1000
-    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _status_of(exc: SwellError) -> int:

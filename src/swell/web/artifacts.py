@@ -39,7 +39,11 @@ def read_artifact(workspace: str | None, recorded: str) -> bytes:
     """The artifact's bytes (at most MAX_BYTES); UnsafePath when it may not be served."""
     if not workspace:
         raise UnsafePath("the run has no workspace")
-    fd = open_regular(_inside(Path(workspace), recorded))
+    return _read(open_regular(_inside(Path(workspace), recorded)))
+
+
+def _read(fd: int) -> bytes:
+    """At most MAX_BYTES of the open file `fd`, which is then closed."""
     try:
         chunks, size = [], 0
         while size < MAX_BYTES and (data := os.read(fd, min(1 << 20, MAX_BYTES - size))):
@@ -48,3 +52,17 @@ def read_artifact(workspace: str | None, recorded: str) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_run_artifact(workspace: str | None, run_dir: Path, recorded: str) -> bytes:
+    """An artifact from the run's workspace, or one the run keeps in its own state
+    directory (`.swell/runs/RUN/STEP/VISIT/`: a command's output, a review's
+    feedback, the versions of each visit), with the same checks."""
+    path = Path(recorded)
+    if path.is_absolute() and (
+        path.is_relative_to(run_dir) or path.is_relative_to(run_dir.resolve())
+    ):
+        if is_link(run_dir):
+            raise UnsafePath("the run's state directory is a symbolic link")
+        return _read(open_regular(_inside(run_dir, recorded)))
+    return read_artifact(workspace, recorded)

@@ -12,12 +12,14 @@ from typing import Any
 
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.capabilities import output_store
-from swell.store.pages import PageReader, RunFilter, RunTotals
+from swell.store.pages import PageReader, RunFilter, RunTotals, VisitPage
 from swell.store.protocols import Store
-from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, VisitRow
+from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RunRow, StepRow, VisitRow
 from swell.threads.retrieval import retrieve
 from swell.web import models as m
 from swell.web.text import clean, path_part
+from swell.web.timefmt import since_ms
+from swell.web.trace import collapse_text, turns
 
 FINAL = ENDED_FOR_GOOD
 PER_PAGE = 50
@@ -40,19 +42,11 @@ def _pages(total: int, per_page: int) -> int:
 
 
 def _duration(run: RunRow) -> int | None:
-    from datetime import datetime
-
-    if not run.started_at:
-        return None
-    end = run.finished_at or run.updated_at
-    if not end:
-        return None
-    try:
-        start_t = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
-        end_t = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return max(0, int((end_t - start_t).total_seconds() * 1000))
+    """How long the run took, or has taken so far: a run still going (running, or
+    waiting at a gate) counts to now, not to its last event."""
+    if run.status in FINAL or run.finished_at:
+        return since_ms(run.started_at, run.finished_at or run.updated_at or run.started_at)
+    return since_ms(run.started_at, None)
 
 
 def run_summary(run: RunRow, totals: RunTotals) -> m.RunSummary:
@@ -91,8 +85,10 @@ def runs_page(reader: Reader, filt: RunFilter, page: int, per_page: int) -> m.Ru
             "pipeline": filt.pipeline,
             "status": filt.status,
             "since": filt.since,
-            "until": filt.until,
+            "until": filt.until.removesuffix("T99") if filt.until else None,
             "roots": None if filt.include_children else "1",
+            "q": filt.text,
+            "waiting": "1" if filt.waiting else None,
         },
     )
 
@@ -108,11 +104,18 @@ def visit_model(v: VisitRow) -> m.Visit:
         error=clean(v.error, max_text=5_000) or None,
         started_at=v.started_at,
         finished_at=v.finished_at,
-        duration_ms=v.duration_ms,
+        duration_ms=_visit_ms(v),
         tokens_in=v.tokens_in,
         tokens_out=v.tokens_out,
         cost_usd=v.cost_usd,
     )
+
+
+def _visit_ms(v: VisitRow) -> int | None:
+    """A visit's duration; one still going (an agent at work, a gate waiting) counts to now."""
+    if v.duration_ms is not None or v.finished_at:
+        return v.duration_ms if v.duration_ms is not None else since_ms(v.started_at, v.finished_at)
+    return since_ms(v.started_at, None) if v.status in ("running", "waiting") else None
 
 
 def gate_model(g: GateRow) -> m.Gate:
@@ -178,29 +181,34 @@ def _with_totals(reader: Reader, runs: list[RunRow]) -> list[tuple[RunRow, RunTo
 
 
 def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDetail:
+    return run_detail_and_recent(reader, run_id, page, per_page, 0)[0]
+
+
+def run_detail_and_recent(
+    reader: Reader, run_id: str, page: int, per_page: int, recent: int
+) -> tuple[m.RunDetail, VisitPage]:
+    """The run's detail and its newest `recent` visits (for the timeline), read in
+    one query when the page is the first."""
     store = reader.store
     run = store.get_run(run_id)
     per_page = min(max(per_page, 1), MAX_PER_PAGE)
     page = max(page, 1)
-    visits = reader.pages.visits_page(run.id, (page - 1) * per_page, per_page)
+    first = page == 1 and recent > per_page
+    read = reader.pages.visits_page(run.id, (page - 1) * per_page, recent if first else per_page)
+    visits = VisitPage(read.visits[:per_page], read.total)
+    newest = read if first or not recent else reader.pages.visits_page(run.id, 0, recent)
     steps = store.steps(run.id)
     gates = [gate_model(g) for g in store.gates(run.id)]
     children = store.children(run.id)
     artifacts = reader.pages.artifacts_page(run.id, ARTIFACTS_SHOWN)
+    summary = run_summary(run, _totals(reader, run))
+    # the stored count is of finished visits; the page counts those going on too
+    summary.visits = max(summary.visits, visits.total)
     return m.RunDetail(
-        run=run_summary(run, _totals(reader, run)),
+        run=summary,
         workspace=run.workspace,
         owner_alive=store.owner(run.id) is not None,
-        steps=[
-            m.StepSummary(
-                step_id=s.step_id,
-                visits=s.visits,
-                last_visit=s.last_visit,
-                last_status=s.last_status,
-                last_exit_code=s.last_exit_code,
-            )
-            for s in steps
-        ],
+        steps=[step_summary(s) for s in steps],
         running=[s.step_id for s in steps if s.last_status == "running"],
         visits=[visit_model(v) for v in visits.visits],
         visits_total=visits.total,
@@ -215,6 +223,16 @@ def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDe
         artifacts_total=artifacts.total,
         last_seq=run.last_seq,
         final=run.status in FINAL,
+    ), newest
+
+
+def step_summary(s: StepRow) -> m.StepSummary:
+    return m.StepSummary(
+        step_id=s.step_id,
+        visits=s.visits,
+        last_visit=s.last_visit,
+        last_status=s.last_status,
+        last_exit_code=s.last_exit_code,
     )
 
 
@@ -261,7 +279,8 @@ def visit_detail(reader: Reader, run_id: str, step_id: str, visit: int) -> m.Vis
         retries=[_inert(e) for e in events if e["type"] in ("retry.requested", "rework.requested")],
         artifacts=[artifact_model(run.id, a) for a in artifacts.artifacts],
         artifacts_total=artifacts.total,
-        events=[_inert(e) for e in events],
+        events=collapse_text([_inert(e) for e in events]),
+        trace=turns([_inert(e) for e in events]),
     )
 
 

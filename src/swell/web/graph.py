@@ -1,125 +1,338 @@
-"""The pipeline graph as SVG, drawn on the server: one box per step with its visit
-count, the running steps highlighted, arrows for dependencies and edges.
+"""The run graph as SVG, drawn on the server from the pipeline copy the run stored
+when it started (`RunReader.pipeline_text`), so it shows the pipeline as that run saw
+it even after the file changed.
 
-It is drawn from the pipeline copy the run stored when it started
-(`RunReader.pipeline_text`), so it shows the pipeline as that run saw it even after
-the file changed. Layout: steps in rows by their distance from the entry steps;
-edges back to an earlier row (loops) are drawn as curves on the side."""
+Every edge of the pipeline is drawn, each with its kind (`data-kind`): `dependency`,
+`edge` (a route without a condition), `condition` (labelled with it), `choice` (a
+gate's choice with a target), `branch` (a branch step's case) and `rework` (a
+contract's or retry's rework step). Targets `_complete` and `_fail` are end nodes.
+A sub-pipeline step and a fan-out (iterate, matrix) are groups holding links to their
+child runs. Nodes are shaped and coloured by kind and state; the edges the run took
+are highlighted. The layout is web/graph_layout.py's."""
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from swell.errors import SwellError
+from swell.web.graph_layout import Placed, layout, path_d
 
-BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 170, 46, 30, 44, 20
-COLORS = {
-    "running": "#fff3c4",
-    "succeeded": "#dff5e1",
-    "failed": "#fbdada",
-    "interrupted": "#eee",
+BOX_W, BOX_H, END_W, END_H, CHIP_H, CHIPS = 176, 54, 92, 30, 18, 3
+KINDS = {
+    "prompt": "agent",
+    "command": "command",
+    "gate": "gate",
+    "conditional": "route",
+    "branch": "route",
+    "pipeline": "sub",
+    "loop": "sub",
+    "iterate": "fan",
+    "matrix": "fan",
+    "concurrency": "fan",
 }
+KIND_LABEL = {"agent": "agent", "command": "command", "gate": "gate", "route": "route"}
+ENDS = {"_complete": "complete", "_fail": "fail"}
+GROUPS = frozenset({"sub", "fan"})  # drawn as a frame holding the child runs
+FILL = {"succeeded": "#dcf3e3", "failed": "#fde3e1", "running": "#e3eefc", "waiting": "#fff1c7"}
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    kind: str  # agent, command, gate, route, sub, fan, end
+    step_kind: str  # the manifest's (prompt, command, iterate, ...)
+    child: str | None = None  # the pipeline a sub or fan node runs
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    kind: str  # dependency, edge, condition, choice, branch, rework
+    label: str = ""
 
 
 @dataclass
 class Graph:
-    steps: list[str]
-    arrows: list[tuple[str, str, bool]]  # source, target, is an edge (else a dependency)
+    nodes: list[Node]
+    edges: list[Edge]
+    placed: Placed | None = None
+
+    @property
+    def steps(self) -> list[str]:
+        return [n.id for n in self.nodes if n.kind != "end"]
+
+
+@dataclass
+class RunState:
+    """What the run did, drawn over the pipeline."""
+
+    run_id: str = ""
+    visits: dict[str, int] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)  # by step: its last visit's
+    waiting: set[str] = field(default_factory=set)  # gates waiting for a decision
+    taken: set[tuple[str, str]] = field(default_factory=set)  # routes, choices, reworks
+    children: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # step -> runs
+    ended: str | None = None  # `_complete` or `_fail` once the run ended
 
 
 def graph_of(pipeline_text: str, name: str) -> Graph | None:
-    """The stored pipeline's steps and arrows; None when it does not load any more."""
+    """The stored pipeline's nodes and edges, laid out; None when it does not load."""
     from swell.manifest.loader import load_stored_pipeline
 
     try:
         loaded = load_stored_pipeline(Path(f"{name}.yaml"), pipeline_text)
     except (SwellError, ValueError):
         return None
-    steps = [s.id for s in loaded.pipeline.steps]
-    known = set(steps)
-    arrows: list[tuple[str, str, bool]] = []
-    for step in loaded.pipeline.steps:
-        arrows += [(d, step.id, False) for d in step.dependencies if d in known]
-        arrows += [(step.id, e.target, True) for e in step.edges if e.target in known]
-    return Graph(steps, arrows)
-
-
-def _ranks(graph: Graph) -> dict[str, int]:
-    """Each step's row: its distance from the entry steps, in O(steps + arrows)."""
-    # entry steps: no dependency and no edge leads to them (else the first step)
-    targets = {t for _, t, _ in graph.arrows}
-    entries = [s for s in graph.steps if s not in targets] or graph.steps[:1]
-    out: dict[str, list[str]] = {}
-    for src, dst, _ in graph.arrows:
-        out.setdefault(src, []).append(dst)
-    rank = dict.fromkeys(entries, 0)
-    queue = deque(entries)
-    while queue:
-        step = queue.popleft()
-        for dst in out.get(step, ()):
-            if dst not in rank:
-                rank[dst] = rank[step] + 1
-                queue.append(dst)
-    last = max(rank.values(), default=-1)
-    for step in graph.steps:  # unreachable ones go last
-        if step not in rank:
-            last += 1
-            rank[step] = last
-    return rank
-
-
-def render_svg(graph: Graph, visits: dict[str, int], status: dict[str, str]) -> str:
-    rank = _ranks(graph)
-    rows: dict[int, list[str]] = {}
-    for step in graph.steps:
-        rows.setdefault(rank[step], []).append(step)
-    width = PAD * 2 + max(len(r) for r in rows.values()) * (BOX_W + GAP_X) + 60
-    height = PAD * 2 + len(rows) * (BOX_H + GAP_Y)
-    pos: dict[str, tuple[int, int]] = {}
-    for r, steps in sorted(rows.items()):
-        for i, step in enumerate(steps):
-            pos[step] = (PAD + i * (BOX_W + GAP_X), PAD + r * (BOX_H + GAP_Y))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img">',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+    steps = loaded.pipeline.steps
+    known = {s.id for s in steps}
+    nodes = [
+        Node(s.id, KINDS.get(s.kind, "command"), s.kind, s.pipeline or _strategy_child(s))
+        for s in steps
     ]
-    parts += [_arrow(pos[s], pos[t], is_edge, rank[t] <= rank[s]) for s, t, is_edge in graph.arrows]
-    parts += [_box(step, pos[step], visits.get(step, 0), status.get(step)) for step in graph.steps]
+    edges: list[Edge] = []
+    for step in steps:
+        edges += [Edge(d, step.id, "dependency") for d in step.dependencies if d in known]
+        edges += _routes_of(step, known)
+    ends = [t for t in ENDS if any(e.dst == t for e in edges)]
+    nodes += [Node(t, "end", ENDS[t]) for t in ends]
+    edges = list(dict.fromkeys(edges))  # one arrow per (source, target, kind, label)
+    graph = Graph(nodes, edges)
+    graph.placed = layout([n.id for n in nodes], {n.id: _size(n) for n in nodes}, _pairs(edges))
+    return graph
+
+
+def _strategy_child(step: object) -> str | None:
+    strategy = getattr(step, "strategy", None)
+    return getattr(strategy, "child_pipeline", None) if strategy is not None else None
+
+
+def _routes_of(step: object, known: set[str]) -> list[Edge]:
+    """The step's edges other than its dependencies, each kind as Wave defines it."""
+    from swell.manifest.models import Step
+
+    assert isinstance(step, Step)
+    ok = known | set(ENDS)
+    out: list[Edge] = []
+    for e in step.edges:
+        if e.target in ok:
+            kind = "condition" if e.condition else "edge"
+            out.append(Edge(step.id, e.target, kind, e.condition or ""))
+    if step.gate is not None:
+        out += [
+            Edge(step.id, c.target, "choice", c.label or c.key)
+            for c in step.gate.choices
+            if c.target in ok
+        ]
+    if step.branch is not None:
+        out += [
+            Edge(step.id, t, "branch", case) for case, t in step.branch.cases.items() if t in ok
+        ]
+    for target, why in _reworks(step):
+        if target in known:
+            out.append(Edge(step.id, target, "rework", why))
+    return out
+
+
+def _reworks(step: object) -> list[tuple[str, str]]:
+    from swell.manifest.models import Step
+
+    assert isinstance(step, Step)
+    found: list[tuple[str, str]] = []
+    handover = step.handover
+    if handover is not None:
+        contracts = ([handover.contract] if handover.contract else []) + handover.contracts
+        found += [(c.rework_step, c.type) for c in contracts if c.rework_step]
+    if step.retry is not None and step.retry.rework_step:
+        found.append((step.retry.rework_step, "retry"))
+    return found
+
+
+def _pairs(edges: list[Edge]) -> list[tuple[str, str]]:
+    return [(e.src, e.dst) for e in edges]
+
+
+def _size(node: Node) -> tuple[int, int]:
+    if node.kind == "end":
+        return END_W, END_H
+    if node.kind in GROUPS:
+        return BOX_W, BOX_H + 8 + CHIP_H * CHIPS
+    return BOX_W, BOX_H
+
+
+def render_svg(graph: Graph, state: RunState) -> str:
+    placed = graph.placed
+    assert placed is not None
+    w, h = placed.width, placed.height
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="run-graph" width="{w}" height="{h}" '
+        f'viewBox="0 0 {w} {h}" role="group" aria-label="Pipeline graph">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        'fill="#6b7280"/></marker></defs>',
+    ]
+    taken = _taken(graph, state)
+    for i, edge in enumerate(graph.edges):
+        parts.append(_edge(edge, placed, i, i in taken))
+    for node in graph.nodes:
+        parts.append(_node(node, placed, state))
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-def _arrow(a: tuple[int, int], b: tuple[int, int], is_edge: bool, back: bool) -> str:
-    dash = ' stroke-dasharray="5,3"' if is_edge else ""
-    if back:  # a loop: out of the right side, round, into the right side
-        x1, y1 = a[0] + BOX_W, a[1] + BOX_H // 2
-        x2, y2 = b[0] + BOX_W, b[1] + BOX_H // 2
-        bend = max(x1, x2) + 40
-        d = f"M{x1},{y1} C{bend},{y1} {bend},{y2} {x2},{y2}"
-    else:
-        x1, y1 = a[0] + BOX_W // 2, a[1] + BOX_H
-        x2, y2 = b[0] + BOX_W // 2, b[1]
-        d = f"M{x1},{y1} L{x2},{y2}"
-    return f'<path d="{d}" fill="none" stroke="#555"{dash} marker-end="url(#arrow)"/>'
+def _taken(graph: Graph, state: RunState) -> set[int]:
+    """The edges the run went along: a dependency once both ends ran, a route, choice
+    or rework once the run's events say it was taken, an end once the run ended there."""
+    out: set[int] = set()
+    for i, e in enumerate(graph.edges):
+        if e.kind == "dependency":
+            hit = bool(state.visits.get(e.src) and state.visits.get(e.dst))
+        elif e.dst in ENDS:
+            hit = state.ended == e.dst and (e.src, e.dst) in state.taken
+        else:
+            hit = (e.src, e.dst) in state.taken
+        if hit:
+            out.add(i)
+    return out
 
 
-def _box(step: str, at: tuple[int, int], visits: int, status: str | None) -> str:
-    x, y = at
-    fill = COLORS.get(status or "", "#fff")
-    running = status == "running"
-    stroke = ' stroke="#c77c00" stroke-width="3"' if running else ' stroke="#333"'
-    label = step if len(step) <= 22 else step[:21] + "…"
-    note = f"{visits} visit{'s' if visits != 1 else ''}" + (" · running" if running else "")
-    return (
-        f'<g class="step{" running" if running else ""}" data-step={quoteattr(step)}>'
-        f"<title>{escape(step)}</title>"
-        f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" fill="{fill}"{stroke}/>'
-        f'<text x="{x + 8}" y="{y + 19}" font-family="sans-serif" font-size="13">{escape(label)}</text>'
-        f'<text x="{x + 8}" y="{y + 37}" font-family="sans-serif" font-size="11" '
-        f'fill="#555">{escape(note)}</text></g>'
+def _edge(edge: Edge, placed: Placed, i: int, taken: bool) -> str:
+    loop = i in placed.back
+    d = path_d(placed.routes[i], loop)
+    cls = f"edge k-{edge.kind}" + (" taken" if taken else "") + (" loop" if loop else "")
+    dash = {"dependency": "", "edge": "", "rework": ' stroke-dasharray="2,3"'}.get(
+        edge.kind, ' stroke-dasharray="6,4"'
     )
+    title = f"{edge.src} → {edge.dst} ({edge.kind}{': ' + edge.label if edge.label else ''})"
+    out = [
+        f"<g class={quoteattr(cls)} data-from={quoteattr(edge.src)} data-to={quoteattr(edge.dst)} "
+        f"data-kind={quoteattr(edge.kind)}><title>{escape(title)}</title>",
+        f'<path d="{d}" fill="none" stroke="#6b7280"{dash} marker-end="url(#arrow)"/>',
+    ]
+    if edge.label:
+        x, y = placed.label_at[i]
+        label = edge.label if len(edge.label) <= 28 else edge.label[:27] + "…"
+        out.append(
+            f'<text class="bg" x="{x:.1f}" y="{y:.1f}" text-anchor="middle" font-size="10">'
+            f"{escape(label)}</text>"
+        )
+    out.append("</g>")
+    return "".join(out)
+
+
+def _node(node: Node, placed: Placed, state: RunState) -> str:
+    x, y = placed.pos[node.id]
+    w, h = placed.size[node.id]
+    if node.kind == "end":
+        return _end(node, x, y, w, h, state)
+    visits = state.visits.get(node.id, 0)
+    status = "waiting" if node.id in state.waiting else state.status.get(node.id, "")
+    box_h = BOX_H
+    cls = (
+        f"node k-{node.kind}"
+        + (f" s-{status}" if status else "")
+        + ("" if visits else " unvisited")
+    )
+    fill = FILL.get(status, "#ffffff")
+    shape = _shape(node.kind, x, y, w, box_h, fill)
+    label = node.id if len(node.id) <= 22 else node.id[:21] + "…"
+    kind = _kind_text(node)
+    note = f"{visits} visit{'s' if visits != 1 else ''}" + (f" · {status}" if status else "")
+    inner = (
+        f'<g class="body">{shape}'
+        f'<rect class="bar" x="{x:.1f}" y="{y + 6:.1f}" width="4" height="{box_h - 12}" rx="2"/>'
+        f'<text class="kind" x="{x + 14:.1f}" y="{y + 16:.1f}" font-size="10">{escape(kind)}</text>'
+        f'<text class="name" x="{x + 14:.1f}" y="{y + 32:.1f}" font-size="13" font-weight="600">'
+        f"{escape(label)}</text>"
+        f'<text class="note" x="{x + 14:.1f}" y="{y + 47:.1f}" font-size="11">{escape(note)}</text></g>'
+    )
+    if visits and state.run_id:
+        last = state.visits[node.id]
+        href = f"/runs/{_q(state.run_id)}/visits/{_q(node.id)}/{last}"
+        inner = (
+            f"<a href={quoteattr(href)} aria-label={quoteattr(f'{node.id}: {note}')}>{inner}</a>"
+        )
+    group = _group(node, x, y, w, h, state) if node.kind in GROUPS else ""
+    return (
+        f"<g class={quoteattr(cls)} data-step={quoteattr(node.id)} "
+        f'data-kind="{node.kind}" data-visits="{visits}" data-box="{_box(x, y, w, h)}">'
+        f"<title>{escape(node.id)}: "
+        f"{escape(node.step_kind)}, {escape(note)}</title>{group}{inner}</g>"
+    )
+
+
+def _kind_text(node: Node) -> str:
+    if node.kind == "sub":
+        return f"sub-pipeline · {node.child or node.step_kind}"
+    if node.kind == "fan":
+        return f"{node.step_kind} · {node.child or ''}".rstrip(" ·")
+    return node.step_kind if node.kind == "route" else KIND_LABEL.get(node.kind, node.step_kind)
+
+
+def _shape(shape: str, x: float, y: float, w: float, h: float, fill: str) -> str:
+    common = f'class="box" fill="{fill}" stroke="#9aa4b2" stroke-width="1.5"'
+    if shape == "gate":  # a hexagon: a stop on the way
+        c = 12
+        pts = f"{x + c},{y} {x + w - c},{y} {x + w},{y + h / 2} {x + w - c},{y + h} {x + c},{y + h} {x},{y + h / 2}"
+        return f'<polygon points="{pts}" {common}/>'
+    if shape == "route":  # pointed ends: a decision
+        c = 18
+        pts = f"{x},{y} {x + w - c},{y} {x + w},{y + h / 2} {x + w - c},{y + h} {x},{y + h}"
+        return f'<polygon points="{pts}" {common}/>'
+    radius = {"agent": 14, "command": 3}.get(shape, 8)
+    return f'<rect x="{x:.1f}" y="{y:.1f}" width="{w}" height="{h}" rx="{radius}" {common}/>'
+
+
+def _group(node: Node, x: float, y: float, w: float, h: float, state: RunState) -> str:
+    """A sub-pipeline or fan-out: a frame under the step holding its child runs."""
+    runs = state.children.get(node.id, [])
+    out = [
+        f'<g class="group"><rect x="{x - 4:.1f}" y="{y - 4:.1f}" width="{w + 8}" height="{h + 8}" rx="10" fill="none" stroke="#1d4ed8" stroke-dasharray="4,3"/>'
+    ]
+    top = y + BOX_H + 8
+    for k, (run_id, status) in enumerate(runs[:CHIPS]):
+        cy = top + k * CHIP_H
+        more = len(runs) - CHIPS if k == CHIPS - 1 and len(runs) > CHIPS else 0
+        text = f"+{more + 1} runs" if more else f"{run_id[-8:]} · {status}"
+        href = (
+            f"/runs/{_q(run_id)}"
+            if not more
+            else f"/?q={_q(node.id)}&pipeline={_q(node.child or '')}"
+        )
+        out.append(
+            f"<a href={quoteattr(href)} data-child-run={quoteattr(run_id)}>"
+            f'<text x="{x + 14:.1f}" y="{cy + 12:.1f}" font-size="11">↳ {escape(text)}</text></a>'
+        )
+    if not runs:
+        out.append(
+            f'<text x="{x + 14:.1f}" y="{top + 12:.1f}" font-size="11">no child runs yet</text>'
+        )
+    out.append("</g>")
+    return "".join(out)
+
+
+def _end(node: Node, x: float, y: float, w: float, h: float, state: RunState) -> str:
+    reached = state.ended == node.id
+    cls = f"node k-end{' reached' if reached else ''}"
+    text = "complete" if node.id == "_complete" else "fail"
+    return (
+        f'<g class={quoteattr(cls)} data-step={quoteattr(node.id)} data-kind="end" '
+        f'data-visits="0" data-box="{_box(x, y, w, h)}">'
+        f"<title>{escape(node.id)}</title>"
+        f'<rect class="box" x="{x:.1f}" y="{y:.1f}" width="{w}" height="{h}" rx="{h / 2}" '
+        f'fill="#ffffff" stroke="#9aa4b2" stroke-width="1.5"/>'
+        f'<text x="{x + w / 2:.1f}" y="{y + h / 2 + 4:.1f}" text-anchor="middle" font-size="12">'
+        f"{escape(text)}</text></g>"
+    )
+
+
+def _box(x: float, y: float, w: float, h: float) -> str:
+    return f"{x:.0f},{y:.0f},{w:.0f},{h:.0f}"
+
+
+def _q(value: str) -> str:
+    from swell.web.text import path_part
+
+    return path_part(value)

@@ -144,6 +144,7 @@ class VisitDetail(BaseModel):
     artifacts: list[Artifact]  # the first 200
     artifacts_total: int
     events: list[dict[str, Any]]
+    trace: list[dict[str, Any]] = Field(default_factory=list)  # turns and what came between
 
 
 class Round(BaseModel):

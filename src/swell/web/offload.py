@@ -27,7 +27,8 @@ import anyio.to_thread
 
 from swell.web import data
 from swell.web import models as m
-from swell.web.graph import Graph, graph_of, render_svg
+from swell.web.graph import Graph, RunState, graph_of, render_svg
+from swell.web.run_facts import FactsCache
 
 T = TypeVar("T")
 
@@ -47,6 +48,7 @@ class Offload:
     validation: tuple[Signature, float, m.Pipelines] | None = None
     graphs: OrderedDict[str, Graph | None] = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # for `graphs`
+    facts: FactsCache = field(default_factory=FactsCache)  # routes taken, retries, reworks
 
     def limiter(self, name: str, size: int) -> anyio.CapacityLimiter:
         # made on first use: a limiter belongs to the running event loop
@@ -70,14 +72,12 @@ class Offload:
         self.validation = (signature, time.monotonic(), found)
         return found
 
-    async def graph_svg(
-        self, text: str, name: str, visits: dict[str, int], status: dict[str, str]
-    ) -> str | None:
+    async def graph_svg(self, text: str, name: str, state: RunState) -> str | None:
         """The run graph of a stored pipeline text; None when it does not load."""
 
         def draw() -> str | None:
             graph = self._graph(text, name)
-            return None if graph is None else render_svg(graph, visits, status)
+            return None if graph is None else render_svg(graph, state)
 
         return await self.run("layout", LAYOUTS, draw)
 

@@ -10,12 +10,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from swell.errors import SwellError
-from swell.web import actions, data
+from swell.web import actions, data, timeline
 from swell.web.api import MAX_BUDGET, MAX_ID, Visit, graph_svg, run_filter
 from swell.web.state import app_state
 from swell.web.text import path_part
 
 router = APIRouter(include_in_schema=False)
+PAGE_BARS = 200  # visits the run page's timeline draws (/runs/RUN/timeline: up to 1,000)
 # pages run only the package's own script and styles: were some agent output ever to
 # slip through escaping, an inline script or a foreign resource would still not load
 CSP = (
@@ -48,7 +49,13 @@ def _int(q: Any, name: str, default: int, most: int) -> int:
 async def runs_page(request: Request) -> Response:
     q = request.query_params
     filt = run_filter(
-        q.get("pipeline"), q.get("status"), q.get("since"), q.get("until"), q.get("roots") == "1"
+        q.get("pipeline"),
+        q.get("status"),
+        q.get("since"),
+        q.get("until"),
+        q.get("roots") == "1",
+        q.get("q"),
+        q.get("waiting") == "1",
     )
     per_page = _int(q, "per_page", data.PER_PAGE, data.MAX_PER_PAGE)
     page = _int(q, "page", 1, data.MAX_PAGE)
@@ -65,9 +72,26 @@ def _query(q: Any, drop: tuple[str, ...]) -> str:
 async def run_page(request: Request, run_id: str) -> Response:
     q = request.query_params
     reader = app_state(request).reader
-    detail = data.run_detail(reader, run_id, _int(q, "page", 1, data.MAX_PAGE), data.PER_PAGE)
+    page = _int(q, "page", 1, data.MAX_PAGE)
+    detail, newest = data.run_detail_and_recent(reader, run_id, page, data.PER_PAGE, PAGE_BARS)
     template = "run_live.html" if q.get("fragment") else "run.html"
-    return render(request, template, d=detail, svg=await graph_svg(request, detail.run.id))
+    facts = app_state(request).offload.facts.get(reader.store, detail.run.id)
+    # the run page draws the newest visits; /runs/RUN/timeline draws up to 1,000
+    lanes = [s.step_id for s in detail.steps]
+    gantt = timeline.for_run(
+        reader.store, reader.pages, detail.run.id, facts.marks, PAGE_BARS, lanes, newest
+    )
+    svg = await graph_svg(request, detail.run.id, detail.steps)
+    return render(request, template, d=detail, svg=svg, timeline=gantt)
+
+
+@router.get("/runs/{run_id}/timeline")
+async def timeline_page(request: Request, run_id: str) -> Response:
+    reader = app_state(request).reader
+    run = reader.store.get_run(run_id)
+    facts = app_state(request).offload.facts.get(reader.store, run.id)
+    gantt = timeline.for_run(reader.store, reader.pages, run.id, facts.marks)
+    return render(request, "timeline.html", run=run, timeline=gantt)
 
 
 @router.get("/runs/{run_id}/visits/{step_id}/{visit}")

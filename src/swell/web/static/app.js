@@ -8,7 +8,7 @@ function refresh(box) {
   box.dataset.loading = "1";
   fetch(box.dataset.fragment, { credentials: "same-origin" })
     .then(function (r) { return r.ok ? r.text() : null; })
-    .then(function (html) { if (html !== null) box.innerHTML = html; })
+    .then(function (html) { if (html !== null) { box.innerHTML = html; relativeTimes(box); } })
     .finally(function () {
       delete box.dataset.loading;
       if (box.dataset.again) { delete box.dataset.again; setTimeout(function () { refresh(box); }, 300); }
@@ -61,8 +61,69 @@ function watchOutput(pre) {
   source.addEventListener("end", function () { source.close(); });
 }
 
+// relative times ("3 min ago"), the exact time in the reader's zone on hover
+function ago(date) {
+  var s = Math.round((Date.now() - date.getTime()) / 1000), future = s < 0;
+  s = Math.abs(s);
+  if (s < 45) return future ? "in a moment" : "just now";
+  var units = [[31536000, "y"], [2592000, "mo"], [86400, "d"], [3600, "h"], [60, "min"]];
+  for (var i = 0; i < units.length; i++) {
+    if (s >= units[i][0]) {
+      var n = Math.round(s / units[i][0]);
+      return future ? "in " + n + " " + units[i][1] : n + " " + units[i][1] + " ago";
+    }
+  }
+  return "just now";
+}
+
+var exactFormat = null;  // one formatter for every time (making one is the slow part)
+
+function relativeTimes(root) {
+  if (!exactFormat) exactFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+  (root || document).querySelectorAll("time[datetime]").forEach(function (t) {
+    var d = new Date(t.getAttribute("datetime"));
+    if (isNaN(d)) return;
+    t.textContent = ago(d);
+    if (!t.dataset.exact) {
+      t.dataset.exact = "1";
+      t.title = exactFormat.format(d) + " (" + t.title + ")";
+    }
+  });
+}
+
+// durations of what is still going (a run, a visit, a gate waiting) count on by themselves
+function fmtMs(ms) {
+  if (ms < 1000) return ms + " ms";
+  if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
+  var s = Math.floor(ms / 1000);
+  if (s < 3600) return Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s";
+  return Math.floor(s / 3600) + " h " + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + " min";
+}
+
+function tick() {
+  document.querySelectorAll("[data-since]").forEach(function (el) {
+    var start = Date.parse(el.dataset.since);
+    if (!isNaN(start)) el.textContent = fmtMs(Math.max(0, Date.now() - start));
+  });
+}
+
+// "/" focuses the page's search box, as on most sites
+function shortcuts() {
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
+    var tag = (document.activeElement && document.activeElement.tagName) || "";
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+    var box = document.querySelector("input[type=search]");
+    if (box) { e.preventDefault(); box.focus(); }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", function () {
   var body = document.body;
+  relativeTimes();
+  setInterval(relativeTimes, 30000);
+  if (document.querySelector("[data-since]") || body.dataset.liveRun) setInterval(tick, 1000);
+  shortcuts();
   var pre = document.getElementById("live-output");
   if (pre && pre.dataset.liveOutput) watchOutput(pre);
   if (body.dataset.liveRun && !body.dataset.final) watchRun(body.dataset.liveRun);
