@@ -289,24 +289,35 @@ def artifacts(
     ctx: typer.Context,
     run_id: OptionalRunArgument = None,
     step: Annotated[str | None, typer.Option("--step", help="Only this step's artifacts.")] = None,
+    visit: Annotated[
+        int | None, typer.Option("--visit", min=1, help="Only this visit's artifacts.")
+    ] = None,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            "--show",
+            metavar="NAME",
+            help="Print artifact NAME's bytes as its visit recorded them (the newest visit's "
+            "unless --visit names one); a version no longer held is an error.",
+        ),
+    ] = None,
     export: Annotated[
         Path | None,
         typer.Option(
             "--export",
             metavar="DIR",
-            help="Copy the newest file of each artifact to DIR/STEP/NAME (links are never "
-            "followed; a file changed since the run wrote it is not copied).",
+            help="Copy the newest version (or --visit's) of each artifact to DIR/STEP/NAME "
+            "(links are never followed; a version no longer held is not copied).",
         ),
     ] = None,
     output: OutputOption = Output.text,
 ) -> None:
     """Files a run produced (default: the newest run): command output logs and declared
     output artifacts."""
-    from swell.cli.history import show_artifacts
+    from swell.cli.history import ArtifactQuery, show_artifacts
 
-    code = show_artifacts(
-        project_store(ctx), run_id, step=step, export=export, json=output is Output.json
-    )
+    query = ArtifactQuery(step=step, visit=visit, show=show, export=export)
+    code = show_artifacts(project_store(ctx), run_id, query, json=output is Output.json)
     if code:
         raise typer.Exit(code)
 

@@ -9,11 +9,13 @@ from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from swell.store.pages import RunFilter
+from swell.store.rows import ArtifactRow, RunRow
 from swell.store.rules import MAX_SEQ
 from swell.web import actions, data, live
 from swell.web import models as m
-from swell.web.artifacts import read_artifact
+from swell.web.artifacts import read_version
 from swell.web.state import app_state
+from swell.workspace.versions import Changed, run_dir_of
 
 router = APIRouter(prefix="/api")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -141,7 +143,7 @@ async def artifact(
     row = reader.pages.artifact(run_row.id, ("" if step_id == "_" else step_id, visit), name)
     if row is None:
         raise HTTPException(404, "no such artifact")
-    body = read_artifact(run_row.workspace, row.path)
+    body = await _version_bytes(request, run_row, row)
     headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
     try:
         body.decode("utf-8")
@@ -149,6 +151,16 @@ async def artifact(
     except UnicodeDecodeError:
         headers["Content-Disposition"] = "attachment"
         return Response(body, media_type="application/octet-stream", headers=headers)
+
+
+async def _version_bytes(request: Request, run_row: RunRow, row: ArtifactRow) -> bytes:
+    """The visit's own bytes of the artifact; 409 when the run no longer holds them."""
+    root = run_row.project_root or app_state(request).settings.root
+    run_dir = run_dir_of(run_row.id, root)
+    try:
+        return read_version(run_row.workspace, row.path, row.sha256, run_dir)
+    except Changed as exc:
+        raise HTTPException(409, str(exc)) from None
 
 
 EVENTS_PAGE = 1000  # events one request returns at most

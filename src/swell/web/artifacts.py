@@ -1,12 +1,15 @@
 """Serving an artifact file: only a path the store recorded for the run, and only
 when it lies inside the run's workspace (no `..`, no symbolic link anywhere on the
-way, a regular file opened without following links: workspace/safe.py's rules)."""
+way, a regular file opened without following links: workspace/safe.py's rules).
+A visit's version is served from the copy the run kept of it, else from the file
+while it still holds that version (workspace/versions.py): never another's bytes."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from swell.workspace import versions
 from swell.workspace.safe import UnsafePath, is_link, open_regular
 
 MAX_BYTES = 20 * 1024 * 1024  # what the dashboard serves of one file
@@ -48,3 +51,18 @@ def read_artifact(workspace: str | None, recorded: str) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_version(workspace: str | None, recorded: str, sha256: str, run_dir: Path) -> bytes:
+    """The bytes of the version recorded as (`recorded`, `sha256`): UnsafePath when the
+    path may not be served, versions.Changed when no copy of it is left."""
+    copy = versions.copy_path(run_dir, sha256)
+    if copy.is_file():
+        try:
+            return versions.read(versions.Version(recorded, sha256, run_dir), MAX_BYTES)
+        except versions.Changed:
+            pass  # the copy was damaged: the recorded file may still hold it
+    if not workspace:
+        raise UnsafePath("the run has no workspace")
+    path = _inside(Path(workspace), recorded)
+    return versions.read(versions.Version(str(path), sha256, run_dir), MAX_BYTES)
