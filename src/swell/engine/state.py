@@ -33,6 +33,7 @@ from swell.events.models import (
     ContractPassed,
     Event,
     FailureAbsorbed,
+    ForkMade,
     GateResolved,
     GateWaiting,
     LimitExceeded,
@@ -49,7 +50,9 @@ from swell.events.models import (
     RoundRecorded,
     RouteTaken,
     RunFinished,
+    RunForked,
     RunResumed,
+    RunRewound,
     RunStarted,
     RunStatus,
     RunWaiting,
@@ -61,6 +64,7 @@ from swell.events.models import (
     ThreadContext,
     ThreadSummarized,
     Warning,
+    WorkspaceCheckpoint,
     parse_event,
 )
 from swell.threads.fidelity import Entry
@@ -478,6 +482,10 @@ def _fold(s: RunState, ev: Event) -> bool:
             | BudgetExceeded()
             | Warning()
             | SandboxConnection()
+            | WorkspaceCheckpoint()
+            | RunForked()
+            | ForkMade()
+            | RunRewound()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:

@@ -31,6 +31,7 @@ from swell.events.models import (
     ContractFailed,
     ContractPassed,
     FailureAbsorbed,
+    ForkMade,
     GateResolved,
     GateWaiting,
     LimitExceeded,
@@ -46,7 +47,9 @@ from swell.events.models import (
     RoundRecorded,
     RouteTaken,
     RunFinished,
+    RunForked,
     RunResumed,
+    RunRewound,
     RunStarted,
     RunWaiting,
     SandboxConnection,
@@ -57,6 +60,7 @@ from swell.events.models import (
     ThreadContext,
     ThreadSummarized,
     Warning,
+    WorkspaceCheckpoint,
 )
 from swell.store import records
 from swell.store.records import Record
@@ -190,6 +194,10 @@ def _project(tables: Tables, event: BaseEvent) -> bool:
             | BudgetExceeded()
             | Warning()
             | SandboxConnection()
+            | WorkspaceCheckpoint()
+            | RunForked()
+            | ForkMade()
+            | RunRewound()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:

@@ -24,6 +24,7 @@ from swell.events.models import (
     ContractPassed,
     Event,
     FailureAbsorbed,
+    ForkMade,
     GateResolved,
     GateWaiting,
     LimitExceeded,
@@ -39,7 +40,9 @@ from swell.events.models import (
     RoundRecorded,
     RouteTaken,
     RunFinished,
+    RunForked,
     RunResumed,
+    RunRewound,
     RunStarted,
     RunWaiting,
     SandboxConnection,
@@ -50,6 +53,7 @@ from swell.events.models import (
     ThreadContext,
     ThreadSummarized,
     Warning,
+    WorkspaceCheckpoint,
 )
 from swell.store import records
 from swell.store.output import MemoryOutput
@@ -193,6 +197,10 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
             | BudgetExceeded()
             | Warning()
             | SandboxConnection()
+            | WorkspaceCheckpoint()
+            | RunForked()
+            | ForkMade()
+            | RunRewound()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:
