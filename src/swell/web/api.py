@@ -3,6 +3,7 @@ FastAPI builds its OpenAPI description (`/openapi.json`, `/docs`) from these."""
 
 from __future__ import annotations
 
+from pathlib import Path as FilePath
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
@@ -151,6 +152,34 @@ async def artifact(
     except UnicodeDecodeError:
         headers["Content-Disposition"] = "attachment"
         return Response(body, media_type="application/octet-stream", headers=headers)
+
+
+@router.get(
+    "/runs/{run_id}/visits/{step_id}/{visit}/diff",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "a unified diff"}},
+)
+async def visit_diff(
+    request: Request, run_id: str, step_id: str, visit: Visit, stat: bool = False
+) -> Response:
+    """What the visit changed in its workspace, from its checkpoint (docs/time-travel.md):
+    a unified diff, or with `stat=true` the files changed; empty when it changed nothing."""
+    import asyncio
+
+    from swell.ops.checkpoints import At, NoCheckpoint, diff
+    from swell.store.location import state_dir_for
+
+    reader = app_state(request).reader
+    run_row = reader.store.get_run(run_id)
+    state_dir = state_dir_for(FilePath(run_row.project_root or app_state(request).settings.root))
+    try:
+        text = await asyncio.to_thread(
+            diff, reader.store, state_dir, run_row.id, At(step_id, visit), stat
+        )
+    except NoCheckpoint as exc:
+        raise HTTPException(404, str(exc)) from None
+    headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
+    return Response(text, media_type="text/plain; charset=utf-8", headers=headers)
 
 
 async def _version_bytes(request: Request, run_row: RunRow, row: ArtifactRow) -> bytes:
