@@ -159,7 +159,7 @@ def _project(tables: Tables, event: BaseEvent) -> bool:
                 "updated_at = ? WHERE id = ?",
                 ("running" if isinstance(e, RunStarted) else "waiting", e.ts, e.ts, e.run_id),
             )
-        case RunResumed():
+        case RunResumed() | RunRewound():  # a rewound run goes on
             tables.update(
                 "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, "
                 "cancel_requested = ?, updated_at = ? WHERE id = ?",
@@ -197,7 +197,6 @@ def _project(tables: Tables, event: BaseEvent) -> bool:
             | WorkspaceCheckpoint()
             | RunForked()
             | ForkMade()
-            | RunRewound()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:

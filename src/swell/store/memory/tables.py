@@ -158,7 +158,7 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
             _step_interrupted(db, journal, e)
         case RunStarted() | RunWaiting():
             _run_status(db, journal, e, "running" if isinstance(e, RunStarted) else "waiting")
-        case RunResumed():
+        case RunResumed() | RunRewound():  # a rewound run goes on
             journal.update(
                 db.runs,
                 e.run_id,
@@ -200,7 +200,6 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
             | WorkspaceCheckpoint()
             | RunForked()
             | ForkMade()
-            | RunRewound()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:
