@@ -54,7 +54,7 @@ def take(plan: RunPlan, workspace: Path, step_id: str, visit: int) -> BaseEvent 
             workspace,
             index_path(plan.run_dir, key),
             refs=[visit_ref(plan.run_id, step_id, visit), tip_ref(plan.run_id, key)],
-            message=f"swell: {plan.run_id} {step_id} visit {visit}",
+            message=f"swell: {step_id} visit {visit}",
             parent=tip[0] if tip else None,
             parent_tree=tip[1] if tip else None,
         )

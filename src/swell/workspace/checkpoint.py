@@ -40,6 +40,10 @@ _ENV = {
     "GIT_COMMITTER_EMAIL": "swell@localhost",
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_TERMINAL_PROMPT": "0",
+    # a checkpoint's commit is its tree, parent and message alone: the same work gives
+    # the same commit (a fork that does what its origin did has the origin's commits)
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
 }
 _OPTIONS = (
     "-c",
@@ -184,8 +188,21 @@ class Checkpoints:
         if parent is not None:
             args += ["-p", parent]
         commit = self.git(*args).strip()
-        self.update_refs({ref: commit for ref in refs})
+        for ref in refs:
+            self.write_ref(ref, commit)
         return Snapshot(commit, tree, parent, changed=True)
+
+    def write_ref(self, ref: str, commit: str) -> None:
+        """Point the loose ref `ref` at `commit` without a git process: the file is
+        written beside it and renamed into place (the repository is swell's own, its
+        refs are never packed)."""
+        if not ref.startswith("refs/swell/") or ".." in ref or not _COMMIT.fullmatch(commit):
+            raise WorkspaceError(f"not a checkpoint ref: {ref} -> {commit}")
+        path = self.repo / ref
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_text(f"{commit}\n")
+        os.replace(partial, path)
 
     def update_refs(self, refs: dict[str, str]) -> None:
         """Point each ref at its commit, in one git process."""
