@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +63,57 @@ _COMMIT = re.compile(r"[0-9a-f]{40,64}")
 _locks: dict[Path, threading.Lock] = {}
 _locks_guard = threading.Lock()
 _written: dict[Path, str] = {}  # index -> the tree this process last wrote from it
+SCAN_LIMIT = 2000  # entries of a work tree checked by stat data here; a bigger one: by git
+RACY_NS = 100_000_000  # a change this recent may not show in a file's times yet
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """The stat data of every entry of a small work tree (its own `.git` left out),
+    taken at `at`: when a later scan finds the same, nothing changed. An entry changed
+    within RACY_NS of the scan could change again without its times showing it (the
+    kernel's clock ticks coarsely), so such a scan is never trusted (git's "racy"
+    entries)."""
+
+    entries: tuple[tuple[str, int, int, int, int, int], ...]
+    racy: bool
+
+    @classmethod
+    def of(cls, root: Path) -> _Scan | None:
+        at = time.time_ns()
+        found: list[tuple[str, int, int, int, int, int]] = []
+        stack, newest = [str(root)], 0
+        while stack:
+            try:
+                with os.scandir(stack.pop()) as listing:
+                    for entry in listing:
+                        if entry.name == ".git" and os.path.dirname(entry.path) == str(root):
+                            continue
+                        st = entry.stat(follow_symlinks=False)
+                        found.append(
+                            (
+                                entry.path,
+                                st.st_mode,
+                                st.st_size,
+                                st.st_mtime_ns,
+                                st.st_ctime_ns,
+                                st.st_ino,
+                            )
+                        )
+                        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+                        if len(found) > SCAN_LIMIT:
+                            return None
+                        if stat.S_ISDIR(st.st_mode):
+                            stack.append(entry.path)
+            except OSError:
+                return None
+        return cls(tuple(sorted(found)), racy=newest >= at - RACY_NS)
+
+    def same_as(self, other: _Scan | None) -> bool:
+        return other is not None and not other.racy and other.entries == self.entries
+
+
+_scans: dict[Path, _Scan] = {}  # index -> the scan taken when its tree was last written
 
 
 @dataclass(frozen=True)
@@ -154,20 +207,27 @@ class Checkpoints:
 
     def write_tree(self, work_tree: Path, index: Path) -> str:
         """The tree of `work_tree` as the checkpoint would keep it (through `index`,
-        swell's own: the workspace's index is never read or written). When `add`
-        changed nothing in an index this process wrote a tree from, that tree is it:
-        one git process for a visit that changed nothing."""
+        swell's own: the workspace's index is never read or written). A small work tree
+        whose every entry has the stat data it had when this process last wrote a tree
+        from `index` is that tree, without a git process (`_Scan`); else, when `add`
+        changed nothing in such an index, it is that tree too: one git process."""
         index.parent.mkdir(parents=True, exist_ok=True)
         with _lock(index):
+            known = _written.get(index)
+            scan = _Scan.of(work_tree)
+            if known is not None and scan is not None and scan.same_as(_scans.get(index)):
+                return known
             added = self.git(
                 "add", "-v", "--all", "--ignore-errors", ".", work_tree=work_tree, index=index, ok=1
             )
-            known = _written.get(index)
-            if not added and known is not None:
-                return known
-            tree = self.git("write-tree", work_tree=work_tree, index=index).strip()
-            _written[index] = tree
-            return tree
+            if added or known is None:
+                known = self.git("write-tree", work_tree=work_tree, index=index).strip()
+                _written[index] = known
+            if scan is not None:
+                _scans[index] = scan
+            else:
+                _scans.pop(index, None)
+            return known
 
     def snapshot(
         self,
@@ -228,6 +288,7 @@ class Checkpoints:
             self.git("add", "--all", "--ignore-errors", ".", work_tree=work_tree, index=index, ok=1)
             self.git("read-tree", "-u", "--reset", commit, work_tree=work_tree, index=index)
             _written.pop(index, None)
+            _scans.pop(index, None)
             self.git("clean", "-q", "-fd", work_tree=work_tree, index=index)
 
     def diff(self, old: str | None, new: str, stat: bool = False) -> str:
