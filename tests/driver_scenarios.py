@@ -118,7 +118,8 @@ ENDS = {
 }
 
 # what differs between two runs of one pipeline by design
-_MASKED = {"run_id", "ts", "duration_ms", "workspace"}
+# a checkpoint's commit (and its parent) holds the time and the run's id; its tree does not
+_MASKED = {"run_id", "ts", "duration_ms", "workspace", "commit", "parent"}
 
 
 def comparable(events: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:

@@ -52,6 +52,7 @@ from swell.manifest.loader import (
 )
 from swell.notify import run_observers
 from swell.ops.rerun import refuse_husk
+from swell.ops.timetravel import has_rewinds, replay_events, restore_pending
 from swell.store.capabilities import claims, output_store
 from swell.store.dispatch import record_run
 from swell.store.location import open_store, state_dir_for, store_location
@@ -295,7 +296,7 @@ def load_state(store: RunReader, run_id: str) -> RunState:
     every event when it has no snapshot this version can read (the same state)."""
     state, after = None, 0
     found = store.load_snapshot(run_id)
-    if found is not None:
+    if found is not None and found[0] >= has_rewinds(store, run_id):  # none from before a rewind
         try:
             state = RunState.from_snapshot(json.loads(found[1]))
         except ValueError:  # another version's, or damaged: replay everything
@@ -306,12 +307,13 @@ def load_state(store: RunReader, run_id: str) -> RunState:
             state = None
     if state is None:
         state = RunState(run_id)
-    for event in store.events(run_id, after):
+    for event in replay_events(store.events(run_id, after)):  # abandoned ones left out
         state.apply(event)
     return state
 
 
 def _resumption(rt: Runtime, run: RunRow) -> Resumption:
+    restore_pending(rt.store, rt.state_dir, run)  # a fork or rewind killed halfway
     loaded, notes = _stored_pipeline(rt, run)
     check_loaded(rt, loaded)
     state = load_state(rt.store, run.id)

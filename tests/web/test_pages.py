@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 from pathlib import Path
 
 from helpers import HOSTILE, client, run_pipeline
@@ -92,7 +93,7 @@ def test_bidi_overrides_in_output_are_shown_not_obeyed(project: Path) -> None:
         assert "user \\u202enimda\\u202c \\u2066iso\\u2069 done" in shown
 
 
-def test_artifact_served_from_the_workspace_only(project: Path) -> None:
+def test_artifact_served_from_the_workspace_only(project: Path, isolated_state: Path) -> None:
     run_id = run_pipeline(project, "hostile", HOSTILE)
     _, _, visit = get(project, f"/api/runs/{run_id}/visits/emit/1")
     url = next(a["url"] for a in visit["artifacts"] if a["name"] == "report")  # type: ignore[index]
@@ -105,6 +106,10 @@ def test_artifact_served_from_the_workspace_only(project: Path) -> None:
     secret.write_text("secret")
     report.unlink()
     report.symlink_to(secret)
+    # the visit's version is served from the copy the run kept (never through the link)
+    status, text, _ = get(project, url)
+    assert status == 200 and text == "report <b>bold</b>\n"
+    shutil.rmtree(isolated_state / "runs" / run_id / "versions")  # no copy left: refused
     status, text, _ = get(project, url)
     assert status == 403 and "secret" not in text.replace("secret.txt", "")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from swell.events.models import BaseEvent
     from swell.events.views import EventView
     from swell.store.protocols import RunReader
+    from swell.store.rows import ArtifactRow
 
 OUTPUT_LINES = 40  # of a visit's output shown with --step
 PAGE = 1000  # events read from the store at a time (a run may have millions)
@@ -98,16 +99,34 @@ def show_logs(
     sys.stdout.flush()
 
 
-def show_artifacts(
-    store: RunReader, run_id: str | None, *, step: str | None, export: Path | None, json: bool
-) -> int:
-    """List the run's artifacts (of one step), or export them; returns the exit code."""
+@dataclass(frozen=True)
+class ArtifactQuery:
+    """Which of a run's artifacts `swell artifacts` lists, prints or exports."""
+
+    step: str | None = None
+    visit: int | None = None
+    show: str | None = None  # print this artifact's bytes (one visit's version)
+    export: Path | None = None
+
+
+def show_artifacts(store: RunReader, run_id: str | None, query: ArtifactQuery, json: bool) -> int:
+    """List the run's artifacts (of one step, one visit), print one version's bytes, or
+    export them; returns the exit code."""
     from swell.ops.export import export as export_files
+    from swell.workspace.versions import run_dir_of
 
     run = run_or_newest(store, run_id)
-    rows = [a for a in store.artifacts(run.id) if step is None or a.step_id == step]
+    step, export = query.step, query.export
+    rows = [
+        a
+        for a in store.artifacts(run.id)
+        if (step is None or a.step_id == step) and (query.visit is None or a.visit == query.visit)
+    ]
+    run_dir = run_dir_of(run.id, run.project_root or ".")
+    if query.show is not None:
+        return _print_version(rows, query, run_dir)
     if export is not None:
-        done, problems = export_files(rows, export)
+        done, problems = export_files(rows, export, run_dir)
         if json:
             print_json(
                 {
@@ -134,3 +153,33 @@ def show_artifacts(
             f"{a.step_id:<20} #{a.visit:<3} {a.name:<16} {a.size:>9} B  {a.sha256[:12]}  {a.path}"
         )
     return 0
+
+
+def _print_version(rows: list[ArtifactRow], query: ArtifactQuery, run_dir: Path) -> int:
+    """`--show NAME`: that artifact's bytes as its visit recorded them (the newest
+    visit's unless --visit names one), on stdout."""
+    from swell.workspace import versions
+
+    found = [a for a in rows if a.name == query.show]
+    if not found:
+        where = (f" of step '{query.step}'" if query.step else "") + (
+            f" at visit {query.visit}" if query.visit is not None else ""
+        )
+        print(f"error: no artifact '{query.show}'{where}", file=sys.stderr)
+        return 1
+    if len({a.step_id for a in found}) > 1:
+        steps = ", ".join(sorted({a.step_id for a in found}))
+        print(f"error: several steps record '{query.show}' ({steps}): add --step", file=sys.stderr)
+        return 1
+    row = max(found, key=lambda a: a.visit)
+    try:
+        data = versions.read(versions.Version(row.path, row.sha256, run_dir), MAX_SHOWN)
+    except versions.Changed as exc:
+        print(f"error: {row.step_id}/{row.name} #{row.visit}: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return 0
+
+
+MAX_SHOWN = 1 << 30  # bytes `--show` prints of one version

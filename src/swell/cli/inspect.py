@@ -19,6 +19,7 @@ from swell.cli.common import (
 )
 from swell.cli.pick import OptionalRunArgument
 from swell.executors.base import executor_for
+from swell.ops.checkpoints import lineage
 
 if TYPE_CHECKING:
     from swell.store.protocols import RunReader
@@ -154,6 +155,7 @@ def status(
                 "cost_usd": spent,
                 "pipeline_outputs": ledger.outputs_json(outputs),
                 "outcomes": outcomes,
+                **lineage(store, run.id),
             }
         )
         return
@@ -171,6 +173,7 @@ def status(
     )
     if run.parent_run_id:
         _say(f"parent    {run.parent_run_id} (step {run.parent_step_id})")
+    _say_lineage(lineage(store, run.id))
     if steps:
         _say("\nsteps")
         for step in steps:
@@ -289,26 +292,48 @@ def artifacts(
     ctx: typer.Context,
     run_id: OptionalRunArgument = None,
     step: Annotated[str | None, typer.Option("--step", help="Only this step's artifacts.")] = None,
+    visit: Annotated[
+        int | None, typer.Option("--visit", min=1, help="Only this visit's artifacts.")
+    ] = None,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            "--show",
+            metavar="NAME",
+            help="Print artifact NAME's bytes as its visit recorded them (the newest visit's "
+            "unless --visit names one); a version no longer held is an error.",
+        ),
+    ] = None,
     export: Annotated[
         Path | None,
         typer.Option(
             "--export",
             metavar="DIR",
-            help="Copy the newest file of each artifact to DIR/STEP/NAME (links are never "
-            "followed; a file changed since the run wrote it is not copied).",
+            help="Copy the newest version (or --visit's) of each artifact to DIR/STEP/NAME "
+            "(links are never followed; a version no longer held is not copied).",
         ),
     ] = None,
     output: OutputOption = Output.text,
 ) -> None:
     """Files a run produced (default: the newest run): command output logs and declared
     output artifacts."""
-    from swell.cli.history import show_artifacts
+    from swell.cli.history import ArtifactQuery, show_artifacts
 
-    code = show_artifacts(
-        project_store(ctx), run_id, step=step, export=export, json=output is Output.json
-    )
+    query = ArtifactQuery(step=step, visit=visit, show=show, export=export)
+    code = show_artifacts(project_store(ctx), run_id, query, json=output is Output.json)
     if code:
         raise typer.Exit(code)
+
+
+def _say_lineage(found: dict[str, Any]) -> None:
+    """A fork's origin, the forks of a run, its rewinds (docs/time-travel.md)."""
+    origin = found["forked_from"]
+    if origin:
+        _say(f"forked    from {origin['run']} at {origin['at']}")
+    for fork in found["forks"]:
+        _say(f"fork      {fork['run']} (at {fork['at']})")
+    for back in found["rewinds"]:
+        _say(f"rewound   to {back['to']} (later visits abandoned, kept in the log)")
 
 
 def _child_runs(store: RunReader, run_id: str, children: list[RunRow]) -> list[dict[str, Any]]:

@@ -121,6 +121,12 @@ class ProgressPrinter:
         extra = f" (re-running {', '.join(e.interrupted_steps)})" if e.interrupted_steps else ""
         return self._c(f"resumed {e.run_id}{extra}", "2")
 
+    def _run_forked(self, e: ev.RunForked) -> str | None:
+        return self._c(f"forked from {e.origin_run_id} at {e.at_step}#{e.at_visit}", "2")
+
+    def _run_rewound(self, e: ev.RunRewound) -> str | None:
+        return self._c(f"rewound to {e.at_step}#{e.at_visit} (later visits abandoned)", "2")
+
     def _step_started(self, e: ev.StepStarted) -> str | None:
         self._progress[e.step_id] = e.progress
         if e.progress == "hidden":
@@ -249,6 +255,8 @@ class ProgressPrinter:
 _LINES: dict[str, Callable[[ProgressPrinter, Any], str | None]] = {
     "run.started": ProgressPrinter._run_started,
     "run.resumed": ProgressPrinter._run_resumed,
+    "run.forked": ProgressPrinter._run_forked,
+    "run.rewound": ProgressPrinter._run_rewound,
     "step.started": ProgressPrinter._step_started,
     "step.finished": ProgressPrinter._step_finished,
     "route.taken": ProgressPrinter._route_taken,

@@ -17,7 +17,7 @@ from swell.engine.context import ContractFailure, StepResult, VisitContext
 from swell.engine.outputs import evaluate_context
 from swell.events.models import ArtifactWritten, BaseEvent, ContextSet, Warning
 from swell.manifest.models import Step
-from swell.workspace import artifacts, safe
+from swell.workspace import artifacts, safe, versions
 from swell.workspace.offload import off_loop
 
 
@@ -74,6 +74,9 @@ async def finish_visit(
         found = {a.name: a.path for a in written}
         if how.record:
             result.events += [ctx.event(a) for a in written]
+            run_dir = ctx.plan.run_dir  # each visit's bytes stay readable (workspace/versions.py)
+            kept = await off_loop(lambda: versions.keep(run_dir, written))
+            result.events += [ctx.event(Warning(message=p)) for p in kept]
         problems += missing
     if problems and result.outcome == "success":
         result.outcome = "failure"

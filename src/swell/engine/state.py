@@ -33,6 +33,7 @@ from swell.events.models import (
     ContractPassed,
     Event,
     FailureAbsorbed,
+    ForkMade,
     GateResolved,
     GateWaiting,
     LimitExceeded,
@@ -49,7 +50,9 @@ from swell.events.models import (
     RoundRecorded,
     RouteTaken,
     RunFinished,
+    RunForked,
     RunResumed,
+    RunRewound,
     RunStarted,
     RunStatus,
     RunWaiting,
@@ -61,6 +64,7 @@ from swell.events.models import (
     ThreadContext,
     ThreadSummarized,
     Warning,
+    WorkspaceCheckpoint,
     parse_event,
 )
 from swell.threads.fidelity import Entry
@@ -360,6 +364,16 @@ def _round(s: RunState, ev: RoundRecorded) -> None:
         s.threads.setdefault(ev.thread, []).append(entry)
 
 
+def _moved_on(s: RunState) -> None:
+    """A fork or a rewind: the agents' own sessions of the rounds so far went on past
+    this point (in the origin, in abandoned visits), so none is resumed natively; the
+    thread's transcript is replayed instead (engine/thread_context.py)."""
+    for entries in s.threads.values():
+        for entry in entries:
+            if entry.metadata.get("session_id"):
+                entry.metadata["session_host"] = "moved on (fork or rewind)"
+
+
 def _interrupted(s: RunState, ev: StepInterrupted) -> None:
     if ev.step_id is not None and ev.visit is not None:
         s.open.pop((ev.step_id, ev.visit), None)
@@ -427,6 +441,8 @@ def _fold(s: RunState, ev: Event) -> bool:
             _queued(s, ev)
         case RoundRecorded():
             _round(s, ev)
+        case RunForked() | RunRewound():
+            _moved_on(s)
         case ContextSet():
             s.context[ev.key] = ev.value
         case ArtifactWritten():
@@ -478,6 +494,8 @@ def _fold(s: RunState, ev: Event) -> bool:
             | BudgetExceeded()
             | Warning()
             | SandboxConnection()
+            | WorkspaceCheckpoint()
+            | ForkMade()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from swell import process, sandbox, streaming, sweep
-from swell.engine import pipeline_outputs, sandboxing
+from swell.engine import checkpointing, pipeline_outputs, sandboxing
 from swell.engine.completion import Visit
 from swell.engine.context import RunPlan, Services, StepResult, VisitContext
 from swell.engine.finish import finish_visit, of_visit
@@ -164,6 +164,10 @@ class VisitExecutor:
         finished = await finish_visit(ctx, result, of_visit(step, owner), problems)
         result = finished.result
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
+        plan, path = self.plan, ws.path
+        taken = await off_loop(lambda: checkpointing.take(plan, path, step.id, visit.visit))
+        if taken is not None:
+            result.events.append(ctx.event(taken))
         return result
 
 

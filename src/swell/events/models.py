@@ -13,6 +13,11 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from swell.events.envelope import BaseEvent as BaseEvent
+from swell.events.lineage import ForkMade as ForkMade  # time travel's events
+from swell.events.lineage import RunForked as RunForked
+from swell.events.lineage import RunRewound as RunRewound
+from swell.events.lineage import WorkspaceCheckpoint as WorkspaceCheckpoint
 from swell.events.statuses import ENDED_FOR_GOOD as ENDED_FOR_GOOD
 from swell.events.statuses import FinalStatus as FinalStatus
 from swell.events.statuses import RunStatus as RunStatus
@@ -68,18 +73,6 @@ class ReviewFeedback(BaseModel):
     suggestions: list[FreeText] = Field(default_factory=list)
     confidence: float = Field(ge=0.0, le=1.0)
     summary: FreeText
-
-
-class BaseEvent(BaseModel):
-    """The envelope every event carries."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    run_id: str = ""
-    seq: int = 0
-    ts: str = ""
-    step_id: str | None = None
-    visit: int | None = None
 
 
 # ------------------------------------------------------------------------------ run
@@ -493,6 +486,10 @@ Event = Annotated[
     | RouteTaken
     | ContextSet
     | ArtifactWritten
+    | WorkspaceCheckpoint
+    | RunForked
+    | ForkMade
+    | RunRewound
     | ChildRunStarted
     | GateWaiting
     | GateResolved

@@ -177,7 +177,25 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("visits", 0),
         ("duration_ms", 0),
     ),
+    "run.fork_made": (
+        ("fork_run_id", REQUIRED),
+        ("at_step", REQUIRED),
+        ("at_visit", REQUIRED),
+    ),
+    "run.forked": (
+        ("origin_run_id", REQUIRED),
+        ("at_step", REQUIRED),
+        ("at_visit", REQUIRED),
+        ("checkpoint", None),
+        ("origin_seq", 0),
+    ),
     "run.resumed": (("interrupted_steps", []),),
+    "run.rewound": (
+        ("at_step", REQUIRED),
+        ("at_visit", REQUIRED),
+        ("kept_seq", REQUIRED),
+        ("checkpoint", None),
+    ),
     "run.started": (
         ("pipeline", REQUIRED),
         ("input", ""),
@@ -186,6 +204,11 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("workspace", ""),
     ),
     "run.waiting": (("gates", []),),
+    "sandbox.connection": (
+        ("host", REQUIRED),
+        ("port", REQUIRED),
+        ("allowed", REQUIRED),
+    ),
     "step.finished": (
         ("outcome", REQUIRED),
         ("error", None),
@@ -232,7 +255,13 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("persona", None),
     ),
     "warning": (("message", REQUIRED),),
-    "sandbox.connection": (("host", REQUIRED), ("port", REQUIRED), ("allowed", REQUIRED)),
+    "workspace.checkpoint": (
+        ("commit", REQUIRED),
+        ("tree", REQUIRED),
+        ("parent", None),
+        ("changed", True),
+        ("workspace", ""),
+    ),
 }
 
 # (event type or model, field) -> the model its value (or items) has

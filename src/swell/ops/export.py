@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swell.store.rows import ArtifactRow
-from swell.workspace import safe
+from swell.workspace import safe, versions
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,21 @@ def target_name(row: ArtifactRow) -> str:
     return f"{row.step_id or '_run'}/{name}"
 
 
-def export(rows: list[ArtifactRow], directory: Path) -> tuple[list[Exported], list[str]]:
-    """Copy the newest file of each artifact into `directory`; returns what was copied
-    and, for each file that was not, why."""
+def export(
+    rows: list[ArtifactRow], directory: Path, run_dir: Path | None = None
+) -> tuple[list[Exported], list[str]]:
+    """Copy the newest version of each artifact into `directory` (from the copy the run
+    kept in `run_dir`, else the recorded file); returns what was copied and, for each
+    file that was not, why."""
     done: list[Exported] = []
     problems: list[str] = []
     for row in newest(rows):
         rel = target_name(row)
         try:
             target = safe.place(directory, rel, "export directory")
-            safe.copy_verified(Path(row.path), row.sha256, target)
+            kept = versions.copy_path(run_dir, row.sha256) if run_dir else None
+            source = kept if kept is not None and kept.is_file() else Path(row.path)
+            safe.copy_verified(source, row.sha256, target)
         except safe.ContentChanged as exc:
             problems.append(f"{row.step_id}/{row.name}: changed since the run wrote it ({exc})")
             continue

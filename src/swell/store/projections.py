@@ -31,6 +31,7 @@ from swell.events.models import (
     ContractFailed,
     ContractPassed,
     FailureAbsorbed,
+    ForkMade,
     GateResolved,
     GateWaiting,
     LimitExceeded,
@@ -46,7 +47,9 @@ from swell.events.models import (
     RoundRecorded,
     RouteTaken,
     RunFinished,
+    RunForked,
     RunResumed,
+    RunRewound,
     RunStarted,
     RunWaiting,
     SandboxConnection,
@@ -57,6 +60,7 @@ from swell.events.models import (
     ThreadContext,
     ThreadSummarized,
     Warning,
+    WorkspaceCheckpoint,
 )
 from swell.store import records
 from swell.store.records import Record
@@ -155,7 +159,7 @@ def _project(tables: Tables, event: BaseEvent) -> bool:
                 "updated_at = ? WHERE id = ?",
                 ("running" if isinstance(e, RunStarted) else "waiting", e.ts, e.ts, e.run_id),
             )
-        case RunResumed():
+        case RunResumed() | RunRewound():  # a rewound run goes on
             tables.update(
                 "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, "
                 "cancel_requested = ?, updated_at = ? WHERE id = ?",
@@ -190,6 +194,9 @@ def _project(tables: Tables, event: BaseEvent) -> bool:
             | BudgetExceeded()
             | Warning()
             | SandboxConnection()
+            | WorkspaceCheckpoint()
+            | RunForked()
+            | ForkMade()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:

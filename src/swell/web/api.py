@@ -11,12 +11,14 @@ from fastapi.responses import Response, StreamingResponse
 
 from swell.store.pages import RunFilter
 from swell.store.protocols import Store
+from swell.store.rows import ArtifactRow, RunRow
 from swell.store.rules import MAX_SEQ
 from swell.web import actions, data, live
 from swell.web import models as m
-from swell.web.artifacts import read_run_artifact
+from swell.web.artifacts import read_version
 from swell.web.graph import RunState
 from swell.web.state import app_state
+from swell.workspace.versions import Changed, run_dir_of
 
 router = APIRouter(prefix="/api")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -202,13 +204,7 @@ async def artifact(
     row = reader.pages.artifact(run_row.id, ("" if step_id == "_" else step_id, visit), name)
     if row is None:
         raise HTTPException(404, "no such artifact")
-    from swell.store.location import state_dir_for
-
-    root = (
-        FilePath(run_row.project_root) if run_row.project_root else app_state(request).settings.root
-    )
-    run_dir = state_dir_for(root) / "runs" / run_row.id
-    body = read_run_artifact(run_row.workspace, run_dir, row.path)
+    body = await _version_bytes(request, run_row, row)
     headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
     try:
         body.decode("utf-8")
@@ -216,6 +212,44 @@ async def artifact(
     except UnicodeDecodeError:
         headers["Content-Disposition"] = "attachment"
         return Response(body, media_type="application/octet-stream", headers=headers)
+
+
+@router.get(
+    "/runs/{run_id}/visits/{step_id}/{visit}/diff",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "a unified diff"}},
+)
+async def visit_diff(
+    request: Request, run_id: str, step_id: str, visit: Visit, stat: bool = False
+) -> Response:
+    """What the visit changed in its workspace, from its checkpoint (docs/time-travel.md):
+    a unified diff, or with `stat=true` the files changed; empty when it changed nothing."""
+    import asyncio
+
+    from swell.ops.checkpoints import At, NoCheckpoint, diff
+    from swell.store.location import state_dir_for
+
+    reader = app_state(request).reader
+    run_row = reader.store.get_run(run_id)
+    state_dir = state_dir_for(FilePath(run_row.project_root or app_state(request).settings.root))
+    try:
+        text = await asyncio.to_thread(
+            diff, reader.store, state_dir, run_row.id, At(step_id, visit), stat
+        )
+    except NoCheckpoint as exc:
+        raise HTTPException(404, str(exc)) from None
+    headers = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
+    return Response(text, media_type="text/plain; charset=utf-8", headers=headers)
+
+
+async def _version_bytes(request: Request, run_row: RunRow, row: ArtifactRow) -> bytes:
+    """The visit's own bytes of the artifact; 409 when the run no longer holds them."""
+    root = run_row.project_root or app_state(request).settings.root
+    run_dir = run_dir_of(run_row.id, root)
+    try:
+        return read_version(run_row.workspace, row.path, row.sha256, run_dir)
+    except Changed as exc:
+        raise HTTPException(409, str(exc)) from None
 
 
 EVENTS_PAGE = 1000  # events one request returns at most

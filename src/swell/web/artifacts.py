@@ -1,12 +1,15 @@
 """Serving an artifact file: only a path the store recorded for the run, and only
 when it lies inside the run's workspace (no `..`, no symbolic link anywhere on the
-way, a regular file opened without following links: workspace/safe.py's rules)."""
+way, a regular file opened without following links: workspace/safe.py's rules).
+A visit's version is served from the copy the run kept of it, else from the file
+while it still holds that version (workspace/versions.py): never another's bytes."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from swell.workspace import versions
 from swell.workspace.safe import UnsafePath, is_link, open_regular
 
 MAX_BYTES = 20 * 1024 * 1024  # what the dashboard serves of one file
@@ -54,15 +57,31 @@ def _read(fd: int) -> bytes:
         os.close(fd)
 
 
-def read_run_artifact(workspace: str | None, run_dir: Path, recorded: str) -> bytes:
-    """An artifact from the run's workspace, or one the run keeps in its own state
+def read_version(workspace: str | None, recorded: str, sha256: str, run_dir: Path) -> bytes:
+    """The bytes of the version recorded as (`recorded`, `sha256`): UnsafePath when the
+    path may not be served, versions.Changed when no copy of it is left."""
+    copy = versions.copy_path(run_dir, sha256)
+    if copy.is_file():
+        try:
+            return versions.read(versions.Version(recorded, sha256, run_dir), MAX_BYTES)
+        except versions.Changed:
+            pass  # the copy was damaged: the recorded file may still hold it
+    return versions.read(
+        versions.Version(str(_held_at(workspace, run_dir, recorded)), sha256, run_dir), MAX_BYTES
+    )
+
+
+def _held_at(workspace: str | None, run_dir: Path, recorded: str) -> Path:
+    """Where a recorded artifact lies: the run's workspace, or the run's own state
     directory (`.swell/runs/RUN/STEP/VISIT/`: a command's output, a review's
-    feedback, the versions of each visit), with the same checks."""
+    feedback), with the same checks."""
     path = Path(recorded)
     if path.is_absolute() and (
         path.is_relative_to(run_dir) or path.is_relative_to(run_dir.resolve())
     ):
         if is_link(run_dir):
             raise UnsafePath("the run's state directory is a symbolic link")
-        return _read(open_regular(_inside(run_dir, recorded)))
-    return read_artifact(workspace, recorded)
+        return _inside(run_dir, recorded)
+    if not workspace:
+        raise UnsafePath("the run has no workspace")
+    return _inside(Path(workspace), recorded)

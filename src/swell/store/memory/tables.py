@@ -24,6 +24,7 @@ from swell.events.models import (
     ContractPassed,
     Event,
     FailureAbsorbed,
+    ForkMade,
     GateResolved,
     GateWaiting,
     LimitExceeded,
@@ -39,7 +40,9 @@ from swell.events.models import (
     RoundRecorded,
     RouteTaken,
     RunFinished,
+    RunForked,
     RunResumed,
+    RunRewound,
     RunStarted,
     RunWaiting,
     SandboxConnection,
@@ -50,6 +53,7 @@ from swell.events.models import (
     ThreadContext,
     ThreadSummarized,
     Warning,
+    WorkspaceCheckpoint,
 )
 from swell.store import records
 from swell.store.dispatch import Dispatched
@@ -157,7 +161,7 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
             _step_interrupted(db, journal, e)
         case RunStarted() | RunWaiting():
             _run_status(db, journal, e, "running" if isinstance(e, RunStarted) else "waiting")
-        case RunResumed():
+        case RunResumed() | RunRewound():  # a rewound run goes on
             journal.update(
                 db.runs,
                 e.run_id,
@@ -196,6 +200,9 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
             | BudgetExceeded()
             | Warning()
             | SandboxConnection()
+            | WorkspaceCheckpoint()
+            | RunForked()
+            | ForkMade()
         ):
             return False  # remembered: the next of its kind is not matched
         case _:

@@ -1,0 +1,90 @@
+"""A checkpoint after each visit: the visit's workspace committed to the project's
+checkpoint repository (workspace/checkpoint.py) and recorded as the visit's
+`workspace.checkpoint` event, which `swell diff`, `swell fork` and `swell rewind` read.
+
+A checkpoint that cannot be taken (git missing, a full disk) is a warning: the visit
+stands. SWELL_CHECKPOINTS=off turns checkpoints off (docs/time-travel.md)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from swell.engine.context import RunPlan
+from swell.events.models import BaseEvent, Warning, WorkspaceCheckpoint
+from swell.workspace.checkpoint import (
+    Checkpoints,
+    index_path,
+    repo_of,
+    tip_ref,
+    visit_ref,
+    workspace_key,
+)
+from swell.workspace.workspace import WorkspaceError
+
+# (repository, run, workspace key) -> the workspace's newest checkpoint (commit, tree)
+_tips: dict[tuple[Path, str, str], tuple[str, str]] = {}
+_guard = threading.Lock()
+_ready: set[Path] = set()
+
+
+def enabled() -> bool:
+    return os.environ.get("SWELL_CHECKPOINTS", "").lower() not in ("off", "0", "false", "no")
+
+
+def state_dir_of(plan: RunPlan) -> Path:
+    """The project's state directory: a run's directory is `STATE/runs/RUN`."""
+    return plan.run_dir.parent.parent
+
+
+def take(plan: RunPlan, workspace: Path, step_id: str, visit: int) -> BaseEvent | None:
+    """Checkpoint `workspace` as visit `visit` of `step_id` left it (blocking: call it
+    off the event loop); the event to record, or None when checkpoints are off."""
+    if not enabled():
+        return None
+    repo = Checkpoints(repo_of(state_dir_of(plan)))
+    key = workspace_key(workspace, plan.workspace)
+    try:
+        if repo.repo not in _ready:
+            repo.ensure()
+            _ready.add(repo.repo)
+        tip = _tip(repo, plan.run_id, key)
+        snap = repo.snapshot(
+            workspace,
+            index_path(plan.run_dir, key),
+            refs=[visit_ref(plan.run_id, step_id, visit), tip_ref(plan.run_id, key)],
+            message=f"swell: {step_id} visit {visit}",
+            parent=tip[0] if tip else None,
+            parent_tree=tip[1] if tip else None,
+        )
+    except (WorkspaceError, OSError) as exc:
+        return Warning(message=f"no checkpoint of this visit's workspace: {exc}")
+    with _guard:
+        _tips[(repo.repo, plan.run_id, key)] = (snap.commit, snap.tree)
+    return WorkspaceCheckpoint(
+        commit=snap.commit,
+        tree=snap.tree,
+        parent=snap.parent,
+        changed=snap.changed,
+        workspace=key,
+    )
+
+
+def forget(plan: RunPlan) -> None:
+    """Drop what this process remembers of the run's checkpoints (a rewind moved them)."""
+    with _guard:
+        for found in [k for k in _tips if k[1] == plan.run_id]:
+            del _tips[found]
+
+
+def _tip(repo: Checkpoints, run_id: str, key: str) -> tuple[str, str] | None:
+    with _guard:
+        known = _tips.get((repo.repo, run_id, key))
+    if known is not None:
+        return known
+    commit = repo.resolve(tip_ref(run_id, key))  # a resumed run: its newest checkpoint
+    return (commit, repo.tree_of(commit)) if commit else None
+
+
+__all__ = ["enabled", "forget", "state_dir_of", "take"]

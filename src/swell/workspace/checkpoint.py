@@ -1,0 +1,325 @@
+"""Checkpoints: each visit's workspace tree, committed into swell's own repository.
+
+One bare repository per project state (`.swell/checkpoints.git`) holds every run's
+checkpoints, so identical files are stored once across visits, runs and forks. A
+visit's checkpoint is a commit of the workspace's tree (made with plumbing: `add`
+into a swell-owned index file, `write-tree`, `commit-tree`) under the hidden ref
+`refs/swell/RUN/STEP/VISIT`; its parent is the workspace's previous checkpoint, kept
+at `refs/swell/RUN/tip/KEY`. Nothing of the workspace's own git state is touched:
+git runs with `--git-dir` on this repository and `--work-tree` on the workspace, so
+the workspace's branch, index and HEAD (and a `.git` inside it, which git never adds)
+stay as the step left them.
+
+What is kept follows the workspace's own rules: files its `.gitignore`s (and the
+user's global excludes) ignore are not in a checkpoint; every other file is, however
+large (stored once per content). The repository is swell's own: it configures no
+filters, hooks or fsmonitor, so a workspace's `.gitattributes` can run nothing.
+
+A visit that changed nothing costs two git processes (`add`, `write-tree`): the
+tree equals the previous checkpoint's, so the previous commit is the visit's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from swell.workspace.workspace import WorkspaceError
+
+REPO = "checkpoints.git"  # in the project's state directory
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+_ENV = {
+    "GIT_AUTHOR_NAME": "swell",
+    "GIT_AUTHOR_EMAIL": "swell@localhost",
+    "GIT_COMMITTER_NAME": "swell",
+    "GIT_COMMITTER_EMAIL": "swell@localhost",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    # a checkpoint's commit is its tree, parent and message alone: the same work gives
+    # the same commit (a fork that does what its origin did has the origin's commits)
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
+_OPTIONS = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.untrackedCache=true",
+    "-c",
+    "gc.auto=0",
+)
+_COMMIT = re.compile(r"[0-9a-f]{40,64}")
+_locks: dict[Path, threading.Lock] = {}
+_locks_guard = threading.Lock()
+_written: dict[Path, str] = {}  # index -> the tree this process last wrote from it
+SCAN_LIMIT = 2000  # entries of a work tree checked by stat data here; a bigger one: by git
+RACY_NS = 100_000_000  # a change this recent may not show in a file's times yet
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """The stat data of every entry of a small work tree (its own `.git` left out),
+    taken at `at`: when a later scan finds the same, nothing changed. An entry changed
+    within RACY_NS of the scan could change again without its times showing it (the
+    kernel's clock ticks coarsely), so such a scan is never trusted (git's "racy"
+    entries)."""
+
+    entries: tuple[tuple[str, int, int, int, int, int], ...]
+    racy: bool
+
+    @classmethod
+    def of(cls, root: Path) -> _Scan | None:
+        at = time.time_ns()
+        found: list[tuple[str, int, int, int, int, int]] = []
+        stack, newest = [str(root)], 0
+        while stack:
+            try:
+                with os.scandir(stack.pop()) as listing:
+                    for entry in listing:
+                        if entry.name == ".git" and os.path.dirname(entry.path) == str(root):
+                            continue
+                        st = entry.stat(follow_symlinks=False)
+                        found.append(
+                            (
+                                entry.path,
+                                st.st_mode,
+                                st.st_size,
+                                st.st_mtime_ns,
+                                st.st_ctime_ns,
+                                st.st_ino,
+                            )
+                        )
+                        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+                        if len(found) > SCAN_LIMIT:
+                            return None
+                        if stat.S_ISDIR(st.st_mode):
+                            stack.append(entry.path)
+            except OSError:
+                return None
+        return cls(tuple(sorted(found)), racy=newest >= at - RACY_NS)
+
+    def same_as(self, other: _Scan | None) -> bool:
+        return other is not None and not other.racy and other.entries == self.entries
+
+
+_scans: dict[Path, _Scan] = {}  # index -> the scan taken when its tree was last written
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    commit: str
+    tree: str
+    parent: str | None
+    changed: bool  # False: the tree is the previous checkpoint's (no new commit)
+
+
+def repo_of(state_dir: Path) -> Path:
+    return state_dir / REPO
+
+
+def visit_ref(run_id: str, step: str, visit: int) -> str:
+    return f"refs/swell/{run_id}/{step}/{visit}"
+
+
+def tip_ref(run_id: str, key: str) -> str:
+    return f"refs/swell/{run_id}/tip/{key}"
+
+
+def _lock(index: Path) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(index, threading.Lock())
+
+
+class Checkpoints:
+    """The repository at `repo` (created on first use)."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo.absolute()
+
+    def git(
+        self, *args: str, work_tree: Path | None = None, index: Path | None = None, ok: int = 0
+    ) -> str:
+        """git on this repository (and `work_tree` through `index`); WorkspaceError
+        with git's message when it fails."""
+        env = {**os.environ, **_ENV}
+        env.pop("GIT_DIR", None)
+        env.pop("GIT_WORK_TREE", None)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index.absolute())
+        where = ["--git-dir", str(self.repo)]
+        if work_tree is not None:
+            work_tree = work_tree.absolute()
+            where += ["--work-tree", str(work_tree)]
+        try:
+            proc = subprocess.run(
+                ["git", *where, *_OPTIONS, *args],
+                cwd=work_tree or self.repo,
+                capture_output=True,
+                text=True,
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            raise WorkspaceError("git is not installed; checkpoints need it") from None
+        if proc.returncode not in (0, ok):
+            raise WorkspaceError(f"git {args[0]} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def ensure(self) -> None:
+        """Create the bare repository if it is not there: made beside it and renamed
+        into place, so a killed process never leaves half of one."""
+        if (self.repo / "HEAD").is_file():
+            return
+        self.repo.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self.repo.parent, prefix=".checkpoints-") as tmp:
+            made = Path(tmp) / "repo.git"
+            subprocess.run(
+                ["git", "init", "-q", "--bare", "--template=", str(made)],
+                check=True,
+                capture_output=True,
+                env={**os.environ, **_ENV},
+                stdin=subprocess.DEVNULL,
+            )
+            try:
+                os.rename(made, self.repo)
+            except OSError:
+                if not (self.repo / "HEAD").is_file():  # not another process that was first
+                    raise
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit `ref` names, or None."""
+        out = self.git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", ok=1).strip()
+        return out if _COMMIT.fullmatch(out) else None
+
+    def tree_of(self, commit: str) -> str:
+        return self.git("rev-parse", f"{commit}^{{tree}}").strip()
+
+    def write_tree(self, work_tree: Path, index: Path) -> str:
+        """The tree of `work_tree` as the checkpoint would keep it (through `index`,
+        swell's own: the workspace's index is never read or written). A small work tree
+        whose every entry has the stat data it had when this process last wrote a tree
+        from `index` is that tree, without a git process (`_Scan`); else, when `add`
+        changed nothing in such an index, it is that tree too: one git process."""
+        index.parent.mkdir(parents=True, exist_ok=True)
+        with _lock(index):
+            known = _written.get(index)
+            scan = _Scan.of(work_tree)
+            if known is not None and scan is not None and scan.same_as(_scans.get(index)):
+                return known
+            added = self.git(
+                "add", "-v", "--all", "--ignore-errors", ".", work_tree=work_tree, index=index, ok=1
+            )
+            if added or known is None:
+                known = self.git("write-tree", work_tree=work_tree, index=index).strip()
+                _written[index] = known
+            if scan is not None:
+                _scans[index] = scan
+            else:
+                _scans.pop(index, None)
+            return known
+
+    def snapshot(
+        self,
+        work_tree: Path,
+        index: Path,
+        *,
+        refs: list[str],
+        message: str,
+        parent: str | None,
+        parent_tree: str | None,
+    ) -> Snapshot:
+        """Commit `work_tree` on top of `parent` and point each of `refs` at it; when
+        its tree is `parent_tree`, `parent` is the checkpoint and nothing is written."""
+        tree = self.write_tree(work_tree, index)
+        if parent is not None and tree == parent_tree:
+            return Snapshot(parent, tree, parent, changed=False)
+        args = ["commit-tree", tree, "-m", message]
+        if parent is not None:
+            args += ["-p", parent]
+        commit = self.git(*args).strip()
+        for ref in refs:
+            self.write_ref(ref, commit)
+        return Snapshot(commit, tree, parent, changed=True)
+
+    def write_ref(self, ref: str, commit: str) -> None:
+        """Point the loose ref `ref` at `commit` without a git process: the file is
+        written beside it and renamed into place (the repository is swell's own, its
+        refs are never packed)."""
+        if not ref.startswith("refs/swell/") or ".." in ref or not _COMMIT.fullmatch(commit):
+            raise WorkspaceError(f"not a checkpoint ref: {ref} -> {commit}")
+        path = self.repo / ref
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_text(f"{commit}\n")
+        os.replace(partial, path)
+
+    def update_refs(self, refs: dict[str, str]) -> None:
+        """Point each ref at its commit, in one git process."""
+        lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
+        env = {**os.environ, **_ENV}
+        proc = subprocess.run(
+            ["git", "--git-dir", str(self.repo), "update-ref", "--stdin"],
+            input=lines,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        if proc.returncode != 0:
+            raise WorkspaceError(f"git update-ref failed: {proc.stderr.strip()}")
+
+    def restore(self, work_tree: Path, index: Path, commit: str) -> None:
+        """Make `work_tree` hold exactly `commit`'s tree: its files written, files it
+        does not have removed (ignored ones are left, as they never were in it)."""
+        index.parent.mkdir(parents=True, exist_ok=True)
+        with _lock(index):
+            # what the index knew is what `read-tree -u` may remove: take it from the tree
+            # as it is now, so files made since the last checkpoint go too
+            self.git("add", "--all", "--ignore-errors", ".", work_tree=work_tree, index=index, ok=1)
+            self.git("read-tree", "-u", "--reset", commit, work_tree=work_tree, index=index)
+            _written.pop(index, None)
+            _scans.pop(index, None)
+            self.git("clean", "-q", "-fd", work_tree=work_tree, index=index)
+
+    def diff(self, old: str | None, new: str, stat: bool = False) -> str:
+        """What changed from `old` (None: nothing) to `new`, as a unified diff or a stat."""
+        flags = ["--no-color", "--no-ext-diff", "--no-textconv", "--find-renames"]
+        if stat:
+            flags.append("--stat=200")
+        return self.git("diff", *flags, old or EMPTY_TREE, new)
+
+
+def index_path(run_dir: Path, key: str) -> Path:
+    """swell's own index of one of the run's workspaces (a stat cache: a visit that
+    changed nothing is checked without reading a file)."""
+    return run_dir / "checkpoint" / f"{key}.index"
+
+
+def workspace_key(workspace: Path, default: Path) -> str:
+    """A name for a workspace within its run: `main` for the run's directory, the
+    worktree's own directory name otherwise."""
+    if workspace == default:
+        return "main"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", workspace.name).strip("-.") or "ws"
+
+
+__all__ = [
+    "REPO",
+    "Checkpoints",
+    "Snapshot",
+    "index_path",
+    "repo_of",
+    "tip_ref",
+    "visit_ref",
+    "workspace_key",
+]
