@@ -360,7 +360,8 @@ def test_resume_interrupts_and_requeues_work_but_continues_gates(decide: Decisio
         *started("approve"),
         ev.GateWaiting(step_id="approve", visit=1, gate_type="approval"),
     )
-    events, continuing = decide.resume(s, cleaned={("implement", 1)})
+    resumed = decide.resume(s, cleaned={("implement", 1)})
+    events, continuing = resumed.events, resumed.continuing
     assert kinds_of(events) == ["run.resumed", "step.interrupted", "step.queued"]
     assert (
         events[1].reason

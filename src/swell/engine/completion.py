@@ -82,6 +82,15 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class Resumption:
+    """How a run continues after the process running it ended: events to record, and
+    the visits that continue where they were (a waiting gate, a running sub-pipeline)."""
+
+    events: list[ev.BaseEvent]
+    continuing: list[Visit]
+
+
+@dataclass(frozen=True)
 class Decisions:
     """The decisions of one run's loop: pure functions of the run's state."""
 
@@ -210,9 +219,7 @@ class Decisions:
             return Completion(events, RunEnd("failed", routing.fail))
         return Completion(events, RunEnd("succeeded") if routing.complete else None)
 
-    def resume(
-        self, state: RunState, cleaned: Set[tuple[str, int]]
-    ) -> tuple[list[ev.BaseEvent], list[Visit]]:
+    def resume(self, state: RunState, cleaned: Set[tuple[str, int]]) -> Resumption:
         """Continue after the process running the run ended: visits it left open are
         interrupted and queued again, except a waiting gate or a running sub-pipeline,
         which continue where they were. `cleaned`: visits whose leftover processes the
@@ -234,7 +241,7 @@ class Decisions:
                 queued.add(step_id)
                 events += queue([act], ())
         interrupted = [e.step_id or "" for e in events if isinstance(e, ev.StepInterrupted)]
-        return [ev.RunResumed(interrupted_steps=interrupted), *events], continuing
+        return Resumption([ev.RunResumed(interrupted_steps=interrupted), *events], continuing)
 
     def finish(
         self, state: RunState, running: list[Visit], end: RunEnd, duration_ms: int

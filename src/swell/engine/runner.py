@@ -258,9 +258,9 @@ class Runner:
             ]
             if await sweep.stop_marked(markers):  # everywhere: they were re-parented
                 cleaned.add(key)
-        events, continuing = self.decide.resume(self.state, cleaned)
-        self.emit([*events, *sandboxing.notes(self.plan)])  # `--no-sandbox` is recorded
-        for visit in continuing:
+        resumed = self.decide.resume(self.state, cleaned)
+        self.emit([*resumed.events, *sandboxing.notes(self.plan)])  # `--no-sandbox` is recorded
+        for visit in resumed.continuing:
             self.loop.launch(visit)
 
     async def _abandon(self) -> None:
