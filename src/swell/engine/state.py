@@ -17,50 +17,32 @@ from typing import Any, assert_never, cast
 
 from swell.engine.graph import Activation
 from swell.engine.policies import repeats
+from swell.events.folds import unread_by_state
 from swell.events.models import (
-    AgentSession,
-    AgentText,
-    AgentToolCall,
-    AgentUsage,
     ArtifactWritten,
     BaseEvent,
-    BreakerTripped,
-    BudgetExceeded,
     BudgetWarning,
     ChildRunStarted,
     ContextSet,
-    ContractFailed,
-    ContractPassed,
     Event,
     FailureAbsorbed,
     GateResolved,
     GateWaiting,
-    LimitExceeded,
     Outcome,
-    OutcomeRecorded,
-    PromptRendered,
-    RelayCheckpoint,
-    RelayResumed,
-    RelayTriggered,
     RetryRequested,
     ReviewCompleted,
-    ReviewStarted,
     ReworkRequested,
     RoundRecorded,
-    RouteTaken,
     RunFinished,
     RunResumed,
     RunStarted,
     RunStatus,
     RunWaiting,
-    SandboxConnection,
     StepFinished,
     StepInterrupted,
     StepQueued,
     StepStarted,
-    ThreadContext,
     ThreadSummarized,
-    Warning,
     parse_event,
 )
 from swell.threads.fidelity import Entry
@@ -137,8 +119,8 @@ class RunState:
 
     def apply(self, ev: BaseEvent) -> None:
         self.seq = max(self.seq, ev.seq)
-        if type(ev) not in _IGNORED and not _fold(self, cast("Event", ev)):  # one of the union's
-            _IGNORED.add(type(ev))
+        if not unread_by_state(ev):
+            _fold(self, cast("Event", ev))  # one of the union's (events/models.py)
 
     # -------------------------------------------------------------- snapshots
 
@@ -232,8 +214,6 @@ class RunState:
 
 
 SNAPSHOT_VERSION = 1
-# the kinds `_fold` found to change nothing (agent chatter...): each costs a set lookup
-_IGNORED: set[type[BaseEvent]] = set()
 _OUTCOME_LETTERS: dict[str, Outcome] = {"s": "success", "f": "failure"}
 _LETTERS = {outcome: letter for letter, outcome in _OUTCOME_LETTERS.items()}
 
@@ -414,10 +394,12 @@ def _failure_request(s: RunState, ev: ReworkRequested | RetryRequested) -> None:
         s.retries[ev.step_id] = ev
 
 
-def _fold(s: RunState, ev: Event) -> bool:
-    """What one event changes; every kind is named, so a new one must be decided here.
-    False for a kind that changes nothing. The cases go by how often runs emit them:
-    each case is a type check, so the common kinds come first."""
+def _fold(s: RunState, ev: Event) -> None:
+    """What one event changes; every kind is named here or in `events/folds.py`, so a
+    new one must be decided. The cases go by how often runs emit them: each case is a
+    type check, so the common kinds come first."""
+    if unread_by_state(ev):
+        return
     match ev:
         case StepFinished():
             _finished(s, ev)
@@ -458,28 +440,5 @@ def _fold(s: RunState, ev: Event) -> bool:
             s.status = "waiting"
         case RunFinished():
             _run_finished(s, ev)
-        case (
-            AgentText()
-            | AgentToolCall()
-            | RouteTaken()
-            | AgentUsage()
-            | OutcomeRecorded()
-            | PromptRendered()
-            | AgentSession()
-            | ThreadContext()
-            | ContractPassed()
-            | ContractFailed()
-            | ReviewStarted()
-            | RelayTriggered()
-            | RelayCheckpoint()
-            | RelayResumed()
-            | LimitExceeded()
-            | BreakerTripped()
-            | BudgetExceeded()
-            | Warning()
-            | SandboxConnection()
-        ):
-            return False  # remembered: the next of its kind is not matched
         case _:
             assert_never(ev)
-    return True
