@@ -129,7 +129,7 @@ class InOrder(Runner):
         visit = self._queue.pop(0)
         self._running = asyncio.ensure_future(self.executor.run(visit))
         await asyncio.wait([self._running])
-        result = visit_result(self._running, self.plan.workspace)
+        result = visit_result(self._running, str(self.plan.workspace))
         self._running = None
         self._clock += 1
         return [(visit, result, 1000)]

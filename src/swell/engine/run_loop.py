@@ -12,8 +12,6 @@ the driver stores.
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
@@ -27,10 +25,16 @@ from swell.events.codec import stamp
 from swell.events.models import FinalStatus
 
 Ended = tuple[Visit, StepResult, int]  # a visit that ended, its result, its duration in ms
-_R = TypeVar("_R")
+_R = TypeVar("_R", covariant=True)
 
 
-def visit_result(task: asyncio.Future[_R], disk: str | os.PathLike[str] = "") -> _R | StepResult:
+class Finished(Protocol[_R]):
+    """A visit's task once it ended (an `asyncio.Task`: the loop has no asyncio)."""
+
+    def result(self) -> _R: ...
+
+
+def visit_result(task: Finished[_R], disk: str = "") -> _R | StepResult:
     """What an ended visit's task gave, or its exception as the visit's failure: a bug in
     a step kind must not lose the run. A store failure stops the run; so does a full or
     read-only disk under `disk` (the run's files), when the driver names one."""
