@@ -10,9 +10,9 @@ import pytest
 from manifest_helpers import ProjectDir, make_project
 
 from swell.engine.completion import Completion, Decisions, Limits, Visit
-from swell.engine.context import ContractFailure, StepResult
+from swell.engine.context import StepResult
 from swell.engine.graph import Activation, Graph
-from swell.engine.policies import RunEnd
+from swell.engine.policies import ContractFailure, RunEnd
 from swell.engine.state import RunState
 from swell.engine.steps.registry import default_step_kinds
 from swell.events import models as ev

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swell.engine import cost
-from swell.engine.context import ContractFailure, StepResult
+from swell.engine.context import StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import kept_error, kept_tail, normalize_error
 from swell.engine.outputs import evaluate_context
 from swell.engine.policies import (
     Attempted,
+    ContractFailure,
     RunEnd,
     after_last_attempt,
     attempted,
