@@ -17,7 +17,7 @@ from typing import Any, assert_never, cast
 
 from swell.engine.graph import Activation
 from swell.engine.policies import repeats
-from swell.events.folds import unread_by_state
+from swell.events.folds import UNREAD_BY_STATE, unread_by_state
 from swell.events.models import (
     ArtifactWritten,
     BaseEvent,
@@ -118,8 +118,9 @@ class RunState:
         return any(a.step_id == step_id for a in self.queue)
 
     def apply(self, ev: BaseEvent) -> None:
-        self.seq = max(self.seq, ev.seq)
-        if not unread_by_state(ev):
+        if ev.seq > self.seq:
+            self.seq = ev.seq
+        if type(ev) not in UNREAD_BY_STATE:
             _fold(self, cast("Event", ev))  # one of the union's (events/models.py)
 
     # -------------------------------------------------------------- snapshots
@@ -398,8 +399,6 @@ def _fold(s: RunState, ev: Event) -> None:
     """What one event changes; every kind is named here or in `events/folds.py`, so a
     new one must be decided. The cases go by how often runs emit them: each case is a
     type check, so the common kinds come first."""
-    if unread_by_state(ev):
-        return
     match ev:
         case StepFinished():
             _finished(s, ev)
@@ -440,5 +439,5 @@ def _fold(s: RunState, ev: Event) -> None:
             s.status = "waiting"
         case RunFinished():
             _run_finished(s, ev)
-        case _:
+        case _ if not unread_by_state(ev):  # the others `apply` passed over
             assert_never(ev)

@@ -1,8 +1,9 @@
 """The event kinds a fold passes over, written once for every fold of the log: the
 run's state (`engine/state.py`) and the query tables (`store/projections.py`,
-`store/memory/tables.py`). A fold asks `unread_by_state` or `unread_by_tables` first,
-then matches the rest exhaustively (`assert_never`), so a new kind is either folded
-or named here."""
+`store/memory/tables.py`). A fold passes over the kinds in `UNREAD_BY_STATE` or
+`UNREAD_BY_TABLES` (a set lookup by type, before any call) and matches the rest
+exhaustively: its last case asks `unread_by_state` or `unread_by_tables`, then
+`assert_never`, so a new kind is either folded or named here."""
 
 from __future__ import annotations
 
@@ -74,13 +75,13 @@ UnreadByTables = (
     | BudgetWarning
 )
 # a set lookup by type: `isinstance` against a union of pydantic models is ~50x slower
-_BY_STATE: frozenset[type[BaseEvent]] = frozenset(get_args(UnreadByState))
-_BY_TABLES: frozenset[type[BaseEvent]] = frozenset(get_args(UnreadByTables))
+UNREAD_BY_STATE: frozenset[type[BaseEvent]] = frozenset(get_args(UnreadByState))
+UNREAD_BY_TABLES: frozenset[type[BaseEvent]] = frozenset(get_args(UnreadByTables))
 
 
 def unread_by_state(event: BaseEvent) -> TypeIs[UnreadByState]:
-    return type(event) in _BY_STATE
+    return type(event) in UNREAD_BY_STATE
 
 
 def unread_by_tables(event: BaseEvent) -> TypeIs[UnreadByTables]:
-    return type(event) in _BY_TABLES
+    return type(event) in UNREAD_BY_TABLES

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
-from swell.events.folds import unread_by_tables
+from swell.events.folds import UNREAD_BY_TABLES, unread_by_tables
 from swell.events.models import (
     ArtifactWritten,
     BaseEvent,
@@ -84,15 +84,13 @@ _STATEMENTS: dict[str, str] = {}
 
 def project(tables: Tables, event: BaseEvent) -> None:
     """Apply one stored event to the query tables."""
-    if not unread_by_tables(event):
+    if type(event) not in UNREAD_BY_TABLES:
         _project(tables, cast("Event", event))  # one of the union's (events/models.py)
 
 
 def _project(tables: Tables, e: Event) -> None:
     """`project`'s fold; every kind is named here or in `events/folds.py`. The cases go
     by how often runs emit them: each case is a type check, so the common kinds first."""
-    if unread_by_tables(e):
-        return
     match e:
         case StepStarted():
             tables.insert("visits", records.visit_row(e))
@@ -135,7 +133,7 @@ def _project(tables: Tables, e: Event) -> None:
             )
         case RunFinished():
             _run_finished(tables, e)
-        case _:
+        case _ if not unread_by_tables(e):  # the others `project` passed over
             assert_never(e)
 
 

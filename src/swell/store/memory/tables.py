@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, assert_never, cast
 
-from swell.events.folds import unread_by_tables
+from swell.events.folds import UNREAD_BY_TABLES, unread_by_tables
 from swell.events.models import (
     ArtifactWritten,
     BaseEvent,
@@ -97,15 +97,13 @@ class Journal:
 
 def project(db: MemoryDatabase, journal: Journal, event: BaseEvent) -> None:
     """Apply one stored event to the tables (the same changes as `projections.project`)."""
-    if not unread_by_tables(event):
+    if type(event) not in UNREAD_BY_TABLES:
         _project(db, journal, cast("Event", event))  # one of the union's (events/models.py)
 
 
 def _project(db: MemoryDatabase, journal: Journal, e: Event) -> None:
     """`project`'s fold; every kind is named here or in `events/folds.py`. The cases go
     by how often runs emit them: each case is a type check, so the common kinds first."""
-    if unread_by_tables(e):
-        return
     match e:
         case StepStarted():
             _insert(db, journal, "visits", records.visit_row(e))
@@ -139,7 +137,7 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> None:
             )
         case RunFinished():
             _run_finished(db, journal, e)
-        case _:
+        case _ if not unread_by_tables(e):  # the others `project` passed over
             assert_never(e)
 
 
