@@ -37,7 +37,7 @@ from swell.engine.context import (
     Services,
     StepResult,
 )
-from swell.engine.run_loop import Ended
+from swell.engine.run_loop import Ended, visit_result
 from swell.engine.runner import Runner, RunSummary
 from swell.engine.state import RunState
 from swell.engine.steps.registry import StepKinds, default_step_kinds
@@ -129,7 +129,7 @@ class InOrder(Runner):
         visit = self._queue.pop(0)
         self._running = asyncio.ensure_future(self.executor.run(visit))
         await asyncio.wait([self._running])
-        result = self._result_of(self._running)
+        result = visit_result(self._running, str(self.plan.workspace))
         self._running = None
         self._clock += 1
         return [(visit, result, 1000)]

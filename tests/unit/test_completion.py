@@ -10,9 +10,9 @@ import pytest
 from manifest_helpers import ProjectDir, make_project
 
 from swell.engine.completion import Completion, Decisions, Limits, Visit
-from swell.engine.context import ContractFailure, StepResult
+from swell.engine.context import StepResult
 from swell.engine.graph import Activation, Graph
-from swell.engine.policies import RunEnd
+from swell.engine.policies import ContractFailure, RunEnd
 from swell.engine.state import RunState
 from swell.engine.steps.registry import default_step_kinds
 from swell.events import models as ev
@@ -360,7 +360,8 @@ def test_resume_interrupts_and_requeues_work_but_continues_gates(decide: Decisio
         *started("approve"),
         ev.GateWaiting(step_id="approve", visit=1, gate_type="approval"),
     )
-    events, continuing = decide.resume(s, cleaned={("implement", 1)})
+    resumed = decide.resume(s, cleaned={("implement", 1)})
+    events, continuing = resumed.events, resumed.continuing
     assert kinds_of(events) == ["run.resumed", "step.interrupted", "step.queued"]
     assert (
         events[1].reason

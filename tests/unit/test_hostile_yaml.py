@@ -16,7 +16,8 @@ from manifest_helpers import ProjectDir, at, make_project, write
 
 from swell.errors import ManifestError, Problem
 from swell.manifest.loader import load_pipeline
-from swell.manifest.yamlsrc import MAX_BYTES, MAX_DEPTH, MAX_VALUES, load_yaml, parse_yaml
+from swell.manifest.yamldoc import MAX_DEPTH, MAX_VALUES
+from swell.manifest.yamlsrc import MAX_BYTES, load_yaml, parse_yaml
 from swell.workspace.paths import PathEscape, inside
 
 # the attacker's file: 446 bytes, 9**9 strings once expanded

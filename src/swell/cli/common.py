@@ -65,7 +65,7 @@ def store_runtime(ctx: typer.Context) -> Runtime:
         from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
         from swell.manifest.loader import Project
         from swell.manifest.models import Manifest
-        from swell.manifest.yamlsrc import SourceMap
+        from swell.manifest.yamldoc import SourceMap
         from swell.runtime import Runtime, open_registries
         from swell.store.location import open_project_store, state_dir_for
 

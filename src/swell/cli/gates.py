@@ -51,7 +51,7 @@ def reject(
 
 def _decide(ctx: typer.Context, run_id: str, decision: Decision) -> None:
     """Deliver the decision to whoever executes the run, and say what happened."""
-    from swell.executors.base import executor_for
+    from swell.executors import executor_for
 
     store = project_store(ctx)  # the store alone: a broken wave.yaml does not lock you out
     run = store.get_run(run_id)
@@ -90,7 +90,7 @@ def cancel(
     steps are killed."""
     from swell.cli.pick import run_or_newest
     from swell.errors import RunStateError
-    from swell.executors.base import executor_for
+    from swell.executors import executor_for
     from swell.runtime import FINAL
 
     rt = store_runtime(ctx)

@@ -18,7 +18,7 @@ from swell.cli.common import (
     run_id_given,
 )
 from swell.cli.pick import OptionalRunArgument
-from swell.executors.base import executor_for
+from swell.executors import executor_for
 from swell.ops.checkpoints import lineage
 
 if TYPE_CHECKING:

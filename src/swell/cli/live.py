@@ -377,7 +377,7 @@ def show_logs(
     executes has no process here: it is followed until the store says it ended (a
     killed worker's visit runs again on another worker)."""
     from swell.cli.pick import run_or_newest
-    from swell.executors.base import executor_for
+    from swell.executors import executor_for
     from swell.store.capabilities import wait_for_events
 
     run = run_or_newest(store, run_id)

@@ -414,7 +414,8 @@ def _executor(
     rt: Runtime, engine: str | None, from_step: str | None, timeout: str | None, no_sandbox: bool
 ) -> Executor:
     """`--engine`, else runtime.engine, else local; what it cannot do yet is refused."""
-    from swell.executors.base import ENGINES, executor_named
+    from swell.executors import executor_named
+    from swell.executors.base import ENGINES
 
     chosen = engine or rt.project.manifest.runtime.engine or "local"
     if chosen not in ENGINES:
@@ -488,7 +489,7 @@ def resume(
     verbose: VerboseOption = False,
 ) -> None:
     """Continue a run after a crash, Ctrl-C, or a gate decision."""
-    from swell.executors.base import executor_for
+    from swell.executors import executor_for
 
     deadline = _deadline(timeout)
     rt = runtime(ctx)

@@ -116,7 +116,7 @@ def _continue(
     verbose: bool,
 ) -> None:
     """Continue the prepared run as `swell resume` does."""
-    from swell.executors.base import executor_for
+    from swell.executors import executor_for
 
     rt = runtime(ctx)
     run = rt.store.get_run(run_id)

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swell.engine import cost
-from swell.engine.context import ContractFailure, StepResult
+from swell.engine.context import StepResult
 from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
 from swell.engine.limits import kept_error, kept_tail, normalize_error
 from swell.engine.outputs import evaluate_context
 from swell.engine.policies import (
     Attempted,
+    ContractFailure,
     RunEnd,
     after_last_attempt,
     attempted,
@@ -79,6 +80,15 @@ class Completion:
     def after(self, events: list[ev.BaseEvent]) -> Completion:
         """The same, after `events`."""
         return Completion([*events, *self.events], self.end)
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """How a run continues after the process running it ended: events to record, and
+    the visits that continue where they were (a waiting gate, a running sub-pipeline)."""
+
+    events: list[ev.BaseEvent]
+    continuing: list[Visit]
 
 
 @dataclass(frozen=True)
@@ -210,9 +220,7 @@ class Decisions:
             return Completion(events, RunEnd("failed", routing.fail))
         return Completion(events, RunEnd("succeeded") if routing.complete else None)
 
-    def resume(
-        self, state: RunState, cleaned: Set[tuple[str, int]]
-    ) -> tuple[list[ev.BaseEvent], list[Visit]]:
+    def resume(self, state: RunState, cleaned: Set[tuple[str, int]]) -> Resumption:
         """Continue after the process running the run ended: visits it left open are
         interrupted and queued again, except a waiting gate or a running sub-pipeline,
         which continue where they were. `cleaned`: visits whose leftover processes the
@@ -234,7 +242,7 @@ class Decisions:
                 queued.add(step_id)
                 events += queue([act], ())
         interrupted = [e.step_id or "" for e in events if isinstance(e, ev.StepInterrupted)]
-        return [ev.RunResumed(interrupted_steps=interrupted), *events], continuing
+        return Resumption([ev.RunResumed(interrupted_steps=interrupted), *events], continuing)
 
     def finish(
         self, state: RunState, running: list[Visit], end: RunEnd, duration_ms: int

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import PlainValidator
 
@@ -19,11 +19,11 @@ from swell.engine.persona_names import (
     templated,
     with_personas,
 )
+from swell.engine.policies import ContractFailure
 from swell.events.models import (
     BaseEvent,
     GateVerdict,
     Outcome,
-    ReviewFeedback,
     RunStatus,
     parse_event,
 )
@@ -190,21 +190,6 @@ class Services:
     # no one is asked here and nothing should wait: an approval gate with no decision
     # yet stops the run, `waiting` (`swell run` without a terminal, docs/cli.md)
     stop_at_gates: bool = False
-
-
-@dataclass(frozen=True)
-class ContractFailure:
-    """A contract failure that changes what happens next (fail, retry or rework)."""
-
-    policy: Literal["fail", "retry", "rework", "rejected"]
-    index: int  # the contract's position in the owner's list
-    contract_type: str
-    error: str
-    owner: Step  # whose contracts (a rework visit checks another step's)
-    rework_step: str | None = None  # the contract's, else the owner's `retry.rework_step`
-    reviewer: str | None = None
-    feedback: ReviewFeedback | None = None
-    feedback_path: str | None = None  # review-feedback.json, once the visit wrote it
 
 
 def _events(value: Any) -> list[BaseEvent]:

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swell.engine.context import ContractFailure, StepResult, VisitContext
+from swell.engine.context import StepResult, VisitContext
 from swell.engine.outputs import evaluate_context
+from swell.engine.policies import ContractFailure
 from swell.events.models import ArtifactWritten, BaseEvent, ContextSet, Warning
 from swell.manifest.models import Step
 from swell.workspace import artifacts, safe, versions

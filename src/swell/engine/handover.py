@@ -26,7 +26,8 @@ from swell.contracts.base import (
     RunAgent,
 )
 from swell.engine.agents import HelperCall, run_helper
-from swell.engine.context import ContractFailure, StepResult, VisitContext
+from swell.engine.context import StepResult, VisitContext
+from swell.engine.policies import ContractFailure
 from swell.engine.retry import max_attempts
 from swell.events import models as ev
 from swell.events.models import Policy

@@ -12,18 +12,31 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-# the module, not its names: context.py calls `rework_of` (an import cycle that
-# resolves, as either module's names are only looked up when a rule runs)
-from swell.engine import context
 from swell.engine.retry import attempt_of, max_attempts
 from swell.events import models as ev
-from swell.events.models import FinalStatus
+from swell.events.models import FinalStatus, ReviewFeedback
+from swell.manifest.models import Step
 
 if TYPE_CHECKING:
     from swell.engine.completion import Visit
-    from swell.engine.context import ContractFailure, StepResult
+    from swell.engine.context import StepResult
     from swell.engine.graph import Activation
     from swell.engine.state import RunState
+
+
+@dataclass(frozen=True)
+class ContractFailure:
+    """A contract failure that changes what happens next (fail, retry or rework)."""
+
+    policy: Literal["fail", "retry", "rework", "rejected"]
+    index: int  # the contract's position in the owner's list
+    contract_type: str
+    error: str
+    owner: Step  # whose contracts (a rework visit checks another step's)
+    rework_step: str | None = None  # the contract's, else the owner's `retry.rework_step`
+    reviewer: str | None = None
+    feedback: ReviewFeedback | None = None
+    feedback_path: str | None = None  # review-feedback.json, once the visit wrote it
 
 
 @dataclass(frozen=True)
@@ -126,7 +139,7 @@ def attempted(
         and retries == "visit"
     ):
         limit, contract = max_attempts(step.retry), False
-        failure = context.ContractFailure(  # no contract: what `rework` tells the rework step
+        failure = ContractFailure(  # no contract: what `rework` tells the rework step
             policy="fail",
             index=-1,
             contract_type="",

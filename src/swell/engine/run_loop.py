@@ -13,17 +13,44 @@ the driver stores.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from swell.engine.completion import Decisions, Visit, queue
 from swell.engine.context import StepResult
 from swell.engine.policies import RunEnd, final_end, idle_end
 from swell.engine.state import RunState
+from swell.errors import StoreError, SwellError, disk_broken
 from swell.events import models as ev
 from swell.events.codec import stamp
 from swell.events.models import FinalStatus
 
 Ended = tuple[Visit, StepResult, int]  # a visit that ended, its result, its duration in ms
+_R = TypeVar("_R", covariant=True)
+
+
+class Finished(Protocol[_R]):
+    """A visit's task once it ended (an `asyncio.Task`: the loop has no asyncio)."""
+
+    def result(self) -> _R: ...
+
+
+def visit_result(task: Finished[_R], disk: str = "") -> _R | StepResult:
+    """What an ended visit's task gave, or its exception as the visit's failure: a bug in
+    a step kind must not lose the run. A store failure stops the run; so does a full or
+    read-only disk under `disk` (the run's files), when the driver names one."""
+    try:
+        return task.result()
+    except StoreError:
+        raise  # the store failed, not the step
+    except SwellError as exc:  # a clear message (a file a step replaced by a FIFO, ...)
+        return StepResult(outcome="failure", error=str(exc))
+    except OSError as exc:
+        broken = disk_broken(exc, exc.filename or disk) if disk else None
+        if broken is not None:
+            raise broken from None
+        return StepResult(outcome="failure", error=f"internal error: {exc!r}")
+    except Exception as exc:
+        return StepResult(outcome="failure", error=f"internal error: {exc!r}")
 
 
 class Driver(Protocol):

@@ -23,10 +23,10 @@ from swell.engine.context import RunPlan, Services, StepResult
 from swell.engine.graph import Graph
 from swell.engine.preload import preload_adapters
 from swell.engine.retry import retry_max_delay, retry_of
-from swell.engine.run_loop import Ended, RunLoop
+from swell.engine.run_loop import Ended, RunLoop, visit_result
 from swell.engine.state import RunState
 from swell.engine.visit import VisitExecutor
-from swell.errors import StoreError, SwellError, disk_broken
+from swell.errors import StoreError
 from swell.events import models as ev
 from swell.events.bus import EventSink
 from swell.events.models import FinalStatus, RunStatus
@@ -157,7 +157,8 @@ class Runner:
         ended: list[Ended] = []
         for task in done:
             visit, started = self._tasks.pop(task)
-            result = self._result_of(task)
+            where = f"{self.plan.workspace} or {self.plan.run_dir}"
+            result = visit_result(task, where)
             duration_ms = 0 if result.waiting else max(0, int((time.monotonic() - started) * 1000))
             ended.append((visit, result, duration_ms))
         return ended
@@ -243,22 +244,6 @@ class Runner:
         self._done.append(task)
         self._wakeup()
 
-    def _result_of(self, task: asyncio.Task[StepResult]) -> StepResult:
-        try:
-            return task.result()
-        except StoreError:
-            raise  # the store failed, not the step: the run stops (`_abandon`)
-        except SwellError as exc:  # a clear message (a file a step replaced by a FIFO, ...)
-            return StepResult(outcome="failure", error=str(exc))
-        except OSError as exc:  # a full or read-only disk under the run's files: as above
-            where = exc.filename or f"{self.plan.workspace} or {self.plan.run_dir}"
-            broken = disk_broken(exc, where)
-            if broken is not None:
-                raise broken from None
-            return StepResult(outcome="failure", error=f"internal error: {exc!r}")
-        except Exception as exc:  # a bug in a step kind must not lose the run
-            return StepResult(outcome="failure", error=f"internal error: {exc!r}")
-
     async def _resume(self) -> None:
         """Continue after a crash, Ctrl-C or a process that left a gate waiting."""
         cleaned: set[tuple[str, int]] = set()
@@ -273,9 +258,9 @@ class Runner:
             ]
             if await sweep.stop_marked(markers):  # everywhere: they were re-parented
                 cleaned.add(key)
-        events, continuing = self.decide.resume(self.state, cleaned)
-        self.emit([*events, *sandboxing.notes(self.plan)])  # `--no-sandbox` is recorded
-        for visit in continuing:
+        resumed = self.decide.resume(self.state, cleaned)
+        self.emit([*resumed.events, *sandboxing.notes(self.plan)])  # `--no-sandbox` is recorded
+        for visit in resumed.continuing:
             self.loop.launch(visit)
 
     async def _abandon(self) -> None:

@@ -17,38 +17,22 @@ from typing import Any, assert_never, cast
 
 from swell.engine.graph import Activation
 from swell.engine.policies import repeats
+from swell.events.folds import UNREAD_BY_STATE, unread_by_state
 from swell.events.models import (
-    AgentSession,
-    AgentText,
-    AgentToolCall,
-    AgentUsage,
     ArtifactWritten,
     BaseEvent,
-    BreakerTripped,
-    BudgetExceeded,
     BudgetWarning,
     ChildRunStarted,
     ContextSet,
-    ContractFailed,
-    ContractPassed,
     Event,
     FailureAbsorbed,
-    ForkMade,
     GateResolved,
     GateWaiting,
-    LimitExceeded,
     Outcome,
-    OutcomeRecorded,
-    PromptRendered,
-    RelayCheckpoint,
-    RelayResumed,
-    RelayTriggered,
     RetryRequested,
     ReviewCompleted,
-    ReviewStarted,
     ReworkRequested,
     RoundRecorded,
-    RouteTaken,
     RunFinished,
     RunForked,
     RunResumed,
@@ -56,15 +40,11 @@ from swell.events.models import (
     RunStarted,
     RunStatus,
     RunWaiting,
-    SandboxConnection,
     StepFinished,
     StepInterrupted,
     StepQueued,
     StepStarted,
-    ThreadContext,
     ThreadSummarized,
-    Warning,
-    WorkspaceCheckpoint,
     parse_event,
 )
 from swell.threads.fidelity import Entry
@@ -140,9 +120,10 @@ class RunState:
         return any(a.step_id == step_id for a in self.queue)
 
     def apply(self, ev: BaseEvent) -> None:
-        self.seq = max(self.seq, ev.seq)
-        if type(ev) not in _IGNORED and not _fold(self, cast("Event", ev)):  # one of the union's
-            _IGNORED.add(type(ev))
+        if ev.seq > self.seq:
+            self.seq = ev.seq
+        if type(ev) not in UNREAD_BY_STATE:
+            _fold(self, cast("Event", ev))  # one of the union's (events/models.py)
 
     # -------------------------------------------------------------- snapshots
 
@@ -236,8 +217,6 @@ class RunState:
 
 
 SNAPSHOT_VERSION = 1
-# the kinds `_fold` found to change nothing (agent chatter...): each costs a set lookup
-_IGNORED: set[type[BaseEvent]] = set()
 _OUTCOME_LETTERS: dict[str, Outcome] = {"s": "success", "f": "failure"}
 _LETTERS = {outcome: letter for letter, outcome in _OUTCOME_LETTERS.items()}
 
@@ -428,10 +407,10 @@ def _failure_request(s: RunState, ev: ReworkRequested | RetryRequested) -> None:
         s.retries[ev.step_id] = ev
 
 
-def _fold(s: RunState, ev: Event) -> bool:
-    """What one event changes; every kind is named, so a new one must be decided here.
-    False for a kind that changes nothing. The cases go by how often runs emit them:
-    each case is a type check, so the common kinds come first."""
+def _fold(s: RunState, ev: Event) -> None:
+    """What one event changes; every kind is named here or in `events/folds.py`, so a
+    new one must be decided. The cases go by how often runs emit them: each case is a
+    type check, so the common kinds come first."""
     match ev:
         case StepFinished():
             _finished(s, ev)
@@ -474,30 +453,5 @@ def _fold(s: RunState, ev: Event) -> bool:
             s.status = "waiting"
         case RunFinished():
             _run_finished(s, ev)
-        case (
-            AgentText()
-            | AgentToolCall()
-            | RouteTaken()
-            | AgentUsage()
-            | OutcomeRecorded()
-            | PromptRendered()
-            | AgentSession()
-            | ThreadContext()
-            | ContractPassed()
-            | ContractFailed()
-            | ReviewStarted()
-            | RelayTriggered()
-            | RelayCheckpoint()
-            | RelayResumed()
-            | LimitExceeded()
-            | BreakerTripped()
-            | BudgetExceeded()
-            | Warning()
-            | SandboxConnection()
-            | WorkspaceCheckpoint()
-            | ForkMade()
-        ):
-            return False  # remembered: the next of its kind is not matched
-        case _:
+        case _ if not unread_by_state(ev):  # the others `apply` passed over
             assert_never(ev)
-    return True

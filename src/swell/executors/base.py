@@ -163,33 +163,6 @@ class Executor(Protocol):
         ...
 
 
-def executor_named(rt: Runtime, name: str) -> Executor:
-    """The executor for a new run on engine `name` (local or temporal)."""
-    if name == "temporal":
-        from swell.executors.temporal.executor import TemporalExecutor, configured
-
-        return TemporalExecutor(configured(rt.project.manifest.runtime.temporal))
-    from swell.executors.local import LocalExecutor
-
-    return LocalExecutor()
-
-
-def executor_for(run: RunRow) -> Executor:
-    """The executor of a stored run, by the engine recorded in its options; a run that
-    ended for good is the store's alone (its engine no longer holds it)."""
-    from swell.events.statuses import ENDED_FOR_GOOD
-
-    if run.options.get("engine") == "temporal" and run.status not in ENDED_FOR_GOOD:
-        from swell.executors.temporal.executor import TemporalExecutor, engine_of
-
-        engine = engine_of(run.options)
-        assert engine is not None
-        return TemporalExecutor(engine)
-    from swell.executors.local import LocalExecutor
-
-    return LocalExecutor()
-
-
 def waiting_gates(store: RunReader, run_id: str, *, approvals: bool = False) -> list[GateRow]:
     """The undecided gates a waiting run stops at: its own, and its waiting children's
     (`approvals`: only those a person decides, not timers)."""

@@ -131,7 +131,8 @@ def input_problem(schema_type: str | None, text: str) -> str | None:
 def start(root: Path, body: StartRun, sup: Supervisor) -> RunStarted:
     """Check, record and set going the run `body` asks for (in a worker thread)."""
     from swell.engine.context import RunOptions
-    from swell.executors.base import ENGINES, executor_named
+    from swell.executors import executor_named
+    from swell.executors.base import ENGINES
     from swell.ops import preflight
     from swell.runtime import check_pipeline, open_runtime
 
@@ -185,7 +186,7 @@ def start(root: Path, body: StartRun, sup: Supervisor) -> RunStarted:
 
 def resume(root: Path, run_id: str, sup: Supervisor) -> RunStarted:
     """Continue a stopped run in a process of its own (local), as `swell resume` would."""
-    from swell.executors.base import executor_for
+    from swell.executors import executor_for
     from swell.runtime import open_runtime
 
     rt = open_runtime(root)

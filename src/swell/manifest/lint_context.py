@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from swell.errors import Problem
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
-from swell.manifest.yamlsrc import Loc
+from swell.manifest.yamldoc import Loc
 
 T_co = TypeVar("T_co", covariant=True)
 

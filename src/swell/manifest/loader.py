@@ -17,7 +17,8 @@ from swell.manifest import cache
 from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
 from swell.manifest.models import Manifest, Pipeline, name_problem
 from swell.manifest.partial import validate_partially
-from swell.manifest.yamlsrc import Loc, SourceMap, YamlDoc, load_yaml, parse_yaml, read_text
+from swell.manifest.yamldoc import Loc, SourceMap, YamlDoc
+from swell.manifest.yamlsrc import load_yaml, parse_yaml, read_text
 
 PIPELINE_DIRS = (".agents/pipelines", ".wave/pipelines")
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from swell.errors import Problem
-from swell.manifest.yamlsrc import Loc, SourceMap
+from swell.manifest.yamldoc import Loc, SourceMap
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -16,7 +16,7 @@ from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
 from swell.manifest.template_names import FORGE_LINT_VALUES, Names, not_rendered, unresolvable
 from swell.manifest.templates import ScriptRefused, Template, analyse_script, parse_template
-from swell.manifest.yamlsrc import SourceMap
+from swell.manifest.yamldoc import SourceMap
 
 # fields Wave renders with step-output references (`{{ STEP.output }}`, `.out.NAME`)
 COMPOSITION_FIELDS = {("input",), ("iterate", "over"), ("aggregate", "from"), ("branch", "on")}

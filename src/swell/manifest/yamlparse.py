@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import yaml
 
 from swell.errors import ManifestError, Problem
-from swell.manifest.yamlsrc import MAX_DEPTH, MAX_VALUES, Loc, Pos, SourceMap, YamlDoc
+from swell.manifest.yamldoc import MAX_DEPTH, MAX_VALUES, Loc, Pos, SourceMap, YamlDoc
 
 try:  # the C parser is several times faster; fall back when libyaml is absent
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]

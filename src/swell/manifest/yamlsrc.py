@@ -16,20 +16,15 @@ from __future__ import annotations
 import functools
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from swell.errors import ManifestError, Problem
+from swell.manifest.yamldoc import Pos, YamlDoc
 
 # A Wave pipeline or manifest is a few kB; these are orders of magnitude above any real
 # file and far below what costs noticeable time or memory (docs/security.md).
 MAX_BYTES = 1024 * 1024  # size of a file
-MAX_DEPTH = 64  # nesting of mappings and sequences, aliases expanded
-MAX_VALUES = 100_000  # values (scalars, mappings, sequences), aliases expanded
-
-Loc = tuple[str | int, ...]
-Pos = tuple[int, int]
 
 _BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # YAML's line breaks
 
@@ -39,55 +34,6 @@ def _not_allowed() -> re.Pattern[str]:
     """Characters a YAML 1.1 stream may not hold (what PyYAML's reader refuses); compiled
     when a file is first parsed (3 ms), not by every command that imports this."""
     return re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-@dataclass
-class SourceMap:
-    """Positions (1-based line, col) of values and mapping keys, by path."""
-
-    file: str
-    values: dict[Loc, Pos] = field(default_factory=dict)
-    keys: dict[Loc, Pos] = field(default_factory=dict)
-    # the path of an alias (or of a key a `<<` merge brought in) -> the path it repeats
-    aliases: dict[Loc, Loc] = field(default_factory=dict)
-
-    def locate(self, loc: Loc, *, key: bool = False) -> Pos:
-        """Position of `loc` (through aliases), or of its nearest ancestor that has one."""
-        path = tuple(loc)
-        for _ in range(len(self.aliases) + 1):  # each hop goes to an earlier anchor
-            if key and path in self.keys:
-                return self.keys[path]
-            if path in self.values:
-                return self.values[path]
-            target = self._through_alias(path)
-            if target is None:
-                break
-            path = target
-        while path:
-            path = path[:-1]
-            if path in self.values:
-                return self.values[path]
-        return self.values.get((), (1, 1))
-
-    def _through_alias(self, path: Loc) -> Loc | None:
-        for cut in range(len(path), 0, -1):
-            target = self.aliases.get(path[:cut])
-            if target is not None:
-                return (*target, *path[cut:])
-        return None
-
-    def problem(
-        self, loc: Loc, message: str, *, key: bool = False, severity: str = "error"
-    ) -> Problem:
-        line, col = self.locate(loc, key=key)
-        return Problem(self.file, line, col, message, severity)
-
-
-@dataclass
-class YamlDoc:
-    data: Any
-    source: SourceMap
-    text: str = ""  # what was parsed
 
 
 def _line_col(text: str, index: int) -> Pos:

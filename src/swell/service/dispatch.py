@@ -189,7 +189,7 @@ def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None]) -> bool | None
     """Let a recorded run nobody executes go on in a process of its own: True when
     handed on, None when its engine or another process has it, False when it failed
     (said)."""
-    from swell.executors.base import executor_for
+    from swell.executors import executor_for
 
     run = rt.store.get_run(run_id)
     executor = executor_for(run)
@@ -224,7 +224,7 @@ def start_item(
     """Record the item's run with its key (AlreadyDispatched: it has one) and let its
     engine execute it without this process: the run id."""
     from swell.engine.context import RunOptions
-    from swell.executors.base import executor_named
+    from swell.executors import executor_named
 
     options = RunOptions(auto_approve=settings.auto_approve, dispatch_key=key)
     executor = executor_named(rt, settings.engine)

@@ -16,51 +16,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
+from swell.events.folds import UNREAD_BY_TABLES, unread_by_tables
 from swell.events.models import (
-    AgentSession,
-    AgentText,
-    AgentToolCall,
-    AgentUsage,
     ArtifactWritten,
     BaseEvent,
-    BreakerTripped,
-    BudgetExceeded,
-    BudgetWarning,
-    ChildRunStarted,
     ContextSet,
-    ContractFailed,
-    ContractPassed,
-    FailureAbsorbed,
-    ForkMade,
     GateResolved,
     GateWaiting,
-    LimitExceeded,
-    OutcomeRecorded,
-    PromptRendered,
-    RelayCheckpoint,
-    RelayResumed,
-    RelayTriggered,
-    RetryRequested,
     ReviewCompleted,
-    ReviewStarted,
-    ReworkRequested,
     RoundRecorded,
-    RouteTaken,
     RunFinished,
-    RunForked,
     RunResumed,
     RunRewound,
     RunStarted,
     RunWaiting,
-    SandboxConnection,
     StepFinished,
     StepInterrupted,
-    StepQueued,
     StepStarted,
-    ThreadContext,
-    ThreadSummarized,
-    Warning,
-    WorkspaceCheckpoint,
 )
 from swell.store import records
 from swell.store.records import Record
@@ -113,18 +85,13 @@ _STATEMENTS: dict[str, str] = {}
 
 def project(tables: Tables, event: BaseEvent) -> None:
     """Apply one stored event to the query tables."""
-    if type(event) not in _IGNORED and not _project(tables, event):
-        _IGNORED.add(type(event))
+    if type(event) not in UNREAD_BY_TABLES:
+        _project(tables, cast("Event", event))  # one of the union's (events/models.py)
 
 
-# the kinds `_project` found to change no table (agent chatter...): each costs a set lookup
-_IGNORED: set[type[BaseEvent]] = set()
-
-
-def _project(tables: Tables, event: BaseEvent) -> bool:
-    """`project`'s fold: False for a kind that changes no table. The cases go by how
-    often runs emit them: each case is a type check, so the common kinds come first."""
-    e = cast("Event", event)  # every event is one of the union's (events/models.py)
+def _project(tables: Tables, e: Event) -> None:
+    """`project`'s fold; every kind is named here or in `events/folds.py`. The cases go
+    by how often runs emit them: each case is a type check, so the common kinds first."""
     match e:
         case StepStarted():
             tables.insert("visits", records.visit_row(e))
@@ -167,41 +134,8 @@ def _project(tables: Tables, event: BaseEvent) -> bool:
             )
         case RunFinished():
             _run_finished(tables, e)
-        case (
-            AgentText()
-            | AgentToolCall()
-            | RouteTaken()
-            | AgentUsage()
-            | StepQueued()
-            | OutcomeRecorded()
-            | PromptRendered()
-            | AgentSession()
-            | ThreadContext()
-            | ContractPassed()
-            | ThreadSummarized()
-            | ContractFailed()
-            | ReviewStarted()
-            | ReworkRequested()
-            | RetryRequested()
-            | FailureAbsorbed()
-            | RelayTriggered()
-            | RelayCheckpoint()
-            | RelayResumed()
-            | ChildRunStarted()
-            | LimitExceeded()
-            | BreakerTripped()
-            | BudgetWarning()
-            | BudgetExceeded()
-            | Warning()
-            | SandboxConnection()
-            | WorkspaceCheckpoint()
-            | RunForked()
-            | ForkMade()
-        ):
-            return False  # remembered: the next of its kind is not matched
-        case _:
+        case _ if not unread_by_tables(e):  # the others `project` passed over
             assert_never(e)
-    return True
 
 
 def _run_finished(tables: Tables, e: RunFinished) -> None:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Literal
 
 from swell.errors import RunStateError
 from swell.events.statuses import ENDED_FOR_GOOD
-from swell.executors.base import Decision, executor_for
+from swell.executors import executor_for
+from swell.executors.base import Decision
 from swell.store.protocols import Store
 from swell.web.models import ActionResult
 
@@ -68,7 +69,7 @@ def _runtime(store: Store, root: Path) -> Runtime:
     from swell.manifest.discovery import MANIFEST_NAMES
     from swell.manifest.loader import Project
     from swell.manifest.models import Manifest
-    from swell.manifest.yamlsrc import SourceMap
+    from swell.manifest.yamldoc import SourceMap
     from swell.runtime import Runtime, open_registries
     from swell.store.location import state_dir_for
 

@@ -14,7 +14,7 @@ from swell.errors import Problem
 from swell.events.models import Progress
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.yamlsrc import Loc
+from swell.manifest.yamldoc import Loc
 
 
 class StepKind:

@@ -20,7 +20,7 @@ from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.manifest.templates import Rendered, render_script, unset_warnings
-from swell.manifest.yamlsrc import Loc
+from swell.manifest.yamldoc import Loc
 from swell.process import DEFAULT_MAX_OUTPUT, run_process
 from swell.workspace.artifacts import write_log
 from swell.workspace.manager import WorkspaceError, script_dir, workspace_config

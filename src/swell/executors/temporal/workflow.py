@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from swell.engine.context import GateDecision, StepResult
     from swell.engine.graph import Graph
     from swell.engine.persona_names import with_personas
-    from swell.engine.run_loop import Ended, RunLoop
+    from swell.engine.run_loop import Ended, RunLoop, visit_result
     from swell.engine.state import RunState
     from swell.engine.steps import gate as gates
     from swell.engine.steps.registry import StepKinds, default_step_kinds
@@ -150,7 +150,8 @@ class RunWorkflow:
         for task in ended:
             visit = self._tasks.pop(task).visit
             self._reap(visit)
-            result, duration_ms = _result_of(task)
+            value = visit_result(task)  # an exception: a bug in the workflow's gate code
+            result, duration_ms = value if isinstance(value, tuple) else (value, 0)
             finished.append((visit, result, duration_ms))
         return finished
 
@@ -402,11 +403,3 @@ class RunWorkflow:
             names = ", ".join(sorted(self._waiting))
             raise ApplicationError(f"several gates wait ({names}): name one", non_retryable=True)
         return next(iter(self._waiting))
-
-
-def _result_of(task: asyncio.Task[tuple[StepResult, int]]) -> tuple[StepResult, int]:
-    try:
-        return task.result()
-    except Exception as exc:  # a bug in the workflow's own gate code must not lose the run
-        failed: Any = StepResult(outcome="failure", error=f"internal error: {exc!r}")
-        return failed, 0

@@ -8,52 +8,24 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, assert_never, cast
 
+from swell.events.folds import UNREAD_BY_TABLES, unread_by_tables
 from swell.events.models import (
-    AgentSession,
-    AgentText,
-    AgentToolCall,
-    AgentUsage,
     ArtifactWritten,
     BaseEvent,
-    BreakerTripped,
-    BudgetExceeded,
-    BudgetWarning,
-    ChildRunStarted,
     ContextSet,
-    ContractFailed,
-    ContractPassed,
     Event,
-    FailureAbsorbed,
-    ForkMade,
     GateResolved,
     GateWaiting,
-    LimitExceeded,
-    OutcomeRecorded,
-    PromptRendered,
-    RelayCheckpoint,
-    RelayResumed,
-    RelayTriggered,
-    RetryRequested,
     ReviewCompleted,
-    ReviewStarted,
-    ReworkRequested,
     RoundRecorded,
-    RouteTaken,
     RunFinished,
-    RunForked,
     RunResumed,
     RunRewound,
     RunStarted,
     RunWaiting,
-    SandboxConnection,
     StepFinished,
     StepInterrupted,
-    StepQueued,
     StepStarted,
-    ThreadContext,
-    ThreadSummarized,
-    Warning,
-    WorkspaceCheckpoint,
 )
 from swell.store import records
 from swell.store.dispatch import Dispatched
@@ -129,17 +101,13 @@ class Journal:
 
 def project(db: MemoryDatabase, journal: Journal, event: BaseEvent) -> None:
     """Apply one stored event to the tables (the same changes as `projections.project`)."""
-    if type(event) not in _IGNORED and not _project(db, journal, cast("Event", event)):
-        _IGNORED.add(type(event))
+    if type(event) not in UNREAD_BY_TABLES:
+        _project(db, journal, cast("Event", event))  # one of the union's (events/models.py)
 
 
-# the kinds `_project` found to change no table (agent chatter...): each costs a set lookup
-_IGNORED: set[type[BaseEvent]] = set()
-
-
-def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
-    """`project`'s fold: False for a kind that changes no table. The cases go by how
-    often runs emit them: each case is a type check, so the common kinds come first."""
+def _project(db: MemoryDatabase, journal: Journal, e: Event) -> None:
+    """`project`'s fold; every kind is named here or in `events/folds.py`. The cases go
+    by how often runs emit them: each case is a type check, so the common kinds first."""
     match e:
         case StepStarted():
             _insert(db, journal, "visits", records.visit_row(e))
@@ -173,41 +141,8 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> bool:
             )
         case RunFinished():
             _run_finished(db, journal, e)
-        case (
-            AgentText()
-            | AgentToolCall()
-            | RouteTaken()
-            | AgentUsage()
-            | StepQueued()
-            | OutcomeRecorded()
-            | PromptRendered()
-            | AgentSession()
-            | ThreadContext()
-            | ContractPassed()
-            | ThreadSummarized()
-            | ContractFailed()
-            | ReviewStarted()
-            | ReworkRequested()
-            | RetryRequested()
-            | FailureAbsorbed()
-            | RelayTriggered()
-            | RelayCheckpoint()
-            | RelayResumed()
-            | ChildRunStarted()
-            | LimitExceeded()
-            | BreakerTripped()
-            | BudgetWarning()
-            | BudgetExceeded()
-            | Warning()
-            | SandboxConnection()
-            | WorkspaceCheckpoint()
-            | RunForked()
-            | ForkMade()
-        ):
-            return False  # remembered: the next of its kind is not matched
-        case _:
+        case _ if not unread_by_tables(e):  # the others `project` passed over
             assert_never(e)
-    return True
 
 
 def _insert(db: MemoryDatabase, journal: Journal, table: str, record: Record) -> None:
