@@ -69,6 +69,7 @@ def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) 
         visible=tuple(visible),
         readonly=tuple(_readonly(ws)),
         env_passthrough=settings.env_passthrough,
+        tmp_size=settings.tmp_size_mb * 1024 * 1024,
     )
 
 
@@ -79,6 +80,19 @@ def allowed_domains(plan: RunPlan, persona: str | None) -> list[str]:
         return list(found.sandbox.allowed_domains)
     config = plan.project.manifest.runtime.sandbox
     return list(config.default_allowed_domains) if config else []
+
+
+def noter(
+    emit: Callable[[Sequence[ev.BaseEvent]], None], step_id: str, visit: int
+) -> Callable[[str], None]:
+    """A warning of the visit, from swell's event loop (the sandbox's pids watch)."""
+
+    def note(message: str) -> None:
+        event = ev.Warning(message=message)
+        event.step_id, event.visit = step_id, visit
+        emit([event])
+
+    return note
 
 
 def recorder(emit: Callable[[Sequence[ev.BaseEvent]], None], step_id: str, visit: int) -> Record:
@@ -99,6 +113,7 @@ def enter(
     feedback: str | None = None,
     persona: str | None = None,
     record: Record | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> None:
     """Make the visit's sandbox current (until `sandbox.confining` of the visit ends);
     Unavailable when the backend cannot run here. With `record`, the sandbox has no
@@ -108,12 +123,16 @@ def enter(
         return
     backend = backend_for(chosen)
     made = box(plan, ws, chosen, feedback)
+    pids = chosen.pids_limit
     if record is None:
-        sandbox.enter(sandbox.Confinement(backend, made))
+        sandbox.enter(sandbox.Confinement(backend, made, pids_limit=pids, note=note))
         return
     domains = allowed_domains(plan, persona)
     proxy = functools.partial(EgressProxy, domains, record)
-    sandbox.enter(sandbox.Confinement(backend, made, proxy, bool(domains)))
+    confinement = sandbox.Confinement(
+        backend, made, proxy, bool(domains), pids_limit=pids, note=note
+    )
+    sandbox.enter(confinement)
 
 
 def unsandboxed(config: SandboxConfig | None, no_sandbox: bool) -> str | None:

@@ -3,6 +3,7 @@ makes at each spawn (`confine`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import os
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from swell.sandbox.base import PROXY_PORT, Backend, Box
 from swell.sandbox.env import confined_env
+from swell.sandbox.limits import PidsCgroup, pids_root, rlimit_prefix
 
 if TYPE_CHECKING:
     from swell.sandbox.proxy import EgressProxy
@@ -26,6 +28,7 @@ DEFAULT_ENDPOINTS = {
     "CODEX_": ("api.openai.com", "chatgpt.com"),
     "GEMINI_": ("generativelanguage.googleapis.com",),
 }
+WATCH = 0.25  # seconds between looks at a visit's pids cgroup
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,50 @@ class Confinement:
     proxy: Callable[[], EgressProxy] | None = None
     domains: bool = False  # `allowed_domains` lists hosts
     made: list[EgressProxy] = field(default_factory=list)
+    pids_limit: int | None = None  # processes the visit's boxes may hold at once
+    note: Callable[[str], None] | None = None  # a warning of the visit
+    cgroups: list[PidsCgroup] = field(default_factory=list)
+    watching: list[asyncio.TimerHandle] = field(default_factory=list)
+
+    def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
+        """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
+        a pids cgroup of the visit, else RLIMIT_NPROC inside (not for root: exempt)."""
+        if self.pids_limit is None:
+            return [], []
+        if not self.cgroups:
+            root = pids_root()
+            if root is None:
+                return [], ([] if os.getuid() == 0 else rlimit_prefix(self.pids_limit))
+            self.cgroups.append(PidsCgroup(root, self.pids_limit))
+            self._watch()
+        return self.cgroups[0].joining([]), []
+
+    def _watch(self) -> None:
+        """Every WATCH seconds: a visit that reached its pids limit (a fork bomb, which
+        would spin at the limit until its timeout) is ended at once, and told why."""
+        cgroup = self.cgroups[0]
+        if cgroup.reached():
+            cgroup.kill()
+            if self.note is not None:
+                self.note(
+                    f"sandbox: the step's processes reached the pids limit "
+                    f"({cgroup.limit}, runtime.sandbox.pids_limit); they were ended"
+                )
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # started outside swell's event loop: bounded, not watched
+            return
+        self.watching[:] = [loop.call_later(WATCH, self._watch)]
+
+    def close(self) -> None:
+        """End what the visit's sandbox left: its proxy, its watch, its cgroup."""
+        for proxy in self.made:
+            proxy.close()
+        for handle in self.watching:
+            handle.cancel()
+        for cgroup in self.cgroups:
+            cgroup.remove()
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
         """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
@@ -71,8 +118,7 @@ def confining(confinement: Confinement | None) -> Iterator[None]:
     finally:
         entered = _current.get()
         if entered is not confinement and entered is not None:
-            for proxy in entered.made:
-                proxy.close()
+            entered.close()
         _current.reset(token)
 
 
@@ -156,4 +202,5 @@ def confine(
     if root is not None and _hidden(root, box):
         box = replace(box, visible=(*box.visible, root))
     inside = confined_env(full, box, inherit)
-    return found.backend.wrap(argv, Path(cwd), box), inside
+    outer, inner = found.limited(list(argv))
+    return [*outer, *found.backend.wrap([*inner, *argv], Path(cwd), box)], inside

@@ -37,6 +37,7 @@ class Box:
     # forwarder on 127.0.0.1:PROXY_PORT, which HTTP(S)_PROXY name
     proxy: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)  # set inside, after the rest
+    tmp_size: int | None = None  # bytes the private /tmp (a tmpfs) may hold
 
     @property
     def workspace(self) -> Path:

@@ -38,6 +38,9 @@ _NAMESPACES = (
 )  # fmt: skip
 
 
+_TMP_PROBE = ("--size", "1048576", "--tmpfs", "/tmp")
+
+
 @functools.lru_cache(maxsize=1)
 def _probe(binary: str) -> str | None:
     """Whether `binary` can make a sandbox here (user namespaces may be disabled)."""
@@ -45,7 +48,7 @@ def _probe(binary: str) -> str | None:
 
     try:
         done = subprocess.run(
-            [binary, *_NAMESPACES, "--ro-bind", "/", "/", "--", "true"],
+            [binary, *_NAMESPACES, "--ro-bind", "/", "/", *_TMP_PROBE, "--", "true"],
             capture_output=True,
             timeout=30,
             check=False,
@@ -53,8 +56,10 @@ def _probe(binary: str) -> str | None:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{binary} does not run: {exc}"
+    said = done.stderr.decode(errors="replace").strip()
+    if done.returncode != 0 and "--size" in said:
+        return f"{binary} is too old for the sandbox's /tmp size limit (--size): 0.8 or newer"
     if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip()
         return (
             f"{binary} cannot make a sandbox here ({said or f'exit code {done.returncode}'}); "
             "it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
@@ -93,7 +98,10 @@ class Bubblewrap:
         args = [self.binary, *_NAMESPACES]
         if not box.network or box.proxy is not None:
             args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        if box.tmp_size is not None:  # a step filling /tmp fills its own tmpfs, no more
+            args += ["--size", str(box.tmp_size)]
+        args += ["--tmpfs", "/tmp"]
         args += self._layers(box)
         args += ["--chdir", str(cwd), "--"]
         if box.proxy is not None:  # the forwarder to the proxy, which then runs argv

@@ -22,6 +22,8 @@ class Settings:
     env_passthrough: tuple[str, ...] = ()
     allowed_domains: tuple[str, ...] = ()
     docker_image: str | None = None
+    pids_limit: int = 1024
+    tmp_size_mb: int = 1024
 
 
 def settings_of(config: SandboxConfig | None) -> Settings | None:
@@ -36,6 +38,8 @@ def settings_of(config: SandboxConfig | None) -> Settings | None:
         env_passthrough=tuple(config.env_passthrough),
         allowed_domains=tuple(config.default_allowed_domains),
         docker_image=config.docker_image,
+        pids_limit=config.pids_limit,
+        tmp_size_mb=config.tmp_size_mb,
     )
 
 
