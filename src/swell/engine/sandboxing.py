@@ -45,6 +45,29 @@ def _readonly(ws: Workspace) -> list[Path]:
     return found
 
 
+def git_paths(ws: Workspace) -> tuple[list[Path], list[Path]]:
+    """(writable, read-only) paths a `git commit` in a worktree workspace needs: the
+    worktree's own git directory (index, HEAD, its logs), the object store (new loose
+    objects) and the directories of its branch's ref and reflog; its `commondir` and
+    `gitdir` pointers, the packs and `objects/info` (alternates) stay read-only, and the
+    project's config, hooks and other refs are not made writable (docs/security.md)."""
+    if ws.git_dir is None:
+        return [], []
+    own = real(ws.git_dir)
+    common = own.parent.parent  # swell found it in the project's `.git/worktrees/`
+    writable = [own, common / "objects"]
+    if ws.branch:
+        for tree in ("refs/heads", "logs/refs/heads"):
+            where = (common / tree / ws.branch).parent
+            where.mkdir(parents=True, exist_ok=True)  # in the project's .git, by swell
+            if _inside(real(where), common):
+                writable.append(real(where))
+    pointers = ("commondir", "gitdir", "config.worktree")
+    readonly = [common / "objects" / "pack", common / "objects" / "info"]
+    readonly += [own / name for name in pointers]
+    return writable, [p for p in readonly if p.exists() and not p.is_symlink()]
+
+
 def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) -> sandbox.Box:
     """What the visit's processes see: its workspace (and a worktree's own git directory)
     writable, the run's HOME writable, the project read-only, and not the user's HOME,
@@ -61,13 +84,13 @@ def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) 
         visible.append(project)
     if feedback:  # the review feedback a rework visit is given, in the run's directory
         visible.append(real(Path(feedback)))
-    writable = [real(ws.path)] + ([real(ws.git_dir)] if ws.git_dir else [])
+    git_writable, git_readonly = git_paths(ws)
     return sandbox.Box(
-        writable=tuple(writable),
+        writable=(real(ws.path), *git_writable),
         home=real(home),
         hidden=tuple(hidden),
         visible=tuple(visible),
-        readonly=tuple(_readonly(ws)),
+        readonly=(*_readonly(ws), *git_readonly),
         env_passthrough=settings.env_passthrough,
         tmp_size=settings.tmp_size_mb * 1024 * 1024,
     )

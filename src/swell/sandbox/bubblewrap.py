@@ -30,6 +30,7 @@ INSTALL = (
 # except what name resolution needs (systemd-resolved's resolv.conf)
 RUN_DIRS = (Path("/run"),)
 RUN_KEPT = (Path("/run/systemd/resolve"),)
+TMP = Path("/tmp")  # private to each process tree: a tmpfs
 # no uts or cgroup namespace: they hide little (the host name, the cgroup path) and
 # cost about 6 ms each per process (benchmarks/sandbox_overhead.py)
 _NAMESPACES = (
@@ -113,7 +114,9 @@ class Bubblewrap:
         writable ones, then the read-only ones inside them."""
         hidden = [*RUN_DIRS, *box.hidden]
         # a path under no hidden one is visible anyway (each mount costs the process time)
-        shown = [p for p in [*RUN_KEPT, *box.visible] if any(_under(p, h) for h in hidden)]
+        # (and one under /tmp, which the box replaces: a project kept there is shown too)
+        covered = [*hidden, TMP]
+        shown = [p for p in [*RUN_KEPT, *box.visible] if any(_under(p, h) for h in covered)]
         layers = sorted(
             [(p, "--tmpfs") for p in _existing(hidden)]
             + [(p, "--ro-bind") for p in _existing(shown)],
