@@ -13,7 +13,8 @@ from swell import sandbox
 from swell.engine.context import RunPlan
 from swell.events import models as ev
 from swell.manifest.wave_models import SandboxConfig
-from swell.sandbox.paths import hidden_paths, path_entries_under, real
+from swell.sandbox import logins
+from swell.sandbox.paths import hidden_paths, homes, path_entries_under, real
 from swell.sandbox.proxy import EgressProxy, Record
 from swell.sandbox.settings import Settings, backend_for, settings_of
 from swell.workspace.workspace import Workspace
@@ -68,7 +69,36 @@ def git_paths(ws: Workspace) -> tuple[list[Path], list[Path]]:
     return writable, [p for p in readonly if p.exists() and not p.is_symlink()]
 
 
-def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) -> sandbox.Box:
+def adapter_of(plan: RunPlan, persona: str | None) -> tuple[str | None, dict[str, object]]:
+    """The adapter type of `persona`'s visits and its `adapters.NAME.options`."""
+    manifest = plan.project.manifest
+    found = manifest.personas.get(persona) if persona else None
+    if found is None or not found.adapter:
+        return None, {}
+    config = manifest.adapters.get(found.adapter)
+    return manifest.adapter_type(found.adapter), dict(config.options) if config else {}
+
+
+def _agent_files(adapter_type: str | None, run_home: Path) -> tuple[tuple[Path, Path], ...]:
+    """The user's settings of the visit's agent CLI copied into the run's home, and its
+    login files to bind there (sandbox/logins.py)."""
+    user_home = next(homes(), None)
+    if adapter_type is None or user_home is None:
+        return ()
+    logins.copy_settings(adapter_type, os.environ, user_home, run_home)
+    found = tuple(logins.logins(adapter_type, os.environ, user_home, run_home))
+    for _, target in found:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return found
+
+
+def box(
+    plan: RunPlan,
+    ws: Workspace,
+    settings: Settings,
+    feedback: str | None,
+    adapter_type: str | None = None,
+) -> sandbox.Box:
     """What the visit's processes see: its workspace (and a worktree's own git directory)
     writable, the run's HOME writable, the project read-only, and not the user's HOME,
     swell's state directory or the store."""
@@ -93,6 +123,7 @@ def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) 
         readonly=(*_readonly(ws), *git_readonly),
         env_passthrough=settings.env_passthrough,
         tmp_size=settings.tmp_size_mb * 1024 * 1024,
+        logins=_agent_files(adapter_type, home),
     )
 
 
@@ -145,17 +176,28 @@ def enter(
     if chosen is None:
         return
     backend = backend_for(chosen)
-    made = box(plan, ws, chosen, feedback)
+    adapter_type, options = adapter_of(plan, persona)
+    made = box(plan, ws, chosen, feedback, adapter_type)
     pids = chosen.pids_limit
     if record is None:
         sandbox.enter(sandbox.Confinement(backend, made, pids_limit=pids, note=note))
         return
     domains = allowed_domains(plan, persona)
-    proxy = functools.partial(EgressProxy, domains, record)
+    endpoint = options.get("base_url")  # the agent's model, named by its adapter's options
+    proxy = functools.partial(
+        _proxy, domains, record, endpoint if isinstance(endpoint, str) else None
+    )
     confinement = sandbox.Confinement(
         backend, made, proxy, bool(domains), pids_limit=pids, note=note
     )
     sandbox.enter(confinement)
+
+
+def _proxy(domains: list[str], record: Record, endpoint: str | None) -> EgressProxy:
+    made = EgressProxy(domains, record)
+    if endpoint:
+        made.allow_url(endpoint)
+    return made
 
 
 def unsandboxed(config: SandboxConfig | None, no_sandbox: bool) -> str | None:

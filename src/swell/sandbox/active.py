@@ -46,6 +46,7 @@ class Confinement:
     pids_limit: int | None = None  # processes the visit's boxes may hold at once
     note: Callable[[str], None] | None = None  # a warning of the visit
     cgroups: list[PidsCgroup] = field(default_factory=list)
+    agent_read_only: list[bool] = field(default_factory=list)  # see `read_only_agent`
     watching: list[asyncio.TimerHandle] = field(default_factory=list)
 
     def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
@@ -128,6 +129,14 @@ def enter(confinement: Confinement | None) -> None:
     _current.set(confinement)
 
 
+def read_only_agent() -> None:
+    """The current visit's agent CLI gets its workspace read-only in the sandbox (an
+    adapter whose own read-only sandbox cannot run inside swell's: codex)."""
+    found = _current.get()
+    if found is not None and not found.agent_read_only:
+        found.agent_read_only.append(True)
+
+
 def scratch_root() -> Path | None:
     """Where a visit's scratch files go so that its sandboxed processes see them (inside
     the box's home: /tmp is private to each process), or None for the system's temp dir."""
@@ -178,7 +187,8 @@ def _allow_endpoints(proxy: EgressProxy, env: Mapping[str, str], inherit: Iterab
 
 
 def _hidden(path: Path, box: Box) -> bool:
-    return any(path == h or h in path.parents for h in box.hidden)
+    """Whether `path` is out of sight in the box (hidden, or under its private /tmp)."""
+    return any(path == h or h in path.parents for h in (*box.hidden, Path("/tmp")))
 
 
 def confine(
@@ -195,6 +205,10 @@ def confine(
         return list(argv), None if env is None else dict(env)
     inherit = tuple(inherit)
     box, proxy = found.proxied(agent=bool(inherit))
+    if not inherit and box.logins:  # a login file is for the agent CLI alone
+        box = replace(box, logins=())
+    if inherit and found.agent_read_only:  # the workspace too is read-only for it
+        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly))
     full = dict(os.environ if env is None else env)
     if proxy is not None and inherit:
         _allow_endpoints(proxy, full, inherit)

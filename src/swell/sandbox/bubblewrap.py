@@ -129,6 +129,8 @@ class Bubblewrap:
             args += ["--bind", str(path), str(path)]
         for path in _existing(box.readonly):
             args += ["--ro-bind", str(path), str(path)]
+        for source, target in box.logins:
+            args += ["--ro-bind", str(source), str(target)]
         if box.proxy is not None:
             args += ["--bind", str(box.proxy), PROXY_SOCKET]
         for path in _existing(hidden):  # an empty place that takes no writes either
