@@ -92,6 +92,20 @@ def _agent_files(adapter_type: str | None, run_home: Path) -> tuple[tuple[Path, 
     return found
 
 
+@functools.lru_cache(maxsize=8)
+def _view(
+    state_dir: Path, root: Path, store: str | None, path: str
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(hidden, shown again) of a project's visits: the same for every visit of a run
+    (worked out once per process: it resolves every PATH entry)."""
+    project = real(root)
+    hidden = hidden_paths(state_dir, project, store)
+    visible = path_entries_under(hidden, path)
+    if project not in hidden:  # a project that is the user's HOME is not shown again
+        visible.append(project)
+    return tuple(hidden), tuple(visible)
+
+
 def box(
     plan: RunPlan,
     ws: Workspace,
@@ -103,22 +117,20 @@ def box(
     writable, the run's HOME writable, the project read-only, and not the user's HOME,
     swell's state directory or the store."""
     state_dir = plan.run_dir.parent.parent
-    project = real(plan.project.root)
-    hidden = hidden_paths(state_dir, project, plan.project.manifest.runtime.store)
+    store = plan.project.manifest.runtime.store
+    hidden, shown = _view(state_dir, plan.project.root, store, os.environ.get("PATH", ""))
     home = plan.run_dir / HOME_DIR
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     if home.is_symlink():
         raise sandbox.Unavailable(f"{home} is a symbolic link; refusing to use it as HOME")
-    visible = path_entries_under(hidden, os.environ.get("PATH", ""))
-    if project not in hidden:  # a project that is the user's HOME is not shown again
-        visible.append(project)
+    visible = list(shown)
     if feedback:  # the review feedback a rework visit is given, in the run's directory
         visible.append(real(Path(feedback)))
     git_writable, git_readonly = git_paths(ws)
     return sandbox.Box(
         writable=(real(ws.path), *git_writable),
         home=real(home),
-        hidden=tuple(hidden),
+        hidden=hidden,
         visible=tuple(visible),
         readonly=(*_readonly(ws), *git_readonly),
         env_passthrough=settings.env_passthrough,

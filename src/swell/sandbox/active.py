@@ -58,7 +58,7 @@ class Confinement:
             root = pids_root()
             if root is None:
                 return [], ([] if os.getuid() == 0 else rlimit_prefix(self.pids_limit))
-            self.cgroups.append(PidsCgroup(root, self.pids_limit))
+            self.cgroups.append(PidsCgroup.take(root, self.pids_limit))
             self._watch()
         return self.cgroups[0].joining([]), []
 
@@ -87,7 +87,7 @@ class Confinement:
         for handle in self.watching:
             handle.cancel()
         for cgroup in self.cgroups:
-            cgroup.remove()
+            cgroup.give_back()
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
         """The box a process gets (`agent`: an agent CLI, which reaches its model)."""

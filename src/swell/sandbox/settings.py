@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ def _docker_reachable() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4)
 def backend_for(settings: Settings) -> Backend:
     """The backend `settings` names, able to run here; Unavailable (saying how to fix
     it) otherwise."""
