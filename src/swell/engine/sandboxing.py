@@ -139,13 +139,17 @@ def box(
     )
 
 
-def allowed_domains(plan: RunPlan, persona: str | None) -> list[str]:
-    """The persona's `sandbox.allowed_domains`, else `runtime.sandbox.default_allowed_domains`."""
+def allowed_domains(plan: RunPlan, persona: str | None) -> tuple[list[str], list[str] | None]:
+    """(the hosts a visit may reach, the ceiling they stay within): the persona's
+    `sandbox.allowed_domains`, else `runtime.sandbox.default_allowed_domains`, as Wave
+    picks them; a persona only narrows the runtime's list when the runtime lists hosts
+    (its list is then the ceiling), and stands alone when it lists none."""
+    config = plan.project.manifest.runtime.sandbox
+    runtime = list(config.default_allowed_domains) if config else []
     found = plan.project.manifest.personas.get(persona) if persona else None
     if found is not None and found.sandbox is not None and found.sandbox.allowed_domains:
-        return list(found.sandbox.allowed_domains)
-    config = plan.project.manifest.runtime.sandbox
-    return list(config.default_allowed_domains) if config else []
+        return list(found.sandbox.allowed_domains), (runtime or None)
+    return runtime, None
 
 
 def noter(
@@ -194,19 +198,20 @@ def enter(
     if record is None:
         sandbox.enter(sandbox.Confinement(backend, made, pids_limit=pids, note=note))
         return
-    domains = allowed_domains(plan, persona)
+    domains, ceiling = allowed_domains(plan, persona)
     endpoint = options.get("base_url")  # the agent's model, named by its adapter's options
-    proxy = functools.partial(
-        _proxy, domains, record, endpoint if isinstance(endpoint, str) else None
-    )
+    url = endpoint if isinstance(endpoint, str) else None
+    proxy = functools.partial(_proxy, domains, record, ceiling, url)
     confinement = sandbox.Confinement(
         backend, made, proxy, bool(domains), pids_limit=pids, note=note
     )
     sandbox.enter(confinement)
 
 
-def _proxy(domains: list[str], record: Record, endpoint: str | None) -> EgressProxy:
-    made = EgressProxy(domains, record)
+def _proxy(
+    domains: list[str], record: Record, ceiling: list[str] | None, endpoint: str | None
+) -> EgressProxy:
+    made = EgressProxy(domains, record, ceiling)
     if endpoint:
         made.allow_url(endpoint)
     return made
