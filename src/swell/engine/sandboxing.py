@@ -100,7 +100,8 @@ def _view(
     (worked out once per process: it resolves every PATH entry)."""
     project = real(root)
     hidden = hidden_paths(state_dir, project, store)
-    visible = path_entries_under(hidden, path)
+    # (a PATH directory under /tmp too: the box's /tmp is its own)
+    visible = path_entries_under([*hidden, Path("/tmp")], path)
     if project not in hidden:  # a project that is the user's HOME is not shown again
         visible.append(project)
     return tuple(hidden), tuple(visible)
