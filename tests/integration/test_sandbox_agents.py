@@ -172,6 +172,9 @@ def test_an_agent_cli_writes_and_resumes_its_session_inside_the_sandbox(
     found = events(project, run_id)
     context = [e for e in found if e["type"] == "thread.context"]
     assert context[-1]["native_resume"] is True, context
+    # each visit counts its own tokens, not the resumed thread's (the same two calls)
+    visits = [e for e in found if e["type"] == "step.finished" and e["step_id"] == "implement"]
+    assert len({e["tokens_in"] for e in visits}) == 1, [e["tokens_in"] for e in visits]
     # the second visit's first model call carries the first visit's conversation
     second: Any = twin.model_calls[2].body
     dump = json.dumps(second)

@@ -385,7 +385,10 @@ class CodexAdapter(CliAdapter[CodexOptions]):
     def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
         baseline: dict[str, int] = {}
         if request.resume_session:
-            baseline = thread_total(codex_home(request.env), request.resume_session)
+            env = dict(request.env)
+            if (box := swell_sandbox.current()) is not None:  # its sessions are in the run's home
+                env = swell_sandbox.confined_env(env, box.box, self.env_passthrough)
+            baseline = thread_total(codex_home(env), request.resume_session)
         schema = None
         if request.json_schema is not None:
             schema = scratch / "schema.json"
