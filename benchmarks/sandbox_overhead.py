@@ -9,6 +9,12 @@ minimums (sandboxed / not) and the added cost per process-starting visit, whose 
 at most 15 ms. `SANDBOX_BENCH_ITERATIONS` (default 1000: 3,000 visits) and
 `SANDBOX_BENCH_ROUNDS` (default 3) change the size. Exits non-zero only when a run did
 not succeed with every visit; a missed goal prints FAIL.
+
+Then, when the claude CLI is installed (tests/agent_clis.py), a one-step prompt pipeline
+through the real claude CLI against its stand-in model server (tests/twins/), sandboxed
+and not, `SANDBOX_BENCH_CLAUDE_ROUNDS` (default 5) runs each, interleaved: the added
+cost of one agent visit (a bwrap start, the egress proxy and its forwarder, the run's
+home). `SANDBOX_BENCH_CLAUDE_ROUNDS=0` skips it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from pathlib import Path
 import yaml
 
 ITERATIONS = int(os.environ.get("SANDBOX_BENCH_ITERATIONS", "1000"))
+CLAUDE_ROUNDS = int(os.environ.get("SANDBOX_BENCH_CLAUDE_ROUNDS", "5"))
+TESTS = Path(__file__).resolve().parent.parent / "tests"
 ROUNDS = int(os.environ.get("SANDBOX_BENCH_ROUNDS", "3"))
 GOAL_MS = 15.0  # added per visit that starts a process
 
@@ -55,14 +63,15 @@ def write_project(root: Path, sandboxed: bool) -> None:
     (root / ".agents" / "pipelines" / "loop.yaml").write_text(yaml.safe_dump(pipeline))
 
 
-def swell(project: Path, *args: str) -> str:
+def swell(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    base = {k: v for k, v in os.environ.items() if k not in ("SWELL_STATE_DIR", "SWELL_STORE")}
     done = subprocess.run(
         [sys.executable, "-m", "swell", *args],
         cwd=project,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        env={k: v for k, v in os.environ.items() if k not in ("SWELL_STATE_DIR", "SWELL_STORE")},
+        env={**base, **(env or {})},
     )
     if done.returncode != 0:
         sys.exit(f"swell {' '.join(args)} in {project} failed:\n{done.stderr[-2000:]}")
@@ -78,6 +87,60 @@ def one_run(project: Path) -> float:
     if status["status"] != "succeeded" or status["visits"] != 3 * ITERATIONS:
         sys.exit(f"{project}: run {run_id} {status['status']}, {status['visits']} visits")
     return took
+
+
+def claude_project(root: Path, binary: Path, sandboxed: bool) -> None:
+    runtime = {"sandbox": {"enabled": True}} if sandboxed else {}
+    manifest = {
+        "kind": "WaveManifest",
+        "metadata": {"name": "sbx-claude"},
+        "runtime": runtime,
+        "adapters": {"claude": {"binary": str(binary)}},
+        "personas": {"coder": {"adapter": "claude", "model": "claude-sonnet-4-5"}},
+    }
+    step = {"id": "ask", "persona": "coder", "exec": {"type": "prompt", "source": "say done"}}
+    pipeline = {"kind": "WavePipeline", "metadata": {"name": "ask"}, "steps": [step]}
+    (root / ".agents" / "pipelines").mkdir(parents=True)
+    (root / "wave.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    (root / ".agents" / "pipelines" / "ask.yaml").write_text(yaml.safe_dump(pipeline))
+
+
+def claude_visits(tmp: Path) -> None:
+    """The added cost of one claude visit (see the module's docstring)."""
+    sys.path.insert(0, str(TESTS))
+    from agent_clis import cli_dir
+    from twins.server import Reply, Twin
+
+    binary = cli_dir() / "node_modules" / ".bin" / "claude"
+    if CLAUDE_ROUNDS <= 0 or not binary.exists():
+        print(f"claude visit: skipped ({binary} not installed, or no rounds)")
+        return
+    projects = {"plain": tmp / "claude-plain", "sandboxed": tmp / "claude-sandboxed"}
+    for name, root in projects.items():
+        root.mkdir()
+        claude_project(root, binary, name == "sandboxed")
+    home = tmp / "home"
+    home.mkdir()
+    times: dict[str, list[float]] = {name: [] for name in projects}
+    with Twin(lambda request: Reply(text="done"), protocols=("anthropic",)) as twin:
+        env = {"HOME": str(home), "ANTHROPIC_BASE_URL": twin.url, "ANTHROPIC_API_KEY": "dummy"}
+        for round_ in range(CLAUDE_ROUNDS + 1):  # the first round warms the caches
+            order = list(projects) if round_ % 2 == 0 else list(reversed(projects))
+            for name in order:
+                started = time.perf_counter()
+                swell(projects[name], "run", "ask", env=env)
+                if round_:
+                    times[name].append(time.perf_counter() - started)
+    print(
+        f"claude visit (one prompt step, real claude CLI against its twin), {CLAUDE_ROUNDS} rounds"
+    )
+    for name, found in times.items():
+        print(
+            f"  {name:<10} min {1000 * min(found):7.0f} ms  median {1000 * statistics.median(found):7.0f} ms"
+        )
+    added = 1000 * (min(times["sandboxed"]) - min(times["plain"]))
+    ratio = min(times["sandboxed"]) / min(times["plain"])
+    print(f"  sandboxed / plain: {ratio:.2f}x; added per agent visit: {added:.0f} ms")
 
 
 def main() -> None:
@@ -103,6 +166,8 @@ def main() -> None:
     verdict = "ok" if added <= GOAL_MS else "FAIL"
     print(f"  sandboxed / plain: {ratio:.2f}x (minimums)")
     print(f"  added per process-starting visit: {added:.2f} ms (goal <= {GOAL_MS:g} ms) {verdict}")
+    with tempfile.TemporaryDirectory(prefix="swell-sbx-claude-") as tmp:
+        claude_visits(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,19 @@ from forge_standins import install as install_standins
 from twins.auto import AutoModel, Tally
 from twins.server import Reply, Request, Twin
 
+# `--sandbox`: Wave's own wave.yaml (at WAVE_COMMIT) has no runtime.sandbox; this is
+# what a Wave user turning it on writes, plus the forge tokens Wave's token-scope check
+# wants in env_passthrough and the git identity the harness gives its commits
+SANDBOX = {
+    "enabled": True,
+    "env_passthrough": [
+        "GH_TOKEN",
+        "GITLAB_TOKEN",
+        "GITEA_TOKEN",
+        "GIT_AUTHOR_*",
+        "GIT_COMMITTER_*",
+    ],
+}
 WAVE_COMMIT = "6b82c89e"  # the commit of re-cinq/wave whose 46 pipelines are measured
 WAVE_ENV = "SWELL_WAVE_REPO"
 ORIGIN = "https://github.com/re-cinq/wave.git"
@@ -279,7 +292,10 @@ class Harness:
         claude_dir: Path | None = None,
         swell_src: Path | None = None,
         adapter: str = "claude",
+        sandbox: bool = False,
     ) -> None:
+        """`sandbox`: run with `runtime.sandbox.enabled: true` in the project's wave.yaml
+        (Wave's own wave.yaml leaves it out: see `SANDBOX`)."""
         if adapter not in ADAPTERS:
             raise ValueError(f"unknown adapter '{adapter}' (one of {', '.join(ADAPTERS)})")
         self.work = work
@@ -288,6 +304,7 @@ class Harness:
         self.claude_dir = claude_dir or agent_cli_bin()
         self.swell_src = swell_src  # None: the swell the environment imports
         self.adapter = adapter
+        self.sandbox = sandbox
         self.home = work / "home"
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / ".gitconfig").write_text(
@@ -345,15 +362,22 @@ class Harness:
 
     def point_at_twin(self, project: Path) -> None:
         """For Codex and opencode: `adapters.NAME.options.base_url` in the project's
-        wave.yaml, as a user points them at a gateway (committed, so worktrees see it)."""
-        if self.adapter not in ("codex", "opencode"):
+        wave.yaml, as a user points them at a gateway (committed, so worktrees see it);
+        with `sandbox`, `runtime.sandbox` too."""
+        if self.adapter not in ("codex", "opencode") and not self.sandbox:
             return
         manifest = project / "wave.yaml"
         data = yaml.safe_load(manifest.read_text())
+        if self.sandbox and data.get("runtime", {}).get("sandbox") != SANDBOX:
+            data.setdefault("runtime", {})["sandbox"] = SANDBOX
+        if self.adapter not in ("codex", "opencode"):
+            self._commit(project, manifest, data)
+            return
         adapters = data.setdefault("adapters", {})
         config = adapters.setdefault(self.adapter, {"binary": ADAPTERS[self.adapter][0]})
         options = config.setdefault("options", {})
         if options.get("base_url") == f"{self.twin.url}/v1":
+            self._commit(project, manifest, data)
             return
         options |= {"base_url": f"{self.twin.url}/v1", "api_key_env": TWIN_KEY_ENV}
         config.setdefault("default_model", "twin-model")  # a gateway serves its own names
@@ -362,7 +386,14 @@ class Harness:
                 "model_providers.swell.request_max_retries": 0,
                 "model_providers.swell.stream_max_retries": 0,
             }
-        manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+        self._commit(project, manifest, data)
+
+    def _commit(self, project: Path, manifest: Path, data: dict[str, Any]) -> None:
+        """Write `data` to wave.yaml and commit it, unless it is there already."""
+        text = yaml.safe_dump(data, sort_keys=False)
+        if manifest.read_text() == text:
+            return
+        manifest.write_text(text)
         env = {**os.environ, **_git_identity()}
         for args in (["add", "wave.yaml"], ["commit", "-q", "-m", "harness: the twin"]):
             subprocess.run(["git", "-C", str(project), *args], check=True, env=env)

@@ -8,6 +8,7 @@ project: `scripts/wave-e2e --fixture`. See docs/conformance.md.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         choices=list(ADAPTERS),
         default="claude",
         help="the agent CLI every persona runs on (`swell run --adapter`; default: claude)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        default=os.environ.get("SWELL_WAVE_SANDBOX") == "1",
+        help="runtime.sandbox.enabled: true in each project's wave.yaml (SWELL_WAVE_SANDBOX=1)",
     )
     return parser.parse_args(argv)
 
@@ -143,12 +150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = args.pipelines or pipelines(template)
     if args.fail_first_review:
         title += ", each step's first review or judge failing"
+    if args.sandbox:
+        title += ", sandboxed (runtime.sandbox.enabled: true)"
     harness = Harness(
         work,
         fail_first_review=args.fail_first_review,
         timeout_s=args.timeout,
         swell_src=args.swell_src,
         adapter=args.adapter,
+        sandbox=args.sandbox,
     )
     results: list[Result] = []
     print(TABLE_HEAD, flush=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swell.sandbox.proxy import matches
+from swell.sandbox.proxy import EgressProxy, matches
 
 
 @pytest.mark.parametrize(
@@ -21,3 +21,26 @@ from swell.sandbox.proxy import matches
 )
 def test_exact_hosts_and_star_suffixes(host: str, allowed: bool) -> None:
     assert matches(host, ["api.example.com", "*.example.org"]) is allowed
+
+
+@pytest.mark.parametrize(
+    ("ceiling", "host", "allowed"),
+    [
+        (None, "a.example.org", True),  # no runtime list: the persona's stands (Wave)
+        (None, "other.net", True),
+        (["*.example.org"], "a.example.org", True),  # within the runtime's list
+        (["*.example.org"], "other.net", False),  # the persona cannot widen it
+        (["a.example.org"], "b.example.org", False),  # *.example.org narrowed to one host
+        ([], "a.example.org", False),
+    ],
+)
+def test_a_persona_list_stays_within_the_runtime_ceiling(
+    ceiling: list[str] | None, host: str, allowed: bool
+) -> None:
+    proxy = EgressProxy(["*.example.org", "other.net"], lambda *_: None, ceiling)
+    try:
+        assert proxy.allows(host) is allowed
+        proxy.allow_url("http://model.local:8080/v1")  # an adapter's endpoint: always
+        assert proxy.allows("model.local")
+    finally:
+        proxy.close()

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swell import sandbox as swell_sandbox
 from swell.adapters.base import (
     AdapterSetup,
     AgentEvent,
@@ -384,11 +385,16 @@ class CodexAdapter(CliAdapter[CodexOptions]):
     def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
         baseline: dict[str, int] = {}
         if request.resume_session:
-            baseline = thread_total(codex_home(request.env), request.resume_session)
+            env = dict(request.env)
+            if (box := swell_sandbox.current()) is not None:  # its sessions are in the run's home
+                env = swell_sandbox.confined_env(env, box.box, self.env_passthrough)
+            baseline = thread_total(codex_home(env), request.resume_session)
         schema = None
         if request.json_schema is not None:
             schema = scratch / "schema.json"
             schema.write_text(json.dumps(request.json_schema), encoding="utf-8")
+        if swell_sandbox.current() is not None and self.sandbox(request) == "read-only":
+            swell_sandbox.read_only_agent()  # swell's sandbox holds codex's read-only mode
         if self.sandbox(request) == "workspace-write":
             for folder in OUTPUT_DIRS:
                 (request.workspace / folder).mkdir(parents=True, exist_ok=True)
@@ -401,7 +407,10 @@ class CodexAdapter(CliAdapter[CodexOptions]):
     def command(self, binary: str, request: AgentRequest, schema: Path | None) -> list[str]:
         """The argv of one `codex exec` (the prompt itself goes to stdin)."""
         sandbox = self.sandbox(request)
-        argv = [binary, "exec", "--json", "--skip-git-repo-check", "-s", sandbox]
+        # codex's own sandbox needs user namespaces, which swell's sandbox does not allow
+        # nested: inside it, codex runs without its own and swell's holds (docs/adapters/codex.md)
+        passed = "danger-full-access" if swell_sandbox.current() is not None else sandbox
+        argv = [binary, "exec", "--json", "--skip-git-repo-check", "-s", passed]
         argv += ["-C", str(request.workspace)]
         if request.model:
             argv += ["-m", request.model]

@@ -27,7 +27,7 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.contracts.base import AgentAnswer
-from swell.engine import cost, stall, tiers
+from swell.engine import cost, sandboxing, stall, tiers
 from swell.engine.context import VisitContext
 from swell.engine.retry import attempt_of
 from swell.errors import SwellError
@@ -180,8 +180,14 @@ def make_adapter(ctx: VisitContext, name: str) -> AgentAdapter:
 
 
 def visit_env(ctx: VisitContext, adapter: AgentAdapter, extra: dict[str, str]) -> dict[str, str]:
-    """The agent's environment: curated, plus the adapter's passthrough, plus `extra`."""
-    return {**agent_env(getattr(adapter, "env_passthrough", ())), **extra}
+    """The agent's environment: curated, plus the adapter's passthrough, plus
+    `runtime.sandbox.env_passthrough` of a sandboxed run (Wave passes those to sandboxed
+    adapters too: a git identity, a forge token), plus `extra`."""
+    names = tuple(getattr(adapter, "env_passthrough", ()))
+    sandboxed = sandboxing.settings(ctx.plan)
+    if sandboxed is not None:
+        names += sandboxed.env_passthrough
+    return {**agent_env(names), **extra}
 
 
 @dataclass(frozen=True)

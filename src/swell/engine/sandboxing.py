@@ -13,7 +13,8 @@ from swell import sandbox
 from swell.engine.context import RunPlan
 from swell.events import models as ev
 from swell.manifest.wave_models import SandboxConfig
-from swell.sandbox.paths import hidden_paths, path_entries_under, real
+from swell.sandbox import logins
+from swell.sandbox.paths import hidden_paths, homes, path_entries_under, real
 from swell.sandbox.proxy import EgressProxy, Record
 from swell.sandbox.settings import Settings, backend_for, settings_of
 from swell.workspace.workspace import Workspace
@@ -45,40 +46,124 @@ def _readonly(ws: Workspace) -> list[Path]:
     return found
 
 
-def box(plan: RunPlan, ws: Workspace, settings: Settings, feedback: str | None) -> sandbox.Box:
+def git_paths(ws: Workspace) -> tuple[list[Path], list[Path]]:
+    """(writable, read-only) paths a `git commit` in a worktree workspace needs: the
+    worktree's own git directory (index, HEAD, its logs), the object store (new loose
+    objects) and the directories of its branch's ref and reflog; its `commondir` and
+    `gitdir` pointers, the packs and `objects/info` (alternates) stay read-only, and the
+    project's config, hooks and other refs are not made writable (docs/security.md)."""
+    if ws.git_dir is None:
+        return [], []
+    own = real(ws.git_dir)
+    common = own.parent.parent  # swell found it in the project's `.git/worktrees/`
+    writable = [own, common / "objects"]
+    if ws.branch:
+        for tree in ("refs/heads", "logs/refs/heads"):
+            where = (common / tree / ws.branch).parent
+            where.mkdir(parents=True, exist_ok=True)  # in the project's .git, by swell
+            if _inside(real(where), common):
+                writable.append(real(where))
+    pointers = ("commondir", "gitdir", "config.worktree")
+    readonly = [common / "objects" / "pack", common / "objects" / "info"]
+    readonly += [own / name for name in pointers]
+    return writable, [p for p in readonly if p.exists() and not p.is_symlink()]
+
+
+def adapter_of(plan: RunPlan, persona: str | None) -> tuple[str | None, dict[str, object]]:
+    """The adapter type of `persona`'s visits and its `adapters.NAME.options`."""
+    manifest = plan.project.manifest
+    found = manifest.personas.get(persona) if persona else None
+    if found is None or not found.adapter:
+        return None, {}
+    config = manifest.adapters.get(found.adapter)
+    return manifest.adapter_type(found.adapter), dict(config.options) if config else {}
+
+
+def _agent_files(adapter_type: str | None, run_home: Path) -> tuple[tuple[Path, Path], ...]:
+    """The user's settings of the visit's agent CLI copied into the run's home, and its
+    login files to bind there (sandbox/logins.py)."""
+    user_home = next(homes(), None)
+    if adapter_type is None or user_home is None:
+        return ()
+    logins.copy_settings(adapter_type, os.environ, user_home, run_home)
+    found = tuple(logins.logins(adapter_type, os.environ, user_home, run_home))
+    for _, target in found:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _view(
+    state_dir: Path, root: Path, store: str | None, path: str
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(hidden, shown again) of a project's visits: the same for every visit of a run
+    (worked out once per process: it resolves every PATH entry)."""
+    project = real(root)
+    hidden = hidden_paths(state_dir, project, store)
+    # (a PATH directory under /tmp too: the box's /tmp is its own)
+    visible = path_entries_under([*hidden, Path("/tmp")], path)
+    if project not in hidden:  # a project that is the user's HOME is not shown again
+        visible.append(project)
+    return tuple(hidden), tuple(visible)
+
+
+def box(
+    plan: RunPlan,
+    ws: Workspace,
+    settings: Settings,
+    feedback: str | None,
+    adapter_type: str | None = None,
+) -> sandbox.Box:
     """What the visit's processes see: its workspace (and a worktree's own git directory)
     writable, the run's HOME writable, the project read-only, and not the user's HOME,
     swell's state directory or the store."""
     state_dir = plan.run_dir.parent.parent
-    project = real(plan.project.root)
-    hidden = hidden_paths(state_dir, project, plan.project.manifest.runtime.store)
+    store = plan.project.manifest.runtime.store
+    hidden, shown = _view(state_dir, plan.project.root, store, os.environ.get("PATH", ""))
     home = plan.run_dir / HOME_DIR
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     if home.is_symlink():
         raise sandbox.Unavailable(f"{home} is a symbolic link; refusing to use it as HOME")
-    visible = path_entries_under(hidden, os.environ.get("PATH", ""))
-    if project not in hidden:  # a project that is the user's HOME is not shown again
-        visible.append(project)
+    visible = list(shown)
     if feedback:  # the review feedback a rework visit is given, in the run's directory
         visible.append(real(Path(feedback)))
-    writable = [real(ws.path)] + ([real(ws.git_dir)] if ws.git_dir else [])
+    git_writable, git_readonly = git_paths(ws)
     return sandbox.Box(
-        writable=tuple(writable),
+        writable=(real(ws.path), *git_writable),
         home=real(home),
-        hidden=tuple(hidden),
+        hidden=hidden,
         visible=tuple(visible),
-        readonly=tuple(_readonly(ws)),
+        readonly=(*_readonly(ws), *git_readonly),
         env_passthrough=settings.env_passthrough,
+        tmp_size=settings.tmp_size_mb * 1024 * 1024,
+        logins=_agent_files(adapter_type, home),
     )
 
 
-def allowed_domains(plan: RunPlan, persona: str | None) -> list[str]:
-    """The persona's `sandbox.allowed_domains`, else `runtime.sandbox.default_allowed_domains`."""
+def allowed_domains(plan: RunPlan, persona: str | None) -> tuple[list[str], list[str] | None]:
+    """(the hosts a visit may reach, the ceiling they stay within): the persona's
+    `sandbox.allowed_domains`, else `runtime.sandbox.default_allowed_domains`, as Wave
+    picks them; a persona only narrows the runtime's list when the runtime lists hosts
+    (its list is then the ceiling), and stands alone when it lists none."""
+    config = plan.project.manifest.runtime.sandbox
+    runtime = list(config.default_allowed_domains) if config else []
     found = plan.project.manifest.personas.get(persona) if persona else None
     if found is not None and found.sandbox is not None and found.sandbox.allowed_domains:
-        return list(found.sandbox.allowed_domains)
-    config = plan.project.manifest.runtime.sandbox
-    return list(config.default_allowed_domains) if config else []
+        return list(found.sandbox.allowed_domains), (runtime or None)
+    return runtime, None
+
+
+def noter(
+    emit: Callable[[Sequence[ev.BaseEvent]], None], step_id: str, visit: int
+) -> Callable[[str], None]:
+    """A warning of the visit, from swell's event loop (the sandbox's pids watch)."""
+
+    def note(message: str) -> None:
+        event = ev.Warning(message=message)
+        event.step_id, event.visit = step_id, visit
+        emit([event])
+
+    return note
 
 
 def recorder(emit: Callable[[Sequence[ev.BaseEvent]], None], step_id: str, visit: int) -> Record:
@@ -99,6 +184,7 @@ def enter(
     feedback: str | None = None,
     persona: str | None = None,
     record: Record | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> None:
     """Make the visit's sandbox current (until `sandbox.confining` of the visit ends);
     Unavailable when the backend cannot run here. With `record`, the sandbox has no
@@ -107,13 +193,29 @@ def enter(
     if chosen is None:
         return
     backend = backend_for(chosen)
-    made = box(plan, ws, chosen, feedback)
+    adapter_type, options = adapter_of(plan, persona)
+    made = box(plan, ws, chosen, feedback, adapter_type)
+    pids = chosen.pids_limit
     if record is None:
-        sandbox.enter(sandbox.Confinement(backend, made))
+        sandbox.enter(sandbox.Confinement(backend, made, pids_limit=pids, note=note))
         return
-    domains = allowed_domains(plan, persona)
-    proxy = functools.partial(EgressProxy, domains, record)
-    sandbox.enter(sandbox.Confinement(backend, made, proxy, bool(domains)))
+    domains, ceiling = allowed_domains(plan, persona)
+    endpoint = options.get("base_url")  # the agent's model, named by its adapter's options
+    url = endpoint if isinstance(endpoint, str) else None
+    proxy = functools.partial(_proxy, domains, record, ceiling, url)
+    confinement = sandbox.Confinement(
+        backend, made, proxy, bool(domains), pids_limit=pids, note=note
+    )
+    sandbox.enter(confinement)
+
+
+def _proxy(
+    domains: list[str], record: Record, ceiling: list[str] | None, endpoint: str | None
+) -> EgressProxy:
+    made = EgressProxy(domains, record, ceiling)
+    if endpoint:
+        made.allow_url(endpoint)
+    return made
 
 
 def unsandboxed(config: SandboxConfig | None, no_sandbox: bool) -> str | None:

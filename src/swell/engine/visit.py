@@ -109,7 +109,8 @@ class VisitExecutor:
         try:  # every process of the visit runs in its sandbox (runtime.sandbox)
             feedback = rework.feedback_path if rework else None
             record = sandboxing.recorder(self.emit, step.id, visit.visit)
-            sandboxing.enter(self.plan, ws, feedback, step.persona, record)
+            note = sandboxing.noter(self.emit, step.id, visit.visit)
+            sandboxing.enter(self.plan, ws, feedback, step.persona, record, note)
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc), retryable=False)
         others = pipeline_outputs.lookup_in(

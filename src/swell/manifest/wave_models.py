@@ -178,6 +178,10 @@ class SandboxConfig(Strict):
     docker_image: str | None = None
     default_allowed_domains: list[str] = Field(default_factory=list)
     env_passthrough: list[str] = Field(default_factory=list)
+    # swell's own (docs/security.md, "Sandbox"): processes a visit's sandbox may hold at
+    # once, and MiB its private /tmp may hold
+    pids_limit: int = Field(default=1024, ge=16)
+    tmp_size_mb: int = Field(default=1024, ge=1)
 
 
 class AuditConfig(Strict):

@@ -16,6 +16,7 @@ from swell.sandbox.active import (
     confining,
     current,
     enter,
+    read_only_agent,
     scratch_root,
 )
 from swell.sandbox.base import Backend, Box, Unavailable
@@ -32,5 +33,6 @@ __all__ = [
     "confining",
     "current",
     "enter",
+    "read_only_agent",
     "scratch_root",
 ]

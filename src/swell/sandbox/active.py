@@ -3,6 +3,7 @@ makes at each spawn (`confine`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import os
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from swell.sandbox.base import PROXY_PORT, Backend, Box
 from swell.sandbox.env import confined_env
+from swell.sandbox.limits import PidsCgroup, pids_root, rlimit_prefix
 
 if TYPE_CHECKING:
     from swell.sandbox.proxy import EgressProxy
@@ -26,6 +28,7 @@ DEFAULT_ENDPOINTS = {
     "CODEX_": ("api.openai.com", "chatgpt.com"),
     "GEMINI_": ("generativelanguage.googleapis.com",),
 }
+WATCH = 0.25  # seconds between looks at a visit's pids cgroup
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,51 @@ class Confinement:
     proxy: Callable[[], EgressProxy] | None = None
     domains: bool = False  # `allowed_domains` lists hosts
     made: list[EgressProxy] = field(default_factory=list)
+    pids_limit: int | None = None  # processes the visit's boxes may hold at once
+    note: Callable[[str], None] | None = None  # a warning of the visit
+    cgroups: list[PidsCgroup] = field(default_factory=list)
+    agent_read_only: list[bool] = field(default_factory=list)  # see `read_only_agent`
+    watching: list[asyncio.TimerHandle] = field(default_factory=list)
+
+    def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
+        """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
+        a pids cgroup of the visit, else RLIMIT_NPROC inside (not for root: exempt)."""
+        if self.pids_limit is None:
+            return [], []
+        if not self.cgroups:
+            root = pids_root()
+            if root is None:
+                return [], ([] if os.getuid() == 0 else rlimit_prefix(self.pids_limit))
+            self.cgroups.append(PidsCgroup.take(root, self.pids_limit))
+            self._watch()
+        return self.cgroups[0].joining([]), []
+
+    def _watch(self) -> None:
+        """Every WATCH seconds: a visit that reached its pids limit (a fork bomb, which
+        would spin at the limit until its timeout) is ended at once, and told why."""
+        cgroup = self.cgroups[0]
+        if cgroup.reached():
+            cgroup.kill()
+            if self.note is not None:
+                self.note(
+                    f"sandbox: the step's processes reached the pids limit "
+                    f"({cgroup.limit}, runtime.sandbox.pids_limit); they were ended"
+                )
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # started outside swell's event loop: bounded, not watched
+            return
+        self.watching[:] = [loop.call_later(WATCH, self._watch)]
+
+    def close(self) -> None:
+        """End what the visit's sandbox left: its proxy, its watch, its cgroup."""
+        for proxy in self.made:
+            proxy.close()
+        for handle in self.watching:
+            handle.cancel()
+        for cgroup in self.cgroups:
+            cgroup.give_back()
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
         """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
@@ -71,8 +119,7 @@ def confining(confinement: Confinement | None) -> Iterator[None]:
     finally:
         entered = _current.get()
         if entered is not confinement and entered is not None:
-            for proxy in entered.made:
-                proxy.close()
+            entered.close()
         _current.reset(token)
 
 
@@ -80,6 +127,14 @@ def enter(confinement: Confinement | None) -> None:
     """Make `confinement` current until the enclosing `confining` block ends (a visit
     learns its workspace only once it has begun)."""
     _current.set(confinement)
+
+
+def read_only_agent() -> None:
+    """The current visit's agent CLI gets its workspace read-only in the sandbox (an
+    adapter whose own read-only sandbox cannot run inside swell's: codex)."""
+    found = _current.get()
+    if found is not None and not found.agent_read_only:
+        found.agent_read_only.append(True)
 
 
 def scratch_root() -> Path | None:
@@ -132,7 +187,8 @@ def _allow_endpoints(proxy: EgressProxy, env: Mapping[str, str], inherit: Iterab
 
 
 def _hidden(path: Path, box: Box) -> bool:
-    return any(path == h or h in path.parents for h in box.hidden)
+    """Whether `path` is out of sight in the box (hidden, or under its private /tmp)."""
+    return any(path == h or h in path.parents for h in (*box.hidden, Path("/tmp")))
 
 
 def confine(
@@ -149,6 +205,10 @@ def confine(
         return list(argv), None if env is None else dict(env)
     inherit = tuple(inherit)
     box, proxy = found.proxied(agent=bool(inherit))
+    if not inherit and box.logins:  # a login file is for the agent CLI alone
+        box = replace(box, logins=())
+    if inherit and found.agent_read_only:  # the workspace too is read-only for it
+        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly))
     full = dict(os.environ if env is None else env)
     if proxy is not None and inherit:
         _allow_endpoints(proxy, full, inherit)
@@ -156,4 +216,5 @@ def confine(
     if root is not None and _hidden(root, box):
         box = replace(box, visible=(*box.visible, root))
     inside = confined_env(full, box, inherit)
-    return found.backend.wrap(argv, Path(cwd), box), inside
+    outer, inner = found.limited(list(argv))
+    return [*outer, *found.backend.wrap([*inner, *argv], Path(cwd), box)], inside

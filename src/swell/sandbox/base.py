@@ -37,6 +37,10 @@ class Box:
     # forwarder on 127.0.0.1:PROXY_PORT, which HTTP(S)_PROXY name
     proxy: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)  # set inside, after the rest
+    tmp_size: int | None = None  # bytes the private /tmp (a tmpfs) may hold
+    # (a login file of the user's, its place in `home`): bound read-only for the agent
+    # CLI's processes only (sandbox/logins.py)
+    logins: tuple[tuple[Path, Path], ...] = ()
 
     @property
     def workspace(self) -> Path:

@@ -30,12 +30,16 @@ INSTALL = (
 # except what name resolution needs (systemd-resolved's resolv.conf)
 RUN_DIRS = (Path("/run"),)
 RUN_KEPT = (Path("/run/systemd/resolve"),)
+TMP = Path("/tmp")  # private to each process tree: a tmpfs
 # no uts or cgroup namespace: they hide little (the host name, the cgroup path) and
 # cost about 6 ms each per process (benchmarks/sandbox_overhead.py)
 _NAMESPACES = (
     "--unshare-user", "--unshare-ipc", "--unshare-pid",
     "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
 )  # fmt: skip
+
+
+_TMP_PROBE = ("--size", "1048576", "--tmpfs", "/tmp")
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,7 +49,7 @@ def _probe(binary: str) -> str | None:
 
     try:
         done = subprocess.run(
-            [binary, *_NAMESPACES, "--ro-bind", "/", "/", "--", "true"],
+            [binary, *_NAMESPACES, "--ro-bind", "/", "/", *_TMP_PROBE, "--", "true"],
             capture_output=True,
             timeout=30,
             check=False,
@@ -53,8 +57,10 @@ def _probe(binary: str) -> str | None:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{binary} does not run: {exc}"
+    said = done.stderr.decode(errors="replace").strip()
+    if done.returncode != 0 and "--size" in said:
+        return f"{binary} is too old for the sandbox's /tmp size limit (--size): 0.8 or newer"
     if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip()
         return (
             f"{binary} cannot make a sandbox here ({said or f'exit code {done.returncode}'}); "
             "it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
@@ -93,33 +99,53 @@ class Bubblewrap:
         args = [self.binary, *_NAMESPACES]
         if not box.network or box.proxy is not None:
             args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        args += self._layers(box)
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        if box.tmp_size is not None:  # a step filling /tmp fills its own tmpfs, no more
+            args += ["--size", str(box.tmp_size)]
+        args += ["--tmpfs", "/tmp"]
+        args += _layers(box.hidden, box.visible, box.writable, box.home, box.readonly)
+        for source, target in box.logins:
+            args += ["--ro-bind", str(source), str(target)]
+        if box.proxy is not None:
+            args += ["--bind", str(box.proxy), PROXY_SOCKET]
+        args += _remount(box.hidden)
         args += ["--chdir", str(cwd), "--"]
         if box.proxy is not None:  # the forwarder to the proxy, which then runs argv
             args += [PYTHON, "-I", "-S", "-c", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
         return [*args, *argv]
 
-    def _layers(self, box: Box) -> list[str]:
-        """Hidden and shown-again paths, shallowest first (a deeper one wins), then the
-        writable ones, then the read-only ones inside them."""
-        hidden = [*RUN_DIRS, *box.hidden]
-        # a path under no hidden one is visible anyway (each mount costs the process time)
-        shown = [p for p in [*RUN_KEPT, *box.visible] if any(_under(p, h) for h in hidden)]
-        layers = sorted(
-            [(p, "--tmpfs") for p in _existing(hidden)]
-            + [(p, "--ro-bind") for p in _existing(shown)],
-            key=lambda layer: _depth(layer[0]),
-        )
-        args: list[str] = []
-        for path, op in layers:
-            args += [op, str(path)] if op == "--tmpfs" else [op, str(path), str(path)]
-        for path in sorted([*box.writable, box.home], key=_depth):
-            args += ["--bind", str(path), str(path)]
-        for path in _existing(box.readonly):
-            args += ["--ro-bind", str(path), str(path)]
-        if box.proxy is not None:
-            args += ["--bind", str(box.proxy), PROXY_SOCKET]
-        for path in _existing(hidden):  # an empty place that takes no writes either
-            args += ["--remount-ro", str(path)]
-        return args
+
+@functools.lru_cache(maxsize=8)
+def _remount(hidden: tuple[Path, ...]) -> tuple[str, ...]:
+    """An empty place that takes no writes either."""
+    return tuple(a for p in _existing([*RUN_DIRS, *hidden]) for a in ("--remount-ro", str(p)))
+
+
+@functools.lru_cache(maxsize=64)
+def _layers(
+    hidden_paths: tuple[Path, ...],
+    visible: tuple[Path, ...],
+    writable: tuple[Path, ...],
+    home: Path,
+    readonly: tuple[Path, ...],
+) -> tuple[str, ...]:
+    """Hidden and shown-again paths, shallowest first (a deeper one wins), then the
+    writable ones, then the read-only ones inside them (the same for every process of
+    a visit: worked out once)."""
+    hidden = [*RUN_DIRS, *hidden_paths]
+    # a path under no hidden one is visible anyway (each mount costs the process time)
+    # (and one under /tmp, which the box replaces: a project kept there is shown too)
+    covered = [*hidden, TMP]
+    shown = [p for p in [*RUN_KEPT, *visible] if any(_under(p, h) for h in covered)]
+    layers = sorted(
+        [(p, "--tmpfs") for p in _existing(hidden)] + [(p, "--ro-bind") for p in _existing(shown)],
+        key=lambda layer: _depth(layer[0]),
+    )
+    args: list[str] = []
+    for path, op in layers:
+        args += [op, str(path)] if op == "--tmpfs" else [op, str(path), str(path)]
+    for path in sorted([*writable, home], key=_depth):
+        args += ["--bind", str(path), str(path)]
+    for path in _existing(readonly):
+        args += ["--ro-bind", str(path), str(path)]
+    return tuple(args)

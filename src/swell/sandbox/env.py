@@ -16,7 +16,12 @@ CURATED = (
     "GOPATH", "GOMODCACHE", "GOCACHE", "GOROOT",
     "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
 )  # fmt: skip
-_PATHS = ("GOPATH", "GOMODCACHE", "GOCACHE", "GOROOT", *CURATED[-3:])
+# paths that name a place to keep files: dropped when hidden (the tool then uses its
+# default under the run's home); the last three move an agent CLI's config directory
+_PATHS = (
+    "GOPATH", "GOMODCACHE", "GOCACHE", "GOROOT", *CURATED[-3:],
+    "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME",
+)  # fmt: skip
 
 
 def _matcher(names: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:

@@ -2,8 +2,8 @@
 socket bound into the sandbox, letting through exactly the allowed hosts.
 
 A host is allowed when it is one of `allowed_domains` (exact, or `*.suffix`: any host
-ending in `.suffix`, as Wave matches) or one the visit added (an adapter's model
-endpoint). Every connection asked for is reported to `record(host, port, allowed)`, from
+ending in `.suffix`, as Wave matches) and within the `ceiling` (if any), or one the
+visit added (an adapter's model endpoint). Every connection asked for is reported to `record(host, port, allowed)`, from
 the proxy's thread.
 """
 
@@ -121,8 +121,16 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class EgressProxy:
     """A proxy on a unix socket of its own (`path`), serving in a thread until `close`."""
 
-    def __init__(self, allowed_domains: Iterable[str], record: Record) -> None:
+    def __init__(
+        self,
+        allowed_domains: Iterable[str],
+        record: Record,
+        ceiling: Iterable[str] | None = None,
+    ) -> None:
+        """`ceiling`: hosts no pattern may go beyond (the runtime's list, which a
+        persona's only narrows); None: none."""
         self.patterns = list(allowed_domains)
+        self.ceiling = None if ceiling is None else list(ceiling)
         self.hosts: set[str] = set()  # added by the visit: an adapter's model endpoint
         self._dir = tempfile.mkdtemp(prefix="swell-egress-")  # short: a socket path is <108
         self.path = Path(self._dir) / "proxy.sock"
@@ -135,7 +143,10 @@ class EgressProxy:
         self._thread.start()
 
     def allows(self, host: str) -> bool:
-        return host.lower() in self.hosts or matches(host, self.patterns)
+        if host.lower() in self.hosts:
+            return True
+        within = self.ceiling is None or matches(host, self.ceiling)
+        return within and matches(host, self.patterns)
 
     def allow_url(self, url: str) -> None:
         """Let the host of `url` through (an adapter's base URL)."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ class Settings:
     env_passthrough: tuple[str, ...] = ()
     allowed_domains: tuple[str, ...] = ()
     docker_image: str | None = None
+    pids_limit: int = 1024
+    tmp_size_mb: int = 1024
 
 
 def settings_of(config: SandboxConfig | None) -> Settings | None:
@@ -36,6 +39,8 @@ def settings_of(config: SandboxConfig | None) -> Settings | None:
         env_passthrough=tuple(config.env_passthrough),
         allowed_domains=tuple(config.default_allowed_domains),
         docker_image=config.docker_image,
+        pids_limit=config.pids_limit,
+        tmp_size_mb=config.tmp_size_mb,
     )
 
 
@@ -54,6 +59,7 @@ def _docker_reachable() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4)
 def backend_for(settings: Settings) -> Backend:
     """The backend `settings` names, able to run here; Unavailable (saying how to fix
     it) otherwise."""
