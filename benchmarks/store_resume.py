@@ -50,7 +50,7 @@ GOAL_SECONDS, GOAL_MIB = 0.4, 60.0
 def build(directory: str, visits: int) -> dict[str, Any]:
     from store_lib import loop_batches
 
-    from swell.engine.state import RunState
+    from swell.engine.loop.state import RunState
     from swell.events.bus import EventBus
     from swell.store.location import open_store
 

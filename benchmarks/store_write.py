@@ -66,7 +66,7 @@ def write_worker(directory: str) -> dict[str, Any]:
 
     from store_lib import loop_batches
 
-    from swell.engine.state import RunState
+    from swell.engine.loop.state import RunState
     from swell.events.bus import EventBus
     from swell.store.location import open_store
 
@@ -114,7 +114,7 @@ def loop_worker(directory: str) -> dict[str, Any]:
     import asyncio
 
     from swell import runtime
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.events import bus
 
     project = Path(directory)

@@ -183,7 +183,7 @@ def overhead(project: Path, fast: Path, env: dict[str, str]) -> float:
 
 async def _batch(project: Path, address: str, queue: str) -> float:
     """Start RUNS nap runs at once and wait for every one; the wall time."""
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.executors.temporal import client as engines
     from swell.runtime import check_pipeline, open_runtime
 

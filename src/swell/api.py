@@ -41,11 +41,11 @@ from swell.contracts.base import (
     ReviewFeedback,
     ReviewIssue,
 )
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.graph import Activation
-from swell.engine.outputs import output_namespace
-from swell.engine.state import RunState
+from swell.engine.loop.graph import Activation
+from swell.engine.loop.state import RunState
 from swell.engine.steps.base import StepKind
+from swell.engine.visit.context import StepResult, VisitContext
+from swell.engine.visit.output_context import output_namespace
 from swell.errors import (
     AgentCrashed,
     AgentError,
@@ -61,8 +61,8 @@ from swell.errors import (
 from swell.events.models import Progress
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
 from swell.process import ProcessResult
+from swell.templates.render import render_text
 from swell.workspace.paths import PathEscape, inside
 
 __all__ = [

@@ -23,7 +23,10 @@ from pydantic_core import to_jsonable_python
 
 from swell.adapters.registry import AdapterRegistry, default_registry
 from swell.contracts.registry import ContractTypes, default_contract_types
-from swell.engine.context import (
+from swell.engine.loop.runner import Runner, RunSummary
+from swell.engine.loop.state import RunState
+from swell.engine.steps.registry import StepKinds, default_step_kinds
+from swell.engine.visit.context import (
     ChildOutcome,
     ChildRequest,
     GateDecision,
@@ -32,9 +35,6 @@ from swell.engine.context import (
     RunPlan,
     Services,
 )
-from swell.engine.runner import Runner, RunSummary
-from swell.engine.state import RunState
-from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.errors import RunNotFound, RunStateError, StoreBroken, StoreError, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
@@ -478,7 +478,7 @@ class ChildRunner:
                 state = None
                 request.on_start(plan.run_id, loaded.name)
         except StoreBroken:
-            raise  # not the child's failure: the parent run stops (engine/runner.py, `_lost`)
+            raise  # not the child's failure: the parent run stops (engine/loop/runner.py, `_lost`)
         except SwellError as exc:
             return ChildOutcome(request.resume_id or "-", "failed", str(exc))
         services = dataclasses.replace(self.services_for(), stop_at_gates=request.stop_at_gates)

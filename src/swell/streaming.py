@@ -4,7 +4,7 @@ feed that processes and adapters report to.
 This is the lowest layer of live output: `process.run_process` and the `local`
 adapter report what they read to `current_feed()` (a context variable the engine
 sets for the duration of a visit's step kind, so a step kind need not pass it on),
-the engine's `VisitOutput` (engine/output.py) decides what is stored, and a store
+the engine's `VisitOutput` (engine/visit/output_log.py) decides what is stored, and a store
 (or a live display) receives `OutputChunk`s through an `OutputSink`.
 """
 

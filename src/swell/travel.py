@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from swell.engine.context import RunOptions
+from swell.engine.visit.context import RunOptions
 from swell.errors import RunBusy, RunStateError
 from swell.events import models as ev
 from swell.events.codec import stamp

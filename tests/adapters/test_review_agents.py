@@ -1,7 +1,7 @@
 """The agent_review contract with real reviewers: Claude Code against the Anthropic twin,
 and the embedded SmolLM2-135M through the local adapter.
 
-`run_agent` here does what the engine's does (swell.engine.handover): one adapter
+`run_agent` here does what the engine's does (swell.engine.visit.handover): one adapter
 run with the review's system prompt, prompt and ReviewFeedback's JSON schema, its
 result mapped onto an AgentAnswer. The claude tests are marked `agent_cli` (skipped
 when the CLI is not installed, unless SWELL_REQUIRE_AGENT_CLIS=1); the local ones

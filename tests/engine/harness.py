@@ -27,8 +27,12 @@ import yaml
 
 from swell.adapters.registry import default_registry
 from swell.contracts.registry import default_contract_types
-from swell.engine.completion import Visit
-from swell.engine.context import (
+from swell.engine.loop.decisions import Visit
+from swell.engine.loop.run_loop import Ended, visit_result
+from swell.engine.loop.runner import Runner, RunSummary
+from swell.engine.loop.state import RunState
+from swell.engine.steps.registry import StepKinds, default_step_kinds
+from swell.engine.visit.context import (
     ChildOutcome,
     ChildRequest,
     GateDecision,
@@ -37,10 +41,6 @@ from swell.engine.context import (
     Services,
     StepResult,
 )
-from swell.engine.run_loop import Ended, visit_result
-from swell.engine.runner import Runner, RunSummary
-from swell.engine.state import RunState
-from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.events import models as ev
 from swell.manifest.lint import LintContext, lint_pipeline, lint_project
 from swell.manifest.loader import load_pipeline, load_project

@@ -12,7 +12,7 @@ import pytest
 from harness import Harness, InOrder, Result
 
 from driver_scenarios import ENDS, SCENARIOS, comparable
-from swell.engine.runner import Runner
+from swell.engine.loop.runner import Runner
 from swell.events import models as ev
 
 

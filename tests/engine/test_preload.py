@@ -1,4 +1,4 @@
-"""Adapters that can load ahead (`preload(setup, model)`, engine/preload.py) are asked
+"""Adapters that can load ahead (`preload(setup, model)`, engine/agent/preload.py) are asked
 to when a run starts, once per adapter and model, after the first visits started, so
 a prompt step later in the run does not wait for the load."""
 
@@ -13,7 +13,7 @@ from harness import Harness, h_fixture  # noqa: F401 - the fixture `h`
 
 from swell.adapters.base import AdapterSetup
 from swell.adapters.scripted import ScriptedAdapter
-from swell.engine.preload import agent_models
+from swell.engine.agent.preload import agent_models
 from swell.events import models as ev
 
 PIPELINE = """

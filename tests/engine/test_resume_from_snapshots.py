@@ -36,7 +36,7 @@ from test_loops import (  # noqa: F401
     test_context_from_json_stdout_routes,
 )
 
-from swell.engine.state import RunState
+from swell.engine.loop.state import RunState
 from swell.events import models as ev
 
 

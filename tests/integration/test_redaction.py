@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from conftest import events, run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
-from swell.engine.output import ROW_CHARS
+from swell.engine.visit.output_log import ROW_CHARS
 from swell.events.redact import MASK
 from swell.web.app import create_app
 from swell.web.state import ServeSettings

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import events, start_swell, swell, swell_json, write_pipeline
-from swell.engine.state import RunState
+from swell.engine.loop.state import RunState
 from swell.runtime import load_state
 from swell.store.location import open_store
 

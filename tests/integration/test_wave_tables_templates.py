@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import swell, write_pipeline
-from swell.engine.forge import feature_number
+from swell.engine.visit.forge import feature_number
 
 BRANCH = "018-enhanced-progress"
 MANIFEST = """\

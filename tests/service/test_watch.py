@@ -181,7 +181,7 @@ def test_a_run_recorded_by_a_dispatcher_that_died_before_handing_it_on_goes_on(
     tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The moment between the commit of an item's run and its hand-on, made exact."""
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.runtime import check_pipeline, create_run, open_runtime
     from swell.store.capabilities import claims
 

@@ -62,7 +62,7 @@ steps:
 async def _start_all(project: Path, count: int) -> list[str]:
     """`count` runs started at once through swell's own client code, as `swell run
     --engine temporal --detach` starts each."""
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.executors.temporal import client as engines
     from swell.runtime import check_pipeline, open_runtime
 

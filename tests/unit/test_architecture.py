@@ -73,7 +73,7 @@ def test_contracts_import_no_engine() -> None:
 @pytest.mark.parametrize("module", ["completion.py", "policies.py", "run_loop.py"])
 def test_the_completion_core_and_the_run_loop_have_no_clock_files_or_sink(module: str) -> None:
     """Decisions and the one loop must be replayable anywhere (a Temporal workflow
-    included): the drivers (engine/runner.py, the workflow) own the clock and I/O."""
+    included): the drivers (engine/loop/runner.py, the workflow) own the clock and I/O."""
     tree = ast.parse((SRC / "engine" / module).read_text())
     imported = {
         alias.name.split(".")[0]
@@ -89,8 +89,8 @@ def test_the_completion_core_and_the_run_loop_have_no_clock_files_or_sink(module
     assert not _imports(SRC / "engine" / module) & {
         "swell.events.bus",
         "swell.process",
-        "swell.engine.visit",
-        "swell.engine.runner",
+        "swell.engine.visit.execute",
+        "swell.engine.loop.runner",
     }
 
 

@@ -1,4 +1,4 @@
-"""The run loop's pure decisions (engine/completion.py): state and what happened in,
+"""The run loop's pure decisions (engine/loop/decisions.py): state and what happened in,
 events and what runs next out. No runner, no processes, no clock."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from manifest_helpers import ProjectDir, make_project
 
-from swell.engine.completion import Completion, Decisions, Limits, Visit
-from swell.engine.context import StepResult
-from swell.engine.graph import Activation, Graph
-from swell.engine.policies import ContractFailure, RunEnd
-from swell.engine.state import RunState
+from swell.engine.loop.decisions import Completion, Decisions, Limits, Visit
+from swell.engine.loop.graph import Activation, Graph
+from swell.engine.loop.policies import ContractFailure, RunEnd
+from swell.engine.loop.state import RunState
 from swell.engine.steps.registry import default_step_kinds
+from swell.engine.visit.context import StepResult
 from swell.events import models as ev
 
 PIPELINE = """

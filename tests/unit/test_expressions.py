@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from swell.engine.outputs import evaluate_context, output_namespace
-from swell.manifest.expressions import (
+from swell.engine.visit.output_context import evaluate_context, output_namespace
+from swell.templates.expressions import (
     ExpressionError,
     MissingVariable,
     evaluate,

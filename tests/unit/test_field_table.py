@@ -139,7 +139,7 @@ def _problems(fields: list[Field], rows: list[Row]) -> list[str]:
 
 
 def _names_module(text: str) -> bool:
-    """Whether `text` names a module of swell that exists (`engine/retry.py`)."""
+    """Whether `text` names a module of swell that exists (`engine/loop/retry.py`)."""
     modules = re.findall(r"`([\w/]+\.py)`", text)
     return any((ROOT / "src" / "swell" / m).is_file() for m in modules)
 
@@ -157,9 +157,9 @@ def test_the_table_check_catches_a_missing_a_stale_and_a_wrong_row() -> None:
     ]
     rows = doc_rows(
         f"{HEADING}\n### {PIPELINES}\n"
-        "| `steps[].retry.base_delay` | acts | the first wait (`engine/retry.py`) |\n"
+        "| `steps[].retry.base_delay` | acts | the first wait (`engine/loop/retry.py`) |\n"
         "| `hooks` | acts | the hooks |\n"
-        "| `steps[].retry.gone` | acts | (`engine/retry.py`) |\n"
+        "| `steps[].retry.gone` | acts | (`engine/loop/retry.py`) |\n"
     )
     assert _problems(fields, rows) == [
         f"{PIPELINES}: `hooks` is 'acts' in the table but 'warned' by its model's "

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from swell.engine import forge, outcomes, skills
+from swell.engine.agent import skills
+from swell.engine.visit import deliverables, forge
 
 
 def _repo(path: Path, *remotes: tuple[str, str]) -> Path:
@@ -118,12 +119,12 @@ def test_the_sub_agent_hint_is_wave_s_and_capped() -> None:
 
 def test_outcome_paths_read_values_as_wave_prints_them() -> None:
     data = {"a": {"n": 2.0, "ok": True, "list": [{"u": "x"}, {"u": "y"}]}, "empty": []}
-    assert outcomes.text(outcomes.walk(data, ".a.n")) == "2"
-    assert outcomes.text(outcomes.walk(data, "a.ok")) == "true"
-    assert outcomes.text(outcomes.walk(data, ".a.list[1].u")) == "y"
-    assert outcomes.text(outcomes.walk(data, ".a.list[0]")) == '{"u":"x"}'
-    assert outcomes.extract_all(data, ".a.list[*].u") == ["x", "y"]
-    with pytest.raises(outcomes.EmptyList):
-        outcomes.walk(data, ".empty[0]")
-    with pytest.raises(outcomes.PathError, match="not found"):
-        outcomes.walk(data, ".b")
+    assert deliverables.text(deliverables.walk(data, ".a.n")) == "2"
+    assert deliverables.text(deliverables.walk(data, "a.ok")) == "true"
+    assert deliverables.text(deliverables.walk(data, ".a.list[1].u")) == "y"
+    assert deliverables.text(deliverables.walk(data, ".a.list[0]")) == '{"u":"x"}'
+    assert deliverables.extract_all(data, ".a.list[*].u") == ["x", "y"]
+    with pytest.raises(deliverables.EmptyList):
+        deliverables.walk(data, ".empty[0]")
+    with pytest.raises(deliverables.PathError, match="not found"):
+        deliverables.walk(data, ".b")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from manifest_helpers import ProjectDir, make_project
 
-from swell.engine.graph import Activation, Graph, Route, VisitOutcome
+from swell.engine.loop.graph import Activation, Graph, Route, VisitOutcome
 from swell.engine.steps.registry import default_step_kinds
 from swell.manifest.loader import load_pipeline
 

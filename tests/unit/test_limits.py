@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swell.engine.limits import normalize_error
+from swell.engine.loop.limits import normalize_error
 
 FIRST = """\
 2024-05-01T12:00:01.123Z FAILED tests/test_api.py::test_login - AssertionError

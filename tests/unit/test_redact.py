@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from event_samples import full, kinds
-from swell.engine.output import HEAD_CHARS, ROW_CHARS, TAIL_CHARS, VisitOutput
+from swell.engine.visit.output_log import HEAD_CHARS, ROW_CHARS, TAIL_CHARS, VisitOutput
 from swell.events import models as ev
 from swell.events.bus import EventBus
 from swell.events.redact import LONGEST_HOLD, MASK, MaskedStream, Redactor

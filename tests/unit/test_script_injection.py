@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from swell.manifest.templates import analyse_script, render_script
+from swell.templates.render import analyse_script, render_script
 
 PAYLOADS: dict[str, str] = {
     "cmdsub": "$(touch PWNED)",

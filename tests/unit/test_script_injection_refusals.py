@@ -18,9 +18,9 @@ from manifest_helpers import ProjectDir, make_project
 from swell.contracts.base import ContractContext
 from swell.contracts.registry import default_contract_types
 from swell.contracts.test_suite import TYPE as TEST_SUITE
-from swell.manifest.expressions import ExpressionError
 from swell.manifest.models import Contract, Step
-from swell.manifest.templates import ScriptRefused, analyse_script, render_script
+from swell.templates.expressions import ExpressionError
+from swell.templates.render import ScriptRefused, analyse_script, render_script
 
 HEREDOC = ("is inside a heredoc body", "NAME={{ v }} python3 - <<'PY'")
 ARITH = ("is inside arithmetic", 'expr "$N" + 1')

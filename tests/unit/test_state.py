@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import count
 
-from swell.engine.graph import Activation
-from swell.engine.state import RunState, StepSummary
+from swell.engine.loop.graph import Activation
+from swell.engine.loop.state import RunState, StepSummary
 from swell.events import models as ev
 
 

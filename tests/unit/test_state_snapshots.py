@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from event_samples import stored_row
-from swell.engine.state import SNAPSHOT_VERSION, RunState
+from swell.engine.loop.state import SNAPSHOT_VERSION, RunState
 from swell.events import models as ev
 
 FEEDBACK = ev.ReviewFeedback(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from swell.engine.state import RunState
-from swell.engine.visit import inject_artifacts
+from swell.engine.loop.state import RunState
+from swell.engine.visit.execute import inject_artifacts
 from swell.events import models as ev
 from swell.manifest.models import ArtifactDef, Mount, Step
 from swell.workspace import safe

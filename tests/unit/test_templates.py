@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from swell.manifest.expressions import ExpressionError
-from swell.manifest.templates import Rendered, parse_template, render_script, render_text
+from swell.templates.expressions import ExpressionError
+from swell.templates.render import Rendered, parse_template, render_script, render_text
 
 EVIL = (
     'it\'s a "test" $(touch PWNED) `touch PWNED` ; touch PWNED && echo $HOME ${HOME}'

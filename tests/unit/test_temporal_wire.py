@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from swell.engine.context import StepResult
-from swell.engine.policies import ContractFailure
+from swell.engine.loop.policies import ContractFailure
+from swell.engine.visit.context import StepResult
 from swell.events import models as ev
 from swell.executors.temporal.client import data_converter
 from swell.executors.temporal.specs import VisitReply

@@ -1,4 +1,4 @@
-"""Model tiers (engine/tiers.py): which name is asked for, how a tier becomes a model,
+"""Model tiers (engine/agent/tiers.py): which name is asked for, how a tier becomes a model,
 and how a retry escalates it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from manifest_helpers import ProjectDir, at, make_project
 
-from swell.engine import tiers
+from swell.engine.agent import tiers
 from swell.manifest.models import AdapterConfig, Manifest, Step
 from swell.manifest.wave_models import RoutingConfig
 

@@ -5,7 +5,7 @@ out of the replayed state."""
 
 from __future__ import annotations
 
-from swell.engine.state import RunState
+from swell.engine.loop.state import RunState
 from swell.events import models as ev
 from swell.events.codec import stamp
 from swell.ops.timetravel import replay_events

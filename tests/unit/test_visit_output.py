@@ -1,4 +1,4 @@
-"""What a running visit's output recorder stores, and when (engine/output.py): nothing
+"""What a running visit's output recorder stores, and when (engine/output_log.py): nothing
 for a quick visit, chunks every so often for a slow one, the rest at its end, a
 bounded head and tail of a flood. Driven with a clock of its own and a real event loop."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from swell.engine import output
-from swell.engine.output import VisitOutput
+from swell.engine.visit import output_log
+from swell.engine.visit.output_log import VisitOutput
 from swell.events import models as ev
 from swell.store.memory import MemoryStore
 from swell.streaming import OutputChunk
@@ -38,7 +38,7 @@ def test_a_quick_visit_stores_nothing() -> None:
         out = VisitOutput(sink, "r", "s", 1)
         out.feed("stdout", b"fast\n")
         out.close()
-        await asyncio.sleep(output.DELAY + 0.05)  # no timer is left behind
+        await asyncio.sleep(output_log.DELAY + 0.05)  # no timer is left behind
         return sink
 
     sink = asyncio.run(visit())
@@ -50,7 +50,7 @@ def test_a_slow_visit_is_stored_as_it_goes_and_the_rest_at_its_end() -> None:
         sink = Recording()
         out = VisitOutput(sink, "r", "s", 1)
         out.feed("stdout", b"one\n")
-        await asyncio.sleep(output.DELAY + 0.1)
+        await asyncio.sleep(output_log.DELAY + 0.1)
         during = sink.text()
         out.feed("stdout", "tw\xc3".encode("latin-1"))  # a character split across reads
         out.feed("stdout", b"\xa9o\n")
@@ -70,7 +70,7 @@ def test_much_output_is_stored_early_and_kept_bounded() -> None:
         sink = Recording()
         out = VisitOutput(sink, "r", "s", 1)
         line = "x" * 99 + "\n"
-        for _ in range(output.EARLY_CHARS // 100 + 1):
+        for _ in range(output_log.EARLY_CHARS // 100 + 1):
             out.feed("stdout", line)
         assert sink.writes == 1  # past EARLY_CHARS: written at once
         for n in range(20_000):  # 2 MB more
@@ -82,7 +82,7 @@ def test_much_output_is_stored_early_and_kept_bounded() -> None:
 
     sink = asyncio.run(visit())
     text = sink.text()
-    limit = output.HEAD_CHARS + output.TAIL_CHARS + output.ROW_CHARS
+    limit = output_log.HEAD_CHARS + output_log.TAIL_CHARS + output_log.ROW_CHARS
     assert len(text) <= limit
     assert text.startswith("x" * 99 + "\n")  # the head
     assert text.endswith(f"{19_999:>99}\n")  # the newest tail
@@ -95,13 +95,13 @@ def test_agent_text_and_tool_calls_go_to_the_agent_stream() -> None:
         sink = Recording()
         out = VisitOutput(sink, "r", "s", 1)
         emitted: list[ev.BaseEvent] = []
-        emit = output.tee_events(emitted.extend, out)
+        emit = output_log.tee_events(emitted.extend, out)
         emit([ev.AgentText(text="Hel"), ev.AgentText(text="lo")])
         emit([ev.AgentToolCall(name="Write", target="a.py"), ev.AgentUsage(output_tokens=3)])
-        await asyncio.sleep(output.DELAY + 0.1)
+        await asyncio.sleep(output_log.DELAY + 0.1)
         out.close()
         emit([ev.AgentText(text="after the end")])  # a helper after the step: not its output
-        await asyncio.sleep(output.DELAY + 0.1)
+        await asyncio.sleep(output_log.DELAY + 0.1)
         assert len(emitted) == 5
         return sink
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from swell.engine.forge import detect
-from swell.manifest.templates import render_text
+from swell.engine.visit.forge import detect
+from swell.templates.render import render_text
 
 X = "pipeline/context_test.go:"
 FIELDS = ("type", "host", "owner", "repo", "cli_tool", "prefix", "pr_term", "pr_command")

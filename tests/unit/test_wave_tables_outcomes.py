@@ -1,5 +1,5 @@
 """Wave's outcome-extraction table (internal/pipeline/outcomes_test.go), mirrored on
-swell's reader of `outcomes: [{json_path}]` (engine/outcomes.py): what a path gives,
+swell's reader of `outcomes: [{json_path}]` (engine/visit/deliverables.py): what a path gives,
 as the text `swell status` shows, and which paths give nothing. Case ids name the
 Wave test."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from swell.engine.outcomes import EmptyList, PathError, extract_all, text, walk
-from swell.manifest.wave_models import Outcome
+from swell.engine.visit.deliverables import EmptyList, PathError, extract_all, text, walk
+from swell.manifest.wave_models import Deliverable
 
 OUT = "pipeline/outcomes_test.go:TestExtractJSONPath/"
 VALUES = [
@@ -118,4 +118,4 @@ def test_every_element_of_nothing(data: Any, path: str) -> None:
 def test_a_path_naming_no_value_is_refused(path: str) -> None:
     """Wave refuses both; swell at load (`swell validate`), naming the field."""
     with pytest.raises(ValueError, match="needs `json_path`"):
-        Outcome.model_validate({"type": "url", "extract_from": "out.json", "json_path": path})
+        Deliverable.model_validate({"type": "url", "extract_from": "out.json", "json_path": path})

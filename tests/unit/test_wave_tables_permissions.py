@@ -1,6 +1,6 @@
 """Wave's step-permission table (internal/pipeline/permissions_test.go), mirrored on
 how swell merges a step's, its persona's and its adapter's tool lists before it
-hands them to the agent CLI (engine/agents.py). Case ids name the Wave test."""
+hands them to the agent CLI (engine/agent/agents.py). Case ids name the Wave test."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from swell.engine.agents import merged_permissions
+from swell.engine.agent.agents import merged_permissions
 from swell.manifest.models import AdapterConfig, Persona, Step
 
 P = "pipeline/permissions_test.go:TestResolveStepPermissions/"

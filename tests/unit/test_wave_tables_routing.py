@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from swell.engine import retry, tiers
+from swell.engine.agent import tiers
+from swell.engine.loop import retry
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.models import AdapterConfig, Manifest, Retry, Step
 from swell.manifest.wave_models import RoutingConfig
@@ -82,7 +83,7 @@ def test_cheaper_tier() -> None:
 
 
 M = R + "TestResolveModelForAttempt_Escalates/"
-# swell's claude map (engine/tiers.py BUILTIN) where Wave's DefaultComplexityMap says
+# swell's claude map (engine/agent/tiers.py BUILTIN) where Wave's DefaultComplexityMap says
 # claude-haiku-4-5 / "" (the CLI's default) / claude-opus-4: deliberate, docs/conformance.md
 HAIKU, SONNET, OPUS = "claude-haiku-4-5", "claude-sonnet-4-5", "claude-opus-4-1"
 

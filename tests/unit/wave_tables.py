@@ -59,7 +59,7 @@ class Workspace:
             default_timeout=30.0,
             run_agent=run_agent,  # a stand-in for the model a reviewer or judge asks
         )
-        ctx.must_pass = parsed.must_pass  # as the handover hands it (engine/handover.py)
+        ctx.must_pass = parsed.must_pass  # as the handover hands it (engine/visit/handover.py)
         result = asyncio.run(kind.check(ctx))
         assert result.passed or result.error, "a failure always says why"
         return result

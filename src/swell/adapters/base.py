@@ -25,7 +25,7 @@ class Capabilities:
     # fallback), so a step may declare file outputs though the adapter has no tools
     answer_fills_outputs: bool = False
     # where in its workspace the agent finds skills (`<dir>/<name>/SKILL.md`); "" when
-    # it has no skills (engine/skills.py warns then)
+    # it has no skills (engine/agent/skills.py warns then)
     skills_dir: str = ""
     # it can spawn sub-agents (`max_concurrent_agents` becomes a hint in its prompt)
     subagents: bool = False

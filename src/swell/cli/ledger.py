@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from swell.engine.pipeline_outputs import RunOutput
+    from swell.engine.visit.pipeline_outputs import RunOutput
     from swell.store.protocols import Store
     from swell.store.rows import ReviewRow, StepRow
 
@@ -33,7 +33,7 @@ def outputs_of(store: Store, run_id: str, pipeline_text: str | None) -> dict[str
     `swell status` must stay quick."""
     if not pipeline_text or "pipeline_outputs" not in pipeline_text:
         return {}
-    from swell.engine.pipeline_outputs import run_outputs
+    from swell.engine.visit.pipeline_outputs import run_outputs
 
     return run_outputs(store, run_id)
 

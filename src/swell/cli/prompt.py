@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from swell.engine.context import GateDecision
+from swell.engine.visit.context import GateDecision
 from swell.manifest.models import Step
 
 

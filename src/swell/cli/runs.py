@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from swell.cli.live import LiveDisplay
-    from swell.engine.context import GatePrompter, RunOptions
+    from swell.engine.visit.context import GatePrompter, RunOptions
     from swell.events.bus import EventSink
     from swell.events.models import BaseEvent
     from swell.executors.base import Ending, Executor, Started
@@ -340,7 +340,7 @@ def run(
     without the tools a step needs, a missing required input) and says how."""
     import asyncio
 
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.events.redact import MASK
     from swell.ops import preflight
     from swell.runtime import check_pipeline
@@ -405,7 +405,7 @@ def run(
 def _check_sandbox(rt: Runtime, options: RunOptions) -> None:
     """A run whose sandbox cannot run here does not start (the error says how to fix
     it). `--no-sandbox` is warned about by the run's first events."""
-    from swell.engine.sandboxing import check
+    from swell.engine.visit.sandboxing import check
 
     check(rt.project.manifest.runtime.sandbox, options.no_sandbox)
 

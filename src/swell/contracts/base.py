@@ -14,7 +14,7 @@ from swell.events.models import BaseEvent, ReviewFeedback, ReviewIssue
 from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 
 
 class ContractSettings(BaseModel):

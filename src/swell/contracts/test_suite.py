@@ -27,10 +27,10 @@ from swell.contracts.base import ContractContext, ContractResult, ContractSettin
 from swell.contracts.non_empty_file import workspace_path
 from swell.errors import Problem
 from swell.manifest.durations import parse_duration
-from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
-from swell.manifest.templates import ValueUnfit, render_script
 from swell.process import run_process
+from swell.templates.expressions import ExpressionError
+from swell.templates.render import ValueUnfit, render_script
 from swell.workspace.manager import script_dir
 from swell.workspace.paths import PathEscape
 from swell.workspace.shell import shell_for

@@ -11,7 +11,7 @@ import os
 import threading
 from pathlib import Path
 
-from swell.engine.context import RunPlan
+from swell.engine.visit.context import RunPlan
 from swell.events.models import BaseEvent, Warning, WorkspaceCheckpoint
 from swell.workspace.checkpoint import (
     Checkpoints,

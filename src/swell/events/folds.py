@@ -1,5 +1,5 @@
 """The event kinds a fold passes over, written once for every fold of the log: the
-run's state (`engine/state.py`) and the query tables (`store/projections.py`,
+run's state (`engine/loop/state.py`) and the query tables (`store/projections.py`,
 `store/memory/tables.py`). A fold passes over the kinds in `UNREAD_BY_STATE` or
 `UNREAD_BY_TABLES` (a set lookup by type, before any call) and matches the rest
 exhaustively: its last case asks `unread_by_state` or `unread_by_tables`, then

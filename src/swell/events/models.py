@@ -381,7 +381,7 @@ class BreakerTripped(BaseEvent):
 
 
 class BudgetWarning(BaseEvent):
-    """The run's cost first reached `runtime.cost.warn_at` (engine/cost.py)."""
+    """The run's cost first reached `runtime.cost.warn_at` (engine/loop/cost.py)."""
 
     type: Literal["budget.warning"] = "budget.warning"
     spent_usd: float

@@ -54,7 +54,7 @@ KEY_SHAPES = (
 PEM = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
 KEY_NEEDLES = tuple(n for needles, _ in KEY_SHAPES for n in needles)
 _KEY_PREFIXES = frozenset(n[:k] for n in KEY_NEEDLES for k in range(1, len(n)))
-# Output is masked as a stream (engine/output.py): its end is held back while a secret
+# Output is masked as a stream (engine/visit/output_log.py): its end is held back while a secret
 # may be starting there. These bound how much: a key-shaped word at the end (real keys
 # are at most about 200 characters), and anything (an unfinished PEM key, 3 to 7 kB).
 # A longer secret printed across two writes can be stored in part.

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from swell.engine.context import GatePrompter, RunOptions, RunPlan
-    from swell.engine.state import RunState
+    from swell.engine.loop.state import RunState
+    from swell.engine.visit.context import GatePrompter, RunOptions, RunPlan
     from swell.events.bus import EventSink
     from swell.manifest.loader import LoadedPipeline
     from swell.ops.rerun import Reuse

@@ -130,7 +130,7 @@ def input_problem(schema_type: str | None, text: str) -> str | None:
 
 def start(root: Path, body: StartRun, sup: Supervisor) -> RunStarted:
     """Check, record and set going the run `body` asks for (in a worker thread)."""
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.executors import executor_named
     from swell.executors.base import ENGINES
     from swell.ops import preflight
@@ -169,7 +169,7 @@ def start(root: Path, body: StartRun, sup: Supervisor) -> RunStarted:
         )
         preflight.raise_findings(loaded.name, findings)
         options = RunOptions(auto_approve=body.auto_approve, adapter=body.adapter, model=body.model)
-        from swell.engine.sandboxing import check
+        from swell.engine.visit.sandboxing import check
 
         check(rt.project.manifest.runtime.sandbox, options.no_sandbox)
         started = asyncio.run(executor.start(rt, loaded, text, options, reuse))

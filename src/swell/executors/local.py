@@ -12,7 +12,7 @@ from swell.errors import RunBusy, SwellError
 from swell.executors.base import Cancelled, Decided, Decision, Detached, Ending, Started, Watch
 
 if TYPE_CHECKING:
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.manifest.loader import LoadedPipeline
     from swell.ops.rerun import Reuse
     from swell.runtime import Runtime

@@ -40,7 +40,7 @@ def successors(
     if not routes(step, kind_of):
         targets += dependents.get(step.id, [])
     elif any(e.target not in ENDS for e in step.edges) or all(e.condition for e in step.edges):
-        # ... when the step can route anywhere but the run's end (engine/graph.py)
+        # ... when the step can route anywhere but the run's end (engine/loop/graph.py)
         targets += [d for d in dependents.get(step.id, []) if d not in by_edge]
     return targets
 

@@ -19,7 +19,6 @@ from pydantic import ValidationError
 from swell.errors import ManifestError, Problem, SwellError
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.durations import parse_duration
-from swell.manifest.expressions import ExpressionError
 from swell.manifest.graph_checks import check_graph
 from swell.manifest.kind_fields import kind_field_problems
 from swell.manifest.lint_context import LintContext, LintScope, StepRules, contract_loc
@@ -34,8 +33,9 @@ from swell.manifest.models import Contract, Step
 from swell.manifest.suggest import did_you_mean, unknown
 from swell.manifest.template_checks import PipelineNames, check_templates
 from swell.manifest.template_names import declared
-from swell.manifest.templates import parse_template
 from swell.manifest.wave_checks import check_wave_fields
+from swell.templates.expressions import ExpressionError
+from swell.templates.render import parse_template
 
 TERMINALS = ("_complete", "_fail")
 

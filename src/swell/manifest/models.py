@@ -23,6 +23,7 @@ from swell.manifest.wave_models import (
     ChatContext,
     CircuitBreakerConfig,
     CostConfig,
+    Deliverable,
     EvolutionConfig,
     InputSchema,
     IterateConfig,
@@ -30,7 +31,6 @@ from swell.manifest.wave_models import (
     LoopConfig,
     MatrixStrategy,
     MetaConfig,
-    Outcome,
     PersonaHooks,
     PersonaSandbox,
     PipelineOutput,
@@ -437,7 +437,7 @@ class Retry(Strict):
     adapt_prompt: bool | None = None
     on_failure: Literal["fail", "skip", "continue", "warn", "rework"] | None = None
     rework_step: str | None = None
-    no_escalate: bool = False  # engine/tiers.py: a retry keeps its tier
+    no_escalate: bool = False  # engine/agent/tiers.py: a retry keeps its tier
 
     # Wave's deprecated switch: a retry's prompt always carries the failure
     IGNORED = ("adapt_prompt",)
@@ -499,7 +499,7 @@ class Step(KindFields):  # a plugin kind's own fields beside its `type` (models_
     rework_only: bool = False
     optional: bool = False
     contexts: Any = None
-    outcomes: list[Outcome] = Field(default_factory=list)
+    outcomes: list[Deliverable] = Field(default_factory=list)
     strategy: MatrixStrategy | None = None
     validation: list[ValidationRule] = Field(default_factory=list)
     max_concurrent_agents: int | None = Field(default=None, ge=0)

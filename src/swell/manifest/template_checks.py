@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swell.errors import Problem
-from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintContext, contract_loc
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
 from swell.manifest.template_names import FORGE_LINT_VALUES, Names, not_rendered, unresolvable
-from swell.manifest.templates import ScriptRefused, Template, analyse_script, parse_template
 from swell.manifest.yamldoc import SourceMap
+from swell.templates.expressions import ExpressionError
+from swell.templates.render import ScriptRefused, Template, analyse_script, parse_template
 
 # fields Wave renders with step-output references (`{{ STEP.output }}`, `.out.NAME`)
 COMPOSITION_FIELDS = {("input",), ("iterate", "over"), ("aggregate", "from"), ("branch", "on")}

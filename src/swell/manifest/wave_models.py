@@ -119,7 +119,7 @@ class ArtifactsConfig(Strict):
 
 
 class CostConfig(Strict):
-    """`runtime.cost`: the run's cost ledger (engine/cost.py)."""
+    """`runtime.cost`: the run's cost ledger (engine/loop/cost.py)."""
 
     enabled: bool = False
     budget_ceiling: float = Field(default=0.0, ge=0)
@@ -332,7 +332,7 @@ class SkillConfig(Strict):
 OutcomeType = Literal["pr", "issue", "url", "deployment", "file", "artifact"]
 
 
-class Outcome(Strict):
+class Deliverable(Strict):
     """`outcomes[]`: a deliverable read from a step's output file."""
 
     type: OutcomeType
@@ -342,7 +342,7 @@ class Outcome(Strict):
     label: str | None = None
 
     @model_validator(mode="after")
-    def _path_needed(self) -> Outcome:
+    def _path_needed(self) -> Deliverable:
         # file and artifact outcomes register the file itself; the others read a value
         # (`.` alone names no value either: Wave refuses it, internal/pipeline/outcomes.go)
         if self.type not in ("file", "artifact") and not (self.json_path or "").strip(" ."):
@@ -431,6 +431,7 @@ __all__ = [
     "ChatContext",
     "CircuitBreakerConfig",
     "CostConfig",
+    "Deliverable",
     "EvolutionConfig",
     "InputSchema",
     "IterateConfig",
@@ -438,7 +439,6 @@ __all__ = [
     "LoopConfig",
     "MatrixStrategy",
     "MetaConfig",
-    "Outcome",
     "PersonaHooks",
     "PersonaSandbox",
     "PipelineOutput",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from swell.engine.context import RunPlan
+    from swell.engine.visit.context import RunPlan
     from swell.events.bus import EventSink
     from swell.manifest.loader import LoadedPipeline, Project
 

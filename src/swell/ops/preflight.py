@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from swell.adapters.permissions import Entry, allows_everything, entries
-from swell.engine import forge, skills, tiers
-from swell.engine.persona_names import persona_variables, render_persona, templated
+from swell.engine.agent import skills, tiers
+from swell.engine.agent.persona_names import persona_variables, render_persona, templated
+from swell.engine.visit import forge
 from swell.errors import SwellError
 from swell.manifest.loader import LoadedPipeline, Project, load_pipeline
 from swell.manifest.models import Pipeline, Step
@@ -81,7 +82,7 @@ class AgentUse:
 
 
 def resolve_model(project: Project, adapter: str, *choices: str | None) -> str | None:
-    """The model a first attempt runs on, as engine/tiers.py resolves it: `choices` are
+    """The model a first attempt runs on, as engine/agent/tiers.py resolves it: `choices` are
     (`--model`, step model, persona model), any of them may be missing or None; else
     the adapter's default. A tier never shows: it is resolved to its model."""
     cli, step_model, persona_model = (*choices, None, None, None)[:3]

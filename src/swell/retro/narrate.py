@@ -74,7 +74,7 @@ async def _narrate(
     persona_name: str | None,
     model: str | None,
 ) -> str:
-    from swell.engine.agents import agent_env, drive, system_prompt
+    from swell.engine.agent.agents import agent_env, drive, system_prompt
 
     persona = manifest.personas.get(persona_name) if persona_name else None
     if persona_name and persona is None:

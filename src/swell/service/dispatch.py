@@ -223,7 +223,7 @@ def start_item(
 ) -> str:
     """Record the item's run with its key (AlreadyDispatched: it has one) and let its
     engine execute it without this process: the run id."""
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.executors import executor_named
 
     options = RunOptions(auto_approve=settings.auto_approve, dispatch_key=key)

@@ -1,7 +1,7 @@
 """Visits' output stored while they run (`streaming.OutputChunk`), for both backends.
 
 Chunks live outside the event log: a visit's output is not an event that changes the
-run, a loop of short visits writes none (engine/output.py decides), and a visit's
+run, a loop of short visits writes none (engine/visit/output_log.py decides), and a visit's
 old tail chunks are deleted to keep it bounded, which events never are. Each chunk
 gets an `id` in the order it was stored, so a reader that polls (`swell logs
 --follow`) asks for the chunks after the last id it saw.

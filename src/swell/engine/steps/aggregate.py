@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.step_outputs import loaded_namespace
 from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose.step_out_refs import loaded_namespace
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.errors import Problem
 from swell.events.models import ArtifactWritten
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 from swell.workspace import safe
 
 

@@ -7,9 +7,9 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.graph import Activation
-from swell.engine.state import RunState
+from swell.engine.loop.graph import Activation
+from swell.engine.loop.state import RunState
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.errors import Problem
 from swell.events.models import Progress
 from swell.manifest.lint_context import LintScope

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.step_outputs import loaded_namespace, render_field
 from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose.step_out_refs import loaded_namespace, render_field
 from swell.engine.steps.pipeline import run_pipeline
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.errors import PipelineNotFound, Problem
 from swell.manifest.lint_context import LintScope
 from swell.manifest.loader import resolve_pipeline

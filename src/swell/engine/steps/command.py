@@ -10,18 +10,18 @@ from __future__ import annotations
 import errno
 import functools
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.inputs import prepare
-from swell.engine.outputs import output_namespace
 from swell.engine.steps.base import StepKind
+from swell.engine.visit.context import StepResult, VisitContext
+from swell.engine.visit.inputs import prepare
+from swell.engine.visit.output_context import output_namespace
 from swell.errors import Problem
 from swell.events.models import Outcome, Warning
-from swell.manifest.expressions import ExpressionError
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import Rendered, render_script, unset_warnings
 from swell.manifest.yamldoc import Loc
 from swell.process import DEFAULT_MAX_OUTPUT, run_process
+from swell.templates.expressions import ExpressionError
+from swell.templates.render import Rendered, render_script, unset_warnings
 from swell.workspace.artifacts import write_log
 from swell.workspace.manager import WorkspaceError, script_dir, workspace_config
 from swell.workspace.shell import shell_for

@@ -4,9 +4,9 @@ starts no more), and their outputs are aggregated (docs/composition.md)."""
 
 from __future__ import annotations
 
-from swell.engine import fanout
-from swell.engine.context import StepResult, VisitContext
 from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose import fanout
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.graph import Activation
-from swell.engine.state import RunState
+from swell.engine.loop.graph import Activation
+from swell.engine.loop.state import RunState
 from swell.engine.steps.base import StepKind
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step

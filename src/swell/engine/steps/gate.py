@@ -11,8 +11,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from swell.engine.context import GateDecision, StepResult, VisitContext
 from swell.engine.steps.base import StepKind
+from swell.engine.visit.context import GateDecision, StepResult, VisitContext
 from swell.errors import Problem
 from swell.events.models import (
     BaseEvent,
@@ -24,7 +24,7 @@ from swell.events.models import (
 from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Gate, Step
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 
 TERMINALS = ("_complete", "_fail")
 
@@ -175,7 +175,7 @@ async def _wait(ctx: VisitContext) -> StepResult:
             ctx.services.prompter.ask(ctx.plan.run_id, ctx.step, message)
         )
     # nobody here is asked and nothing should wait: a decision made elsewhere is taken,
-    # else the visit stays open and the run stops `waiting` (engine/runner.py)
+    # else the visit stays open and the run stops `waiting` (engine/loop/runner.py)
     stops = gate.type == "approval" and prompt_task is None and ctx.services.stop_at_gates
     poll = ctx.plan.options.gate_poll_seconds
     try:

@@ -9,7 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from swell.engine.children import (
+from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose.children import (
     ChildCall,
     NotAPipelineName,
     after_child,
@@ -20,14 +21,13 @@ from swell.engine.children import (
     rendered_pipeline,
     run_item,
 )
-from swell.engine.context import ChildOutcome, RunOptions, StepResult, VisitContext
-from swell.engine.step_outputs import loaded_namespace, render_field
-from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose.step_out_refs import loaded_namespace, render_field
+from swell.engine.visit.context import ChildOutcome, RunOptions, StepResult, VisitContext
 from swell.errors import Problem
 from swell.events.models import ArtifactWritten, BaseEvent, Warning
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 from swell.workspace import safe
 from swell.workspace.offload import off_loop
 

@@ -15,19 +15,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.finish import finish_visit, of_sub_step
-from swell.engine.limits import normalize_error
-from swell.engine.policies import repeats, trips
-from swell.engine.step_outputs import loaded_namespace, outputs_of
+from swell.engine.loop.limits import normalize_error
+from swell.engine.loop.policies import repeats, trips
 from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose.step_out_refs import loaded_namespace, outputs_of
 from swell.engine.steps.pipeline import run_pipeline
+from swell.engine.visit.context import StepResult, VisitContext
+from swell.engine.visit.finish import finish_visit, of_sub_step
 from swell.errors import Problem
 from swell.events.models import BaseEvent
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 
 DONE_WORDS = ("true", "done", "yes")
 

@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from swell.engine import fanout
-from swell.engine.children import (
+from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose import fanout
+from swell.engine.steps.compose.children import (
     ChildCall,
     after_child,
     child_options,
@@ -22,16 +23,15 @@ from swell.engine.children import (
     failure_text,
     run_item,
 )
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.steps.base import StepKind
 from swell.engine.steps.concurrency import fan_out_problems
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.errors import Problem, SwellError
-from swell.manifest.expressions import to_text
 from swell.manifest.lint_context import LintScope
 from swell.manifest.loader import load_pipeline
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
 from swell.manifest.wave_models import MatrixStrategy
+from swell.templates.expressions import to_text
+from swell.templates.render import render_text
 from swell.workspace import safe
 from swell.workspace.offload import off_loop
 

@@ -1,12 +1,13 @@
 """`pipeline: NAME`: run a sub-pipeline as a child run; its outcome is the step's. The
 step's `config` (env, inject, extract, timeout, max_cycles, stop_condition) is applied
-as docs/composition.md says (engine/children.py)."""
+as docs/composition.md says (engine/steps/compose/children.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from swell.engine.children import (
+from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose.children import (
     ChildCall,
     NotAPipelineName,
     after_child,
@@ -15,9 +16,8 @@ from swell.engine.children import (
     rendered_pipeline,
     run_child,
 )
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.step_outputs import loaded_namespace, render_field
-from swell.engine.steps.base import StepKind
+from swell.engine.steps.compose.step_out_refs import loaded_namespace, render_field
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.errors import PipelineNotFound, Problem
 from swell.manifest.lint_context import LintScope
 from swell.manifest.loader import resolve_pipeline

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Capabilities
-from swell.engine import cost, relay, skills, thread_context
-from swell.engine.agents import (
+from swell.engine.agent import relay, skills, thread_context
+from swell.engine.agent.agents import (
     base_protocol,
     choose_adapter,
     choose_model,
@@ -20,21 +20,22 @@ from swell.engine.agents import (
     system_prompt,
     visit_env,
 )
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.handover import attempt_context, requirements, rework_header
-from swell.engine.inputs import ARTIFACTS_DIR, prepare
-from swell.engine.outputs import output_namespace
-from swell.engine.retry import max_attempts, retry_of
+from swell.engine.loop import cost
+from swell.engine.loop.retry import max_attempts, retry_of
 from swell.engine.steps.base import StepKind
-from swell.engine.visit import INJECTED_DIR
+from swell.engine.visit.context import StepResult, VisitContext
+from swell.engine.visit.execute import INJECTED_DIR
+from swell.engine.visit.handover import attempt_context, requirements, rework_header
+from swell.engine.visit.inputs import ARTIFACTS_DIR, prepare
+from swell.engine.visit.output_context import output_namespace
 from swell.errors import TRANSIENT_KINDS, Problem, RateLimited
 from swell.events import models as ev
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import ArtifactDef
 from swell.manifest.suggest import unknown
 from swell.manifest.template_names import FORGE_TYPES
-from swell.manifest.templates import render_text, unset_warnings
 from swell.relay.settings import RelaySettings, relay_settings
+from swell.templates.render import render_text, unset_warnings
 from swell.threads.fidelity import with_context
 from swell.workspace import artifacts, safe
 from swell.workspace.offload import off_loop
@@ -273,7 +274,7 @@ def _prompt_event(prompt: str, system: str | None) -> ev.PromptRendered:
 
 
 def _skills_and_hint(ctx: VisitContext, adapter: str, caps: Capabilities) -> tuple[str, list[str]]:
-    """Give the agent its skills (engine/skills.py) and, for an agent that can spawn
+    """Give the agent its skills (engine/agent/skills.py) and, for an agent that can spawn
     sub-agents, Wave's `max_concurrent_agents` hint: what to add to its system prompt,
     and warnings (an adapter without skills)."""
     plan = ctx.plan

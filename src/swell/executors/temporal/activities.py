@@ -22,12 +22,12 @@ from pathlib import Path
 from temporalio import activity
 
 from swell import sweep
-from swell.engine.completion import Visit
-from swell.engine.context import RunPlan, Services, StepResult
-from swell.engine.graph import Activation, Graph
-from swell.engine.state import RunState
+from swell.engine.loop.decisions import Visit
+from swell.engine.loop.graph import Activation, Graph
+from swell.engine.loop.state import RunState
 from swell.engine.steps.gate import gate_message
-from swell.engine.visit import VisitExecutor, base_namespace
+from swell.engine.visit.context import RunPlan, Services, StepResult
+from swell.engine.visit.execute import VisitExecutor, base_namespace
 from swell.errors import StoreError
 from swell.events import models as ev
 from swell.events.redact import Redactor

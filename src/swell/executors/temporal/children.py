@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from temporalio import activity
 from temporalio.client import WorkflowFailureError
 
-from swell.engine.context import ChildOutcome, ChildRequest
+from swell.engine.visit.context import ChildOutcome, ChildRequest
 from swell.errors import SwellError
 from swell.executors.temporal.client import run_spec
 from swell.executors.temporal.specs import ChildCreate, ChildStart, ChildStarted, RunOutcome
@@ -76,7 +76,7 @@ def create_child(rt: Runtime, request: ChildCreate) -> ChildStarted:
         from swell.workspace.owner import record_owner
 
         record_owner(own, rt.store.identity)
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
 
     child_options = RunOptions(
         auto_approve=parent.options.auto_approve,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.converter import DataConverter
 
-    from swell.engine.context import RunOptions
+    from swell.engine.visit.context import RunOptions
     from swell.manifest.loader import LoadedPipeline
     from swell.manifest.models import TemporalConfig
     from swell.runtime import Runtime
@@ -148,10 +148,10 @@ def run_spec(
 ) -> RunSpec:
     """What a recorded run's workflow starts from (the project's runtime settings as
     they are now); `state_dir`: where its run directory goes (the parent's, for a child)."""
-    from swell.engine.completion import Limits
-    from swell.engine.cost import Budget
-    from swell.engine.persona_names import persona_variables, rendered_personas, templated
-    from swell.engine.retry import retry_max_delay
+    from swell.engine.agent.persona_names import persona_variables, rendered_personas, templated
+    from swell.engine.loop.cost import Budget
+    from swell.engine.loop.decisions import Limits
+    from swell.engine.loop.retry import retry_max_delay
     from swell.store.location import store_location
 
     runtime = rt.project.manifest.runtime

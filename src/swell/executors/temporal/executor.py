@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from temporalio.client import Client
 
-    from swell.engine.context import GatePrompter, RunOptions
+    from swell.engine.visit.context import GatePrompter, RunOptions
     from swell.events.bus import EventSink
     from swell.events.models import BaseEvent
     from swell.manifest.loader import LoadedPipeline

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from swell.engine.completion import Limits
-from swell.engine.context import RunOptions, StepResult
+from swell.engine.loop.decisions import Limits
+from swell.engine.visit.context import RunOptions, StepResult
 
 
 @dataclass
@@ -46,7 +46,7 @@ class RunSpec:
     remote: str | None = None
     head: str | None = None
     sticky_seconds: float = 0.0
-    # templated persona names as the run renders them (engine/persona_names.py), by
+    # templated persona names as the run renders them (engine/agent/persona_names.py), by
     # step id: the workflow cannot run git to detect the forge, so the client does
     personas: dict[str, str | None] = field(default_factory=dict)
 

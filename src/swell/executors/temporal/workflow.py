@@ -1,5 +1,5 @@
 """A run as a Temporal workflow: the workflow is a driver of the one run loop
-(engine/run_loop.py), whose decisions are the pure completion core's, so replaying
+(engine/loop/run_loop.py), whose decisions are the pure completion core's, so replaying
 the workflow's history takes the same decisions again.
 
 The workflow is the only writer of the run's events: the loop stamps them (seq, and
@@ -35,14 +35,14 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
-    from swell.engine.completion import Decisions, Visit
-    from swell.engine.context import GateDecision, StepResult
-    from swell.engine.graph import Graph
-    from swell.engine.persona_names import with_personas
-    from swell.engine.run_loop import Ended, RunLoop, visit_result
-    from swell.engine.state import RunState
+    from swell.engine.agent.persona_names import with_personas
+    from swell.engine.loop.decisions import Decisions, Visit
+    from swell.engine.loop.graph import Graph
+    from swell.engine.loop.run_loop import Ended, RunLoop, visit_result
+    from swell.engine.loop.state import RunState
     from swell.engine.steps import gate as gates
     from swell.engine.steps.registry import StepKinds, default_step_kinds
+    from swell.engine.visit.context import GateDecision, StepResult
     from swell.events import models as ev
     from swell.executors.temporal import WORKFLOW
     from swell.executors.temporal.specs import (

@@ -24,7 +24,7 @@ from typing import Any
 
 from swell.manifest.loader import LoadedPipeline, Project
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 from swell.workspace import safe
 
 ROOTS = ("skills", ".agents/skills")

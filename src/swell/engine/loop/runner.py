@@ -1,7 +1,7 @@
 """The local driver of the run loop: visits are asyncio tasks in this process, and
 events go to the sink as one batch per step of the loop.
 
-The loop itself (engine/run_loop.py) only schedules: every decision (what starts,
+The loop itself (engine/loop/run_loop.py) only schedules: every decision (what starts,
 what a finished visit leads to, how the run ends) is a pure function of
 `completion.Decisions`. Everything a visit produces is committed by the sink before
 the next step starts; the run's state is the fold of exactly those events, so a
@@ -17,15 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from swell import sweep
-from swell.engine import cost, sandboxing
-from swell.engine.completion import Decisions, Limits, Visit
-from swell.engine.context import RunPlan, Services, StepResult
-from swell.engine.graph import Graph
-from swell.engine.preload import preload_adapters
-from swell.engine.retry import retry_max_delay, retry_of
-from swell.engine.run_loop import Ended, RunLoop, visit_result
-from swell.engine.state import RunState
-from swell.engine.visit import VisitExecutor
+from swell.engine.agent.preload import preload_adapters
+from swell.engine.loop import cost
+from swell.engine.loop.decisions import Decisions, Limits, Visit
+from swell.engine.loop.graph import Graph
+from swell.engine.loop.retry import retry_max_delay, retry_of
+from swell.engine.loop.run_loop import Ended, RunLoop, visit_result
+from swell.engine.loop.state import RunState
+from swell.engine.visit import sandboxing
+from swell.engine.visit.context import RunPlan, Services, StepResult
+from swell.engine.visit.execute import VisitExecutor
 from swell.errors import StoreError
 from swell.events import models as ev
 from swell.events.bus import EventSink
@@ -131,7 +132,7 @@ class Runner:
     def launch(self, visit: Visit) -> None:
         task = asyncio.create_task(self.executor.run(visit))
         task.add_done_callback(self._ended)
-        # a retried visit waits its backoff first (engine/visit.py): not part of its duration
+        # a retried visit waits its backoff first (engine/visit/execute.py): not part of its duration
         retry = retry_of(self.state, visit.step.id, visit.activation)
         backoff = retry.delay_ms / 1000 if retry is not None else 0.0
         self._tasks[task] = (visit, time.monotonic() + backoff)
@@ -216,7 +217,7 @@ class Runner:
         return RunSummary(self.plan.run_id, end.status, end.error, self.state.total)
 
     def _preload(self) -> None:
-        """Let adapters start loading what the run's prompt steps need (engine/preload.py)."""
+        """Let adapters start loading what the run's prompt steps need (engine/agent/preload.py)."""
         preload_adapters(self.plan, self.services, self.graph.steps.values())
 
     async def _next(self, timeout: float) -> list[asyncio.Task[StepResult]]:

@@ -25,10 +25,10 @@ from swell.contracts.base import (
     ContractType,
     RunAgent,
 )
-from swell.engine.agents import HelperCall, run_helper
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.policies import ContractFailure
-from swell.engine.retry import max_attempts
+from swell.engine.agent.agents import HelperCall, run_helper
+from swell.engine.loop.policies import ContractFailure
+from swell.engine.loop.retry import max_attempts
+from swell.engine.visit.context import StepResult, VisitContext
 from swell.events import models as ev
 from swell.events.models import Policy
 from swell.manifest.models import Contract, Step

@@ -4,7 +4,7 @@ settle what they lead to, store the events, and end the run.
 The loop takes no decision of its own (`completion.Decisions` and `policies` do) and
 has no clock and no I/O: a `Driver` launches visits, waits for them, stores events
 and tells the time. There are two: the asyncio runner of runs in this process
-(engine/runner.py) and the Temporal workflow (executors/temporal/workflow.py), which
+(engine/loop/runner.py) and the Temporal workflow (executors/temporal/workflow.py), which
 therefore run the same loop and take the same decisions. Every event is stamped and
 folded into the run's state here, so the state is the fold of exactly the events
 the driver stores.
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from swell.engine.completion import Decisions, Visit, queue
-from swell.engine.context import StepResult
-from swell.engine.policies import RunEnd, final_end, idle_end
-from swell.engine.state import RunState
+from swell.engine.loop.decisions import Decisions, Visit, queue
+from swell.engine.loop.policies import RunEnd, final_end, idle_end
+from swell.engine.loop.state import RunState
+from swell.engine.visit.context import StepResult
 from swell.errors import StoreError, SwellError, disk_broken
 from swell.events import models as ev
 from swell.events.codec import stamp

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from swell.manifest.expressions import (
+from swell.templates.expressions import (
     ExpressionError,
     MissingVariable,
     Node,
@@ -25,7 +25,7 @@ from swell.manifest.expressions import (
     paths,
     to_text,
 )
-from swell.manifest.shell import ShellRefusal, read_script
+from swell.templates.shell import ShellRefusal, read_script
 
 _PLACEHOLDER = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
 # `{{ project.* }}`, `{{ gate.*.text }}`: a prompt talking about placeholders. Wave

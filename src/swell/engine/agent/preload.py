@@ -5,8 +5,8 @@ The seam is the adapter registry: an adapter class may offer a classmethod
 `local` adapter loads its GGUF model in a background thread) and returns at once.
 When a run starts, the runner asks every adapter its agent steps will use, once per
 (adapter, model), through the registry; the engine never imports an adapter itself.
-Which adapter and model a step uses follows `engine/agents.py` (`choose_adapter`,
-`choose_model`): `--adapter` > step > persona; the model as `engine/tiers.py`
+Which adapter and model a step uses follows `engine/agent/agents.py` (`choose_adapter`,
+`choose_model`): `--adapter` > step > persona; the model as `engine/agent/tiers.py`
 resolves a first attempt (a retry may escalate to a model not preloaded). A preload that cannot start
 (unknown adapter, no model file) does nothing: the step reports it as before.
 """
@@ -17,10 +17,10 @@ import contextlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from swell.engine import tiers
+from swell.engine.agent import tiers
 
 if TYPE_CHECKING:
-    from swell.engine.context import RunPlan, Services
+    from swell.engine.visit.context import RunPlan, Services
     from swell.manifest.models import Step
 
 

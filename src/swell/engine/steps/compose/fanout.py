@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.finish import OF_WORKER, finish_visit
-from swell.engine.step_outputs import read_value
-from swell.engine.visit import namespace, render
+from swell.engine.steps.compose.step_out_refs import read_value
+from swell.engine.visit.context import StepResult, VisitContext
+from swell.engine.visit.execute import namespace, render
+from swell.engine.visit.finish import OF_WORKER, finish_visit
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent
 from swell.workspace import safe

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from swell.manifest.expressions import ExpressionError, MissingVariable, evaluate, to_text
-from swell.manifest.templates import parse_template
+from swell.templates.expressions import ExpressionError, MissingVariable, evaluate, to_text
+from swell.templates.render import parse_template
 
 RESERVED = {"exit_code", "stdout", "stderr", "outcome", "json", "text"}
 

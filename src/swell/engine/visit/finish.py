@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swell.engine.context import StepResult, VisitContext
-from swell.engine.outputs import evaluate_context
-from swell.engine.policies import ContractFailure
+from swell.engine.loop.policies import ContractFailure
+from swell.engine.visit.context import StepResult, VisitContext
+from swell.engine.visit.output_context import evaluate_context
 from swell.events.models import ArtifactWritten, BaseEvent, ContextSet, Warning
 from swell.manifest.models import Step
 from swell.workspace import artifacts, safe, versions
@@ -47,7 +47,7 @@ def of_sub_step(step: Step) -> Finishing:
     return Finishing(checked_by=(step,), context=True, deliverables=True)
 
 
-# a fan-out worker: its outputs are read, then aggregated as the step's (engine/fanout.py)
+# a fan-out worker: its outputs are read, then aggregated as the step's (engine/steps/compose/fanout.py)
 OF_WORKER = Finishing(record=False)
 
 
@@ -87,9 +87,9 @@ async def finish_visit(
             continue
         await _check(ctx, result, subject, how.feedback)
     if result.outcome == "success" and how.deliverables and step.outcomes:
-        from swell.engine import outcomes
+        from swell.engine.visit import deliverables
 
-        extracted = await off_loop(lambda: outcomes.extract(step, ctx.workspace.path))
+        extracted = await off_loop(lambda: deliverables.extract(step, ctx.workspace.path))
         result.events += [ctx.event(e) for e in extracted]
     if how.context and step.output and step.output.context:
         values, unset = evaluate_context(step.output.context, result.outputs)
@@ -101,7 +101,7 @@ async def finish_visit(
 async def _check(ctx: VisitContext, result: StepResult, subject: Step, feedback: bool) -> None:
     """`subject`'s contracts on the visit; the first failure that changes what happens
     next fails it."""
-    from swell.engine import handover  # contracts (and agents) only when a step has some
+    from swell.engine.visit import handover  # contracts (and agents) only when a step has some
 
     failed = await handover.check(ctx, result, subject)
     if failed is None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any, assert_never, cast
 
-from swell.engine.graph import Activation
-from swell.engine.policies import repeats
+from swell.engine.loop.graph import Activation
+from swell.engine.loop.policies import repeats
 from swell.events.folds import UNREAD_BY_STATE, unread_by_state
 from swell.events.models import (
     ArtifactWritten,
@@ -102,7 +102,7 @@ class RunState:
     # failures the run went on past (`retry.on_failure: continue`) that make it end failed
     carried_failures: list[str] = field(default_factory=list)
     started_once: bool = False
-    # what the run spent so far (visits and reviews; engine/cost.py), and whether the
+    # what the run spent so far (visits and reviews; engine/loop/cost.py), and whether the
     # budget's one warning was given
     cost_usd: float = 0.0
     budget_warned: bool = False
@@ -346,7 +346,7 @@ def _round(s: RunState, ev: RoundRecorded) -> None:
 def _moved_on(s: RunState) -> None:
     """A fork or a rewind: the agents' own sessions of the rounds so far went on past
     this point (in the origin, in abandoned visits), so none is resumed natively; the
-    thread's transcript is replayed instead (engine/thread_context.py)."""
+    thread's transcript is replayed instead (engine/agent/thread_context.py)."""
     for entries in s.threads.values():
         for entry in entries:
             if entry.metadata.get("session_id"):

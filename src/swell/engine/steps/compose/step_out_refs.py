@@ -11,10 +11,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from swell.engine.context import VisitContext
-from swell.manifest.expressions import MissingVariable, lookup, to_text
+from swell.engine.visit.context import VisitContext
 from swell.manifest.models import Step
-from swell.manifest.templates import render_text
+from swell.templates.expressions import MissingVariable, lookup, to_text
+from swell.templates.render import render_text
 from swell.workspace import safe
 from swell.workspace.offload import off_loop
 

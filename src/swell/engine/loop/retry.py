@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from swell.engine.graph import Activation
+from swell.engine.loop.graph import Activation
 from swell.events.models import RetryRequested
 from swell.manifest.durations import parse_duration
 from swell.manifest.models import Retry
 
 if TYPE_CHECKING:
-    from swell.engine.state import RunState
+    from swell.engine.loop.state import RunState
 
 # Wave's named retry policies: max attempts, backoff, base delay, max delay
 PRESETS = {

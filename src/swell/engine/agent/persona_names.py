@@ -2,7 +2,7 @@
 
 Wave renders `persona:` before it looks the persona up (`{{ forge.type }}-commenter`
 is `github-commenter` in a GitHub project; internal/pipeline/executor_dispatch.go).
-The run (engine/context.py), the Temporal client (executors/temporal) and preflight
+The run (engine/visit/context.py), the Temporal client (executors/temporal) and preflight
 (ops/preflight.py) all render it here, with the same variables.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from swell.manifest.loader import Project
 from swell.manifest.models import Pipeline
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 
 
 def templated(name: str | None) -> bool:
@@ -31,7 +31,7 @@ def persona_variables(
 ) -> dict[str, Any]:
     """What a persona name may use: the project, its forge and branch (detected when
     not given), and, once there is a run, its id, pipeline name and `env`."""
-    from swell.engine import forge as forges
+    from swell.engine.visit import forge as forges
 
     if forge is None:
         forge = forges.detect(project.root, project.manifest.metadata.forge).variables()

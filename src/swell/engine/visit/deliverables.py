@@ -16,7 +16,7 @@ from typing import Any
 
 from swell.events.models import BaseEvent, OutcomeRecorded, Warning
 from swell.manifest.models import Step
-from swell.manifest.wave_models import Outcome
+from swell.manifest.wave_models import Deliverable
 from swell.workspace import safe
 
 MAX_READ = 50 * 1024 * 1024  # a larger file is not read for outcomes (a warning says so)
@@ -93,7 +93,7 @@ def _inside(workspace: Path, rel: str) -> Path:
     return path
 
 
-def _one(outcome: Outcome, workspace: Path, step_id: str) -> list[BaseEvent]:
+def _one(outcome: Deliverable, workspace: Path, step_id: str) -> list[BaseEvent]:
     label = outcome.label or outcome.type
     where = f"outcome of step '{step_id}' ({outcome.extract_from})"
     try:

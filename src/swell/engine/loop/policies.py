@@ -3,7 +3,7 @@ breaker, which rework a visit carries out, and what a step's `retry:` makes of a
 failed visit.
 
 Pure functions of the run's state and what happened; `completion.Decisions`, the
-state's fold, visits and the loop step call them (engine/retry.py has the arithmetic
+state's fold, visits and the loop step call them (engine/loop/retry.py has the arithmetic
 of attempts and backoff they use).
 """
 
@@ -12,16 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from swell.engine.retry import attempt_of, max_attempts
+from swell.engine.loop.retry import attempt_of, max_attempts
 from swell.events import models as ev
 from swell.events.models import FinalStatus, ReviewFeedback
 from swell.manifest.models import Step
 
 if TYPE_CHECKING:
-    from swell.engine.completion import Visit
-    from swell.engine.context import StepResult
-    from swell.engine.graph import Activation
-    from swell.engine.state import RunState
+    from swell.engine.loop.decisions import Visit
+    from swell.engine.loop.graph import Activation
+    from swell.engine.loop.state import RunState
+    from swell.engine.visit.context import StepResult
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def attempted(
     visit: Visit, result: StepResult, retries: str | None, state: RunState
 ) -> Attempted | None:
     """The failure `retry:` covers, or None: a contract's `retry` (a `fail` becomes one
-    when the step allows more attempts, engine/handover.py), or the visit's own failure
+    when the step allows more attempts, engine/visit/handover.py), or the visit's own failure
     on a step with `retry:` whose kind a new visit can try again (not a prompt step:
     it retries its agent's passing errors itself, nor a fan-out: it retries its items)."""
     step, failure = visit.step, result.failure

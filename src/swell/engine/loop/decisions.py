@@ -14,12 +14,10 @@ from collections.abc import Collection, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from swell.engine import cost
-from swell.engine.context import StepResult
-from swell.engine.graph import Activation, Graph, Routing, VisitOutcome
-from swell.engine.limits import kept_error, kept_tail, normalize_error
-from swell.engine.outputs import evaluate_context
-from swell.engine.policies import (
+from swell.engine.loop import cost
+from swell.engine.loop.graph import Activation, Graph, Routing, VisitOutcome
+from swell.engine.loop.limits import kept_error, kept_tail, normalize_error
+from swell.engine.loop.policies import (
     Attempted,
     ContractFailure,
     RunEnd,
@@ -29,9 +27,11 @@ from swell.engine.policies import (
     rework_of,
     trips,
 )
-from swell.engine.retry import DEFAULT_MAX_DELAY, delay_before
-from swell.engine.state import OpenVisit, RunState
+from swell.engine.loop.retry import DEFAULT_MAX_DELAY, delay_before
+from swell.engine.loop.state import OpenVisit, RunState
 from swell.engine.steps.registry import StepKinds
+from swell.engine.visit.context import StepResult
+from swell.engine.visit.output_context import evaluate_context
 from swell.events import models as ev
 from swell.events.models import FinalStatus
 from swell.manifest.models import Step

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swell.adapters.base import AgentAdapter
-from swell.engine.agents import HelperCall, run_helper, summarizer_timeout, swell_bin
-from swell.engine.context import VisitContext
+from swell.engine.agent.agents import HelperCall, run_helper, summarizer_timeout, swell_bin
+from swell.engine.visit.context import VisitContext
 from swell.events import models as ev
 from swell.threads.fidelity import (
     SUMMARIZER_SYSTEM,

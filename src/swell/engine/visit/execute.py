@@ -12,19 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from swell import process, sandbox, streaming, sweep
-from swell.engine import checkpointing, pipeline_outputs, sandboxing
-from swell.engine.completion import Visit
-from swell.engine.context import RunPlan, Services, StepResult, VisitContext
-from swell.engine.finish import finish_visit, of_visit
-from swell.engine.output import VisitOutput, tee_events
-from swell.engine.policies import rework_of
-from swell.engine.retry import retry_of
-from swell.engine.state import RunState
+from swell.engine import checkpointing
+from swell.engine.loop.decisions import Visit
+from swell.engine.loop.policies import rework_of
+from swell.engine.loop.retry import retry_of
+from swell.engine.loop.state import RunState
+from swell.engine.visit import pipeline_outputs, sandboxing
+from swell.engine.visit.context import RunPlan, Services, StepResult, VisitContext
+from swell.engine.visit.finish import finish_visit, of_visit
+from swell.engine.visit.output_log import VisitOutput, tee_events
 from swell.errors import StoreError, SwellError, disk_broken
 from swell.events.models import BaseEvent, Warning
 from swell.manifest.models import ArtifactRef, Step
 from swell.manifest.template_names import FORGE_FIELDS, PIPELINE_CONTEXT
-from swell.manifest.templates import render_text
+from swell.templates.render import render_text
 from swell.workspace import safe
 from swell.workspace.manager import Workspaces
 from swell.workspace.offload import off_loop
@@ -324,7 +325,7 @@ def plan_injections(
     notes: list[str] | None = None,
 ) -> tuple[list[Injection], list[str]]:
     """What to inject, and problems (an artifact that is missing and not optional).
-    `others` finds `pipeline:` entries (another run's outputs: engine/pipeline_outputs.py);
+    `others` finds `pipeline:` entries (another run's outputs: engine/visit/pipeline_outputs.py);
     `notes` gets warnings about them (a file format other than the one asked for)."""
     planned: list[Injection] = []
     problems: list[str] = []

@@ -12,18 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swell.engine.context import ChildOutcome, ChildRequest, RunOptions, VisitContext
-from swell.engine.pipeline_outputs import as_artifacts
-from swell.engine.retry import max_attempts
-from swell.engine.step_outputs import read_value, render_field
+from swell.engine.loop.retry import max_attempts
+from swell.engine.steps.compose.step_out_refs import read_value, render_field
+from swell.engine.visit.context import ChildOutcome, ChildRequest, RunOptions, VisitContext
+from swell.engine.visit.pipeline_outputs import as_artifacts
 from swell.errors import SwellError
 from swell.events.models import ArtifactWritten, BaseEvent, ChildRunStarted, ContextSet, Warning
 from swell.manifest.conditions import ConditionError, parse_condition
 from swell.manifest.durations import parse_duration
-from swell.manifest.expressions import MissingVariable, lookup
 from swell.manifest.loader import PIPELINE_DIRS, load_pipeline
 from swell.manifest.models import Pipeline
-from swell.manifest.templates import render_text
+from swell.templates.expressions import MissingVariable, lookup
+from swell.templates.render import render_text
 from swell.workspace import safe
 
 
@@ -286,7 +286,7 @@ def after_child(
     events = merged_context(ctx, outcome)
     if keep:
         events += kept_artifacts(ctx, outcome, child_pipeline(ctx, child))
-        # its `pipeline_outputs` by their names (engine/pipeline_outputs.py)
+        # its `pipeline_outputs` by their names (engine/visit/pipeline_outputs.py)
         events += [ctx.event(e) for e in as_artifacts(ctx.services.runs, outcome.run_id)]
     copies, problems = extracted(ctx, outcome, child)
     return events + copies, problems

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import PlainValidator
 
-from swell.engine import policies, retry
-from swell.engine.persona_names import (
+from swell.engine.agent.persona_names import (
     persona_variables,
     rendered_personas,
     templated,
     with_personas,
 )
-from swell.engine.policies import ContractFailure
+from swell.engine.loop import policies, retry
+from swell.engine.loop.policies import ContractFailure
 from swell.events.models import (
     BaseEvent,
     GateVerdict,
@@ -34,10 +34,10 @@ from swell.streaming import OutputSink
 if TYPE_CHECKING:
     from swell.adapters.registry import AdapterRegistry
     from swell.contracts.registry import ContractTypes
-    from swell.engine.graph import Activation
-    from swell.engine.pipeline_outputs import OutputsReader
-    from swell.engine.state import OpenVisit, RunState
+    from swell.engine.loop.graph import Activation
+    from swell.engine.loop.state import OpenVisit, RunState
     from swell.engine.steps.registry import StepKinds
+    from swell.engine.visit.pipeline_outputs import OutputsReader
     from swell.events.redact import Redactor
     from swell.workspace.workspace import Workspace
 
@@ -134,14 +134,14 @@ class RunPlan:
     def forge(self) -> dict[str, str]:
         """`{{ forge.* }}`: detected (git runs) when a template first asks, then kept, so
         a run's prompts never change forge midway."""
-        from swell.engine.forge import detect
+        from swell.engine.visit.forge import detect
 
         return detect(self.project.root, self.project.manifest.metadata.forge).variables()
 
     @functools.cached_property
     def branch(self) -> dict[str, str]:
         """`{{ branch_name }}` and `{{ feature_num }}` of the project, at the run's start."""
-        from swell.engine.forge import git_variables
+        from swell.engine.visit.forge import git_variables
 
         return git_variables(self.project.root)
 
@@ -174,13 +174,13 @@ class Services:
     prompter: GatePrompter | None = None
     control: RunControl | None = None
     children: ChildRuns | None = None
-    # where running visits' output is stored as it arrives (engine/output.py); None:
+    # where running visits' output is stored as it arrives (engine/visit/output_log.py); None:
     # only at the end of each visit, as `step.finished` and the log artifact
     output: OutputSink | None = None
-    # masks secrets in a visit's output (engine/output.py) and in text swell writes
+    # masks secrets in a visit's output (engine/visit/output_log.py) and in text swell writes
     # outside the event log (a command's log file); events are masked by the bus
     redactor: Redactor | None = None
-    # the project's stored runs, for pipeline outputs (engine/pipeline_outputs.py): a
+    # the project's stored runs, for pipeline outputs (engine/visit/pipeline_outputs.py): a
     # sub-pipeline's outputs, `inject_artifacts[].pipeline`; None: not available
     runs: OutputsReader | None = None
     # where the agents' native sessions of this visit are kept (an engine worker's
@@ -224,7 +224,7 @@ class StepResult:
     # directory (the project's mount, as Wave runs it); None: the workspace
     outputs_dir: Path | None = None
     model: str | None = None
-    # a contract failure that decides what happens next (see engine/handover.py)
+    # a contract failure that decides what happens next (see engine/visit/handover.py)
     failure: ContractFailure | None = None
     # False: trying again cannot help (a script that cannot be rendered or found, a
     # missing input); `retry:` does not run such a failed visit again

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swell.engine.context import VisitContext
+from swell.engine.visit.context import VisitContext
 from swell.events.models import BaseEvent, Warning
 from swell.workspace import safe
 

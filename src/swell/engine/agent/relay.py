@@ -7,9 +7,9 @@ import hashlib
 from dataclasses import dataclass
 
 from swell.adapters.base import AgentAdapter, AgentRequest, AgentResult, Usage
-from swell.engine import stall
-from swell.engine.agents import Drive, HelperCall, drive, run_helper, summarizer_timeout
-from swell.engine.context import VisitContext
+from swell.engine.agent import stall
+from swell.engine.agent.agents import Drive, HelperCall, drive, run_helper, summarizer_timeout
+from swell.engine.visit.context import VisitContext
 from swell.events import models as ev
 from swell.relay.checkpoint import (
     SUMMARIZER_SYSTEM,

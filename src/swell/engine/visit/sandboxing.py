@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from swell import sandbox
-from swell.engine.context import RunPlan
+from swell.engine.visit.context import RunPlan
 from swell.events import models as ev
 from swell.manifest.wave_models import SandboxConfig
 from swell.sandbox import logins

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from swell.manifest import shell_rules as rules
-from swell.manifest.shell_rules import Guard, ShellRefusal, ShellView, Word
+from swell.templates import shell_rules as rules
+from swell.templates.shell_rules import Guard, ShellRefusal, ShellView, Word
 
 __all__ = ["ShellRefusal", "ShellView", "read_script"]
 

@@ -27,9 +27,11 @@ from swell.adapters.base import (
     Usage,
 )
 from swell.contracts.base import AgentAnswer
-from swell.engine import cost, sandboxing, stall, tiers
-from swell.engine.context import VisitContext
-from swell.engine.retry import attempt_of
+from swell.engine.agent import stall, tiers
+from swell.engine.loop import cost
+from swell.engine.loop.retry import attempt_of
+from swell.engine.visit import sandboxing
+from swell.engine.visit.context import VisitContext
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.manifest.models import AdapterConfig, Persona, Step
@@ -87,7 +89,7 @@ def helper_adapter(cli: str | None, persona: Persona | None, persona_name: str |
 
 
 def choose_model(ctx: VisitContext, persona: Persona | None, adapter: str) -> str | None:
-    """The model name the visit runs on (engine/tiers.py: `--model` > step > persona >
+    """The model name the visit runs on (engine/agent/tiers.py: `--model` > step > persona >
     auto_route > adapter default, tiers resolved, raised one level per retry)."""
     return tiers.choose(
         ctx.plan.project.manifest,
@@ -318,7 +320,7 @@ async def drive(
     the model asked for has returned), so the work in flight is done before a relay
     summarizes it. An agent that finishes first is not stopped; an adapter that never
     reports turn boundaries cannot be stopped mid-step. `stall_s`: the stall watchdog
-    (engine/stall.py); a stalled agent is stopped and its result is a timeout."""
+    (engine/agent/stall.py); a stalled agent is stopped and its result is a timeout."""
     out = Drive(None)
     stream = adapter.run(request)
     loop = asyncio.get_running_loop()

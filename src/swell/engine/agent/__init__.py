@@ -1,0 +1,2 @@
+"""Running an agent for a visit: adapter and model (tiers), relay, thread context,
+skills, the stall watchdog, preloading, persona names."""
