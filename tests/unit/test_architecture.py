@@ -38,7 +38,7 @@ def test_engine_imports_no_store_cli_web_or_concrete_adapter(path: Path) -> None
             ), name
 
 
-@pytest.mark.parametrize("package", ["manifest", "events"])
+@pytest.mark.parametrize("package", ["manifest", "events", "templates"])
 def test_lower_layers_do_not_import_upward(package: str) -> None:
     for path in _modules(package):
         for name in _imports(path):
@@ -70,7 +70,7 @@ def test_contracts_import_no_engine() -> None:
             )
 
 
-@pytest.mark.parametrize("module", ["completion.py", "policies.py", "run_loop.py"])
+@pytest.mark.parametrize("module", ["loop/decisions.py", "loop/policies.py", "loop/run_loop.py"])
 def test_the_completion_core_and_the_run_loop_have_no_clock_files_or_sink(module: str) -> None:
     """Decisions and the one loop must be replayable anywhere (a Temporal workflow
     included): the drivers (engine/loop/runner.py, the workflow) own the clock and I/O."""
@@ -92,6 +92,72 @@ def test_the_completion_core_and_the_run_loop_have_no_clock_files_or_sink(module
         "swell.engine.visit.execute",
         "swell.engine.loop.runner",
     }
+
+
+# ------------------------------------------------------------------ the engine's packages
+# docs/architecture.md, "Layout": loop/ decides, visit/ runs one visit, agent/ runs an
+# agent for it, steps/ are the kinds (steps/compose/ what composition kinds share)
+
+LOOP_CORE = ["graph", "state", "decisions", "policies", "retry", "limits", "cost", "run_loop"]
+
+
+def _engine_imports(path: Path) -> set[str]:
+    """The engine modules `path` imports when it runs (not for the type checker)."""
+    found = set()
+    for module, name in _runtime_imports(path):
+        target = f"{module}.{name}"
+        found.add(
+            target
+            if (SRC.parent / target.replace(".", "/")).with_suffix(".py").exists()
+            else module
+        )
+    return {m for m in found if m.startswith("swell.engine.")}
+
+
+@pytest.mark.parametrize("name", LOOP_CORE)
+def test_the_loop_core_imports_no_visit_internals_agent_or_kind(name: str) -> None:
+    """The loop knows a visit by what it returns (visit/context.py) and a kind by the
+    registry; the local driver (loop/runner.py) alone launches visits."""
+    allowed = ("swell.engine.visit.context", "swell.engine.visit.output_context")
+    for module in _engine_imports(SRC / "engine" / "loop" / f"{name}.py"):
+        assert module.startswith("swell.engine.loop.") or module in {
+            *allowed,
+            "swell.engine.steps.registry",
+        }, f"loop/{name}.py imports {module}"
+
+
+@pytest.mark.parametrize("package", ["visit", "agent"])
+def test_a_visit_and_an_agent_import_no_step_kind(package: str) -> None:
+    """Kinds reach a visit through the registry in its context, never by import."""
+    for path in _modules(f"engine/{package}"):
+        for module in _engine_imports(path):
+            assert not module.startswith("swell.engine.steps"), f"{path.name}: {module}"
+
+
+def test_an_agent_imports_no_driver_and_no_visit_internals() -> None:
+    for path in _modules("engine/agent"):
+        for module in _engine_imports(path):
+            assert module not in {"swell.engine.loop.runner", "swell.engine.loop.run_loop"}
+            if module.startswith("swell.engine.visit."):
+                assert module in {"swell.engine.visit.context", "swell.engine.visit.forge"}, (
+                    f"{path.name}: {module}"
+                )
+
+
+def test_compose_imports_no_step_kind() -> None:
+    for path in _modules("engine/steps/compose"):
+        for module in _engine_imports(path):
+            if module.startswith("swell.engine.steps."):
+                assert module.startswith("swell.engine.steps.compose."), f"{path.name}: {module}"
+
+
+def test_templates_import_nothing_of_swell_but_errors() -> None:
+    """manifest/ and the engine import templates/, never the other way round."""
+    for path in _modules("templates"):
+        for module, _ in _runtime_imports(path):
+            assert module.startswith("swell.templates") or module == "swell.errors", (
+                f"{path.name}: {module}"
+            )
 
 
 def test_step_kinds_are_asked_not_named() -> None:
