@@ -71,7 +71,7 @@ def build(directory: str, visits: int) -> dict[str, Any]:
     state = RunState(RUN_ID)
     sinks: list[Any] = [store]
     try:
-        from swell.runtime import StateSnapshots
+        from swell.state_snapshots import StateSnapshots
 
         snapshots = StateSnapshots(store)
         snapshots.watch(RUN_ID, state)

@@ -76,7 +76,7 @@ def write_worker(directory: str) -> dict[str, Any]:
     sinks: list[Any] = [store]
     state = RunState(RUN_ID)
     try:  # the observer `execute` puts after the store, where this swell has one
-        from swell.runtime import StateSnapshots
+        from swell.state_snapshots import StateSnapshots
 
         snapshots = StateSnapshots(store)
         snapshots.watch(RUN_ID, state)

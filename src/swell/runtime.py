@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic_core import to_jsonable_python
-
 from swell.adapters.registry import AdapterRegistry, default_registry
 from swell.contracts.registry import ContractTypes, default_contract_types
 from swell.engine.loop.runner import Runner, RunSummary
@@ -35,7 +33,7 @@ from swell.engine.visit.context import (
     RunPlan,
     Services,
 )
-from swell.errors import RunNotFound, RunStateError, StoreBroken, StoreError, SwellError
+from swell.errors import RunStateError, StoreBroken, SwellError
 from swell.events import models as ev
 from swell.events.bus import EventBus, EventSink
 from swell.events.codec import stamp
@@ -53,10 +51,11 @@ from swell.manifest.loader import (
 from swell.notify import run_observers
 from swell.ops.rerun import refuse_husk
 from swell.ops.timetravel import has_rewinds, replay_events, restore_pending
+from swell.state_snapshots import StateSnapshots
 from swell.store.capabilities import claims, output_store
 from swell.store.dispatch import record_run
 from swell.store.location import open_store, state_dir_for, store_location
-from swell.store.protocols import RunReader, RunWriter, Store
+from swell.store.protocols import RunReader, Store
 from swell.store.rows import RunRow
 from swell.streaming import OutputSink, Tee
 from swell.workspace import safe
@@ -372,71 +371,6 @@ class StoreControl:
 
     def cancel_requested(self, run_id: str) -> bool:
         return self.store.cancel_requested(run_id)
-
-
-SNAPSHOT_EVERY = 1000  # a run's events between two snapshots of its state, at least
-SNAPSHOT_BYTES_PER_EVENT = 256  # and one event more per this many bytes of the last one
-
-
-def _snapshot_every() -> int:
-    """SNAPSHOT_EVERY, or $SWELL_SNAPSHOT_EVERY (tests write snapshots often with it)."""
-    value = os.environ.get("SWELL_SNAPSHOT_EVERY", "")
-    return int(value) if value.isdigit() and int(value) > 0 else SNAPSHOT_EVERY
-
-
-@dataclass
-class _Watched:
-    state: RunState
-    since: int  # events since the last snapshot
-    every: int  # events between snapshots, for the size of the last one
-
-
-class StateSnapshots:
-    """An observer after the store on the event bus: every so many events of a run this
-    process executes, it writes the runner's state down (`RunState.to_snapshot`) in the
-    store, so `swell resume` starts from it and replays only the events after it.
-
-    The store has committed the batch before this sees it, and a snapshot is taken only
-    when the state is exactly the fold of the run's events up to the batch's last. A
-    snapshot is a cache: one that cannot be written is skipped (resume replays more).
-    Writing one costs about its size, so a larger state is written less often: the
-    cost per event stays flat, and so does the number of events a resume replays.
-    """
-
-    def __init__(self, store: RunWriter, every: int | None = None) -> None:
-        self.store = store
-        self.every = every or _snapshot_every()
-        self._runs: dict[str, _Watched] = {}
-
-    def watch(self, run_id: str, state: RunState, *, resumed: bool = False) -> None:
-        """Write snapshots of `state`, the live state of run `run_id`. A resumed run is
-        written down at its first batch: its replay is then no longer than it was."""
-        self._runs[run_id] = _Watched(state, state.seq if resumed else 0, self.every)
-
-    def forget(self, run_id: str) -> None:
-        self._runs.pop(run_id, None)
-
-    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
-        last: dict[str, int] = {}
-        for event in events:
-            watched = self._runs.get(event.run_id)
-            if watched is not None:
-                watched.since += 1
-                last[event.run_id] = event.seq
-        for run_id, seq in last.items():
-            watched = self._runs[run_id]
-            state = watched.state
-            if watched.since < watched.every or state.seq != seq or state.status in FINAL:
-                continue
-            data = json.dumps(
-                state.to_snapshot(), separators=(",", ":"), default=to_jsonable_python
-            )
-            try:
-                self.store.save_snapshot(run_id, seq, data)
-            except (StoreError, RunNotFound):
-                continue
-            watched.since = 0
-            watched.every = max(self.every, len(data) // SNAPSHOT_BYTES_PER_EVENT)
 
 
 class ChildRunner:

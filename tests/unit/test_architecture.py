@@ -134,14 +134,20 @@ def test_a_visit_and_an_agent_import_no_step_kind(package: str) -> None:
             assert not module.startswith("swell.engine.steps"), f"{path.name}: {module}"
 
 
+# what an agent may read of a visit: its context, the forge, and the sandbox it runs in
+AGENT_VISIT_IMPORTS = {
+    "swell.engine.visit.context",
+    "swell.engine.visit.forge",
+    "swell.engine.visit.sandboxing",
+}
+
+
 def test_an_agent_imports_no_driver_and_no_visit_internals() -> None:
     for path in _modules("engine/agent"):
         for module in _engine_imports(path):
             assert module not in {"swell.engine.loop.runner", "swell.engine.loop.run_loop"}
             if module.startswith("swell.engine.visit."):
-                assert module in {"swell.engine.visit.context", "swell.engine.visit.forge"}, (
-                    f"{path.name}: {module}"
-                )
+                assert module in AGENT_VISIT_IMPORTS, f"{path.name}: {module}"
 
 
 def test_compose_imports_no_step_kind() -> None:
