@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from swell import process, sandbox, streaming, sweep
-from swell.engine import checkpointing
 from swell.engine.loop.decisions import Visit
 from swell.engine.loop.policies import rework_of
 from swell.engine.loop.retry import retry_of
 from swell.engine.loop.state import RunState
-from swell.engine.visit import pipeline_outputs, sandboxing
+from swell.engine.visit import checkpointing, pipeline_outputs, sandboxing
 from swell.engine.visit.context import RunPlan, Services, StepResult, VisitContext
 from swell.engine.visit.finish import finish_visit, of_visit
 from swell.engine.visit.output_log import VisitOutput, tee_events
