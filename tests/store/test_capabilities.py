@@ -20,9 +20,15 @@ from .conftest import Backend
 
 # what each backend of tests/store/conftest.py:BACKENDS declares; a new backend adds a row
 DECLARED = {
-    "sqlite": {Capability.PAGES, Capability.STATS, Capability.OUTPUT, Capability.CLAIMS},
+    "sqlite": {
+        Capability.PAGES,
+        Capability.STATS,
+        Capability.OUTPUT,
+        Capability.CLAIMS,
+        Capability.BENCH,
+    },
     "memory": {Capability.OUTPUT, Capability.CLAIMS},
-    "postgres": set(Capability),
+    "postgres": set(Capability) - {Capability.BENCH},
 }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import swell
 from swell.bench.dataset import DatasetError, load_dataset
 
 TASK = {
@@ -52,3 +53,14 @@ def test_bad_lines_are_named_by_file_and_line(tmp_path: Path) -> None:
     assert lines[2] == f"{path}:4: instance_id 'calc-1' is on line 1 too"
     assert lines[3].startswith(f"{path}:5: FAIL_TO_PASS: list should have at least 1 item")
 
+
+def test_bench_run_says_what_is_wrong_with_a_dataset_without_a_traceback(
+    project: Path, tmp_path: Path
+) -> None:
+    path = _write(tmp_path, {**TASK, "FAIL_TO_PASS": "not json"})
+    result = swell("bench", "run", str(path), "--pipeline", "gold", cwd=project)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: {path}:1: FAIL_TO_PASS: must be a list of test ids "
+        "(or a JSON text of one)\n"
+    )

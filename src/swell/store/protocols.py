@@ -200,6 +200,7 @@ class Capability(StrEnum):
     OUTPUT = "output"  # `OutputStore`: running visits' output kept for `swell logs`
     CLAIMS = "claims"  # `Claims`: one process executes a run (running, resuming)
     NOTIFY = "notify"  # `Notify`: a follower is woken by the commit, not by polling
+    BENCH = "bench"  # `BenchSource`: `swell bench` keeps its tasks' records (bench/)
 
 
 @runtime_checkable
@@ -266,6 +267,26 @@ class Notify(Protocol):
         ...
 
 
+@runtime_checkable
+class BenchRecords(Protocol):
+    """A bench's records (bench/records.py): one JSON text per key, the last put kept."""
+
+    def put(self, bench_id: str, key: str, data: str) -> None:
+        """Keep `data` under (bench, key), committed when this returns."""
+        ...
+
+    def records(self, bench_id: str | None = None) -> list[tuple[str, str, str]]:
+        """(bench, key, data) of one bench (None: every bench), in the order first put."""
+        ...
+
+
+@runtime_checkable
+class BenchSource(Protocol):
+    def bench_records(self) -> BenchRecords:
+        """The records `swell bench` keeps in this store."""
+        ...
+
+
 class Store(RunWriter, RunReader, ThreadReader, Protocol):
     """What every store backend provides."""
 
@@ -284,4 +305,5 @@ PROTOCOLS: dict[Capability, type] = {
     Capability.OUTPUT: OutputStore,
     Capability.CLAIMS: Claims,
     Capability.NOTIFY: Notify,
+    Capability.BENCH: BenchSource,
 }

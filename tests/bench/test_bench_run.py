@@ -1,0 +1,142 @@
+"""`swell bench run`: each task a swell run in a fresh checkout, graded by its diff alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from bench_helpers import bench_project, tiny_dataset
+
+from conftest import start_swell, swell, swell_json, wait_for
+
+
+def _report(project: Path, bench: str = "latest") -> dict[str, Any]:
+    found: dict[str, Any] = swell_json("bench", "report", bench, "-o", "json", cwd=project)
+    return found
+
+
+def _verdicts(report: dict[str, Any], label: str) -> dict[str, str]:
+    return {t["instance_id"]: t["verdicts"][label] for t in report["tasks"]}
+
+
+def test_gold_resolves_every_task_and_empty_none(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path)
+    project = bench_project(tmp_path, dataset)
+    result = swell(
+        "bench", "run", str(dataset), "-p", "gold", "-p", "empty", "-j", "2", cwd=project
+    )
+    assert result.returncode == 0, result.stderr
+    assert "gold: resolved 3/3 = 100.0%" in result.stdout
+    assert "empty: resolved 0/3 = 0.0%" in result.stdout
+    report = _report(project)
+    assert _verdicts(report, "gold") == dict.fromkeys(["calc-0", "calc-1", "calc-2"], "resolved")
+    assert _verdicts(report, "empty") == dict.fromkeys(["calc-0", "calc-1", "calc-2"], "unresolved")
+    (pair,) = report["pairs"]
+    assert pair["only_a"] == ["calc-0", "calc-1", "calc-2"] and pair["only_b"] == []
+    assert pair["p_value"] == 0.25  # exact McNemar, 3 discordant tasks all one way
+    # every task is a swell run of its pipeline, kept in the store as any other
+    runs = {r["id"]: r for r in swell_json("list", "-n", "20", cwd=project)}
+    for task in report["tasks"]:
+        for label in ("gold", "empty"):
+            run = runs[task["run_ids"][label]]
+            assert run["pipeline"] == label and run["status"] == "succeeded"
+
+
+def test_a_scripted_pipeline_that_fixes_half_scores_half(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, 4)
+    project = bench_project(tmp_path, dataset)
+    result = swell("bench", "run", str(dataset), "-p", "half", "-o", "json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    (summary,) = report["pipelines"]
+    assert (summary["resolved"], summary["tasks"], summary["resolved_rate"]) == (2, 4, 0.5)
+    assert round(summary["ci_low"], 3) == 0.150 and round(summary["ci_high"], 3) == 0.850
+    assert summary["visits_per_task"] == 1.0
+    assert _verdicts(report, "half") == {
+        "calc-0": "resolved",
+        "calc-1": "unresolved",
+        "calc-2": "resolved",
+        "calc-3": "unresolved",
+    }
+
+
+def test_a_patch_that_breaks_a_pass_to_pass_test_is_not_resolved(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, 3)
+    project = bench_project(tmp_path, dataset)
+    result = swell("bench", "run", str(dataset), "-p", "breaks", "--limit", "1", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "breaks calc-0: not resolved (1 PASS_TO_PASS broken)" in result.stdout
+    assert "breaks: resolved 0/1" in result.stdout
+
+
+def _progress(project: Path) -> dict[str, dict[str, Any]] | None:
+    """The latest bench's tasks by verdict (running, resolved, ...) once it has a plan."""
+    result = swell("bench", "report", "latest", "-o", "json", cwd=project)
+    if result.returncode != 0:
+        return None
+    report = json.loads(result.stdout)
+    return {
+        t["instance_id"]: {"verdict": t["verdicts"]["slow"], "run": t["run_ids"]["slow"]}
+        for t in report["tasks"]
+    }
+
+
+def test_a_killed_bench_resumes_without_running_finished_tasks_again(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, 4)
+    project = bench_project(tmp_path, dataset)
+    proc = start_swell("bench", "run", str(dataset), "-p", "slow", cwd=project)
+
+    def graded() -> dict[str, dict[str, Any]] | None:
+        tasks = _progress(project)
+        ok = tasks and any(t["verdict"] == "resolved" for t in tasks.values())
+        return tasks if ok and any(t["verdict"] == "running" for t in tasks.values()) else None
+
+    wait_for(graded, timeout=120, interval=0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    before = _progress(project)
+    assert before is not None
+    done = {iid: t["run"] for iid, t in before.items() if t["verdict"] == "resolved"}
+    under_way = {iid: t["run"] for iid, t in before.items() if t["verdict"] == "running"}
+    assert 1 <= len(done) < 4 and len(under_way) == 1
+    bench = _report(project)["bench_id"]
+    again = swell("bench", "run", str(dataset), "-p", "slow", "--bench", bench[:14], cwd=project)
+    assert again.returncode == 0, again.stderr
+    resumed = _report(project, bench)
+    assert _verdicts(resumed, "slow") == dict.fromkeys(
+        ["calc-0", "calc-1", "calc-2", "calc-3"], "resolved"
+    )
+    for iid, run_id in {**done, **under_way}.items():
+        # graded before the kill: not run again; under way: goes on in the same run
+        assert resumed_run(resumed, iid) == run_id
+    # a fresh bench gives the same report, but for ids and times
+    fresh = swell("bench", "run", str(dataset), "-p", "slow", "-o", "json", cwd=project)
+    assert _comparable(json.loads(fresh.stdout)) == _comparable(resumed)
+
+
+def resumed_run(report: dict[str, Any], instance_id: str) -> str:
+    (task,) = [t for t in report["tasks"] if t["instance_id"] == instance_id]
+    run_id: str = task["run_ids"]["slow"]
+    return run_id
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    (s,) = report["pipelines"]
+    keep = (
+        "tasks",
+        "resolved",
+        "resolved_rate",
+        "ci_low",
+        "ci_high",
+        "cost_usd",
+        "tokens",
+        "visits",
+    )
+    return {
+        "summary": {k: s[k] for k in keep},
+        "verdicts": _verdicts(report, "slow"),
+        "pairs": report["pairs"],
+    }
