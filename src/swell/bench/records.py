@@ -12,15 +12,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from swell.bench.grade import Grade
-from swell.errors import SwellError
+from swell.errors import RunNotFound
 from swell.store.capabilities import bench_records
 from swell.store.protocols import Store
 
 PLAN_KEY = "bench"
 
 
-class BenchNotFound(SwellError):
-    """No bench by that id (or prefix)."""
+class BenchNotFound(RunNotFound):
+    """No bench by that id (or prefix): a 404 in the dashboard, as an unknown run."""
 
 
 class BenchPlan(BaseModel):

@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from swell.errors import RunNotFound, RunStateError, StoreError, SwellError
 from swell.store.capabilities import page_reader
 from swell.store.protocols import Store
-from swell.web import analytics, api, views
+from swell.web import analytics, api, bench, views
 from swell.web.data import Reader
 from swell.web.openapi import describe_400s
 from swell.web.security import Guard, middleware
@@ -116,4 +116,5 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     app.include_router(analytics.api)
     app.include_router(analytics.pages)
     app.include_router(views.router)
+    app.include_router(bench.router)
     return app
