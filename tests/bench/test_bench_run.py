@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,31 @@ def _comparable(report: dict[str, Any]) -> dict[str, Any]:
         "verdicts": _verdicts(report, "slow"),
         "pairs": report["pairs"],
     }
+
+
+def test_grading_runs_in_the_sandbox_the_project_configures(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, 1)
+    store = tmp_path / "state" / "state.db"  # where the bench's store is (conftest)
+    task = json.loads(dataset.read_text())
+    check = (
+        f"\n\ndef test_no_store():\n    import os\n    assert not os.path.exists({str(store)!r})\n"
+    )
+    repo = tmp_path / "repo"
+    (repo / "test_sandbox.py").write_text(check)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "check"],
+        cwd=repo,
+        check=True,
+    )
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
+    task.update(base_commit=head.stdout.strip(), FAIL_TO_PASS=["test_sandbox.py::test_no_store"])
+    dataset.write_text(json.dumps(task) + "\n")
+    project = bench_project(tmp_path, dataset)
+    with (project / "wave.yaml").open("a") as manifest:
+        manifest.write("runtime:\n  sandbox: {enabled: true}\n")
+    boxed = swell("bench", "run", str(dataset), "-p", "empty", cwd=project)
+    assert boxed.returncode == 0, boxed.stderr
+    assert "empty: resolved 1/1" in boxed.stdout  # the store is hidden from the tests
+    plain = swell("bench", "run", str(dataset), "-p", "empty", "--no-sandbox", cwd=project)
+    assert "empty: resolved 0/1" in plain.stdout

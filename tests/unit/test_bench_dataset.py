@@ -61,6 +61,27 @@ def test_bench_run_says_what_is_wrong_with_a_dataset_without_a_traceback(
     result = swell("bench", "run", str(path), "--pipeline", "gold", cwd=project)
     assert result.returncode == 1
     assert result.stderr == (
-        f"error: {path}:1: FAIL_TO_PASS: must be a list of test ids "
-        "(or a JSON text of one)\n"
+        f"error: {path}:1: FAIL_TO_PASS: must be a list of test ids (or a JSON text of one)\n"
     )
+
+
+def test_test_results_are_read_from_the_summary_ids_with_spaces_and_dashes_too() -> None:
+    from swell.bench.grade import parse_results
+
+    output = "\n".join(
+        [
+            "PASSED t.py::test_a[x y-z]",
+            "FAILED t.py::test_b[a - b] - AssertionError: 1 - 2",
+            "ERROR t.py::test_c - fixture 'db' not found",
+            "SKIPPED [1] t.py:9: no network",
+            "XFAIL t.py::test_d - known",
+        ]
+    )
+    known = {"t.py::test_a[x y-z]", "t.py::test_b[a - b]", "t.py::test_c", "t.py::test_d"}
+    assert parse_results(output, known) == {
+        "t.py::test_a[x y-z]": "passed",
+        "t.py::test_b[a - b]": "failed",
+        "t.py::test_c": "error",
+        "[1] t.py:9: no network": "skipped",
+        "t.py::test_d": "failed",
+    }

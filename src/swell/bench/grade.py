@@ -14,19 +14,25 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
+from swell import sandbox
 from swell.bench.checkout import CheckoutError, Tree, apply_patch
 from swell.bench.dataset import Task
 from swell.process import run_process
 from swell.streaming import Stream
 
+if TYPE_CHECKING:
+    from swell.bench.confine import Confine
+
 TestResult = Literal["passed", "failed", "error", "skipped", "missing"]
 # pytest's `-rA` summary: one line per test, "PASSED id" or "FAILED id - why"
-_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(?: - .*)?$")
+# (an id may hold spaces: a parametrized test's)
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+)$")
 _RESULT: dict[str, TestResult] = {
     "PASSED": "passed",
     "XPASS": "passed",
@@ -66,18 +72,39 @@ def test_argv(task: Task, tests: list[str]) -> list[str]:
     return ["sh", "-c", f"{python} -m pytest -rA -q -p no:cacheprovider --tb=short {ids}"]
 
 
-def parse_results(output: str) -> dict[str, TestResult]:
-    """Each test's result from pytest's `-rA` summary lines."""
+def parse_results(output: str, known: Collection[str] = ()) -> dict[str, TestResult]:
+    """Each test's result from pytest's `-rA` summary lines. A line is `STATUS ID` or
+    `STATUS ID - WHY`; an id may hold " - " itself, so one of `known` is preferred."""
     found: dict[str, TestResult] = {}
     for line in output.splitlines():
-        match = _SUMMARY.match(line.strip())
+        match = _SUMMARY.match(line.rstrip())
         if match:
-            found[match.group(2)] = _RESULT[match.group(1)]
+            found[_test_id(match.group(2), known)] = _RESULT[match.group(1)]
     return found
 
 
-async def grade(task: Task, tree: Tree, patch: str, *, timeout: float, scratch: Path) -> Grade:
-    """Apply `patch` to a clean checkout of `tree` under `scratch` and run the task's tests."""
+def _test_id(rest: str, known: Collection[str]) -> str:
+    if rest in known:
+        return rest
+    cut = rest.find(" - ")
+    while cut != -1:
+        if rest[:cut] in known:
+            return rest[:cut]
+        cut = rest.find(" - ", cut + 3)
+    return rest.split(" - ", 1)[0]
+
+
+async def grade(
+    task: Task,
+    tree: Tree,
+    patch: str,
+    *,
+    timeout: float,
+    scratch: Path,
+    confine: Confine | None = None,
+) -> Grade:
+    """Apply `patch` to a clean checkout of `tree` under `scratch` and run the task's
+    tests (`confine`: in the sandbox it makes for the checkout)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=scratch, prefix="grade-") as tmp:
         checkout = Path(tmp) / "repo"
@@ -87,16 +114,21 @@ async def grade(task: Task, tree: Tree, patch: str, *, timeout: float, scratch: 
         except CheckoutError as exc:
             return Grade(resolved=False, applied=False, error=f"the patch does not apply: {exc}")
         tree.extract(checkout, only=_test_files(task))
-        setup_error = await _setup(task, checkout, timeout)
-        if setup_error:
-            return Grade(resolved=False, applied=True, error=setup_error)
-        tests = list(dict.fromkeys([*task.fail_to_pass, *task.pass_to_pass]))
-        ran = time.monotonic()
-        done = await run_process(
-            test_argv(task, tests), cwd=checkout, env=test_env(), timeout=timeout, on_output=quiet
-        )
-        test_seconds = time.monotonic() - ran
-    results = parse_results(done.stdout)
+        with sandbox.confining(confine(checkout) if confine else None):
+            setup_error = await _setup(task, checkout, timeout)
+            if setup_error:
+                return Grade(resolved=False, applied=True, error=setup_error)
+            tests = list(dict.fromkeys([*task.fail_to_pass, *task.pass_to_pass]))
+            ran = time.monotonic()
+            done = await run_process(
+                test_argv(task, tests),
+                cwd=checkout,
+                env=test_env(),
+                timeout=timeout,
+                on_output=quiet,
+            )
+            test_seconds = time.monotonic() - ran
+    results = parse_results(done.stdout, set(tests))
     f2p = {t: results.get(t, "missing") for t in task.fail_to_pass}
     p2p = {t: results.get(t, "missing") for t in task.pass_to_pass}
     resolved = not done.timed_out and all(r == "passed" for r in [*f2p.values(), *p2p.values()])

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swell.bench.checkout import CheckoutError, Tree, make_workspace, source_repo, workspace_diff
+from swell.bench.confine import Confine, grading_sandbox
 from swell.bench.dataset import Dataset, Task
 from swell.bench.grade import grade
 from swell.bench.pseudo import is_pseudo, pseudo_pipeline
@@ -54,6 +55,7 @@ class BenchRunner:
         self.book = BenchBook(rt.store, plan.bench_id)
         self.scratch = rt.state_dir / "bench" / plan.bench_id
         self._trees: dict[tuple[str, str], Tree] = {}
+        self.confine: Confine | None = None
         self._finished = 0
         self._total = 0
 
@@ -84,6 +86,7 @@ class BenchRunner:
 
     async def run(self, options: BenchOptions) -> dict[str, TaskRecord]:
         loaded = self.pipelines(options)
+        self.confine = grading_sandbox(self.rt.project, self.rt.state_dir, options.no_sandbox)
         self.book.put_plan(self.plan)
         kept = self.book.tasks()
         tasks = {t.instance_id: t for t in self.dataset.tasks}
@@ -120,15 +123,18 @@ class BenchRunner:
         record = TaskRecord(instance_id=task.instance_id, pipeline=job.pipeline, index=job.index)
         try:
             tree = self._tree(task)
-            run_started = time.monotonic()
             await self._run(job, record, tree, options, previous)
-            record.run_seconds = time.monotonic() - run_started
             stored = self.rt.store.get_run(record.run_id).workspace if record.run_id else None
             if stored and record.base:
                 diff = await asyncio.to_thread(workspace_diff, Path(stored), record.base)
                 record.patch = diff
             record.grade = await grade(
-                task, tree, record.patch, timeout=self.plan.test_timeout, scratch=self.scratch
+                task,
+                tree,
+                record.patch,
+                timeout=self.plan.test_timeout,
+                scratch=self.scratch,
+                confine=self.confine,
             )
         except SwellError as exc:
             record.run_error = record.run_error or str(exc)
@@ -168,12 +174,16 @@ class BenchRunner:
                 no_sandbox=options.no_sandbox,
             )
             text = job.task.problem_statement
+            began = time.monotonic()
             started = await executor.start(self.rt, job.loaded, text, run_options)
+            record.run_seconds = time.monotonic() - began
             assert started.plan is not None
             record.run_id = started.run_id
             record.base = await asyncio.to_thread(make_workspace, tree, started.plan.workspace)
             self.book.put(record)
+        began = time.monotonic()
         ending = await executor.follow(self.rt, started, Watch(stop_at_gates=True))
+        record.run_seconds += time.monotonic() - began
         record.run_status, record.run_error = ending.status, ending.error
 
     def _env(self, job: _Job) -> dict[str, str]:
