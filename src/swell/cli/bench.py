@@ -13,7 +13,7 @@ from swell.cli.render import for_terminal
 
 bench = typer.Typer(
     name="bench",
-    help="Grade pipelines on SWE-bench-format tasks: `bench run`, `bench report`.",
+    help="Grade pipelines on SWE-bench-format tasks: `bench run`, `bench report`, `bench make`.",
     add_completion=False,
     no_args_is_help=True,
 )
@@ -155,3 +155,45 @@ def report(
         print(report_html(found), end="")
     else:
         print(for_terminal(report_text(found)), end="")
+
+
+@bench.command("make")
+def make(
+    repo_dir: Annotated[Path, typer.Argument(help="A git repository whose tests pass.")],
+    out: Annotated[Path, typer.Option("--output-file", "-o", help="The dataset to write (JSONL).")],
+    max_tasks: Annotated[
+        int, typer.Option("--max-tasks", min=1, help="Keep at most this many.")
+    ] = 40,
+    source: Annotated[
+        list[str] | None,
+        typer.Option("--source", help="Files to mutate (default: non-test .py files)."),
+    ] = None,
+    repo_field: Annotated[
+        str | None,
+        typer.Option("--repo-field", help="What the tasks' `repo` says (default: REPO_DIR)."),
+    ] = None,
+    test_timeout: Annotated[
+        float, typer.Option("--test-timeout", min=1, help="Seconds one test run may take.")
+    ] = 300.0,
+    test_command: Annotated[
+        str | None,
+        typer.Option(
+            "--test-command",
+            help="The tests, run in the project's root with test ids added; pytest's -rA "
+            "summary is read ({python}: this Python). Default: pytest in this Python.",
+        ),
+    ] = None,
+) -> None:
+    """Build a dataset from mutants of a project: each mutant some test catches is a task
+    (its failing tests FAIL_TO_PASS, the others PASS_TO_PASS, the fix its gold patch)."""
+    import asyncio
+
+    from swell.bench.make import MakeOptions, make_dataset
+
+    options = MakeOptions(
+        max_tasks=max_tasks, sources=source or [], repo_field=repo_field, test_timeout=test_timeout
+    )
+    if test_command:
+        options.test_command = test_command
+    tasks = asyncio.run(make_dataset(repo_dir.resolve(), out, options, _say))
+    print(f"wrote {len(tasks)} tasks to {out}")
