@@ -84,18 +84,20 @@ if mode == "break":
     open("calc.py", "w").write(text)
 if mode == "sleep":
     import time; time.sleep(1.5)
+if mode == "hang":
+    import time; time.sleep(60)
 """
 
 
 def bench_project(where: Path, dataset: Path) -> Path:
-    """A swell project with pipelines `half`, `breaks` and `slow` (FIXER's modes)."""
+    """A swell project with pipelines `half`, `breaks`, `slow` and `hang` (FIXER's modes)."""
     project = where / "project"
     (project / ".agents" / "pipelines").mkdir(parents=True)
     (project / "wave.yaml").write_text(
         "apiVersion: v1\nkind: WaveManifest\nmetadata: {name: bench-tests}\n"
     )
     (project / "fixer.py").write_text(FIXER)
-    for name, mode in (("half", "half"), ("breaks", "break"), ("slow", "sleep")):
+    for name, mode in (("half", "half"), ("breaks", "break"), ("slow", "sleep"), ("hang", "hang")):
         (project / ".agents" / "pipelines" / f"{name}.yaml").write_text(
             "kind: WavePipeline\n"
             f"metadata: {{name: {name}}}\n"

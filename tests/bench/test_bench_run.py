@@ -73,14 +73,14 @@ def test_a_patch_that_breaks_a_pass_to_pass_test_is_not_resolved(tmp_path: Path)
     assert "breaks: resolved 0/1" in result.stdout
 
 
-def _progress(project: Path) -> dict[str, dict[str, Any]] | None:
+def _progress(project: Path, pipeline: str = "slow") -> dict[str, dict[str, Any]] | None:
     """The latest bench's tasks by verdict (running, resolved, ...) once it has a plan."""
     result = swell("bench", "report", "latest", "-o", "json", cwd=project)
     if result.returncode != 0:
         return None
     report = json.loads(result.stdout)
     return {
-        t["instance_id"]: {"verdict": t["verdicts"]["slow"], "run": t["run_ids"]["slow"]}
+        t["instance_id"]: {"verdict": t["verdicts"][pipeline], "run": t["run_ids"][pipeline]}
         for t in report["tasks"]
     }
 
@@ -116,6 +116,26 @@ def test_a_killed_bench_resumes_without_running_finished_tasks_again(tmp_path: P
     # a fresh bench gives the same report, but for ids and times
     fresh = swell("bench", "run", str(dataset), "-p", "slow", "-o", "json", cwd=project)
     assert _comparable(json.loads(fresh.stdout)) == _comparable(resumed)
+
+
+def test_ctrl_c_stops_the_bench_and_says_how_to_continue(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, 2)
+    project = bench_project(tmp_path, dataset)
+    proc = start_swell("bench", "run", str(dataset), "-p", "hang", cwd=project)
+
+    def running() -> bool:
+        tasks = _progress(project, "hang")
+        return bool(tasks) and tasks["calc-0"]["verdict"] == "running"
+
+    wait_for(running, timeout=60, interval=0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    bench = out.split()[1].rstrip(":")
+    assert f"continue with: swell bench run {dataset} --pipeline hang --bench {bench}" in err
+    tasks = _progress(project, "hang")  # the interrupted task's run is kept to continue
+    assert tasks is not None and tasks["calc-0"]["verdict"] == "running"
+    assert tasks["calc-1"]["verdict"] == "missing"
 
 
 def resumed_run(report: dict[str, Any], instance_id: str) -> str:

@@ -27,6 +27,11 @@ from swell.runtime import Runtime, check_loaded, check_pipeline
 Say = Callable[[str], None]
 
 
+class BenchInterrupted(Exception):
+    """A task's run was interrupted (Ctrl-C, SIGTERM): the bench stops with it, its
+    records kept, to continue with `--bench`."""
+
+
 @dataclass
 class BenchOptions:
     pipelines: list[str]
@@ -183,6 +188,8 @@ class BenchRunner:
             self.book.put(record)
         began = time.monotonic()
         ending = await executor.follow(self.rt, started, Watch(stop_at_gates=True))
+        if ending.status == "interrupted":
+            raise BenchInterrupted(started.run_id)
         record.run_seconds += time.monotonic() - began
         record.run_status, record.run_error = ending.status, ending.error
 

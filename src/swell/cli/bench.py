@@ -67,7 +67,7 @@ def run(
     from swell.bench.dataset import load_dataset
     from swell.bench.records import BenchBook, find_bench, new_bench_id
     from swell.bench.report import build_report, report_text
-    from swell.bench.runner import BenchOptions, BenchRunner, plan_for
+    from swell.bench.runner import BenchInterrupted, BenchOptions, BenchRunner, plan_for
     from swell.engine.sandboxing import check
 
     data = load_dataset(dataset)
@@ -97,7 +97,7 @@ def run(
     runner = BenchRunner(rt, data, plan, say)
     try:
         asyncio.run(runner.run(options))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BenchInterrupted):
         print(
             f"continue with: swell bench run {dataset} {_flags(options)} --bench {plan.bench_id}",
             file=sys.stderr,
