@@ -84,6 +84,10 @@ if mode == "break":
     open("calc.py", "w").write(text)
 if mode == "sleep":
     import time; time.sleep(1.5)
+if mode == "cheat":  # the failing test made to pass, the code left broken
+    text = open("test_calc.py").read().replace(f"assert f{index}(10)", f"assert 1 or f{index}(10)")
+    subprocess.run(["git", "checkout", "--", "calc.py"], check=True)
+    open("test_calc.py", "w").write(text)
 if mode == "hang":
     import time; time.sleep(60)
 """
@@ -97,7 +101,13 @@ def bench_project(where: Path, dataset: Path) -> Path:
         "apiVersion: v1\nkind: WaveManifest\nmetadata: {name: bench-tests}\n"
     )
     (project / "fixer.py").write_text(FIXER)
-    for name, mode in (("half", "half"), ("breaks", "break"), ("slow", "sleep"), ("hang", "hang")):
+    for name, mode in (
+        ("half", "half"),
+        ("breaks", "break"),
+        ("slow", "sleep"),
+        ("hang", "hang"),
+        ("cheat", "cheat"),
+    ):
         (project / ".agents" / "pipelines" / f"{name}.yaml").write_text(
             "kind: WavePipeline\n"
             f"metadata: {{name: {name}}}\n"

@@ -73,6 +73,14 @@ def test_a_patch_that_breaks_a_pass_to_pass_test_is_not_resolved(tmp_path: Path)
     assert "breaks: resolved 0/1" in result.stdout
 
 
+def test_a_pipeline_cannot_pass_by_editing_the_tests(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, 2)
+    project = bench_project(tmp_path, dataset)
+    result = swell("bench", "run", str(dataset), "-p", "cheat", "--limit", "1", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "cheat calc-0: not resolved (1 of 1 FAIL_TO_PASS fail)" in result.stdout
+
+
 def _progress(project: Path, pipeline: str = "slow") -> dict[str, dict[str, Any]] | None:
     """The latest bench's tasks by verdict (running, resolved, ...) once it has a plan."""
     result = swell("bench", "report", "latest", "-o", "json", cwd=project)
@@ -136,6 +144,8 @@ def test_ctrl_c_stops_the_bench_and_says_how_to_continue(tmp_path: Path) -> None
     tasks = _progress(project, "hang")  # the interrupted task's run is kept to continue
     assert tasks is not None and tasks["calc-0"]["verdict"] == "running"
     assert tasks["calc-1"]["verdict"] == "missing"
+    (summary,) = _report(project)["pipelines"]
+    assert summary["tasks"] == 0  # rates are over graded tasks only
 
 
 def resumed_run(report: dict[str, Any], instance_id: str) -> str:

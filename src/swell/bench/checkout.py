@@ -121,19 +121,12 @@ def make_workspace(tree: Tree, dest: Path) -> str:
 
 def workspace_diff(workspace: Path, base: str) -> str:
     """Everything the pipeline changed since `base`, committed or not (new files too,
-    ignored ones not), as a patch `git apply` takes; "" when nothing changed."""
+    ignored ones not), as a patch `git apply` takes; "" when nothing changed. The run
+    is over: its index is the diff's (two git processes, not three)."""
     if not (workspace / ".git").is_dir():
         return ""
-    index = workspace / ".git" / "swell-bench-index"  # the workspace's own index untouched
-    env = {"GIT_INDEX_FILE": str(index)}
-    try:
-        git(workspace, "read-tree", base, env=env)
-        git(workspace, "add", "-A", env=env)
-        return git(workspace, "diff", "--cached", "--binary", base, env=env).decode(
-            "utf-8", "replace"
-        )
-    finally:
-        index.unlink(missing_ok=True)
+    git(workspace, "add", "-A")
+    return git(workspace, "diff", "--cached", "--binary", base).decode("utf-8", "replace")
 
 
 def apply_patch(checkout: Path, patch: str) -> None:

@@ -113,7 +113,10 @@ async def grade(
             apply_patch(checkout, patch)
         except CheckoutError as exc:
             return Grade(resolved=False, applied=False, error=f"the patch does not apply: {exc}")
-        tree.extract(checkout, only=_test_files(task))
+        changed = patched_files(patch)
+        touched = _test_files(task) if "*" in changed else _test_files(task) & changed
+        if touched:  # the tests as they were: a pipeline cannot pass by editing them
+            tree.extract(checkout, only=touched)
         with sandbox.confining(confine(checkout) if confine else None):
             setup_error = await _setup(task, checkout, timeout)
             if setup_error:
@@ -153,6 +156,18 @@ def test_env() -> dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PYTHONPATH", None)  # the checkout's own code, not swell's path
     return env
+
+
+def patched_files(patch: str) -> set[str]:
+    """The paths a git patch changes (its `diff --git a/X b/Y` lines, both sides)."""
+    found = set()
+    for line in patch.splitlines():
+        if line.startswith('diff --git "'):  # a quoted path: count every test file touched
+            return {"*"}
+        if line.startswith("diff --git a/") and " b/" in line:
+            left, right = line[len("diff --git a/") :].split(" b/", 1)
+            found |= {left, right}
+    return found
 
 
 def _test_files(task: Task) -> set[str]:

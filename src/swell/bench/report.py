@@ -171,19 +171,19 @@ def build_report(store: Store, bench_id: str, *, other: str | None = None) -> Be
             more = {}
         columns.update(more)
         tasks += [t for t in other_tasks if t not in tasks]
-    summaries = [
+    done = {
+        label: {t: r for t, r in by_task.items() if r.status == "done"}
+        for label, by_task in columns.items()
+    }
+    summaries = [  # over the graded tasks (a bench under way has others)
         _summary(
             store,
             label,
             bench_id if "@" not in label else label.split("@", 1)[1],
             list(by_task.values()),
         )
-        for label, by_task in columns.items()
+        for label, by_task in done.items()
     ]
-    done = {
-        label: {t: r for t, r in by_task.items() if r.status == "done"}
-        for label, by_task in columns.items()
-    }
     pairs = [_pair(a, done[a], b, done[b]) for a, b in combinations(done, 2)]
     verdicts = [
         TaskVerdict(
