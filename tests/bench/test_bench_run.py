@@ -46,6 +46,20 @@ def test_gold_resolves_every_task_and_empty_none(tmp_path: Path) -> None:
             assert run["pipeline"] == label and run["status"] == "succeeded"
 
 
+def test_a_task_repository_given_as_a_git_url_is_cloned_once(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, 2)
+    url = f"file://{tmp_path / 'repo'}"
+    for i in range(2):  # the base commits on no branch or tag: found all the same
+        subprocess.run(["git", "tag", "-d", f"task-{i}"], cwd=tmp_path / "repo", check=True)
+    tasks = [{**json.loads(line), "repo": url} for line in dataset.read_text().splitlines()]
+    dataset.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    project = bench_project(tmp_path, dataset)
+    result = swell("bench", "run", str(dataset), "-p", "gold", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "gold: resolved 2/2" in result.stdout
+    assert len(list((tmp_path / "state" / "bench" / "repos").glob("*.git"))) == 1
+
+
 def test_a_scripted_pipeline_that_fixes_half_scores_half(tmp_path: Path) -> None:
     dataset = tiny_dataset(tmp_path, 4)
     project = bench_project(tmp_path, dataset)

@@ -69,7 +69,7 @@ def source_repo(location: str, cache: Path, commit: str) -> Path:
     mirror = cache / (hashlib.sha256(location.encode()).hexdigest()[:16] + ".git")
     if not mirror.is_dir():
         cache.mkdir(parents=True, exist_ok=True)
-        git(cache, "clone", "--bare", "--quiet", location, str(mirror))
+        git(cache, "clone", "--mirror", "--quiet", location, str(mirror))  # every ref
     if not _has(mirror, commit):
         git(mirror, "fetch", "--quiet", "origin", commit)
     _need(mirror, commit, location)
