@@ -160,6 +160,9 @@ def test_ctrl_c_stops_the_bench_and_says_how_to_continue(tmp_path: Path) -> None
     assert tasks["calc-1"]["verdict"] == "missing"
     (summary,) = _report(project)["pipelines"]
     assert summary["tasks"] == 0  # rates are over graded tasks only
+    other = swell("bench", "run", str(dataset), "-p", "gold", "--bench", bench, cwd=project)
+    assert other.returncode == 2
+    assert f"bench {bench} ran hang on {dataset}" in other.stderr
 
 
 def resumed_run(report: dict[str, Any], instance_id: str) -> str:

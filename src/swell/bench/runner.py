@@ -239,7 +239,7 @@ def plan_for(bench_id: str, dataset: Dataset, options: BenchOptions) -> BenchPla
     tasks = [t.instance_id for t in dataset.tasks][: options.limit]
     return BenchPlan(
         bench_id=bench_id,
-        dataset=str(dataset.path),
+        dataset=str(dataset.path.resolve()),
         tasks=tasks,
         pipelines=options.pipelines,
         adapter=options.adapter,

@@ -85,7 +85,7 @@ def run(
     if bench_id is not None:
         bench_id = find_bench(rt.store, bench_id)
         plan = BenchBook(rt.store, bench_id).plan()
-        if plan.pipelines != options.pipelines or plan.dataset != str(data.path):
+        if plan.pipelines != options.pipelines or Path(plan.dataset) != data.path.resolve():
             raise typer.BadParameter(
                 f"bench {bench_id} ran {', '.join(plan.pipelines)} on {plan.dataset}",
                 param_hint="--bench",
