@@ -5,6 +5,7 @@ store as it goes (records.py), so a killed bench continues where it stopped."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from swell.bench.checkout import CheckoutError, Tree, make_workspace, source_repo, workspace_diff
 from swell.bench.confine import Confine, grading_sandbox
-from swell.bench.dataset import Dataset, Task
+from swell.bench.dataset import Dataset, DatasetError, Task
 from swell.bench.grade import grade
 from swell.bench.pseudo import is_pseudo, pseudo_pipeline
 from swell.bench.records import BenchBook, BenchPlan, TaskRecord, task_key
@@ -59,7 +60,7 @@ class BenchRunner:
         self.rt, self.dataset, self.plan, self.say = rt, dataset, plan, say
         self.book = BenchBook(rt.store, plan.bench_id)
         self.scratch = rt.state_dir / "bench" / plan.bench_id
-        self._trees: dict[tuple[str, str], Tree] = {}
+        self._cloning = threading.Lock()
         self.confine: Confine | None = None
         self._finished = 0
         self._total = 0
@@ -95,6 +96,9 @@ class BenchRunner:
         self.book.put_plan(self.plan)
         kept = self.book.tasks()
         tasks = {t.instance_id: t for t in self.dataset.tasks}
+        gone = [iid for iid in self.plan.tasks if iid not in tasks]
+        if gone:
+            raise DatasetError(f"{self.dataset.path}: no task {', '.join(gone[:5])} of the bench")
         jobs = [
             _Job(tasks[iid], index, name, loaded[name])
             for index, iid in enumerate(self.plan.tasks)
@@ -116,18 +120,21 @@ class BenchRunner:
         return self.book.tasks()
 
     def _tree(self, task: Task) -> Tree:
-        where = (self.dataset.repo_location(task), task.base_commit)
-        if where not in self._trees:
-            repo = source_repo(where[0], self.rt.state_dir / "bench" / "repos", task.base_commit)
-            self._trees[where] = Tree.of(repo, task.base_commit)
-        return self._trees[where]
+        """The task's files (held while the task runs: a big repository's are big)."""
+        with self._cloning:  # one clone of a URL's mirror at a time
+            repo = source_repo(
+                self.dataset.repo_location(task),
+                self.rt.state_dir / "bench" / "repos",
+                task.base_commit,
+            )
+        return Tree.of(repo, task.base_commit)
 
     async def _job(self, job: _Job, options: BenchOptions, previous: TaskRecord | None) -> None:
         started = time.monotonic()
         task = job.task
         record = TaskRecord(instance_id=task.instance_id, pipeline=job.pipeline, index=job.index)
         try:
-            tree = self._tree(task)
+            tree = await asyncio.to_thread(self._tree, task)
             await self._run(job, record, tree, options, previous)
             stored = self.rt.store.get_run(record.run_id).workspace if record.run_id else None
             if stored and record.base:
