@@ -26,9 +26,10 @@ DECLARED = {
         Capability.OUTPUT,
         Capability.CLAIMS,
         Capability.DISPATCH,
+        Capability.BENCH,
     },
     "memory": {Capability.OUTPUT, Capability.CLAIMS, Capability.DISPATCH},
-    "postgres": set(Capability),
+    "postgres": set(Capability) - {Capability.BENCH},
 }
 
 

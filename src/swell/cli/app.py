@@ -102,6 +102,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "route": ("watch", "route"),
     "retro": ("retro", "retro"),  # a group: `retro RUN`, `retro stats`
     "worker": ("worker", "worker"),
+    "bench": ("bench", "bench"),  # a group: `bench run`, `bench report`, `bench make`
 }
 _GLOBAL_WITH_VALUE = ("--project", "-C")
 # what a command imports on its way besides its own module: `entry` imports it first,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from swell.errors import StoreError
 from swell.store.protocols import (
+    BenchRecords,
+    BenchSource,
     Capability,
     Claims,
     Dispatch,
@@ -88,6 +90,13 @@ def wait_for_events(store: Store, run_id: str, after_seq: int, timeout: float) -
     from swell.store.waiting import poll_for_events
 
     return poll_for_events(store, run_id, after_seq, timeout)
+
+
+def bench_records(store: Store) -> BenchRecords:
+    """Where `swell bench` keeps its records; StoreError when the store keeps none."""
+    if Capability.BENCH in store.capabilities and isinstance(store, BenchSource):
+        return store.bench_records()
+    raise StoreError(f"the store {store.identity} cannot keep benches (use the SQLite store)")
 
 
 class _NoOutput:

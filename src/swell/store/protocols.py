@@ -202,6 +202,7 @@ class Capability(StrEnum):
     CLAIMS = "claims"  # `Claims`: one process executes a run (running, resuming)
     NOTIFY = "notify"  # `Notify`: a follower is woken by the commit, not by polling
     DISPATCH = "dispatch"  # `Dispatch`: a run created with its work item's dispatch key
+    BENCH = "bench"  # `BenchSource`: `swell bench` keeps its tasks' records (bench/)
 
 
 @runtime_checkable
@@ -283,6 +284,26 @@ class Dispatch(Protocol):
         ...
 
 
+@runtime_checkable
+class BenchRecords(Protocol):
+    """A bench's records (bench/records.py): one JSON text per key, the last put kept."""
+
+    def put(self, bench_id: str, key: str, data: str) -> None:
+        """Keep `data` under (bench, key), committed when this returns."""
+        ...
+
+    def records(self, bench_id: str | None = None) -> list[tuple[str, str, str]]:
+        """(bench, key, data) of one bench (None: every bench), in the order first put."""
+        ...
+
+
+@runtime_checkable
+class BenchSource(Protocol):
+    def bench_records(self) -> BenchRecords:
+        """The records `swell bench` keeps in this store."""
+        ...
+
+
 class Store(RunWriter, RunReader, ThreadReader, Protocol):
     """What every store backend provides."""
 
@@ -302,4 +323,5 @@ PROTOCOLS: dict[Capability, type] = {
     Capability.CLAIMS: Claims,
     Capability.NOTIFY: Notify,
     Capability.DISPATCH: Dispatch,
+    Capability.BENCH: BenchSource,
 }

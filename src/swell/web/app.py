@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from swell.errors import PipelineNotFound, RunNotFound, RunStateError, StoreError, SwellError
 from swell.store.capabilities import page_reader
 from swell.store.protocols import Store
-from swell.web import analytics, api, health, hooks, run_forms, runs_api, views
+from swell.web import analytics, api, bench, health, hooks, run_forms, runs_api, views
 from swell.web.data import Reader
 from swell.web.openapi import describe_400s
 from swell.web.security import Guard, middleware
@@ -112,4 +112,5 @@ def create_app(settings: ServeSettings, store: Store | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(views.router)
     app.include_router(hooks.router)  # forge webhooks in (web/hooks.py)
+    app.include_router(bench.router)
     return app

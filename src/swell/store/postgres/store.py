@@ -101,7 +101,7 @@ _INSERT_EVENTS = (
 class PostgresStore:
     """Runs, events and their projections in a Postgres database (one schema of it)."""
 
-    capabilities = frozenset(Capability)  # every one: pages and stats in SQL, NOTIFY
+    capabilities = frozenset(Capability) - {Capability.BENCH}  # SQL pages, stats, NOTIFY
 
     def __init__(self, url: str) -> None:
         self.url = url

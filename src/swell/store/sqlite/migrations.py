@@ -287,6 +287,13 @@ def _m9_dispatches(db: sqlite3.Connection) -> None:
     _run_script(db, CREATE)
 
 
+def _m10_bench(db: sqlite3.Connection) -> None:
+    # `swell bench`'s records (store/sqlite/bench.py)
+    from swell.store.sqlite.bench import CREATE
+
+    _run_script(db, CREATE)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_rounds,
@@ -297,6 +304,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m7_thread_index_for_threads_only,
     _m8_output,
     _m9_dispatches,
+    _m10_bench,
 ]
 
 

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
     from swell.events.models import BaseEvent, Event
     from swell.store.pages import PageReader, RunFilter
+    from swell.store.sqlite.bench import SqliteBench
     from swell.store.stats import StatsSource
     from swell.streaming import OutputChunk
 
@@ -81,7 +82,7 @@ class SqliteStore:
     # no NOTIFY: nothing wakes another process when a commit lands, followers poll
     capabilities = frozenset(
         {Capability.PAGES, Capability.STATS, Capability.OUTPUT, Capability.CLAIMS}
-        | {Capability.DISPATCH}
+        | {Capability.DISPATCH, Capability.BENCH}
     )
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
@@ -484,6 +485,11 @@ class SqliteStore:
         from swell.store.sqlite.stats import sqlite_stats  # only `retro stats` asks
 
         return sqlite_stats(self.db, self.path, filt)
+
+    def bench_records(self) -> SqliteBench:
+        from swell.store.sqlite.bench import SqliteBench  # only `swell bench` asks
+
+        return SqliteBench(self.db, self.path, self._tx)
 
     def pages(self) -> PageReader:
         """The dashboard's pages in SQL, ordered by the tables' indexes."""
