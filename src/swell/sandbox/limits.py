@@ -154,6 +154,10 @@ class PidsCgroup:
         join = 'echo $$ > "$0" && exec "$@"'
         return ["/bin/sh", "-c", join, str(self.path / "cgroup.procs"), *argv]
 
+    def join(self, pid: int) -> None:
+        """Move process `pid` (stopped before it execs: sandbox/boxes.py) into it."""
+        (self.path / "cgroup.procs").write_text(str(pid), encoding="ascii")
+
     def reached(self) -> bool:
         """Whether a fork was refused in this visit because the limit was reached."""
         return self._refused() > self.refused
