@@ -187,6 +187,8 @@ class _Child:
         self._settle()
 
     def _reap(self) -> None:
+        if isinstance(self.proc, Boxed) and self.proc.poll() is None:
+            return  # it said its pid: it runs
         self.loop.remove_reader(self.pidfd)
         os.close(self.pidfd)
         self.pidfd = -1

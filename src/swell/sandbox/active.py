@@ -51,6 +51,7 @@ class Confinement:
     agent_read_only: list[bool] = field(default_factory=list)  # see `read_only_agent`
     watching: list[asyncio.TimerHandle] = field(default_factory=list)
     servers: list[boxes.Server] = field(default_factory=list)  # boxes the visit used
+    lanes: list[tuple[boxes.Server, boxes.Lane]] = field(default_factory=list)  # its own
 
     def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
@@ -65,17 +66,6 @@ class Confinement:
             self._watch()
         return self.cgroups[0].joining([]), []
 
-    def joiner(self) -> Callable[[int], None] | None:
-        """What moves a process started in a shared box into the visit's pids cgroup
-        (nothing to do without a limit); None when there is no cgroup to hold it (the
-        RLIMIT_NPROC fallback counts a whole box, so those get a bwrap each)."""
-        if self.pids_limit is None:
-            return _nothing
-        if not self.cgroups and pids_root() is None:
-            return None
-        self.limited([])  # takes the visit's cgroup, and starts its watch
-        return self.cgroups[0].join
-
     def server(self, box: Box, run: str) -> boxes.Server:
         """The box of `box`'s shape in `run` (started for its first process)."""
         binary = getattr(self.backend, "binary", self.backend.name)
@@ -86,6 +76,28 @@ class Confinement:
         made = boxes.server_for(key, functools.partial(_server_argv, self.backend, box), run)
         self.servers.append(made)
         return made
+
+    def spawner(self, server: boxes.Server) -> boxes.Spawner | None:
+        """What starts the visit's processes in `server`'s box: the box itself without a
+        pids limit, else the visit's lane there (its pids cgroup); None when they must
+        get a bwrap each: the visit's cgroup is taken already (an agent's, another
+        box's), or there is none (the RLIMIT_NPROC fallback would count the whole box)."""
+        if self.pids_limit is None:
+            return server
+        for owner, held in self.lanes:
+            if owner is server:
+                return held
+        root = pids_root()
+        if self.cgroups or root is None:
+            return None
+        limit = self.pids_limit
+        lane = server.lane(lambda: PidsCgroup.take(root, limit))
+        if lane is None:
+            return None
+        self.lanes.append((server, lane))
+        self.cgroups.append(lane.cgroup)
+        self._watch()
+        return lane
 
     def _watch(self) -> None:
         """Every WATCH seconds: a visit that reached its pids limit (a fork bomb, which
@@ -111,9 +123,13 @@ class Confinement:
             proxy.close()
         for handle in self.watching:
             handle.cancel()
+        laned = [lane.cgroup for _, lane in self.lanes]
         for cgroup in self.cgroups:
-            cgroup.give_back()
-        for server in self.servers:  # after its leftovers are ended: /tmp is emptied
+            if cgroup not in laned:
+                cgroup.give_back()
+        for server, lane in self.lanes:  # what the visit left there ends; kept for the next
+            server.give_back(lane)
+        for server in self.servers:  # /tmp is emptied before the box's next process
             boxes.release(server)
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
@@ -125,10 +141,6 @@ class Confinement:
         if not self.made:
             self.made.append(self.proxy())
         return _offline(self.box, self.made[0]), self.made[0]
-
-
-def _nothing(pid: int) -> None:
-    pass
 
 
 def _server_argv(backend: Backend, box: Box, fd: str) -> list[str]:
@@ -276,13 +288,15 @@ def start_boxed(
 ) -> boxes.Boxed | None:
     """`argv` started in the long-lived box of the current visit's shape (sandbox/boxes.py),
     with `stdio`; None when it must get a bwrap of its own (`confine`): a box with the
-    egress proxy, a backend other than bubblewrap, a pids limit with no cgroup to hold it."""
+    egress proxy, a backend other than bubblewrap, a pids limit no lane can hold."""
     found = _current.get()
     if found is None or found.backend.name != "bubblewrap":
         return None
     box, inside = _prepared(found, argv, env, ())
-    joining = found.joiner()
-    if box.proxy is not None or joining is None:
+    if box.proxy is not None:
         return None
     server = found.server(box, inside.get("SWELL_RUN_ID", ""))
-    return server.start(argv, os.fspath(cwd), inside, stdio, joining)
+    spawner = found.spawner(server)
+    if spawner is None:
+        return None
+    return spawner.start(argv, os.fspath(cwd), inside, stdio, server.take_dirty())

@@ -2,13 +2,17 @@
 
 Started as `python -I -S -c SOURCE FD` (stdlib only: the sandbox's environment has no
 PYTHONPATH). FD is a SOCK_SEQPACKET socket to swell. Each message is a JSON request:
-`{"argv", "cwd", "env"}` with four descriptors (the process's channel, its stdin, stdout,
-stderr), or `{"clean": true}` (a visit is over: empty /tmp once no process runs). For a
-process, the child starts a session, sends its pid over its channel (SCM_CREDENTIALS:
-swell reads it in its own pid namespace), waits for swell's go (swell has moved it into
-its visit's pids cgroup), then execs; when it exits its wait status goes back over the
-channel. The server is not dumpable, so no process in the box can trace it or take its
-socket.
+- `{"argv", "cwd", "env"}` with four descriptors (the process's channel, its stdin,
+  stdout, stderr): the child starts a session, sends its pid over its channel
+  (SCM_CREDENTIALS: swell reads it in its own pid namespace) and execs; when it exits,
+  its wait status goes back over the channel;
+- `{"lane": true}` with two (a new control socket, a channel): a child of the server
+  serves that socket as the server does. swell moves it into a visit's pids cgroup
+  once, and every process it then starts is born there (moving each process would
+  cost milliseconds: cgroup v1 migrates under an RCU-synchronised lock);
+- `"clean": true` in a request: the visits that used the box are over: empty /tmp
+  first (any server of the box can: they share it).
+The server is not dumpable, so no process in the box can trace it or take its sockets.
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ if TYPE_CHECKING:
 PR_SET_DUMPABLE = 4
 
 
-def _exec(chan: socket.socket, stdio: list[int], request: dict[str, Any]) -> None:
-    os.setsid()
+def _report(chan: socket.socket) -> None:
     creds = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())
     chan.sendmsg([b"p"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
-    if chan.recv(1) != b"g":
-        return
+
+
+def _exec(chan: socket.socket, stdio: list[int], request: dict[str, Any]) -> None:
+    os.setsid()
+    _report(chan)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # as subprocess's restore_signals
         signal.signal(sig, signal.SIG_DFL)
     for target, fd in enumerate(stdio):
@@ -75,7 +81,6 @@ class Server:
         self.select = selectors.DefaultSelector()
         self.select.register(control, selectors.EVENT_READ, None)
         self.children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, channel)
-        self.clean = False  # asked to empty /tmp once no process runs
 
     def serve(self) -> None:
         while True:
@@ -97,30 +102,41 @@ class Server:
                 fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
         request = json.loads(msg)
         if request.get("clean"):
-            self.clean = True
-            self.tidy()
-            return True
-        if self.clean and not self.children:
-            self.tidy()
-        self.clean = False
-        if len(fds) != 4:
+            _clean_tmp()
+        wanted = 2 if request.get("lane") else 4
+        if len(fds) != wanted:
             for fd in fds:
                 os.close(fd)
             return True
-        chan = socket.socket(fileno=fds[0])
+        chan = socket.socket(fileno=fds[1] if wanted == 2 else fds[0])
         pid = os.fork()
         if pid == 0:
             try:
-                self.control.close()
-                _exec(chan, list(fds[1:]), request)
+                if wanted == 2:
+                    self.become(socket.socket(fileno=fds[0]), chan)
+                else:
+                    self.control.close()
+                    _exec(chan, list(fds[1:]), request)
             finally:
                 os._exit(127)
-        for fd in fds[1:]:
-            os.close(fd)
+        for fd in fds:
+            if fd != chan.fileno():
+                os.close(fd)
         pidfd = os.pidfd_open(pid)
         self.children[pidfd] = (pid, chan)
         self.select.register(pidfd, selectors.EVENT_READ, pid)
         return True
+
+    def become(self, control: socket.socket, chan: socket.socket) -> None:
+        """In a new child: serve `control` (a lane), nothing of the server kept."""
+        for pidfd, (_, other) in self.children.items():
+            os.close(pidfd)
+            other.close()
+        self.select.close()
+        self.control.close()
+        _report(chan)
+        chan.close()
+        Server(control).serve()
 
     def reap(self, pidfd: int) -> None:
         self.select.unregister(pidfd)
@@ -130,12 +146,6 @@ class Server:
         with contextlib.suppress(OSError):
             chan.send(b"x" + struct.pack("i", status))
         chan.close()
-        self.tidy()
-
-    def tidy(self) -> None:
-        if self.clean and not self.children:
-            self.clean = False
-            _clean_tmp()
 
 
 def main() -> None:
