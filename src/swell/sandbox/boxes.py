@@ -12,6 +12,7 @@ kept (docs/security.md, "One box per run and shape").
 from __future__ import annotations
 
 import array
+import asyncio
 import atexit
 import contextlib
 import json
@@ -190,6 +191,8 @@ class Server(Spawner):
         `env`: bwrap's own (the run's marker, so `swell stop` finds the box)."""
         control, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         super().__init__(control)
+        # started from the thread that runs the run's visits (its event loop): bwrap's
+        # --die-with-parent follows that thread, which outlives them
         self.key = key
         try:
             self.proc = subprocess.Popen(
@@ -291,6 +294,13 @@ def release(server: Server) -> None:
         server.used = time.monotonic()
         if server.users <= 0:
             server.dirty = True
+    with contextlib.suppress(RuntimeError):  # outside an event loop: at the next box
+        asyncio.get_running_loop().call_later(IDLE + 1, _retire_idle)
+
+
+def _retire_idle() -> None:
+    with _lock:
+        _retire(time.monotonic())
 
 
 def _retire(now: float) -> None:
