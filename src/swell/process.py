@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from swell import sandbox, streaming, sweep
+from swell.sandbox.boxes import Boxed
 from swell.streaming import Feed, Stream
 from swell.sweep import Marked, find_marked, marked_groups, stop_marked
 
@@ -140,7 +141,7 @@ class _Child:
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        proc: subprocess.Popen[bytes] | Boxed,
         pipes: tuple[int, int],
         max_output: int,
         grace: float,
@@ -164,7 +165,8 @@ class _Child:
             os.set_blocking(fd, False)
             self._open.append(fd)
             self.loop.add_reader(fd, self._read, fd, sink)
-        self.pidfd = os.pidfd_open(proc.pid)
+        # a process in a shared sandbox is no child of swell's: its exit comes by socket
+        self.pidfd = proc.exit_fd() if isinstance(proc, Boxed) else os.pidfd_open(proc.pid)
         self.loop.add_reader(self.pidfd, self._reap)
 
     def _read(self, fd: int, sink: _Capped) -> None:
@@ -185,6 +187,8 @@ class _Child:
         self._settle()
 
     def _reap(self) -> None:
+        if isinstance(self.proc, Boxed) and self.proc.poll() is None:
+            return  # it said its pid: it runs
         self.loop.remove_reader(self.pidfd)
         os.close(self.pidfd)
         self.pidfd = -1
@@ -332,6 +336,28 @@ def _spawn(
     return proc, (out_r, err_r)
 
 
+def _spawn_boxed(
+    argv: Sequence[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None
+) -> tuple[Boxed, tuple[int, int]] | None:
+    """`argv` started in the visit's long-lived sandbox (`sandbox.start_boxed`), with
+    the pipes' read ends; None when it needs a bwrap of its own."""
+    global _devnull
+    if _devnull < 0:
+        _devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        boxed = sandbox.start_boxed(argv, env, cwd, (_devnull, out_w, err_w))
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    if boxed is None:
+        os.close(out_r)
+        os.close(err_r)
+        return None
+    return boxed, (out_r, err_r)
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -362,9 +388,12 @@ async def run_process(
         return streamed.result
     started = time.monotonic()
     _count_spawn()
+    boxed = None
     if sandbox.current() is not None:  # the visit's sandbox (runtime.sandbox)
-        argv, env = sandbox.confine(argv, env, cwd)
-    proc, pipes = _spawn(list(argv), cwd, env)
+        boxed = _spawn_boxed(argv, cwd, env)
+        if boxed is None:  # a bwrap of its own
+            argv, env = sandbox.confine(argv, env, cwd)
+    proc, pipes = boxed or _spawn(list(argv), cwd, env)
     child = _Child(proc, pipes, max_output, grace, feed)
     deadline = None if timeout is None else child.loop.call_later(timeout, child.expire)
     try:

@@ -4,7 +4,8 @@
 turns it into the argv that starts a process inside it; `confined_env` is the environment
 they get; `settings` reads wave.yaml and picks the backend. The engine makes a box current
 for a visit (`confining`, `enter`), and the one subprocess runner (`swell.process`) wraps
-every process it starts while one is current (`confine`). This module imports only what
+every process it starts while one is current (`confine`), or starts a command's
+process in the visit's long-lived box (`start_boxed`, sandbox/boxes.py). This module imports only what
 the runner needs (the backends and settings are imported where they are used).
 """
 
@@ -18,6 +19,7 @@ from swell.sandbox.active import (
     enter,
     read_only_agent,
     scratch_root,
+    start_boxed,
 )
 from swell.sandbox.base import Backend, Box, Unavailable
 from swell.sandbox.env import CURATED, confined_env
@@ -35,4 +37,5 @@ __all__ = [
     "enter",
     "read_only_agent",
     "scratch_root",
+    "start_boxed",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swell.sandbox import boxes
 from swell.sandbox.base import PROXY_PORT, Backend, Box
 from swell.sandbox.env import confined_env
 from swell.sandbox.limits import PidsCgroup, pids_root, rlimit_prefix
@@ -48,6 +50,8 @@ class Confinement:
     cgroups: list[PidsCgroup] = field(default_factory=list)
     agent_read_only: list[bool] = field(default_factory=list)  # see `read_only_agent`
     watching: list[asyncio.TimerHandle] = field(default_factory=list)
+    servers: list[boxes.Server] = field(default_factory=list)  # boxes the visit used
+    lanes: list[tuple[boxes.Server, boxes.Lane]] = field(default_factory=list)  # its own
 
     def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
@@ -61,6 +65,39 @@ class Confinement:
             self.cgroups.append(PidsCgroup.take(root, self.pids_limit))
             self._watch()
         return self.cgroups[0].joining([]), []
+
+    def server(self, box: Box, run: str) -> boxes.Server:
+        """The box of `box`'s shape in `run` (started for its first process)."""
+        binary = getattr(self.backend, "binary", self.backend.name)
+        key = boxes.key_of(binary, box, run)
+        for server in self.servers:
+            if server.key == key and server.alive():
+                return server
+        made = boxes.server_for(key, functools.partial(_server_argv, self.backend, box), run)
+        self.servers.append(made)
+        return made
+
+    def spawner(self, server: boxes.Server) -> boxes.Spawner | None:
+        """What starts the visit's processes in `server`'s box: the box itself without a
+        pids limit, else the visit's lane there (its pids cgroup); None when they must
+        get a bwrap each: the visit's cgroup is taken already (an agent's, another
+        box's), or there is none (the RLIMIT_NPROC fallback would count the whole box)."""
+        if self.pids_limit is None:
+            return server
+        for owner, held in self.lanes:
+            if owner is server:
+                return held
+        root = pids_root()
+        if self.cgroups or root is None:
+            return None
+        limit = self.pids_limit
+        lane = server.lane(lambda: PidsCgroup.take(root, limit))
+        if lane is None:
+            return None
+        self.lanes.append((server, lane))
+        self.cgroups.append(lane.cgroup)
+        self._watch()
+        return lane
 
     def _watch(self) -> None:
         """Every WATCH seconds: a visit that reached its pids limit (a fork bomb, which
@@ -86,8 +123,14 @@ class Confinement:
             proxy.close()
         for handle in self.watching:
             handle.cancel()
+        laned = [lane.cgroup for _, lane in self.lanes]
         for cgroup in self.cgroups:
-            cgroup.give_back()
+            if cgroup not in laned:
+                cgroup.give_back()
+        for server, lane in self.lanes:  # what the visit left there ends; kept for the next
+            server.give_back(lane)
+        for server in self.servers:  # /tmp is emptied before the box's next process
+            boxes.release(server)
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
         """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
@@ -98,6 +141,13 @@ class Confinement:
         if not self.made:
             self.made.append(self.proxy())
         return _offline(self.box, self.made[0]), self.made[0]
+
+
+def _server_argv(backend: Backend, box: Box, fd: str) -> list[str]:
+    """bwrap running the box's process server (on swell's Python, shown read-only)."""
+    runtime = Path(os.path.realpath(sys.base_prefix))
+    shown = box if not _hidden(runtime, box) else replace(box, visible=(*box.visible, runtime))
+    return backend.wrap([*boxes.PYTHON_ARGS, boxes.SERVER, fd], Path("/"), shown)
 
 
 _current: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar(
@@ -191,19 +241,15 @@ def _hidden(path: Path, box: Box) -> bool:
     return any(path == h or h in path.parents for h in (*box.hidden, Path("/tmp")))
 
 
-def confine(
+def _prepared(
+    found: Confinement,
     argv: Sequence[str],
     env: Mapping[str, str] | None,
-    cwd: str | os.PathLike[str],
-    inherit: Iterable[str] = (),
-) -> tuple[list[str], dict[str, str] | None]:
-    """`argv` and `env` as the current sandbox starts them (unchanged without one).
-    The program itself is shown read-only when it lies in a hidden directory (an agent
-    CLI installed under the user's HOME)."""
-    found = _current.get()
-    if found is None:
-        return list(argv), None if env is None else dict(env)
-    inherit = tuple(inherit)
+    inherit: tuple[str, ...],
+) -> tuple[Box, dict[str, str]]:
+    """The box `argv` runs in and its environment there. The program itself is shown
+    read-only when it lies in a hidden directory (an agent CLI installed under the
+    user's HOME)."""
     box, proxy = found.proxied(agent=bool(inherit))
     if not inherit and box.logins:  # a login file is for the agent CLI alone
         box = replace(box, logins=())
@@ -215,6 +261,42 @@ def confine(
     root = program_root(argv[0], full.get("PATH"))
     if root is not None and _hidden(root, box):
         box = replace(box, visible=(*box.visible, root))
-    inside = confined_env(full, box, inherit)
+    return box, confined_env(full, box, inherit)
+
+
+def confine(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str],
+    inherit: Iterable[str] = (),
+) -> tuple[list[str], dict[str, str] | None]:
+    """`argv` and `env` as the current sandbox starts them, each process in a bwrap of
+    its own (unchanged without a sandbox)."""
+    found = _current.get()
+    if found is None:
+        return list(argv), None if env is None else dict(env)
+    box, inside = _prepared(found, argv, env, tuple(inherit))
     outer, inner = found.limited(list(argv))
     return [*outer, *found.backend.wrap([*inner, *argv], Path(cwd), box)], inside
+
+
+def start_boxed(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str],
+    stdio: tuple[int, int, int],
+) -> boxes.Boxed | None:
+    """`argv` started in the long-lived box of the current visit's shape (sandbox/boxes.py),
+    with `stdio`; None when it must get a bwrap of its own (`confine`): a box with the
+    egress proxy, a backend other than bubblewrap, a pids limit no lane can hold."""
+    found = _current.get()
+    if found is None or found.backend.name != "bubblewrap":
+        return None
+    box, inside = _prepared(found, argv, env, ())
+    if box.proxy is not None:
+        return None
+    server = found.server(box, inside.get("SWELL_RUN_ID", ""))
+    spawner = found.spawner(server)
+    if spawner is None:
+        return None
+    return spawner.start(argv, os.fspath(cwd), inside, stdio, server.take_dirty())

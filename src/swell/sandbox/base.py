@@ -24,7 +24,8 @@ class Box:
     Everything is read-only except `writable` (the workspace first) and `home`; `hidden`
     paths are replaced by empty directories, then `visible` paths are shown again
     (read-only), then `readonly` paths inside a writable one are made read-only again
-    (a `mode: readonly` mount). /tmp is private to each process tree."""
+    (a `mode: readonly` mount). /tmp is the box's own: private to a process tree with a
+    bwrap of its own, shared by the visits of a long-lived box (sandbox/boxes.py)."""
 
     writable: tuple[Path, ...]  # the workspace, then other paths the visit writes
     home: Path  # the per-run HOME (under the run's directory), writable

@@ -107,6 +107,7 @@ class PidsCgroup:
         self.path.mkdir()
         (self.path / "pids.max").write_text(str(limit), encoding="ascii")
         self.refused = 0  # forks refused before this visit (a reused cgroup)
+        self.reserved = 0  # processes counted on top of `limit` (a box's lane server)
 
     @classmethod
     def take(cls, root: Path, limit: int) -> PidsCgroup:
@@ -114,10 +115,10 @@ class PidsCgroup:
         while _free:
             found = _free.pop()
             if found.path.parent == root:
-                if found.limit != limit:
+                if found.limit != limit or found.reserved:
                     (found.path / "pids.max").write_text(str(limit), encoding="ascii")
-                    found.limit = limit
-                found.refused = found._refused()
+                    found.limit, found.reserved = limit, 0
+                found.rearm()
                 return found
             found.remove()
         return cls(root, limit)
@@ -154,14 +155,27 @@ class PidsCgroup:
         join = 'echo $$ > "$0" && exec "$@"'
         return ["/bin/sh", "-c", join, str(self.path / "cgroup.procs"), *argv]
 
+    def reserve(self, extra: int) -> None:
+        """Let `extra` processes more in than `limit` (swell's own, not the visit's)."""
+        (self.path / "pids.max").write_text(str(self.limit + extra), encoding="ascii")
+        self.reserved = extra
+
+    def rearm(self) -> None:
+        """A new visit: forks refused before it are not its own."""
+        self.refused = self._refused()
+
+    def join(self, pid: int) -> None:
+        """Move process `pid` (stopped before it execs: sandbox/boxes.py) into it."""
+        (self.path / "cgroup.procs").write_text(str(pid), encoding="ascii")
+
     def reached(self) -> bool:
         """Whether a fork was refused in this visit because the limit was reached."""
         return self._refused() > self.refused
 
-    def kill(self) -> None:
-        """SIGKILL every process in the cgroup (until none is left to add more)."""
+    def kill(self, but: int | None = None) -> None:
+        """SIGKILL every process in the cgroup but `but` (until none is left to add more)."""
         for _ in range(100):
-            pids = self._procs()
+            pids = [p for p in self._procs() if int(p) != but]
             if not pids:
                 return
             for pid in pids:
