@@ -218,6 +218,23 @@ def orphans(rt: Runtime, source: str) -> list[str]:
     return found
 
 
+def record_item(
+    rt: Runtime, loaded: LoadedPipeline, text: str, key: DispatchKey, settings: Settings
+) -> str:
+    """Record the item's run with its key (AlreadyDispatched: it has one), not handed
+    on yet: a local run is left pending and claimed by nobody, for `hand_on` (a
+    Temporal run goes on in its workflow). The run id."""
+    from swell.engine.visit.context import RunOptions
+    from swell.executors import executor_named
+    from swell.store.capabilities import claims
+
+    options = RunOptions(auto_approve=settings.auto_approve, dispatch_key=key)
+    started = asyncio.run(executor_named(rt, settings.engine).start(rt, loaded, text, options))
+    if started.plan is not None:
+        claims(rt.store).release(started.run_id)
+    return started.run_id
+
+
 def start_item(
     rt: Runtime, loaded: LoadedPipeline, text: str, key: DispatchKey, settings: Settings
 ) -> str:
