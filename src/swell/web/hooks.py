@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from swell.errors import SwellError
 from swell.executors import launch
 from swell.web.state import app_state
 
@@ -23,31 +25,48 @@ if TYPE_CHECKING:
     from swell.service.webhooks import Delivery, Outcome
 
 router = APIRouter()
+# why a delivery was refused, by the status answered
+_REASONS = {401: "signature", 400: "bad_request", 404: "unknown_forge"}
 
 
 @router.post("/api/hooks/{forge}", tags=["webhooks"])
 async def receive_hook(forge: str, request: Request) -> JSONResponse:
     """A GitHub, GitLab or Gitea delivery: 202 with the run started, 200 when the
     delivery was seen before (its run), 401 for a bad or missing signature."""
-    from swell.service.webhooks import Refused, delivery, verify
+    from swell.service.webhooks import FORGES, Refused, delivery, verify
 
     body = await request.body()
+    state = app_state(request)
+    failed = hook_failures(state.extra)
     try:
         verify(forge, request.headers, body, os.environ)
         given = delivery(forge, request.headers, body)
     except Refused as exc:
+        failed[(forge if forge in FORGES else "unknown", _REASONS.get(exc.status, "refused"))] += 1
         return JSONResponse({"detail": str(exc)}, status_code=exc.status)
     if given.event == "ping":  # sent when the webhook is set up: nothing to run
         return JSONResponse({"run_id": None, "pipeline": None, "why": "ping", "duplicate": False})
-    state = app_state(request)
     root = state.settings.root
-    outcome = await run_in_threadpool(_dispatch, root, given)
+    try:
+        outcome = await run_in_threadpool(_dispatch, root, given)
+    except SwellError:  # answered by the app's handler (a store down: 503)
+        failed[(forge, "error")] += 1
+        raise
     if outcome.run_id is not None and not outcome.duplicate:
         launch.hand_on_later(root, outcome.run_id, launch.supervisor(state.extra))
     answer = {"run_id": outcome.run_id, "pipeline": outcome.pipeline, "why": outcome.why}
     return JSONResponse(
         answer | {"duplicate": outcome.duplicate}, 200 if outcome.duplicate else 202
     )
+
+
+def hook_failures(extra: dict[str, Any]) -> Counter[tuple[str, str]]:
+    """Deliveries refused or failed since this server started, by (forge, reason): in
+    memory, so a restart starts from 0 (Prometheus reads that as a counter reset)."""
+    found = extra.get("webhook_failures")
+    if not isinstance(found, Counter):
+        found = extra["webhook_failures"] = Counter()
+    return found
 
 
 def _dispatch(root: Path, given: Delivery) -> Outcome:
