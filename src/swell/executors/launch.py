@@ -216,8 +216,8 @@ def hand_on(root: Path, run_id: str, sup: Supervisor) -> bool:
     try:
         run = rt.store.get_run(run_id)
         executor = executor_for(run)
-        if executor.held_by is not None or run.status != "pending":
-            return True  # its engine executes it, or a process has gone through it
+        if executor.held_by is not None:
+            return True  # its engine executes it
         resumed = executor.resume(rt, run)
         detached = executor.detach(rt, resumed, DETACHED_ARGS)
         sup.watch(_pid(detached.facts), run_id)

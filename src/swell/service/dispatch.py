@@ -197,9 +197,7 @@ class Dispatcher:
         self.handing.submit(run_id)
 
 
-def hand_on(
-    rt: Runtime, run_id: str, say: Callable[[str], None], told: bool = True
-) -> bool | None:
+def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None], told: bool = True) -> bool | None:
     """Let a recorded run nobody executes go on in a process of its own: True when
     handed on (said when `told`), None when its engine or another process has it,
     False when it failed (said)."""
