@@ -16,6 +16,7 @@ class Receiver:
         self.fail = fail
         self.bodies: list[dict[str, Any]] = []
         self.answered: list[int] = []
+        self.raw: list[tuple[bytes, dict[str, str]]] = []  # each body as sent, its headers
         self.release = threading.Event()
         self.release.set()
         self.lock = threading.Lock()
@@ -35,8 +36,10 @@ def receiver(fail: int = 0) -> Iterator[Receiver]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.loads(raw)
             with state.lock:
+                state.raw.append((raw, {k.lower(): v for k, v in self.headers.items()}))
                 state.bodies.append(body)
                 status = 500 if len(state.bodies) <= state.fail else 200
                 state.answered.append(status)

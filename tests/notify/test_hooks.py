@@ -4,10 +4,14 @@ step end, a gate waiting and run end; retried with backoff; recorded in
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import socket
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
 from notify.receiver import receiver
@@ -127,6 +131,31 @@ def test_a_failing_receiver_is_tried_again_until_it_answers(project: Path) -> No
         record["ok"] is True and record["attempts"] == 3 and record["hook"] == "tell-run_completed"
     )
     assert "warning: hook" not in done.stderr
+
+
+def test_http_hooks_are_signed_when_a_secret_is_set(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/service.md: X-Wave-Signature-256 is the HMAC-SHA256 of the body sent, with
+    SWELL_HOOK_SECRET_<NAME>, else SWELL_HOOK_SECRET; without a secret none is sent."""
+    monkeypatch.setenv("SWELL_HOOK_SECRET", "shared-secret")
+    monkeypatch.setenv("SWELL_HOOK_SECRET_TELL_RUN_COMPLETED", "its-own-secret")
+    with receiver() as got:
+        hooks = _http(got.url, "run_start", "run_completed")
+        write_pipeline(project, "notified", _pipeline(hooks))
+        assert swell("run", "notified", cwd=project).returncode == 0
+        wait_for(lambda: len(_log(project)) == 2, 60)
+        monkeypatch.delenv("SWELL_HOOK_SECRET")
+        monkeypatch.delenv("SWELL_HOOK_SECRET_TELL_RUN_COMPLETED")
+        write_pipeline(project, "notified", _pipeline(_http(got.url, "run_start")))
+        assert swell("run", "notified", cwd=project).returncode == 0
+        wait_for(lambda: len(_log(project)) == 3, 60)
+    signed = {json.loads(raw)["type"]: (raw, headers) for raw, headers in got.raw[:2]}
+    for kind, secret in (("run_start", "shared-secret"), ("run_completed", "its-own-secret")):
+        raw, headers = signed[kind]
+        mac = hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+        assert headers["x-wave-signature-256"] == f"sha256={mac}"
+    assert "x-wave-signature-256" not in got.raw[2][1]
 
 
 def test_a_command_hook_gets_the_event_on_stdin_and_in_its_environment(project: Path) -> None:

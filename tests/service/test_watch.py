@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import start_swell, swell, wait_for
+from swell.store.capabilities import dispatch
+from swell.store.location import open_store
 
 from .helpers import dispatched, enqueue, run_facts, service_project
 
@@ -211,3 +213,28 @@ def test_a_dispatched_runs_sub_pipeline_is_not_a_work_item_of_its_own(
     assert "item a: run outer-" in result.stdout, result.stderr
     wait_for(lambda: _all_ended(isolated_state, 2))  # the item's run and its child
     assert [len(v) for v in dispatched(isolated_state, SOURCE).values()] == [1]
+
+
+def test_items_are_recorded_while_earlier_runs_processes_start(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """A run's process takes seconds to start on a loaded machine: the watcher records
+    the next items meanwhile and hands runs on several at once (up to
+    --max-concurrent), instead of waiting for each process in turn."""
+    project = service_project(tmp_path / "p")
+    enqueue(project / "queue.jsonl", "a", "b", "c")
+    done = swell(
+        "watch", "echo", "--source", SOURCE, "--once", "--max-concurrent", "3", cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    assert "stopped: 3 runs started, 0 failed" in done.stdout
+    wait_for(lambda: _all_ended(isolated_state, 3))
+    store = open_store(isolated_state / "state.db")
+    try:
+        keys = dispatch(store).dispatched(SOURCE)
+        first_started = min(store.events_of_kind(k.run_id, ["run.started"])[0].ts for k in keys)
+    finally:
+        store.close()
+    # every item was recorded before the first of their runs started
+    assert max(k.created_at for k in keys) < first_started
+    assert all(f[2] == 1 for f in run_facts(isolated_state).values())  # each started once

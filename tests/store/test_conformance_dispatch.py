@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from swell.errors import StoreError
-from swell.store.capabilities import dispatch
-from swell.store.dispatch import AlreadyDispatched, DispatchKey, record_run
+from swell.events import models as ev
+from swell.events.codec import stamp
+from swell.store.capabilities import claims, dispatch
+from swell.store.dispatch import AlreadyDispatched, DispatchKey, SourceSummary, record_run
 from swell.store.memory import MemoryStore
 from swell.store.protocols import Capability, Store
 
@@ -51,6 +53,25 @@ def test_the_same_item_for_another_pipeline_is_another_key(store: Store) -> None
     assert [d.run_id for d in dispatch(store).dispatched(KEY.source, "audit")] == ["r2"]
     assert len(dispatch(store).dispatched(KEY.source)) == 2
     assert dispatch(store).dispatched("file:other.jsonl") == []
+
+
+def test_the_summary_counts_items_and_runs_not_started_per_source(store: Store) -> None:
+    """/metrics' queue depth and dispatch lag: per source, the dispatched items, the
+    runs of them still pending, and when the oldest of those was recorded."""
+    needs(store, Capability.DISPATCH)
+    assert dispatch(store).dispatch_summary() == []
+    record_run(store, KEY, **_run("r1"))
+    record_run(store, DispatchKey(KEY.source, "item-2", "build"), **_run("r2"))
+    record_run(store, DispatchKey("webhook:github", "d-1", "build"), **_run("r3"))
+    claims(store).claim("r2")
+    started = [ev.RunStarted(pipeline="build", input="{}")]
+    stamp(started, "r2", 0)
+    store.emit(started)
+    claims(store).release("r2")
+    queue, hooks = dispatch(store).dispatch_summary()
+    first = dispatch(store).dispatched(KEY.source)[0].created_at
+    assert queue == SourceSummary(KEY.source, 2, 1, first)
+    assert (hooks.source, hooks.dispatched, hooks.waiting) == ("webhook:github", 1, 1)
 
 
 def test_a_run_that_cannot_be_created_leaves_its_key_unrecorded(store: Store) -> None:

@@ -72,6 +72,7 @@ def test_pages_answer_as_the_generic_pager(backend: Backend, store: Store, new_r
         "prompt.rendered",
     ]
     assert mine.pipeline_names() == generic.pipeline_names() == ["build", "ship"]
+    assert mine.visits_total() == generic.visits_total() == 10  # finished ones (/metrics)
 
 
 def test_artifact_and_review_pages_read_only_what_a_page_shows(

@@ -9,9 +9,13 @@ import socket
 from pathlib import Path
 
 import httpx
+import pytest
 from helpers import client
 
 from conftest import swell, wait_for, write_pipeline
+from swell.runtime import check_pipeline, open_runtime
+from swell.service.dispatch import Settings, record_item
+from swell.store.dispatch import DispatchKey
 
 FAILS = """kind: WavePipeline
 metadata: {name: fails}
@@ -78,3 +82,44 @@ def test_metrics_need_the_token_when_one_is_set(project: Path) -> None:
     assert _get(project, "/metrics", token="secret").status_code == 401
     with_it = _get(project, "/metrics", token="secret", Authorization="Bearer secret")
     assert with_it.status_code == 200 and "swell_runs" in with_it.text
+
+
+def _record(project: Path, item: str, auto_approve: bool = False) -> str:
+    """A work item's run as a dispatcher records it (pending until a process starts it)."""
+    rt = open_runtime(project)
+    try:
+        loaded, _ = check_pipeline(rt, "review")
+        key = DispatchKey("file:queue.jsonl", item, "review")
+        return record_item(rt, loaded, "v1", key, Settings(auto_approve=auto_approve))
+    finally:
+        rt.store.close()
+
+
+def test_metrics_show_dispatched_items_queue_depth_and_lag_per_source(project: Path) -> None:
+    _record(project, "waits")
+    started = _record(project, "goes", auto_approve=True)
+    assert swell("resume", started, cwd=project).returncode == 0
+    got = _samples(_get(project, "/metrics").text)
+    source = '{source="file:queue.jsonl"}'
+    assert got[f"swell_dispatched_items_total{source}"] == 2
+    assert got[f"swell_dispatch_queue_depth{source}"] == 1  # the one no process started
+    assert got[f"swell_dispatch_lag_seconds{source}"] >= 0
+    assert got["swell_visits_total"] == 3  # the resumed run's: prepare, approve, ship
+
+
+def test_metrics_count_refused_webhook_deliveries_since_the_server_started(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWELL_WEBHOOK_SECRET", "s3cret")
+    headers = {"X-GitHub-Delivery": "d-1", "X-Hub-Signature-256": "sha256=forged"}
+
+    async def go() -> str:
+        async with client(project) as http:
+            for _ in range(2):
+                refused = await http.post("/api/hooks/github", content=b"{}", headers=headers)
+                assert refused.status_code == 401
+            return (await http.get("/metrics")).text
+
+    got = _samples(asyncio.run(go()))
+    assert got['swell_webhook_failures_total{forge="github",reason="signature"}'] == 2
+    assert got['swell_webhook_failures_total{forge="gitlab",reason="signature"}'] == 0

@@ -15,6 +15,11 @@ import httpx
 from helpers import _free_port, client
 
 from conftest import swell, swell_cmd, swell_json, wait_for, write_pipeline
+from swell.executors import launch
+from swell.runtime import check_pipeline, open_runtime
+from swell.service.dispatch import Settings, record_item
+from swell.store.dispatch import DispatchKey
+from swell.store.location import open_store, state_dir_for
 
 TOKEN = "start-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -104,7 +109,7 @@ def test_a_run_started_over_http_waits_at_its_gate_and_finishes_once_approved(
     assert answer.status_code == 202, answer.text
     started = answer.json()
     run_id = started["run_id"]
-    assert started["engine"] == "local" and started["pid"] > 0
+    assert started["engine"] == "local" and started["pid"] is None  # its process starts after
     # the request has returned: the run goes on in the process the server started
     wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], 60)
     asyncio.run(_approve_from_the_page(project, run_id))
@@ -170,3 +175,52 @@ def _up(url: str) -> bool:
         return httpx.get(f"{url}/api/runs", headers=AUTH, timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_the_answer_comes_once_the_run_is_recorded_before_its_process_starts(
+    project: Path,
+) -> None:
+    """The 202 does not wait for the run's process (seconds on a loaded machine): the
+    run is recorded, pending, and claimed by nobody yet when it comes."""
+    answer = post(project, "/api/runs", {"pipeline": "review", "input": "v4"}, **AUTH)
+    assert answer.status_code == 202, answer.text
+    run_id = answer.json()["run_id"]
+    store = open_store(state_dir_for(project) / "state.db")
+    try:  # not claimed by its process yet (at most by the server, here, handing it on)
+        assert store.get_run(run_id).status == "pending"
+        owner = store.owner(run_id)
+        assert owner is None or owner.pid == os.getpid(), owner
+    finally:
+        store.close()
+    wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], 60)
+
+
+def test_a_run_recorded_but_not_handed_on_is_started_when_serve_starts(project: Path) -> None:
+    """What a server killed between recording a started run and handing it on leaves:
+    the run pending, claimed by nobody. The next `swell serve` hands it on."""
+    rt = open_runtime(project)
+    try:
+        loaded, _ = check_pipeline(rt, "review")
+        key = DispatchKey(launch.API_SOURCE, "left-behind", "review")
+        run_id = record_item(rt, loaded, "v5", key, Settings())
+    finally:
+        rt.store.close()
+    assert swell_json("status", run_id, cwd=project)["status"] == "pending"
+    port = _free_port()
+    server = subprocess.Popen(
+        swell_cmd("serve", "--port", str(port)),
+        cwd=project,
+        env={**os.environ, "SWELL_SERVE_TOKEN": TOKEN},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], 60)
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert f"run {run_id}: recorded before the server stopped; handing it on" in out
+    swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+    wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 60)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import replace
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from swell.cli.common import project_dir
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 
 def serve(
@@ -51,6 +54,7 @@ def serve(
     starter = None if token else secrets.token_urlsafe(24)
     settings = ServeSettings(root=root, bind=bind, port=port, token=token or None)
     app = create_app(replace(settings, start_token=starter))
+    _hand_on_recorded(app)
     host = f"[{bind}]" if ":" in bind else bind
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
     print(f"swell dashboard on http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
@@ -73,3 +77,20 @@ def serve(
         log_level=os.environ.get("SWELL_SERVE_LOG", "warning"),
         timeout_graceful_shutdown=2,
     )
+
+
+def _hand_on_recorded(app: FastAPI) -> None:
+    """Runs a webhook or POST /api/runs recorded but a stopped server did not hand on
+    (docs/service.md): handed on now, in the background."""
+    from swell.errors import SwellError
+    from swell.executors import launch
+    from swell.web.hooks import hand_on_recorded
+
+    state = app.state.swell
+    try:
+        found = hand_on_recorded(state.settings.root, launch.supervisor(state.extra))
+    except SwellError as exc:  # a store without dispatch keys: nothing of this kind
+        print(f"warning: recorded runs not looked for: {exc}", flush=True)
+        return
+    for run_id in found:
+        print(f"run {run_id}: recorded before the server stopped; handing it on", flush=True)

@@ -11,8 +11,12 @@ recorded by its executor (executors/base.py). What executes it is never the requ
   and `swell approve` reach them as any run (docs/service.md).
 - temporal: the run's workflow, on the engine's workers.
 
-The server calls these in a worker thread (`anyio.to_thread`): loading, linting and
-waiting for the process to claim its run must not hold up its event loop.
+The server calls these in a worker thread (`anyio.to_thread`): loading and linting
+must not hold up its event loop. A new local run is answered once it is recorded (with
+a dispatch key, source `api`, in the same transaction) and handed on in the background
+(`hand_on_later`): waiting for its process to start took seconds on a loaded machine.
+A run recorded and not handed on (the server killed in between) is pending and
+claimed by nobody; `swell serve` hands such runs on when it starts (web/hooks.py).
 """
 
 from __future__ import annotations
@@ -23,13 +27,15 @@ import logging
 import os
 import re
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from swell.errors import SwellError
+from swell.errors import RunBusy, SwellError
+from swell.store.capabilities import claims
 
 log = logging.getLogger("swell.executors.launch")
 
@@ -43,6 +49,7 @@ JSON_KINDS: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
 }
 DETACHED_ARGS = ["-o", "text", "--wait"]  # no terminal there: a gate waits for a decision
+API_SOURCE = "api"  # the dispatch key's source of runs started by POST /api/runs
 
 
 class StartRun(BaseModel):
@@ -67,7 +74,7 @@ class StartRun(BaseModel):
 class RunStarted(BaseModel):
     run_id: str
     engine: str
-    pid: int | None = None  # local: the process executing the run
+    pid: int | None = None  # resumed local runs: the process executing it (new ones: later)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -168,7 +175,10 @@ def start(root: Path, body: StartRun, sup: Supervisor) -> RunStarted:
             model=body.model,
         )
         preflight.raise_findings(loaded.name, findings)
-        options = RunOptions(auto_approve=body.auto_approve, adapter=body.adapter, model=body.model)
+        key = (API_SOURCE, uuid.uuid4().hex, loaded.name)  # found by `swell serve` if orphaned
+        options = RunOptions(
+            auto_approve=body.auto_approve, adapter=body.adapter, model=body.model, dispatch_key=key
+        )
         from swell.engine.visit.sandboxing import check
 
         check(rt.project.manifest.runtime.sandbox, options.no_sandbox)
@@ -176,10 +186,52 @@ def start(root: Path, body: StartRun, sup: Supervisor) -> RunStarted:
         notes = list(reuse.notes) if reuse else []
         if started.plan is None:  # the engine executes it
             return RunStarted(run_id=started.run_id, engine=chosen, notes=notes)
-        detached = executor.detach(rt, started, DETACHED_ARGS)
-        pid = _pid(detached.facts)
-        sup.watch(pid, started.run_id)
-        return RunStarted(run_id=started.run_id, engine=chosen, pid=pid, notes=notes)
+        claims(rt.store).release(started.run_id)  # recorded: its process takes it from here
+        hand_on_later(root, started.run_id, sup)
+        return RunStarted(run_id=started.run_id, engine=chosen, notes=notes)
+    finally:
+        rt.store.close()
+
+
+def hand_on_later(root: Path, run_id: str, sup: Supervisor) -> None:
+    """Hand a recorded local run to a process of its own, from a thread of its own."""
+    threading.Thread(
+        target=hand_on, args=(root, run_id, sup), name=f"hand on {run_id}", daemon=True
+    ).start()
+
+
+def hand_on(root: Path, run_id: str, sup: Supervisor) -> bool:
+    """Let a recorded run that no process executes go on in a `swell resume` process the
+    server supervises. False (logged) when it cannot; nothing when its engine or
+    another process has it already. A server stopped meanwhile leaves it pending, for
+    the next one to hand on."""
+    from swell.executors import executor_for
+    from swell.runtime import open_runtime
+
+    try:
+        rt = open_runtime(root)
+    except SwellError as exc:
+        log.warning("run %s: recorded, not handed on: %s", run_id, exc)
+        return False
+    try:
+        run = rt.store.get_run(run_id)
+        executor = executor_for(run)
+        if executor.held_by is not None:
+            return True  # its engine executes it
+        resumed = executor.resume(rt, run)
+        detached = executor.detach(rt, resumed, DETACHED_ARGS)
+        sup.watch(_pid(detached.facts), run_id)
+        return True
+    except RunBusy:
+        return True  # another process claimed it: it executes it
+    except SwellError as exc:
+        log.warning(
+            "run %s: recorded, not handed on: %s (`swell resume %s` continues it)",
+            run_id,
+            exc,
+            run_id,
+        )
+        return False
     finally:
         rt.store.close()
 
@@ -208,4 +260,14 @@ def _pid(facts: dict[str, object]) -> int:
     return pid
 
 
-__all__ = ["BadStart", "RunStarted", "StartRun", "Supervisor", "resume", "start", "supervisor"]
+__all__ = [
+    "BadStart",
+    "RunStarted",
+    "StartRun",
+    "Supervisor",
+    "hand_on",
+    "hand_on_later",
+    "resume",
+    "start",
+    "supervisor",
+]

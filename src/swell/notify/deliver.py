@@ -4,6 +4,8 @@ the environment) or an HTTP POST of the JSON; each tried again with backoff."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -11,7 +13,7 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ DEFAULT_TIMEOUT = {"http": 10.0, "command": 30.0, "script": 30.0}
 OUTPUT_CAP = 2000  # characters of a failed command's output kept in the log
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+SIGNATURE_HEADER = "X-Wave-Signature-256"  # Wave's name (internal/hooks/webhook_runner.go)
 
 
 class HookFailed(Exception):
@@ -82,17 +85,30 @@ def _post(hook: LifecycleHook, body: dict[str, Any]) -> None:
     url = os.path.expandvars(hook.url or "")
     if not url.startswith(("http://", "https://")):
         raise HookFailed(f"url {url!r} is not an http(s) URL")
+    content = json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "swell-hooks/1"}
+    secret = secret_for(hook.name, os.environ)
+    if secret:
+        headers[SIGNATURE_HEADER] = signature(secret, content)
     try:
-        answer = httpx.post(
-            url,
-            content=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "User-Agent": "swell-hooks/1"},
-            timeout=timeout_of(hook),
-        )
+        answer = httpx.post(url, content=content, headers=headers, timeout=timeout_of(hook))
     except httpx.HTTPError as exc:
         raise HookFailed(f"POST {url}: {exc.__class__.__name__}: {exc}") from None
     if not 200 <= answer.status_code < 300:
         raise HookFailed(f"POST {url}: HTTP {answer.status_code}")
+
+
+def secret_for(name: str, env: Mapping[str, str]) -> str | None:
+    """The secret HTTP hook `name` is signed with: `SWELL_HOOK_SECRET_<NAME>` (the name
+    upper-cased, each character other than a letter or digit an underscore), else
+    `SWELL_HOOK_SECRET`; None: sent unsigned."""
+    own = "SWELL_HOOK_SECRET_" + re.sub(r"[^A-Z0-9]", "_", name.upper())
+    return env.get(own) or env.get("SWELL_HOOK_SECRET") or None
+
+
+def signature(secret: str, content: bytes) -> str:
+    """`sha256=<hex HMAC-SHA256 of the body>`, as GitHub and Wave sign webhooks."""
+    return "sha256=" + hmac.new(secret.encode(), content, hashlib.sha256).hexdigest()
 
 
 def argv_of(hook: LifecycleHook) -> list[str]:

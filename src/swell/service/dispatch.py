@@ -1,8 +1,10 @@
 """The dispatcher: polls a work source and starts one run per new item, exactly once.
 
 Each item's run is recorded with its dispatch key (store/dispatch.py) in one
-transaction, through the executor seam (`Executor.start`, then `detach`): a local run
-goes on in a `swell resume` process of its own, a Temporal run in its workflow, so a
+transaction, through the executor seam (`Executor.start`), and handed on (`detach`)
+by worker threads (`HandOns`), several at once, so the next item is recorded while
+earlier runs' processes start: a local run goes on in a `swell resume` process of its
+own, a Temporal run in its workflow, so a
 dispatcher that dies (kill -9 included) takes no run with it. Restarted, it skips what
 the store says was dispatched and hands on a run it recorded but had not handed on yet
 (pending, claimed by nobody). Several dispatchers on one store share the items: the
@@ -17,6 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -26,6 +29,8 @@ from swell.store.capabilities import dispatch
 from swell.store.dispatch import AlreadyDispatched, DispatchKey
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from swell.manifest.loader import LoadedPipeline
     from swell.runtime import Runtime
     from swell.service.sources import Source, WorkItem
@@ -81,6 +86,7 @@ class Dispatcher:
         self._told: set[str] = set()  # items whose skipping was said once
         self._this_cycle: dict[str, int] = {}  # pipeline -> runs started this poll
         self.unhanded: set[str] = set()  # recorded runs whose process did not start
+        self.handing = HandOns(rt.project.root, settings.max_concurrent or HAND_ON_WIDTH, say)
 
     # ------------------------------------------------------------------ one poll
 
@@ -88,6 +94,7 @@ class Dispatcher:
         """Reap ended runs, hand on orphans (first cycle), dispatch new items."""
         reap_children()
         self._this_cycle.clear()
+        self.unhanded |= self.handing.failed()
         if not self._recovered:
             self._recover()
             self._recovered = True
@@ -148,7 +155,13 @@ class Dispatcher:
         return bool(limit) and len(self.active) >= limit
 
     def _start(self, loaded: LoadedPipeline, item: WorkItem, key: DispatchKey) -> str:
-        return start_item(self.rt, loaded, item.input, key, self.settings)
+        run_id = record_item(self.rt, loaded, item.input, key, self.settings)
+        self.handing.submit(run_id, told=False)  # the next item is recorded meanwhile
+        return run_id
+
+    def finish(self) -> None:
+        """Wait for the hand-ons under way (a stopping watcher leaves none half done)."""
+        self.handing.finish()
 
     # ------------------------------------------------------------------ runs
 
@@ -181,14 +194,13 @@ class Dispatcher:
                 self._hand_on(run.id)
 
     def _hand_on(self, run_id: str) -> None:
-        if hand_on(self.rt, run_id, self.say) is False:
-            self.unhanded.add(run_id)
+        self.handing.submit(run_id)
 
 
-def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None]) -> bool | None:
+def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None], told: bool = True) -> bool | None:
     """Let a recorded run nobody executes go on in a process of its own: True when
-    handed on, None when its engine or another process has it, False when it failed
-    (said)."""
+    handed on (said when `told`), None when its engine or another process has it,
+    False when it failed (said)."""
     from swell.executors import executor_for
 
     run = rt.store.get_run(run_id)
@@ -203,8 +215,62 @@ def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None]) -> bool | None
     except SwellError as exc:
         say(f"run {run_id}: cannot hand it on: {exc}")
         return False
-    say(f"run {run_id}: handed on")
+    if told:
+        say(f"run {run_id}: handed on")
     return True
+
+
+HAND_ON_WIDTH = 8  # hand-ons at once without --max-concurrent
+
+
+class HandOns:
+    """Hands recorded runs on from worker threads (each with a runtime of its own),
+    `width` at once: a run's process takes seconds to start on a loaded machine, and
+    waiting for each in turn capped a dispatcher at a few items a minute. Exactly once
+    still holds: the key was committed with the run before it comes here, and a run
+    executes only in the process that claims it."""
+
+    def __init__(self, root: Path, width: int, say: Callable[[str], None]) -> None:
+        self.root, self.say = root, say
+        self.pool = ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="hand-on")
+        self.local = threading.local()
+        self.runtimes: list[Runtime] = []
+        self.lock = threading.Lock()
+        self.futures: dict[str, Future[bool | None]] = {}
+
+    def submit(self, run_id: str, told: bool = True) -> None:
+        """Hand `run_id` on (`told`: say so when done; a failure is always said)."""
+        with self.lock:
+            if run_id in self.futures and not self.futures[run_id].done():
+                return  # under way already
+            self.futures[run_id] = self.pool.submit(self._hand_on, run_id, told)
+
+    def failed(self) -> set[str]:
+        """Runs whose hand-on ended and failed (said), to try again; forgotten here."""
+        with self.lock:
+            ended = {r: f for r, f in self.futures.items() if f.done()}
+            for run_id in ended:
+                del self.futures[run_id]
+        return {r for r, f in ended.items() if f.exception() is not None or f.result() is False}
+
+    def finish(self) -> None:
+        self.pool.shutdown(wait=True)
+        for rt in self.runtimes:
+            rt.store.close()
+
+    def _hand_on(self, run_id: str, told: bool) -> bool | None:
+        rt: Runtime | None = getattr(self.local, "rt", None)
+        if rt is None:
+            from swell.runtime import open_runtime
+
+            rt = self.local.rt = open_runtime(self.root)
+            with self.lock:
+                self.runtimes.append(rt)
+        try:
+            return hand_on(rt, run_id, self.say, told)
+        except SwellError as exc:  # the store failed: said, tried again at the next poll
+            self.say(f"run {run_id}: cannot hand it on: {exc}")
+            return False
 
 
 def orphans(rt: Runtime, source: str) -> list[str]:
@@ -216,6 +282,23 @@ def orphans(rt: Runtime, source: str) -> list[str]:
         if run.status == "pending" and rt.store.owner(run.id) is None:
             found.append(run.id)
     return found
+
+
+def record_item(
+    rt: Runtime, loaded: LoadedPipeline, text: str, key: DispatchKey, settings: Settings
+) -> str:
+    """Record the item's run with its key (AlreadyDispatched: it has one), not handed
+    on yet: a local run is left pending and claimed by nobody, for `hand_on` (a
+    Temporal run goes on in its workflow). The run id."""
+    from swell.engine.visit.context import RunOptions
+    from swell.executors import executor_named
+    from swell.store.capabilities import claims
+
+    options = RunOptions(auto_approve=settings.auto_approve, dispatch_key=key)
+    started = asyncio.run(executor_named(rt, settings.engine).start(rt, loaded, text, options))
+    if started.plan is not None:
+        claims(rt.store).release(started.run_id)
+    return started.run_id
 
 
 def start_item(
@@ -259,6 +342,10 @@ class Poller(Protocol):
 
     def cycle(self) -> None: ...
 
+    def finish(self) -> None:
+        """Let what the polls set going finish starting (called once, at the end)."""
+        ...
+
 
 def watch_loop(pollers: Sequence[Poller], interval: float, stop: threading.Event) -> list[Tally]:
     """Poll each every `interval` seconds until `stop` is set (after a first poll) or one
@@ -271,4 +358,6 @@ def watch_loop(pollers: Sequence[Poller], interval: float, stop: threading.Event
                 print(f"{poller.name}: poll failed: {exc}", file=sys.stderr, flush=True)
         if stop.is_set() or any(p.tally.halted for p in pollers) or stop.wait(interval):
             break
+    for poller in pollers:
+        poller.finish()
     return [p.tally for p in pollers]

@@ -75,6 +75,9 @@ class Schedules:
         for schedule, cron, zone in self.entries:
             self._fire(schedule, cron, zone, now)
 
+    def finish(self) -> None:
+        pass  # each tick's run is handed on before `cycle` returns
+
     def _fire(self, schedule: Schedule, cron: Cron, zone: ZoneInfo, now: datetime) -> None:
         source = f"schedule:{schedule.key_name}"
         fired = [d.item for d in dispatch(self.rt.store).dispatched(source, schedule.pipeline)]

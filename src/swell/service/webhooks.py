@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from swell.errors import SwellError
-from swell.service.dispatch import NotHandedOn, Settings, start_item
+from swell.service.dispatch import NotHandedOn, Settings, record_item, start_item
 from swell.service.sources import WorkItem
 from swell.store.capabilities import dispatch
 from swell.store.dispatch import AlreadyDispatched, DispatchKey
@@ -143,8 +143,11 @@ def _label_name(value: object) -> str:
     )
 
 
-def dispatch_delivery(rt: Runtime, given: Delivery, settings: Settings | None = None) -> Outcome:
-    """Route the delivery's item and start its run, once per delivery id."""
+def dispatch_delivery(
+    rt: Runtime, given: Delivery, settings: Settings | None = None, *, hand_on: bool = True
+) -> Outcome:
+    """Route the delivery's item and start its run, once per delivery id (`hand_on`
+    False: only record it, for the caller to hand on: see `dispatch.hand_on`)."""
     from swell.service.watching import routed_target
 
     chosen = routed_target(rt)(given.item)
@@ -153,7 +156,8 @@ def dispatch_delivery(rt: Runtime, given: Delivery, settings: Settings | None = 
     name = chosen.pipeline.name
     key = DispatchKey(f"webhook:{given.forge}", given.id, name)
     try:
-        run_id = start_item(rt, chosen.pipeline, given.item.input, key, settings or Settings())
+        starter = start_item if hand_on else record_item
+        run_id = starter(rt, chosen.pipeline, given.item.input, key, settings or Settings())
     except NotHandedOn as exc:
         return Outcome(exc.run_id, name, str(exc))
     except AlreadyDispatched:

@@ -8,6 +8,7 @@ at most one run whoever races for it and however a dispatcher dies (docs/service
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,6 +38,30 @@ class Dispatched:
     pipeline: str
     run_id: str
     created_at: str
+
+
+@dataclass(frozen=True)
+class SourceSummary:
+    """One source's dispatched items, for /metrics (web/health.py)."""
+
+    source: str
+    dispatched: int  # items with a run recorded
+    waiting: int  # of those, runs still pending: no process has started them yet
+    oldest_waiting: str | None  # when the oldest of those was recorded (ISO time)
+
+
+def summarize(rows: Iterable[Dispatched], status: Callable[[str], str]) -> list[SourceSummary]:
+    """The summaries of `rows` (`status`: a run's status), for a backend without SQL."""
+    found: dict[str, list[Dispatched]] = {}
+    for row in rows:
+        found.setdefault(row.source, []).append(row)
+    out = []
+    for source in sorted(found):
+        waiting = [r.created_at for r in found[source] if status(r.run_id) == "pending"]
+        out.append(
+            SourceSummary(source, len(found[source]), len(waiting), min(waiting, default=None))
+        )
+    return out
 
 
 class AlreadyDispatched(SwellError):
@@ -80,3 +105,15 @@ SELECT = (
 
 def select_args(source: str, pipeline: str | None) -> tuple[str, str | None, str | None]:
     return (source, pipeline, pipeline)
+
+
+# one row per source: (source, dispatched, waiting, oldest waiting's created_at)
+SUMMARY = (
+    "SELECT d.source, COUNT(*), SUM(CASE WHEN r.status = 'pending' THEN 1 ELSE 0 END), "
+    "MIN(CASE WHEN r.status = 'pending' THEN d.created_at END) "
+    "FROM dispatches d LEFT JOIN runs r ON r.id = d.run_id GROUP BY d.source ORDER BY d.source"
+)
+
+
+def summary_rows(rows: Iterable[tuple[Any, ...]]) -> list[SourceSummary]:
+    return [SourceSummary(str(s), int(n), int(w or 0), o) for s, n, w, o in rows]

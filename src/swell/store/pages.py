@@ -110,6 +110,10 @@ class PageReader(Protocol):
 
     def pipeline_names(self) -> list[str]: ...
 
+    def visits_total(self) -> int:
+        """Finished visits (succeeded or failed) of every run, children too."""
+        ...
+
     def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
         """The run's first `limit` artifacts (only visit `of`'s when given) and how many."""
         ...
@@ -166,6 +170,9 @@ class ReaderPages:
             (e.get("output_tail") for e in reversed(mine) if e["type"] == "step.finished"), None
         )
         return VisitDetail(tail, mine)
+
+    def visits_total(self) -> int:
+        return sum(r.visits for r in self.store.list_runs(10**9, True))
 
     def pipeline_names(self) -> list[str]:
         return sorted({r.pipeline for r in self.store.list_runs(10**9)})

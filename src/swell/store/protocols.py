@@ -31,7 +31,7 @@ from swell.store.rows import (
 
 if TYPE_CHECKING:
     from swell.events.models import BaseEvent, Event
-    from swell.store.dispatch import Dispatched, DispatchKey
+    from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary
     from swell.store.pages import PageReader, RunFilter
     from swell.store.stats import StatsSource
     from swell.streaming import OutputChunk
@@ -281,6 +281,10 @@ class Dispatch(Protocol):
 
     def dispatched(self, source: str, pipeline: str | None = None) -> list[Dispatched]:
         """The keys recorded for `source` (and `pipeline`), oldest first."""
+        ...
+
+    def dispatch_summary(self) -> list[SourceSummary]:
+        """Per source: items dispatched, runs still pending, the oldest of those."""
         ...
 
 

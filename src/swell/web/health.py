@@ -3,16 +3,18 @@
 - `/healthz`: 200 `{"status": "ok"}` when the store answers, else 503 with its error.
   It says nothing about runs, so it needs no token (a load balancer asks it).
 - `/metrics`: Prometheus' text format (0.0.4), written here: runs by status, visits,
-  the runs this server's processes execute, hook deliveries by outcome, and what the
-  dispatcher keeps (queue depth, dispatch lag, inbound webhook failures) once its
-  table exists (`dispatch_gauges`). Behind the token like every page when one is set,
-  which it must be off loopback (web/security.py).
+  the runs this server's processes execute, hook deliveries by outcome, what the
+  dispatch table says per source (items, queue depth, dispatch lag: `dispatch_gauges`)
+  and inbound webhook failures since the server started. A few count queries, never
+  a read of every run. Behind the token like every page when one is set, which it
+  must be off loopback (web/security.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
 
@@ -23,10 +25,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from swell.errors import StoreError
 from swell.events.statuses import RunStatus
 from swell.executors import launch
-from swell.store.capabilities import page_reader
+from swell.store.capabilities import dispatch, page_reader
 from swell.store.location import state_dir_for
 from swell.store.pages import RunFilter
-from swell.store.protocols import Store
+from swell.store.protocols import Capability, Store
+from swell.web.hooks import hook_failures
 from swell.web.state import app_state
 
 router = APIRouter(include_in_schema=False)
@@ -34,13 +37,76 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 HOOK_LOG = "hooks.log"  # notify/observer.py's
 
 
-def dispatch_gauges(store: Store) -> dict[str, tuple[str, str, float]]:
-    """The dispatcher's figures: `{metric name: (type, help, value)}` — queue depth
-    (`swell_dispatch_queue_depth`), dispatch lag (`swell_dispatch_lag_seconds`) and
-    inbound webhook failures (`swell_webhook_failures_total`), read from the store's
-    dispatch table. Empty (the metrics are absent) until that table exists: the
-    dispatch work (swell/sources) fills this function in."""
-    return {}
+Block = tuple[str, str, str, list[tuple[str, float]]]  # name, type, help, samples
+
+
+def dispatch_gauges(store: Store, now: datetime | None = None) -> list[Block]:
+    """The dispatcher's figures from the store's dispatch table, per source (a work
+    source's URI, `schedule:NAME`, `webhook:FORGE`, `api`): items dispatched, queue
+    depth (their runs still pending: recorded, not started by a process yet) and
+    dispatch lag (how long the oldest of those has waited). None for a store that
+    keeps no dispatch keys."""
+    if Capability.DISPATCH not in store.capabilities:
+        return []
+    now = now or datetime.now(UTC)
+    rows = dispatch(store).dispatch_summary()
+    lag = [(f'{{source="{_label(r.source)}"}}', _age(r.oldest_waiting, now)) for r in rows]
+    return [
+        (
+            "swell_dispatched_items_total",
+            "counter",
+            "Work items (webhook deliveries, API starts, ticks) with a run recorded, by source.",
+            [(f'{{source="{_label(r.source)}"}}', float(r.dispatched)) for r in rows],
+        ),
+        (
+            "swell_dispatch_queue_depth",
+            "gauge",
+            "Dispatched runs no process has started yet, by source.",
+            [(f'{{source="{_label(r.source)}"}}', float(r.waiting)) for r in rows],
+        ),
+        (
+            "swell_dispatch_lag_seconds",
+            "gauge",
+            "Age of the oldest dispatched run not started yet (0: none waits), by source.",
+            lag,
+        ),
+    ]
+
+
+def _age(recorded: str | None, now: datetime) -> float:
+    if not recorded:
+        return 0.0
+    try:
+        then = datetime.fromisoformat(recorded.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return max(0.0, (now - then).total_seconds())
+
+
+def _label(value: str) -> str:
+    """A label value as the text format escapes it."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def webhook_failures(failed: Counter[tuple[str, str]]) -> Block:
+    """Inbound deliveries refused or failed since this server started (web/hooks.py
+    counts them in memory), by forge and reason; zero for each forge's bad signature."""
+    from swell.service.webhooks import FORGES
+
+    counts = Counter({(forge, "signature"): 0 for forge in FORGES})
+    counts.update(failed)
+    samples = [
+        (f'{{forge="{_label(f)}",reason="{_label(r)}"}}', float(n))
+        for (f, r), n in sorted(counts.items())
+    ]
+    return (
+        "swell_webhook_failures_total",
+        "counter",
+        "Inbound webhook deliveries refused or failed since this server started.",
+        samples,
+    )
 
 
 def hook_deliveries(state_dir: Path) -> Counter[str]:
@@ -65,14 +131,16 @@ def _line(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]
     return "\n".join(out)
 
 
-def exposition(store: Store, state_dir: Path, processes: int) -> str:
+def exposition(
+    store: Store, state_dir: Path, processes: int, failed: Counter[tuple[str, str]] | None = None
+) -> str:
     """Every metric, in the text format."""
     pages = page_reader(store)
     by_status = [
         (f'{{status="{s}"}}', float(pages.runs_page(RunFilter(status=s), 0, 1).total))
         for s in get_args(RunStatus)
     ]
-    visits = float(sum(r.visits for r in store.list_runs(-1, True)))
+    visits = float(pages.visits_total())
     hooks = hook_deliveries(state_dir)
     blocks = [
         _line("swell_runs", "gauge", "Runs in the store by status.", by_status),
@@ -90,8 +158,11 @@ def exposition(store: Store, state_dir: Path, processes: int) -> str:
             [(f'{{outcome="{k}"}}', float(v)) for k, v in sorted(hooks.items())],
         ),
     ]
-    for name, (kind, help_text, value) in dispatch_gauges(store).items():
-        blocks.append(_line(name, kind, help_text, [("", value)]))
+    for name, kind, help_text, samples in [
+        *dispatch_gauges(store),
+        webhook_failures(failed or Counter()),
+    ]:
+        blocks.append(_line(name, kind, help_text, samples))
     return "\n".join(blocks) + "\n"
 
 
@@ -111,5 +182,6 @@ async def metrics(request: Request) -> Response:
     store = state.reader.store
     processes = len(launch.supervisor(state.extra).running)
     state_dir = state_dir_for(state.settings.root)
-    text = await anyio.to_thread.run_sync(exposition, store, state_dir, processes)
+    failed = Counter(hook_failures(state.extra))
+    text = await anyio.to_thread.run_sync(exposition, store, state_dir, processes, failed)
     return PlainTextResponse(text, media_type=CONTENT_TYPE)

@@ -25,7 +25,7 @@ from swell.events.models import (
     event_data,
     event_json,
 )
-from swell.store.dispatch import Dispatched, DispatchKey
+from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary, summarize
 from swell.store.memory.tables import Journal, MemoryDatabase, project
 from swell.store.protocols import Capability
 from swell.store.records import Record
@@ -146,6 +146,11 @@ class MemoryStore:
         with self.database.lock:
             rows = list(self.database.dispatches.values())
         return [d for d in rows if d.source == source and pipeline in (None, d.pipeline)]
+
+    def dispatch_summary(self) -> list[SourceSummary]:
+        with self.database.lock:
+            rows = list(self.database.dispatches.values())
+        return summarize(rows, lambda run_id: self.get_run(run_id).status)
 
     def claim(self, run_id: str) -> None:
         """Make this handle the run's only executor (RunBusy if another one is): handles

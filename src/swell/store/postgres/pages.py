@@ -124,6 +124,10 @@ class PostgresPages:
         ]
         return VisitDetail(tail[0] if tail else None, events)
 
+    def visits_total(self) -> int:
+        found = self.one("SELECT COUNT(*) FROM visits WHERE status IN ('succeeded', 'failed')", ())
+        return int(found[0]) if found else 0
+
     def pipeline_names(self) -> list[str]:
         return [r[0] for r in self.all("SELECT DISTINCT pipeline FROM runs ORDER BY 1", ())]
 

@@ -37,7 +37,7 @@ from psycopg import sql
 from swell.errors import RunNotFound, StoreError, SwellError
 from swell.store import dispatch as dispatch_sql
 from swell.store import output as output_table
-from swell.store.dispatch import Dispatched, DispatchKey
+from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary
 from swell.store.postgres.migrations import migrate
 from swell.store.postgres.pages import PostgresPages
 from swell.store.postgres.queries import HOLDER, INSERT_RUN, RUN_COLUMNS
@@ -159,6 +159,10 @@ class PostgresStore:
         with self._tx() as cur:
             rows = cur.execute(query, dispatch_sql.select_args(source, pipeline)).fetchall()
         return [Dispatched(*r) for r in rows]
+
+    def dispatch_summary(self) -> list[SourceSummary]:
+        with self._tx() as cur:
+            return dispatch_sql.summary_rows(cur.execute(dispatch_sql.SUMMARY).fetchall())
 
     def _insert_run(self, cur: Cursor, **run: Any) -> None:
         try:

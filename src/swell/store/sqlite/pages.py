@@ -124,6 +124,13 @@ class SqlitePages:
         ]
         return VisitDetail(tail[0] if tail else None, events)
 
+    def visits_total(self) -> int:
+        return int(
+            self.db.execute(
+                "SELECT COUNT(*) FROM visits WHERE status IN ('succeeded', 'failed')"
+            ).fetchone()[0]
+        )
+
     def pipeline_names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT DISTINCT pipeline FROM runs ORDER BY 1")]
 

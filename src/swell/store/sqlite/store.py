@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from swell.errors import RunNotFound, StoreError
 from swell.store import dispatch as dispatch_sql
 from swell.store import output as output_table
-from swell.store.dispatch import Dispatched, DispatchKey
+from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary
 from swell.store.protocols import Capability
 from swell.store.rows import (
     ArtifactRow,
@@ -137,6 +137,9 @@ class SqliteStore:
     def dispatched(self, source: str, pipeline: str | None = None) -> list[Dispatched]:
         rows = self.db.execute(dispatch_sql.SELECT, dispatch_sql.select_args(source, pipeline))
         return [Dispatched(*r) for r in rows]
+
+    def dispatch_summary(self) -> list[SourceSummary]:
+        return dispatch_sql.summary_rows(self.db.execute(dispatch_sql.SUMMARY))
 
     def _insert_run(self, **run: Any) -> None:
         try:
