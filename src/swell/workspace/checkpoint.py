@@ -123,6 +123,8 @@ class _Scan:
 _scans: dict[Path, _Scan] = {}  # index -> the scan taken when its tree was last written
 _caches: dict[Path, StatCache] = {}  # index -> what the in-process checkpoints hashed
 _stale: set[Path] = set()  # indexes behind an in-process checkpoint: git starts them afresh
+_by_git: dict[Path, int] = {}  # index -> checkpoints left to git before trying again here
+RETRY_AFTER = 20  # a workspace git had to take (a big one) is tried here again this often
 _sha1: dict[Path, bool] = {}
 _excludes: list[ignores.Rules | None] = []  # the global excludes, read once per process
 
@@ -310,10 +312,15 @@ class Checkpoints:
         excludes = _global_rules()
         if excludes is None or not self._sha1():
             return None
+        if _by_git.get(index, 0) > 0:  # not a walk of 2,000 entries each time, only to give up
+            _by_git[index] -= 1
+            return None
         cache = _caches.setdefault(index, StatCache())
         try:
             tree = scan_tree(work_tree.absolute(), cache, writer(self.repo), excludes)
         except Fallback:
+            _by_git[index] = RETRY_AFTER
+            _caches.pop(index, None)
             return None
         _stale.add(index)
         return tree
@@ -351,9 +358,12 @@ class Checkpoints:
         if not ref.startswith("refs/swell/") or ".." in ref or not _COMMIT.fullmatch(commit):
             raise WorkspaceError(f"not a checkpoint ref: {ref} -> {commit}")
         path = self.repo / ref
-        path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        partial.write_text(f"{commit}\n")
+        try:
+            partial.write_text(f"{commit}\n")
+        except FileNotFoundError:  # its folder is new (or git removed it, emptied)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_text(f"{commit}\n")
         os.replace(partial, path)
 
     def update_refs(self, refs: dict[str, str]) -> None:
@@ -384,6 +394,7 @@ class Checkpoints:
             _written.pop(index, None)
             _scans.pop(index, None)
             _caches.pop(index, None)
+            _by_git.pop(index, None)
             _stale.discard(index)
             self.git("clean", "-q", "-fd", work_tree=work_tree, index=index)
 

@@ -63,6 +63,7 @@ class ObjectWriter:
     def __init__(self, repo: Path) -> None:
         self.objects = repo / "objects"
         self._known: set[str] = set()
+        self._folders: set[str] = set()  # objects/XX folders known to be there
         self._lock = threading.Lock()
 
     def write(self, kind: bytes, body: bytes) -> str:
@@ -70,15 +71,19 @@ class ObjectWriter:
         oid = hashlib.sha1(raw).hexdigest()
         if oid in self._known:
             return oid
-        folder = self.objects / oid[:2]
-        path = folder / oid[2:]
-        if not path.exists():
-            folder.mkdir(exist_ok=True)
+        folder = f"{self.objects}/{oid[:2]}"
+        path = f"{folder}/{oid[2:]}"
+        if not os.path.exists(path):
+            if oid[:2] not in self._folders:
+                os.makedirs(folder, exist_ok=True)
+                self._folders.add(oid[:2])
             # written beside it and renamed into place: a reader never sees half of one
-            partial = folder / f"tmp_obj_{os.getpid()}_{threading.get_ident()}"
-            with open(partial, "wb") as out:
-                out.write(zlib.compress(raw, 1))  # git's core.loosecompression default
-            os.chmod(partial, 0o444)
+            partial = f"{folder}/tmp_obj_{os.getpid()}_{threading.get_ident()}"
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+            try:
+                os.write(fd, zlib.compress(raw, 1))  # git's core.loosecompression default
+            finally:
+                os.close(fd)
             os.replace(partial, path)
         with self._lock:
             self._known.add(oid)

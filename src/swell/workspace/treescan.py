@@ -44,7 +44,7 @@ class Fallback(Exception):
 @dataclass
 class _Blob:
     stat: Stat
-    oid: str
+    entry: Entry
     trusted: bool  # hashed more than RACY_NS after its last change
 
 
@@ -69,6 +69,7 @@ class _Walk:
         self.excludes = excludes
         self.count = 0
         self.seen: set[str] = set()
+        self.racy_after = time.time_ns() - RACY_NS  # a file changed since may change unseen
 
     def tree(self, root: str) -> str:
         oid = self.directory(root, "", [])
@@ -120,27 +121,28 @@ class _Walk:
         return oid
 
     def blob(self, path: str, rel: str, st: os.stat_result) -> Entry:
-        now = time.time_ns()
+        self.seen.add(rel)
+        data = _stat_of(st)
+        known = self.cache.blobs.get(rel)
+        if known is not None and known.trusted and known.stat == data:
+            return known.entry
         if stat.S_ISLNK(st.st_mode):
             mode = SYMLINK
         else:
             mode = EXECUTABLE if st.st_mode & stat.S_IXUSR else REGULAR
-        self.seen.add(rel)
-        data = _stat_of(st)
-        known = self.cache.blobs.get(rel)
-        if known is None or known.stat != data or not known.trusted:
-            try:
-                if mode == SYMLINK:
-                    body = os.fsencode(os.readlink(path))
-                else:
-                    with open(path, "rb") as f:
-                        body = f.read()
-            except OSError as exc:
-                raise Fallback(f"{rel}: {exc}") from None
-            # any later change moves the mtime (or, set back by hand, the ctime) off `data`
-            known = _Blob(data, self.objects.write(b"blob", body), st.st_mtime_ns < now - RACY_NS)
-            self.cache.blobs[rel] = known
-        return (os.fsencode(os.path.basename(rel)), mode, known.oid)
+        try:
+            if mode == SYMLINK:
+                body = os.fsencode(os.readlink(path))
+            else:
+                with open(path, "rb") as f:
+                    body = f.read()
+        except OSError as exc:
+            raise Fallback(f"{rel}: {exc}") from None
+        # any later change moves the mtime (or, set back by hand, the ctime) off `data`
+        entry = (os.fsencode(os.path.basename(rel)), mode, self.objects.write(b"blob", body))
+        known = _Blob(data, entry, st.st_mtime_ns < self.racy_after)
+        self.cache.blobs[rel] = known
+        return known.entry
 
     def ignore_file(self, path: str, rel: str) -> ignores.Rules:
         try:
