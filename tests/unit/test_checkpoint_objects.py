@@ -226,3 +226,44 @@ def test_what_only_git_handles_is_checkpointed_by_git(
     assert repo.write_tree(ws, tmp_path / "index") == git_tree(
         theirs.repo, ws, tmp_path / "i2", git_env
     )
+
+
+def test_a_small_workspace_is_checkpointed_without_a_git_process(
+    tmp_path: Path, git_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = Checkpoints(tmp_path / "cp.git")
+    repo.ensure()
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("print(1)\n")
+    (ws / ".gitignore").write_text("*.log\n")
+    calls = tmp_path / "git-calls"
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "git").write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit 1\n')
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    snap = repo.snapshot(
+        ws, tmp_path / "i", refs=["refs/swell/r/w/1"], message="m", parent=None, parent_tree=None
+    )
+    for n in range(3):
+        (ws / "work.txt").write_text("change\n" * (n + 1))
+        (ws / "build.log").write_text(f"{n}\n")
+        snap = repo.snapshot(
+            ws,
+            tmp_path / "i",
+            refs=[f"refs/swell/r/w/{n + 2}"],
+            message=f"visit {n + 2}",
+            parent=snap.commit,
+            parent_tree=snap.tree,
+        )
+        assert snap.changed
+    assert not calls.exists()
+    monkeypatch.undo()
+    listed = subprocess.run(
+        ["git", "--git-dir", str(repo.repo), "ls-tree", "-r", "--name-only", "refs/swell/r/w/4"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert listed == [".gitignore", "src/a.py", "work.txt"]
