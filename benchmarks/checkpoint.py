@@ -14,6 +14,11 @@ Two measurements, each against a baseline measured in the same run:
   CPU time of the git processes are both given: on a loaded machine the wall time is
   mostly waiting for a core.
 
+- small workspace: checkpoints of a workspace of SMALL_FILES files (default 50, in
+  5 folders), each after appending a line to one file, measured directly: what a
+  visit that changed a little costs (in process, no git process); the baseline is
+  the same floor, one `git --version`.
+
 The goal: at most 5 ms a visit when nothing changed. Absolute times are not asserted;
 the script exits non-zero only when a run did not do what it should.
 CHECKPOINT_BENCH_VISITS, CHECKPOINT_BENCH_FILES and CHECKPOINT_BENCH_ROUNDS change
@@ -42,6 +47,7 @@ FILES = int(os.environ.get("CHECKPOINT_BENCH_FILES", "10000"))
 ROUNDS = int(os.environ.get("CHECKPOINT_BENCH_ROUNDS", "1"))
 GOAL_MS = 5.0
 CHANGED_FILES = 5
+SMALL_FILES = int(os.environ.get("CHECKPOINT_BENCH_SMALL_FILES", "50"))
 
 
 def pipeline(visits: int, write: bool) -> str:
@@ -105,6 +111,14 @@ def run_loop(base: Path, write: bool, checkpoints: bool) -> tuple[float, int]:
     return took, size
 
 
+def git_floor(count: int) -> float:
+    """Wall ms of one `git --version`: the least a checkpoint made by git costs."""
+    t0 = time.perf_counter()
+    for _ in range(count):
+        subprocess.run(["git", "--version"], capture_output=True, check=True)
+    return (time.perf_counter() - t0) / count * 1000
+
+
 def cpu() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
@@ -158,12 +172,55 @@ def big_workspace(base: Path, count: int) -> tuple[float, float, float, float, f
 
     unchanged = timed(False)
     changed = timed(True)
-    t0 = time.perf_counter()
-    for _ in range(count):
-        subprocess.run(["git", "--version"], capture_output=True, check=True)
-    floor = (time.perf_counter() - t0) / count * 1000
+    floor = git_floor(count)
     size = sum(f.stat().st_size for f in repo.repo.rglob("*") if f.is_file())
     return *unchanged, *changed, floor, size
+
+
+def small_workspace(base: Path, count: int) -> tuple[float, float]:
+    """Wall ms per checkpoint of a small workspace with one file appended to each
+    time, and how many git processes those checkpoints started (counted by a `git`
+    first on PATH that logs and hands on)."""
+    ws = base / "small"
+    for i in range(SMALL_FILES):
+        folder = ws / f"d{i % 5}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.txt").write_text(f"file {i}\n")
+    shim = base / "shim"
+    shim.mkdir()
+    real = shutil.which("git") or "git"
+    log = base / "git-calls"
+    (shim / "git").write_text(f'#!/bin/sh\necho x >> {log}\nexec {real} "$@"\n')
+    (shim / "git").chmod(0o755)
+    repo = Checkpoints(base / "small.git")
+    repo.ensure()
+    index = base / "small.index"
+    snap = repo.snapshot(
+        ws, index, refs=["refs/swell/s/tip/main"], message="m", parent=None, parent_tree=None
+    )
+    path = os.environ["PATH"]
+    os.environ["PATH"] = f"{shim}{os.pathsep}{path}"
+    wall = 0.0
+    try:
+        for n in range(count):
+            with open(ws / "d0" / "f0.txt", "a") as f:
+                f.write(f"change {n}\n")
+            t0 = time.perf_counter()
+            snap = repo.snapshot(
+                ws,
+                index,
+                refs=[f"refs/swell/s/work/{n}", "refs/swell/s/tip/main"],
+                message=f"swell: work visit {n}",
+                parent=snap.commit,
+                parent_tree=snap.tree,
+            )
+            wall += time.perf_counter() - t0
+            if not snap.changed:
+                sys.exit("a checkpoint after a change said changed=False")
+    finally:
+        os.environ["PATH"] = path
+    calls = len(log.read_text().splitlines()) if log.exists() else 0
+    return wall / count * 1000, calls
 
 
 def verdict(ms: float) -> str:
@@ -189,6 +246,13 @@ def main() -> None:
                     f"checkpoint overhead per unchanged visit, {VISITS}-visit loop: "
                     f"{per:.2f} ms (goal <= {GOAL_MS} ms) {verdict(per)}"
                 )
+        small_ms, calls = small_workspace(base, 1000)
+        floor_small = git_floor(20)
+        print(
+            f"workspace of {SMALL_FILES} files, one appended to before each of 1000 checkpoints: "
+            f"{small_ms:.3f} ms a checkpoint ({small_ms / floor_small:.2f}x one `git --version`, "
+            f"{floor_small:.2f} ms), {calls} git processes"
+        )
         count = 20
         wall_u, cpu_u, wall_c, cpu_c, floor, size = big_workspace(base, count)
         print(

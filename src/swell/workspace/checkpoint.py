@@ -15,8 +15,11 @@ user's global excludes) ignore are not in a checkpoint; every other file is, how
 large (stored once per content). The repository is swell's own: it configures no
 filters, hooks or fsmonitor, so a workspace's `.gitattributes` can run nothing.
 
-A visit that changed nothing costs two git processes (`add`, `write-tree`): the
-tree equals the previous checkpoint's, so the previous commit is the visit's.
+A small workspace is checkpointed without a git process: its tree, new blobs and the
+commit are written as loose objects in this process (treescan.py, gitobjects.py), the
+same objects git would write; a visit that changed nothing writes nothing (the tree
+equals the previous checkpoint's, so the previous commit is the visit's). git does it
+(`add`, `write-tree`, `commit-tree`) for what that cannot handle (treescan.Fallback).
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from swell.workspace import ignores
+from swell.workspace.gitobjects import commit_body, sha1_repository, writer
+from swell.workspace.treescan import Fallback, StatCache
+from swell.workspace.treescan import write_tree as scan_tree
 from swell.workspace.workspace import WorkspaceError
 
 REPO = "checkpoints.git"  # in the project's state directory
@@ -114,6 +121,50 @@ class _Scan:
 
 
 _scans: dict[Path, _Scan] = {}  # index -> the scan taken when its tree was last written
+_caches: dict[Path, StatCache] = {}  # index -> what the in-process checkpoints hashed
+_stale: set[Path] = set()  # indexes behind an in-process checkpoint: git starts them afresh
+_by_git: dict[Path, int] = {}  # index -> checkpoints left to git before trying again here
+RETRY_AFTER = 20  # a workspace git had to take (a big one) is tried here again this often
+_sha1: dict[Path, bool] = {}
+_excludes: list[ignores.Rules | None] = []  # the global excludes, read once per process
+
+
+def _global_rules() -> ignores.Rules | None:
+    """The user's global excludes (`core.excludesFile`, else `~/.config/git/ignore`) as
+    rules, or None when only git can apply them or a global attributes file is set.
+    git's config is asked (one process, once) only when a global config file exists."""
+    if _excludes:
+        return _excludes[0]
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git"
+    configs = [Path.home() / ".gitconfig", xdg / "config"]
+    if os.environ.get("GIT_CONFIG_GLOBAL"):
+        configs.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
+    values: dict[str, str] = {}
+    asked = any(p.is_file() for p in configs) or "GIT_CONFIG_PARAMETERS" in os.environ
+    if asked or "GIT_CONFIG_COUNT" in os.environ:
+        env = {**os.environ, **_ENV}
+        regex = r"^core\.(excludesfile|attributesfile)$"
+        found = subprocess.run(
+            ["git", "config", "--get-regexp", regex], capture_output=True, text=True, env=env
+        )
+        for line in found.stdout.splitlines():
+            name, _, value = line.partition(" ")
+            values[name.lower()] = os.path.expanduser(value)
+    rules: ignores.Rules | None = ()
+    if "core.attributesfile" in values or (xdg / "attributes").is_file():
+        rules = None
+    else:
+        try:
+            text = Path(values.get("core.excludesfile") or xdg / "ignore").read_text(
+                encoding="utf-8", errors="surrogateescape"
+            )
+            rules = ignores.parse(text)
+        except FileNotFoundError:
+            rules = ()
+        except (OSError, ignores.Unsupported):
+            rules = None
+    _excludes[:] = [rules]
+    return rules
 
 
 @dataclass(frozen=True)
@@ -198,11 +249,25 @@ class Checkpoints:
                     raise
 
     def resolve(self, ref: str) -> str | None:
-        """The commit `ref` names, or None."""
+        """The commit `ref` names, or None. A checkpoint ref is a loose ref file (they
+        are never packed): read here when it, or no packed-refs file, settles it."""
+        if ref.startswith("refs/swell/") and ".." not in ref:
+            try:
+                text = (self.repo / ref).read_text().strip()
+                if _COMMIT.fullmatch(text):
+                    return text
+            except FileNotFoundError:
+                if not (self.repo / "packed-refs").exists():
+                    return None
+            except OSError:
+                pass
         out = self.git("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", ok=1).strip()
         return out if _COMMIT.fullmatch(out) else None
 
     def tree_of(self, commit: str) -> str:
+        found = writer(self.repo).read(commit) if _COMMIT.fullmatch(commit) else None
+        if found is not None and found[0] == b"commit" and found[1].startswith(b"tree "):
+            return found[1][5:].split(b"\n", 1)[0].decode()
         return self.git("rev-parse", f"{commit}^{{tree}}").strip()
 
     def write_tree(self, work_tree: Path, index: Path) -> str:
@@ -213,6 +278,14 @@ class Checkpoints:
         changed nothing in such an index, it is that tree too: one git process."""
         index.parent.mkdir(parents=True, exist_ok=True)
         with _lock(index):
+            tree = self._in_process(work_tree, index)
+            if tree is not None:
+                return tree
+            if index in _stale:  # it may track files now ignored: git adds afresh
+                _stale.discard(index)
+                _written.pop(index, None)
+                _scans.pop(index, None)
+                index.unlink(missing_ok=True)
             known = _written.get(index)
             scan = _Scan.of(work_tree)
             if known is not None and scan is not None and scan.same_as(_scans.get(index)):
@@ -229,6 +302,29 @@ class Checkpoints:
                 _scans.pop(index, None)
             return known
 
+    def _sha1(self) -> bool:
+        if self.repo not in _sha1:
+            _sha1[self.repo] = sha1_repository(self.repo)
+        return _sha1[self.repo]
+
+    def _in_process(self, work_tree: Path, index: Path) -> str | None:
+        """The tree written without git (treescan.py), or None when git must write it."""
+        excludes = _global_rules()
+        if excludes is None or not self._sha1():
+            return None
+        if _by_git.get(index, 0) > 0:  # not a walk of 2,000 entries each time, only to give up
+            _by_git[index] -= 1
+            return None
+        cache = _caches.setdefault(index, StatCache())
+        try:
+            tree = scan_tree(work_tree.absolute(), cache, writer(self.repo), excludes)
+        except Fallback:
+            _by_git[index] = RETRY_AFTER
+            _caches.pop(index, None)
+            return None
+        _stale.add(index)
+        return tree
+
     def snapshot(
         self,
         work_tree: Path,
@@ -244,10 +340,13 @@ class Checkpoints:
         tree = self.write_tree(work_tree, index)
         if parent is not None and tree == parent_tree:
             return Snapshot(parent, tree, parent, changed=False)
-        args = ["commit-tree", tree, "-m", message]
-        if parent is not None:
-            args += ["-p", parent]
-        commit = self.git(*args).strip()
+        if self._sha1():
+            commit = writer(self.repo).write(b"commit", commit_body(tree, parent, message))
+        else:
+            args = ["commit-tree", tree, "-m", message]
+            if parent is not None:
+                args += ["-p", parent]
+            commit = self.git(*args).strip()
         for ref in refs:
             self.write_ref(ref, commit)
         return Snapshot(commit, tree, parent, changed=True)
@@ -259,9 +358,12 @@ class Checkpoints:
         if not ref.startswith("refs/swell/") or ".." in ref or not _COMMIT.fullmatch(commit):
             raise WorkspaceError(f"not a checkpoint ref: {ref} -> {commit}")
         path = self.repo / ref
-        path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        partial.write_text(f"{commit}\n")
+        try:
+            partial.write_text(f"{commit}\n")
+        except FileNotFoundError:  # its folder is new (or git removed it, emptied)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_text(f"{commit}\n")
         os.replace(partial, path)
 
     def update_refs(self, refs: dict[str, str]) -> None:
@@ -283,12 +385,17 @@ class Checkpoints:
         does not have removed (ignored ones are left, as they never were in it)."""
         index.parent.mkdir(parents=True, exist_ok=True)
         with _lock(index):
+            if index in _stale:  # it may track files since ignored: read-tree would remove them
+                index.unlink(missing_ok=True)
             # what the index knew is what `read-tree -u` may remove: take it from the tree
             # as it is now, so files made since the last checkpoint go too
             self.git("add", "--all", "--ignore-errors", ".", work_tree=work_tree, index=index, ok=1)
             self.git("read-tree", "-u", "--reset", commit, work_tree=work_tree, index=index)
             _written.pop(index, None)
             _scans.pop(index, None)
+            _caches.pop(index, None)
+            _by_git.pop(index, None)
+            _stale.discard(index)
             self.git("clean", "-q", "-fd", work_tree=work_tree, index=index)
 
     def diff(self, old: str | None, new: str, stat: bool = False) -> str:

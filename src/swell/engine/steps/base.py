@@ -33,6 +33,9 @@ class StepKind:
     # the same failure again and again trips the circuit breaker
     counts_for_breaker: ClassVar[bool] = True
     progress: ClassVar[Progress] = "line"
+    # its visits may change the workspace; False (a router, a gate): a visit without
+    # handover contracts keeps the workspace's newest checkpoint, nothing is scanned
+    changes_workspace: ClassVar[bool] = True
     # what `retry:` does for it: "visit" — a failed visit runs again as a new visit;
     # "own" — the kind tries its own work again (an agent's passing errors, each
     # fan-out item) and the engine runs a visit again only after a failed contract;

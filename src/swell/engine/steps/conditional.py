@@ -18,6 +18,7 @@ class Conditional(StepKind):
     records_round = False  # a router did no work worth remembering
     counts_for_breaker = False  # its failures are the failures of the step it routes
     progress = "hidden"  # its route line says what it decided
+    changes_workspace = False
 
     def problems(self, scope: LintScope) -> list[Problem]:
         if scope.step.edges:

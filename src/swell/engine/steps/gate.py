@@ -83,6 +83,7 @@ def timed_out(gate: Gate) -> GateDecision:
 class GateKind(StepKind):
     name = "gate"
     retries = None
+    changes_workspace = False
 
     def choice_targets(self, step: Step) -> list[str | None]:
         return [c.target for c in step.gate.choices] if step.gate else []

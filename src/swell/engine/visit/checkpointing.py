@@ -38,9 +38,13 @@ def state_dir_of(plan: RunPlan) -> Path:
     return plan.run_dir.parent.parent
 
 
-def take(plan: RunPlan, workspace: Path, step_id: str, visit: int) -> BaseEvent | None:
+def take(
+    plan: RunPlan, workspace: Path, step_id: str, visit: int, scan: bool = True
+) -> BaseEvent | None:
     """Checkpoint `workspace` as visit `visit` of `step_id` left it (blocking: call it
-    off the event loop); the event to record, or None when checkpoints are off."""
+    off the event loop); the event to record, or None when checkpoints are off.
+    `scan=False` (a visit that cannot change it): the workspace's newest checkpoint is
+    the visit's, unchanged, without looking at the workspace."""
     if not enabled():
         return None
     repo = Checkpoints(repo_of(state_dir_of(plan)))
@@ -50,6 +54,10 @@ def take(plan: RunPlan, workspace: Path, step_id: str, visit: int) -> BaseEvent 
             repo.ensure()
             _ready.add(repo.repo)
         tip = _tip(repo, plan.run_id, key)
+        if tip is not None and not scan:
+            return WorkspaceCheckpoint(
+                commit=tip[0], tree=tip[1], parent=tip[0], changed=False, workspace=key
+            )
         snap = repo.snapshot(
             workspace,
             index_path(plan.run_dir, key),

@@ -154,7 +154,8 @@ class VisitExecutor:
             ctx.emit([ctx.event(Warning(message=note)) for note in notes])
         try:  # the kind's processes and agents report their output as they go
             with streaming.feeding(None if output is None else output.feed):
-                result = await self.services.step_kinds.of(step).run(ctx)
+                kind = self.services.step_kinds.of(step)
+                result = await kind.run(ctx)
         finally:  # a cancelled visit keeps what it printed, too
             if output is not None:
                 output.close()
@@ -166,7 +167,8 @@ class VisitExecutor:
         result = finished.result
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
         plan, path = self.plan, ws.path
-        taken = await off_loop(lambda: checkpointing.take(plan, path, step.id, visit.visit))
+        scan = kind.changes_workspace or step.handover is not None  # contracts run commands
+        taken = await off_loop(lambda: checkpointing.take(plan, path, step.id, visit.visit, scan))
         if taken is not None:
             result.events.append(ctx.event(taken))
         return result
