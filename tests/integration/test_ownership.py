@@ -326,9 +326,15 @@ def test_claims_leave_no_file_per_run(project: Path, isolated_state: Path) -> No
     write_pipeline(project, "slow", SLOW)
     for _ in range(2):
         _killed_midway(project, isolated_state)
+    # what stays is the runs' data (time travel's checkpoints and artifact versions,
+    # docs/time-travel.md), never a claim's file
     assert sorted(
         p.name for p in isolated_state.iterdir() if not p.name.startswith("state.db")
-    ) == ["workspaces"]
+    ) == ["checkpoints.git", "runs", "workspaces"]
+    claims = [
+        p for p in (isolated_state / "runs").rglob("*") if "claim" in p.name or "lock" in p.name
+    ]
+    assert claims == []
 
 
 def test_a_fifo_in_place_of_the_database_is_one_error_not_a_hang(

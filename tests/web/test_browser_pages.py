@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from helpers import chatty, page, run_pipeline, server  # noqa: F401 - fixtures
-from test_graph import TOUR, manifest_edges
+from test_run_graph import TOUR, manifest_edges
 
 from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_pipeline
 

@@ -5,6 +5,7 @@ without losing or repeating an event."""
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import socket
 import subprocess
@@ -48,7 +49,9 @@ def _frames(response: httpx.Response) -> Iterator[tuple[str | None, str, str]]:
 
 
 def test_stream_follows_a_running_run_and_resumes(project: Path, server: str) -> None:  # noqa: F811 - the fixture
-    write_pipeline(project, "ticks", TICKS)
+    release = project / "release-two"  # step two waits for it: the run is still running
+    wait = f"until [ -f {shlex.quote(str(release))} ]; do sleep 0.05; done; echo two"
+    write_pipeline(project, "ticks", TICKS.replace("sleep 0.6; echo two", wait))
     proc = start_swell("run", "ticks", cwd=project)
     run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
     seen: list[int] = []
@@ -62,6 +65,7 @@ def test_stream_follows_a_running_run_and_resumes(project: Path, server: str) ->
             if event["type"] == "step.finished" and event["step_id"] == "one":
                 break  # drop the connection while the run still goes on
     assert swell_json("status", run_id, cwd=project)["status"] == "running"
+    release.touch()
     last = seen[-1]
     headers = {"Last-Event-ID": str(last)}
     with httpx.stream(

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from helpers import run_pipeline
-from test_graph import TOUR
 from test_pages import get
+from test_run_graph import TOUR
 
 from conftest import run_id_of, start_swell, swell, swell_json, wait_for
 

@@ -19,7 +19,6 @@ from swell.cli.common import (
 )
 from swell.cli.pick import OptionalRunArgument
 from swell.executors import executor_for
-from swell.ops.checkpoints import lineage
 
 if TYPE_CHECKING:
     from swell.store.protocols import RunReader
@@ -120,6 +119,8 @@ def status(
     output: OutputOption = Output.text,
 ) -> None:
     """A run's status, its steps, waiting gates and context."""
+    from swell.ops.checkpoints import lineage  # events' models: not for `swell logs`
+
     store = project_store(ctx)
     if run_id is None:
         runs = store.list_runs(1, include_children=False)

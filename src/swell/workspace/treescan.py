@@ -32,6 +32,9 @@ from swell.workspace.gitobjects import (
 )
 
 SCAN_LIMIT = 2000  # entries; a bigger workspace is checkpointed by git
+# a bigger file is left out of the checkpoint, as if ignored: hashing a 50 GB sparse
+# file a step made would hold the run up for minutes (docs/time-travel.md)
+MAX_FILE_BYTES = 100 * 1024 * 1024
 RACY_NS = 1_000_000_000  # a file changed this close to its hashing is hashed again
 
 Stat = tuple[int, int, int, int, int]  # mtime_ns, ctime_ns, size, inode, mode
@@ -106,6 +109,8 @@ class _Walk:
                 oid = self.directory(item.path, sub, rules)
                 if oid is not None:
                     entries.append((os.fsencode(name), TREE, oid))
+            elif stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE_BYTES:
+                continue
             elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
                 entries.append(self.blob(item.path, sub, st))
             else:
