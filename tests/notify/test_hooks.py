@@ -127,9 +127,10 @@ def test_a_failing_receiver_is_tried_again_until_it_answers(project: Path) -> No
     assert got.answered == [500, 500, 200]
     assert got.bodies[0] == got.bodies[1] == got.bodies[2]
     [record] = _log(project)
-    assert (
-        record["ok"] is True and record["attempts"] == 3 and record["hook"] == "tell-run_completed"
-    )
+    # the receiver saw exactly three tries; on a loaded machine a try may also time out
+    # on the way (counted, never reaching it), so at least three
+    assert record["ok"] is True and record["attempts"] >= 3
+    assert record["hook"] == "tell-run_completed"
     assert "warning: hook" not in done.stderr
 
 
