@@ -283,6 +283,24 @@ def _stored_pipeline(rt: Runtime, run: RunRow) -> tuple[LoadedPipeline, list[str
     return load_stored_pipeline(path, text), notes
 
 
+def stored_pipeline(rt: Runtime, run: RunRow) -> LoadedPipeline:
+    """The pipeline as the run was recorded (what its executor starts it with)."""
+    return _stored_pipeline(rt, run)[0]
+
+
+def options_of(run: RunRow) -> RunOptions:
+    """The options a stored run was recorded with (`stored_options`)."""
+    opts = run.options
+    return RunOptions(
+        auto_approve=bool(opts.get("auto_approve")),
+        adapter=opts.get("adapter"),
+        model=opts.get("model"),
+        env=dict(opts.get("env") or {}),
+        artifacts=dict(opts.get("artifacts") or {}),
+        max_cycles=opts.get("max_cycles"),
+    )
+
+
 def _missing_steps(loaded: LoadedPipeline, state: RunState) -> list[str]:
     """Steps the run has been through that the pipeline no longer has."""
     known = {s.id for s in loaded.pipeline.steps}
@@ -323,15 +341,7 @@ def _resumption(rt: Runtime, run: RunRow) -> Resumption:
             f"run {run.id} cannot continue: pipeline {loaded.name} no longer has step "
             f"{names} (renamed or removed since the run started)"
         )
-    opts = run.options
-    options = RunOptions(
-        auto_approve=bool(opts.get("auto_approve")),
-        adapter=opts.get("adapter"),
-        model=opts.get("model"),
-        env=dict(opts.get("env") or {}),
-        artifacts=dict(opts.get("artifacts") or {}),
-        max_cycles=opts.get("max_cycles"),
-    )
+    options = options_of(run)
     if MASK in (run.input or ""):  # the store never keeps a secret the input held
         notes.append(
             f"run {run.id}'s input held secrets, which swell does not keep; it "

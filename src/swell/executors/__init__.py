@@ -37,3 +37,17 @@ def executor_for(run: RunRow) -> Executor:
     from swell.executors.local import LocalExecutor
 
     return LocalExecutor()
+
+
+def start_held(rt: Runtime, run: RunRow) -> bool:
+    """Set going a recorded run that its engine (Temporal) executes but whose starter
+    died before handing it to the engine: True when started here, False when the
+    engine has it already (or it is no such run)."""
+    import asyncio
+
+    from swell.executors.temporal.executor import TemporalExecutor
+
+    executor = executor_for(run)
+    if not isinstance(executor, TemporalExecutor) or run.status != "pending":
+        return False
+    return asyncio.run(executor.start_recorded(rt, run))

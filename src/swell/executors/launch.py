@@ -216,8 +216,11 @@ def hand_on(root: Path, run_id: str, sup: Supervisor) -> bool:
     try:
         run = rt.store.get_run(run_id)
         executor = executor_for(run)
-        if executor.held_by is not None:
-            return True  # its engine executes it
+        if executor.held_by is not None:  # its engine executes it, once started
+            from swell.executors import start_held
+
+            start_held(rt, run)
+            return True
         resumed = executor.resume(rt, run)
         detached = executor.detach(rt, resumed, DETACHED_ARGS)
         sup.watch(_pid(detached.facts), run_id)

@@ -201,13 +201,17 @@ def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None], told: bool = T
     """Let a recorded run nobody executes go on in a process of its own: True when
     handed on (said when `told`), None when its engine or another process has it,
     False when it failed (said)."""
-    from swell.executors import executor_for
+    from swell.executors import executor_for, start_held
 
     run = rt.store.get_run(run_id)
     executor = executor_for(run)
-    if executor.held_by is not None:
-        return None  # its engine (Temporal) executes it whoever dispatched it
     try:
+        if executor.held_by is not None:  # its engine (Temporal) executes it, once started
+            if not start_held(rt, run):
+                return None
+            if told:
+                say(f"run {run_id}: handed on")
+            return True
         started = executor.resume(rt, run)
         executor.detach(rt, started, DETACHED_ARGS)
     except RunBusy:

@@ -18,7 +18,7 @@ from swell.executors.temporal import ADDRESS, NAMESPACE, QUEUE, WORKFLOW
 from swell.executors.temporal.specs import GateRequest, RunOutcome, RunSpec
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from temporalio.client import Client, WorkflowExecutionStatus
     from temporalio.converter import DataConverter
 
     from swell.engine.visit.context import RunOptions
@@ -196,6 +196,28 @@ async def start(client: Client, engine: Engine, spec: RunSpec) -> None:
     await client.start_workflow(WORKFLOW, spec, id=spec.run_id, task_queue=engine.queue)
 
 
+async def start_once(client: Client, engine: Engine, spec: RunSpec) -> bool:
+    """Start the run's workflow unless the server has (or had) one for it: True when
+    started here. A workflow id is never reused, so two processes handing the same
+    recorded run on start one workflow between them."""
+    from temporalio.common import WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    if await _status(client, spec.run_id) is not None:
+        return False
+    try:
+        await client.start_workflow(
+            WORKFLOW,
+            spec,
+            id=spec.run_id,
+            task_queue=engine.queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        )
+    except WorkflowAlreadyStartedError:
+        return False
+    return True
+
+
 async def outcome(client: Client, run_id: str) -> RunOutcome:
     """Wait for the run's workflow to end."""
     from temporalio.client import WorkflowFailureError
@@ -231,15 +253,22 @@ async def running(client: Client, run_id: str) -> bool:
     """Whether the run's workflow still runs: False once it closed (ended, terminated)
     or when the server no longer knows it (a dev server started without a database
     forgets every workflow when it stops)."""
-    from temporalio.client import RPCError, RPCStatusCode, WorkflowExecutionStatus
+    from temporalio.client import WorkflowExecutionStatus
+
+    return await _status(client, run_id) == WorkflowExecutionStatus.RUNNING
+
+
+async def _status(client: Client, run_id: str) -> WorkflowExecutionStatus | None:
+    """The run's workflow's status; None when the server does not know one."""
+    from temporalio.client import RPCError, RPCStatusCode
 
     try:
         described = await client.get_workflow_handle(run_id).describe()
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
-            return False
+            return None
         raise RunStateError(f"run {run_id}: the engine cannot say ({exc})") from None
-    return described.status == WorkflowExecutionStatus.RUNNING
+    return described.status
 
 
 async def cancel(client: Client, run_id: str) -> None:

@@ -87,6 +87,18 @@ class TemporalExecutor:
             raise
         return Started(spec.run_id, pipeline=loaded, auto_approve=options.auto_approve)
 
+    async def start_recorded(self, rt: Runtime, run: RunRow) -> bool:
+        """Start the workflow of a run recorded for this engine whose starter died
+        before starting it (a dispatcher or server killed in between): True when
+        started here, False when the engine has (or had) its workflow."""
+        from swell.executors.temporal.client import run_spec, start_once
+        from swell.runtime import options_of, stored_pipeline
+
+        loaded = stored_pipeline(rt, run)
+        workspace = run.workspace or str(rt.state_dir / "workspaces" / run.id)
+        spec = run_spec(rt, loaded, run.id, run.input or "", options_of(run), workspace)
+        return await start_once(await self._client(), self.engine, spec)
+
     def detach(self, rt: Runtime, started: Started, args: list[str]) -> Detached:
         """The workflow goes on by itself: nothing to hand over."""
         engine, run_id = self.engine, started.run_id
