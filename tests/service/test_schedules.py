@@ -116,14 +116,32 @@ def test_a_schedule_is_read_in_its_timezone(
     assert list(dispatched(isolated_state, "schedule:echo")) == ["2026-11-28T08:00Z"]
 
 
-def test_watch_refuses_a_bad_schedule_with_its_name(tmp_path: Path) -> None:
-    project = _scheduled(
-        tmp_path / "p", "  - {name: nightly, pipeline: echo, cron: '0 25 * * *'}\n"
-    )
-    result = swell("watch", "--once", cwd=project)
-    assert result.returncode != 0
-    assert "schedule nightly: cron `0 25 * * *`: hour: 25-25 is outside 0-23" in result.stderr
-    zone = _scheduled(
-        tmp_path / "q", "  - {pipeline: echo, cron: '0 1 * * *', timezone: Mars/Base}\n"
-    )
-    assert "unknown timezone `Mars/Base`" in swell("watch", "--once", cwd=zone).stderr
+BAD = """\
+  - name: nightly
+    pipeline: echo
+    cron: "0 25 * * *"
+  - pipeline: echo
+    cron: "0 1 * * *"
+    timezone: Mars/Base
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["validate"], ["run", "echo"], ["watch", "--once"], ["serve", "--port", "0"]],
+    ids=lambda c: c[0],
+)
+def test_a_bad_cron_or_timezone_is_refused_when_the_project_loads(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Not first when `swell watch` starts firing the schedule: at its line."""
+    project = _scheduled(tmp_path / "p", BAD)
+    result = swell(*command, cwd=project, timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = result.stderr.splitlines()
+    errors = [line for line in said if line.startswith("wave.yaml:") and "warning" not in line]
+    assert errors == [
+        "wave.yaml:8:11: 'cron': cron `0 25 * * *`: hour: 25-25 is outside 0-23",
+        "wave.yaml:11:15: 'timezone': unknown timezone `Mars/Base` (an IANA name: Europe/Berlin)",
+    ]
+    assert "Traceback" not in result.stderr

@@ -37,6 +37,7 @@ def serve(
     """Serve the dashboard: runs, their graphs and threads, live; approve gates, cancel runs."""
     from swell.errors import SwellError
     from swell.manifest.discovery import find_project_root
+    from swell.manifest.loader import load_project
     from swell.web.security import check_bind
 
     check_bind(bind, token)
@@ -50,6 +51,7 @@ def serve(
             f"the dashboard needs the web extra ({exc.name} is missing): pip install 'swell[web]'"
         ) from None
     root = find_project_root(project_dir(ctx))
+    load_project(root)  # a wave.yaml with errors (a bad schedule) is refused here, at its line
     # starting runs needs a token on loopback too: without --token, one made for that
     starter = None if token else secrets.token_urlsafe(24)
     settings = ServeSettings(root=root, bind=bind, port=port, token=token or None)

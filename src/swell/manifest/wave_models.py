@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from swell.manifest.models_base import Strict
 
@@ -170,6 +170,30 @@ class Schedule(Strict):
     @property
     def key_name(self) -> str:
         return self.name or self.pipeline
+
+    # checked when the project loads (`swell validate`, `run`, `serve`), at their line,
+    # not first when `swell watch` starts firing them
+    @field_validator("cron")
+    @classmethod
+    def _cron_parses(cls, text: str) -> str:
+        from swell.service.cron import CronError, parse
+
+        try:
+            parse(text)
+        except CronError as exc:  # a ValueError is what pydantic shows at the line
+            raise ValueError(str(exc)) from None
+        return text
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone_known(cls, name: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown timezone `{name}` (an IANA name: Europe/Berlin)") from None
+        return name
 
 
 class SandboxConfig(Strict):
