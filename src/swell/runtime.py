@@ -480,7 +480,10 @@ async def execute(
     gate nobody has decided stops the run `waiting` instead of waiting."""
     snapshots = StateSnapshots(rt.store)
     redactor = Redactor.from_environ(os.environ)
-    observers = [*_retro_observers(rt), *run_observers(plan, rt.state_dir)]  # swell/notify
+    observers = [
+        *_retro_observers(rt),
+        *run_observers(plan, rt.state_dir, rt.store),
+    ]  # swell/notify
     bus = EventBus(rt.store, snapshots, *sinks, *observers, redact=redactor.events)
     output: OutputSink = Tee(output_store(rt.store), *watchers)
 

@@ -192,3 +192,96 @@ def test_a_hook_wave_would_refuse_is_an_error_naming_its_line(project: Path) -> 
     assert "notified.yaml:5:5:" in said and "`url` is required for http hooks" in said
     assert "notified.yaml:6:5:" in said and "is not a regular expression" in said
     assert "Traceback" not in said
+
+
+def test_a_sub_pipeline_runs_its_own_hooks_as_wave_does(project: Path) -> None:
+    """Wave gives a sub-pipeline run an executor of its own, whose hooks are the
+    manifest's and its own pipeline's (executor_composition.go): its own pipeline's
+    hooks hear its run, the parent's hear the parent's run, the manifest's both."""
+    with receiver() as got:
+        manifest = project / "wave.yaml"
+        manifest.write_text(
+            manifest.read_text()
+            + f"\nhooks:\n  - {{name: all-ends, event: run_completed, type: http, url: '{got.url}'}}\n"
+        )
+        inner = _pipeline(_http(got.url, "run_start", "step_completed"), name="inner")
+        write_pipeline(project, "inner", inner)
+        outer = f"""kind: WavePipeline
+metadata: {{name: outer}}
+hooks:
+{_http(got.url, "run_start")}
+steps:
+  - {{id: sub, pipeline: inner}}
+"""
+        write_pipeline(project, "outer", outer)
+        done = swell("run", "outer", cwd=project)
+        assert done.returncode == 0, done.stderr
+        outer_id = run_id_of(done.stdout)
+        [child] = [r for r in swell_json("list", cwd=project) if r["pipeline"] == "inner"]
+        wait_for(lambda: len(got.bodies) >= 6)
+    said = sorted((b["type"], b["pipeline"], b["run_id"], b["step_id"]) for b in got.bodies)
+    assert said == [
+        ("run_completed", "inner", child["id"], ""),
+        ("run_completed", "outer", outer_id, ""),
+        ("run_start", "inner", child["id"], ""),
+        ("run_start", "outer", outer_id, ""),
+        ("step_completed", "inner", child["id"], "build"),
+        ("step_completed", "inner", child["id"], "ship"),
+    ]
+
+
+def test_a_gate_in_a_sub_pipeline_is_told_once_by_the_manifests_hook(project: Path) -> None:
+    """The sub-pipeline run's own observer sends the manifest's hooks; the parent's
+    sends only its pipeline's for a gate of a sub-pipeline run: one notification."""
+    with receiver() as got:
+        manifest = project / "wave.yaml"
+        hook = f"  - {{name: ask, event: gate_waiting, type: http, url: '{got.url}'}}\n"
+        manifest.write_text(manifest.read_text() + "\nhooks:\n" + hook)
+        outer = (
+            "kind: WavePipeline\nmetadata: {name: outer}\nsteps:\n  - {id: sub, pipeline: review}\n"
+        )
+        write_pipeline(project, "outer", outer)
+        proc = start_swell("run", "outer", "--input", "v9", "--wait", cwd=project)
+        run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
+        wait_for(lambda: got.of("gate_waiting"), 60)
+        [child] = [r for r in swell_json("list", cwd=project) if r["pipeline"] == "review"]
+        done = swell("approve", child["id"], "approve", "--choice", "ship", cwd=project)
+        assert done.returncode == 0, done.stderr
+        proc.communicate(timeout=60)
+    assert swell_json("status", run_id, cwd=project)["status"] == "succeeded"
+    [told] = got.bodies
+    assert (told["type"], told["run_id"], told["pipeline"]) == (
+        "gate_waiting",
+        child["id"],
+        "review",
+    )
+
+
+def test_matrix_child_runs_fire_their_parents_hooks_as_wave_does(project: Path) -> None:
+    """Wave's matrix child pipelines share the parent's hook runner (NewChildExecutor):
+    the parent pipeline's hooks hear each child run, the child pipeline's own do not."""
+    with receiver() as got:
+        item = "kind: WavePipeline\nmetadata: {name: item}\n"
+        item += f"hooks:\n  - {{name: own, event: run_start, type: http, url: '{got.url}?own'}}\n"
+        item += "steps:\n  - {id: work, type: command, script: echo did}\n"
+        write_pipeline(project, "item", item)
+        fan = f"""kind: WavePipeline
+metadata: {{name: fan}}
+hooks:
+{_http(got.url, "run_start")}
+steps:
+  - id: plan
+    type: command
+    script: "echo '[{{\\"n\\": 1}}, {{\\"n\\": 2}}]' > items.json"
+  - id: fan
+    dependencies: [plan]
+    strategy: {{type: matrix, items_source: items.json, child_pipeline: item}}
+"""
+        write_pipeline(project, "fan", fan)
+        done = swell("run", "fan", cwd=project)
+        assert done.returncode == 0, done.stdout + done.stderr
+        wait_for(lambda: len(got.bodies) >= 3)
+    children = {r["id"] for r in swell_json("list", cwd=project) if r["pipeline"] == "item"}
+    assert len(children) == 2
+    told = sorted((b["pipeline"], b["run_id"]) for b in got.bodies)  # not the item's own hook
+    assert told == sorted([("fan", run_id_of(done.stdout)), *(("item", c) for c in children)])

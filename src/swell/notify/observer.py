@@ -21,15 +21,21 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swell.events import models as ev
 from swell.manifest.wave_models import LifecycleHook
 from swell.notify.deliver import Outcome, deliver
 from swell.notify.events import fired, payload
+
+if TYPE_CHECKING:
+    from swell.events.bus import EventSink
+    from swell.manifest.loader import LoadedPipeline
+    from swell.store.protocols import RunReader
 
 LOG_NAME = "hooks.log"  # in the state directory: one JSON line per delivery
 GRACE = 2.0
@@ -94,7 +100,10 @@ class _Lane:
 
 
 class HookObserver:
-    """Sends the run's events to its hooks (the manifest's, then the pipeline's)."""
+    """Sends the run's events to its hooks (the manifest's, then the pipeline's). A
+    gate waiting in one of its sub-pipeline runs goes to `gate_lanes` of them: all
+    (no sub-pipeline has hooks of its own), or the pipeline's alone (`HookTree`: the
+    sub-pipeline run's own observer sends the manifest's)."""
 
     def __init__(
         self,
@@ -105,10 +114,14 @@ class HookObserver:
         workspace: str,
         root: Path,
         log: Path,
+        others_from: int = 0,
     ) -> None:
         self.run_id, self.pipeline, self.workspace = run_id, pipeline, workspace
         self.root, self.log = root, log
         self.lanes = [(h, _matcher(h), _Lane(self, h)) for h in hooks if h.type in RUNS]
+        # the lanes that hear another run's gate: hooks from index `others_from` on
+        kept = [h for h in hooks[others_from:] if h.type in RUNS]
+        self.gate_lanes = [lane for lane in self.lanes if any(lane[0] is h for h in kept)]
         self.pending = 0
         self.idle = threading.Condition()
         self.write = threading.Lock()
@@ -118,10 +131,13 @@ class HookObserver:
     def emit(self, events: Sequence[ev.BaseEvent]) -> None:
         for name, event in fired(events):
             # a sub-pipeline run's events are its own, but for a gate waiting in it
-            if event.run_id != self.run_id and name != "gate_waiting":
-                continue
+            lanes = self.lanes
+            if event.run_id != self.run_id:
+                if name != "gate_waiting":
+                    continue
+                lanes = self.gate_lanes
             body = payload(name, event, self.pipeline, self.workspace)
-            for hook, matcher, lane in self.lanes:
+            for hook, matcher, lane in lanes:
                 if hook.event != name:
                     continue
                 if event.step_id and matcher is not None and not matcher.search(event.step_id):
@@ -241,26 +257,143 @@ def _grace() -> float:
         return GRACE
 
 
+@dataclass(frozen=True)
+class KnownRun:
+    """What the hooks of a sub-pipeline run are found from."""
+
+    loaded: LoadedPipeline
+    workspace: str
+    parent_run_id: str | None = None
+    parent_step_id: str | None = None
+
+
+RunLookup = Callable[[str], "KnownRun | None"]  # None: no such run, or no pipeline kept
+
+
+class HookTree:
+    """A run's hooks and those of its sub-pipeline runs, as Wave fires them. A
+    sub-pipeline run has an executor of its own whose hooks are the manifest's and its
+    own pipeline's (internal/pipeline/executor_composition.go, executor_lifecycle.go),
+    hearing its own run's events; a `strategy: matrix` child pipeline's executor shares
+    its parent's hooks instead (NewChildExecutor, matrix.go). Each sub-pipeline run's
+    observer is made when its first event comes, from what `lookup` finds for it."""
+
+    def __init__(
+        self,
+        manifest_hooks: Sequence[LifecycleHook],
+        top: tuple[str, LoadedPipeline],
+        observer: HookObserver | None,
+        lookup: RunLookup,
+        root: Path,
+        log: Path,
+    ) -> None:
+        self.manifest_hooks, self.lookup = list(manifest_hooks), lookup
+        self.top_id, self.top, self.root, self.log = top[0], observer, root, log
+        # run id -> (its pipeline, its hooks), None when not known
+        self.known: dict[str, tuple[LoadedPipeline, list[LifecycleHook]] | None] = {
+            top[0]: (top[1], [*manifest_hooks, *top[1].pipeline.hooks])
+        }
+        self.runs: dict[str, HookObserver | None] = {}
+
+    def emit(self, events: Sequence[ev.BaseEvent]) -> None:
+        if self.top is not None:
+            self.top.emit(events)
+        for event in events:
+            if event.run_id == self.top_id:
+                continue
+            if event.run_id not in self.runs:
+                self.runs[event.run_id] = self._observer(event.run_id)
+            found = self.runs[event.run_id]
+            if found is not None:
+                found.emit([event])
+
+    def _observer(self, run_id: str) -> HookObserver | None:
+        try:
+            run = self.lookup(run_id)
+            hooks = self._hooks(run_id, run)
+        except Exception as exc:  # a hook must never take the run's process down
+            print(f"warning: hooks of run {run_id}: {exc}", file=sys.stderr, flush=True)
+            return None
+        if run is None or hooks is None or not any(h.type in RUNS for h in hooks):
+            return None
+        return HookObserver(
+            hooks,
+            run_id=run_id,
+            pipeline=run.loaded.name,
+            workspace=run.workspace,
+            root=self.root,
+            log=self.log,
+            others_from=len(hooks),  # its sub-pipeline runs have observers of their own
+        )
+
+    def _hooks(self, run_id: str, run: KnownRun | None) -> list[LifecycleHook] | None:
+        """The hooks `run` fires (a matrix child: its parent's); remembered."""
+        if run_id in self.known:
+            found = self.known[run_id]
+            return found[1] if found is not None else None
+        hooks = None
+        if run is not None:
+            hooks = [*self.manifest_hooks, *run.loaded.pipeline.hooks]
+            parent = self._parent(run)
+            if parent is not None and _is_matrix(parent[0], run.parent_step_id):
+                hooks = parent[1]
+        self.known[run_id] = (run.loaded, hooks) if run is not None and hooks is not None else None
+        return hooks
+
+    def _parent(self, run: KnownRun) -> tuple[LoadedPipeline, list[LifecycleHook]] | None:
+        if run.parent_run_id is None:
+            return None
+        if run.parent_run_id not in self.known:
+            self._hooks(run.parent_run_id, self.lookup(run.parent_run_id))
+        return self.known[run.parent_run_id]
+
+
+def _is_matrix(loaded: LoadedPipeline, step_id: str | None) -> bool:
+    return any(s.id == step_id and s.kind == "matrix" for s in loaded.pipeline.steps)
+
+
+def stored_runs(store: RunReader) -> RunLookup:
+    """A `RunLookup` reading the store: the pipeline as the run recorded it."""
+
+    def lookup(run_id: str) -> KnownRun | None:
+        from swell.manifest.loader import load_stored_pipeline
+
+        run = store.get_run(run_id)
+        text = store.pipeline_text(run_id)
+        if not run.pipeline_path or text is None:
+            return None
+        loaded = load_stored_pipeline(Path(run.pipeline_path), text)
+        return KnownRun(loaded, run.workspace or "", run.parent_run_id, run.parent_step_id)
+
+    return lookup
+
+
 def hook_observers(
     manifest_hooks: Sequence[LifecycleHook],
-    pipeline_hooks: Sequence[LifecycleHook],
+    loaded: LoadedPipeline,
     *,
     run_id: str,
-    pipeline: str,
     workspace: str,
     root: Path,
     state_dir: Path,
-) -> list[HookObserver]:
-    """The observer of a run's hooks (none when it has none)."""
-    hooks = [*manifest_hooks, *pipeline_hooks]
-    if not any(h.type in RUNS for h in hooks):
-        return []
-    observer = HookObserver(
-        hooks,
-        run_id=run_id,
-        pipeline=pipeline,
-        workspace=workspace,
-        root=root,
-        log=state_dir / LOG_NAME,
-    )
-    return [observer]
+    children: RunLookup | None = None,
+) -> list[EventSink]:
+    """The observer of a run's hooks (none when it has none); with `children`, also
+    those of its sub-pipeline runs (`HookTree`)."""
+    hooks = [*manifest_hooks, *loaded.pipeline.hooks]
+    top = None
+    if any(h.type in RUNS for h in hooks):
+        top = HookObserver(
+            hooks,
+            run_id=run_id,
+            pipeline=loaded.name,
+            workspace=workspace,
+            root=root,
+            log=state_dir / LOG_NAME,
+            others_from=len(manifest_hooks) if children is not None else 0,
+        )
+    if children is not None:
+        return [
+            HookTree(manifest_hooks, (run_id, loaded), top, children, root, state_dir / LOG_NAME)
+        ]
+    return [top] if top is not None else []

@@ -65,4 +65,4 @@ def _observers_of(store: RunReader, run_id: str) -> list[EventSink]:
     project = load_project(Path(run.project_root))
     loaded = load_stored_pipeline(Path(run.pipeline_path), text)
     workspace = run.workspace or ""
-    return observers(project, loaded, run.id, workspace, state_dir_for(project.root))
+    return observers(project, loaded, run.id, workspace, state_dir_for(project.root), store)
