@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,7 @@ class Receiver:
         self.bodies: list[dict[str, Any]] = []
         self.answered: list[int] = []
         self.raw: list[tuple[bytes, dict[str, str]]] = []  # each body as sent, its headers
+        self.at: list[float] = []  # when each request came (time.monotonic)
         self.release = threading.Event()
         self.release.set()
         self.lock = threading.Lock()
@@ -39,6 +41,7 @@ def receiver(fail: int = 0) -> Iterator[Receiver]:
             raw = self.rfile.read(int(self.headers["Content-Length"]))
             body = json.loads(raw)
             with state.lock:
+                state.at.append(time.monotonic())
                 state.raw.append((raw, {k.lower(): v for k, v in self.headers.items()}))
                 state.bodies.append(body)
                 status = 500 if len(state.bodies) <= state.fail else 200

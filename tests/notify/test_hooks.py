@@ -74,6 +74,8 @@ def test_a_receiver_that_hangs_does_not_hold_up_the_run(project: Path) -> None:
     with receiver() as got:
         got.hold()  # answers nothing until released
         hooks = _http(got.url, "run_start", "step_completed", "run_completed")
+        # a held try must not time out and be sent again on a loaded machine
+        hooks = hooks.replace("type: http,", "type: http, timeout: 5m,")
         write_pipeline(project, "notified", _pipeline(hooks))
         proc = start_swell("run", "notified", cwd=project)
         run_id = run_id_of(proc.stdout.readline())  # type: ignore[union-attr]
@@ -285,3 +287,57 @@ steps:
     assert len(children) == 2
     told = sorted((b["pipeline"], b["run_id"]) for b in got.bodies)  # not the item's own hook
     assert told == sorted([("fan", run_id_of(done.stdout)), *(("item", c) for c in children)])
+
+
+def test_the_rate_per_url_is_a_token_bucket() -> None:
+    """Twice the rate at once, then one every 1/rate seconds (an injected clock)."""
+    from swell.notify.limits import Buckets
+
+    now, slept = [0.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    buckets = Buckets(lambda: 4.0, lambda: now[0], sleep)
+    for _ in range(8):
+        buckets.take("http://a/")
+    assert slept == []  # the burst
+    buckets.take("http://b/")  # another URL has its own bucket
+    buckets.take("http://a/")
+    buckets.take("http://a/")
+    assert slept == [0.25, 0.25]
+    assert Buckets(lambda: 0.0, lambda: now[0], sleep).take("http://a/") is None  # no limit
+
+
+def test_a_storm_of_events_is_paced_per_url_and_step_notifications_coalesce(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """30 steps' starts and ends to one receiver at 4 requests a second (a burst of
+    8), at most 3 waiting per hook: fewer requests than events, none of them a run's
+    end left out, each left-out step counted in the next one delivered."""
+    monkeypatch.setenv("SWELL_HOOK_RATE", "4")
+    monkeypatch.setenv("SWELL_HOOK_BACKLOG", "3")
+    monkeypatch.setenv("SWELL_HOOK_GRACE", "300")  # all from the run's process: one bucket
+    steps = "".join(
+        f"  - {{id: s{n}, type: command, script: 'true'"
+        + (f", dependencies: [s{n - 1}]" if n else "")
+        + "}\n"
+        for n in range(30)
+    )
+    with receiver() as got:
+        hooks = _http(got.url, "step_start", "step_completed", "run_completed")
+        text = f"kind: WavePipeline\nmetadata: {{name: storm}}\nhooks:\n{hooks}steps:\n{steps}"
+        write_pipeline(project, "storm", text)
+        done = swell("run", "storm", cwd=project, timeout=300)
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: got.of("run_completed"), 60)
+    assert swell_json("status", run_id_of(done.stdout), cwd=project)["status"] == "succeeded"
+    for kind in ("step_start", "step_completed"):
+        told = got.of(kind)
+        assert sum(1 + b.get("coalesced", 0) for b in told) == 30  # each sent or counted
+    assert len(got.bodies) < 61  # coalesced: fewer requests than events
+    # a token bucket lets through at most 8 + 4 requests in any second (+1: arrival jitter)
+    assert max(sum(1 for t in got.at if s <= t < s + 1) for s in got.at) <= 13
+    logged = _log(project)
+    assert sum(r.get("coalesced", 0) for r in logged) == 61 - len(got.bodies)

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from swell.manifest.wave_models import LifecycleHook
+from swell.notify.limits import BUCKETS
 
 ATTEMPTS = 4  # tries per notification
 BACKOFF = 0.5  # seconds before the 2nd try; doubled before each next one
@@ -86,6 +87,7 @@ def _post(hook: LifecycleHook, body: dict[str, Any]) -> None:
     if not url.startswith(("http://", "https://")):
         raise HookFailed(f"url {url!r} is not an http(s) URL")
     content = json.dumps(body).encode()
+    BUCKETS.take(url)  # this hook's thread waits its turn: a storm does not flood the URL
     headers = {"Content-Type": "application/json", "User-Agent": "swell-hooks/1"}
     secret = secret_for(hook.name, os.environ)
     if secret:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import queue
 import re
 import subprocess
 import sys
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from swell.events import models as ev
 from swell.manifest.wave_models import LifecycleHook
+from swell.notify import limits
 from swell.notify.deliver import Outcome, deliver
 from swell.notify.events import fired, payload
 
@@ -47,21 +48,30 @@ IDLE = 5.0  # seconds a hook's thread waits for more before it ends (a worker li
 _observers: weakref.WeakSet[HookObserver] = weakref.WeakSet()
 
 
+# what a backed-up hook may leave out (a later notification says how many): never a
+# run's start or end, nor a gate waiting
+COALESCED = ("step_start", "step_completed")
+
+
 class _Lane:
-    """One hook's queue, and the thread that delivers it while there is work."""
+    """One hook's queue, and the thread that delivers it while there is work. When more
+    than `limits.backlog()` notifications wait, the oldest step start or completion
+    waiting is left out; the next one delivered says how many were (`coalesced`)."""
 
     def __init__(self, observer: HookObserver, hook: LifecycleHook) -> None:
         self.observer, self.hook = observer, hook
-        self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.waiting: deque[dict[str, Any]] = deque()
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
+        self.ready = threading.Condition(self.lock)
         self.current: dict[str, Any] | None = None  # being delivered now
         self.tried = [0]  # its tries so far
+        self.left_out = 0  # coalesced since the last one delivered
 
     def leftover(self) -> list[tuple[dict[str, Any], int]]:
         """What this hook has not delivered yet, with the tries made (current first)."""
         with self.lock:
-            queued = [(body, 0) for body in self.queue.queue]
+            queued = [(body, 0) for body in self.waiting]
             if self.current is None:
                 return queued
             return [(self.current, self.tried[0]), *queued]
@@ -69,24 +79,40 @@ class _Lane:
     def put(self, body: dict[str, Any]) -> None:
         self.observer.pending_add(1)
         with self.lock:
-            self.queue.put(body)
+            self.waiting.append(body)
+            if len(self.waiting) > limits.backlog():
+                self._coalesce()
+            self.ready.notify()
             if self.thread is None:
                 name = f"swell-hook-{self.hook.name}"
                 self.thread = threading.Thread(target=self._work, name=name, daemon=True)
                 self.thread.start()
 
+    def _coalesce(self) -> None:
+        """Leave out the oldest step notification waiting (the lock held)."""
+        for i, body in enumerate(self.waiting):
+            if body["type"] in COALESCED:
+                del self.waiting[i]
+                self.left_out += 1
+                self.observer.pending_add(-1)
+                return
+
+    def _next(self) -> dict[str, Any] | None:
+        """The next notification (with how many were left out before it); None when
+        nothing came for IDLE seconds (the thread ends)."""
+        with self.lock:
+            while not self.waiting:
+                if not self.ready.wait(IDLE) and not self.waiting:
+                    self.thread = None
+                    return None
+            body = self.waiting.popleft()
+            if self.left_out:
+                body, self.left_out = {**body, "coalesced": self.left_out}, 0
+            self.current, self.tried = body, [0]
+            return body
+
     def _work(self) -> None:
-        while True:
-            try:
-                body = self.queue.get(timeout=IDLE)
-            except queue.Empty:
-                with self.lock:
-                    if self.queue.empty():
-                        self.thread = None
-                        return
-                continue
-            with self.lock:
-                self.current, self.tried = body, [0]
+        while (body := self._next()) is not None:
             try:
                 outcome = deliver(self.hook, body, self.observer.root, self.tried)
             except Exception as exc:  # a hook must never take the run's process down
@@ -174,6 +200,8 @@ class HookObserver:
             "attempts": outcome.attempts,
             "error": outcome.error,
         }
+        if body.get("coalesced"):
+            line["coalesced"] = body["coalesced"]  # left out before this one
         with self.write:
             try:
                 self.log.parent.mkdir(parents=True, exist_ok=True)
