@@ -224,3 +224,53 @@ def test_a_run_recorded_but_not_handed_on_is_started_when_serve_starts(project: 
     assert f"run {run_id}: recorded before the server stopped; handing it on" in out
     swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
     wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 60)
+
+
+def _stopped_at_a_decided_gate(project: Path, text: str) -> str:
+    """A run stopped at its gate (stdin closed), the gate approved: nobody executes it."""
+    swell("run", "review", text, cwd=project)
+    run_id = str(_runs(project)[0]["id"])
+    assert swell_json("status", run_id, cwd=project)["status"] == "waiting"
+    swell("approve", run_id, "approve", "--choice", "ship", cwd=project)
+    return run_id
+
+
+def test_a_resume_is_answered_once_recorded_before_its_process_starts(project: Path) -> None:
+    """As for POST /api/runs: the 202 comes once the resume is recorded, and the
+    server hands the run on after it; the run is claimed by no process of its own yet."""
+    run_id = _stopped_at_a_decided_gate(project, "v6")
+    answer = post(project, f"/api/runs/{run_id}/resume", **AUTH)
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["pid"] is None  # its process starts after the answer
+    store = open_store(state_dir_for(project) / "state.db")
+    try:  # claimed by no process but (at most) this one, the server, handing it on
+        owner = store.owner(run_id)
+        assert owner is None or owner.pid == os.getpid(), owner
+    finally:
+        store.close()
+    wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 60)
+    assert not list((state_dir_for(project) / launch.RESUMES).iterdir())  # handled
+
+
+def test_a_resume_recorded_but_not_handed_on_goes_on_when_serve_starts(project: Path) -> None:
+    """What a server killed between answering a resume and handing the run on leaves:
+    the request recorded, the run stopped. The next `swell serve` hands it on."""
+    run_id = _stopped_at_a_decided_gate(project, "v7")
+    launch.record_resume(state_dir_for(project), run_id)
+    port = _free_port()
+    server = subprocess.Popen(
+        swell_cmd("serve", "--port", str(port)),
+        cwd=project,
+        env={**os.environ, "SWELL_SERVE_TOKEN": TOKEN},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 90)
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert f"run {run_id}: recorded before the server stopped; handing it on" in out
+    assert not (state_dir_for(project) / launch.RESUMES / run_id).exists()

@@ -22,6 +22,7 @@ claimed by nobody; `swell serve` hands such runs on when it starts (web/hooks.py
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -30,12 +31,15 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from swell.errors import RunBusy, SwellError
 from swell.store.capabilities import claims
+
+if TYPE_CHECKING:
+    from swell.runtime import Runtime
 
 log = logging.getLogger("swell.executors.launch")
 
@@ -205,7 +209,6 @@ def hand_on(root: Path, run_id: str, sup: Supervisor) -> bool:
     server supervises. False (logged) when it cannot; nothing when its engine or
     another process has it already. A server stopped meanwhile leaves it pending, for
     the next one to hand on."""
-    from swell.executors import executor_for
     from swell.runtime import open_runtime
 
     try:
@@ -213,6 +216,15 @@ def hand_on(root: Path, run_id: str, sup: Supervisor) -> bool:
     except SwellError as exc:
         log.warning("run %s: recorded, not handed on: %s", run_id, exc)
         return False
+    try:
+        return _hand_on(rt, run_id, sup)
+    finally:
+        rt.store.close()
+
+
+def _hand_on(rt: Runtime, run_id: str, sup: Supervisor) -> bool:
+    from swell.executors import executor_for
+
     try:
         run = rt.store.get_run(run_id)
         executor = executor_for(run)
@@ -235,12 +247,15 @@ def hand_on(root: Path, run_id: str, sup: Supervisor) -> bool:
             run_id,
         )
         return False
-    finally:
-        rt.store.close()
+    finally:  # handed on, taken by another, or not to be: asked again, it would fail again
+        forget_resume(rt.state_dir, run_id)
 
 
 def resume(root: Path, run_id: str, sup: Supervisor) -> RunStarted:
-    """Continue a stopped run in a process of its own (local), as `swell resume` would."""
+    """Check that a stopped run can continue, as `swell resume` would (RunStateError,
+    RunBusy: it cannot), record the request and hand the run on in the background
+    (local: a process of its own). Answered before that process starts; a server
+    stopped meanwhile leaves the request recorded, for the next one (`resumes`)."""
     from swell.executors import executor_for
     from swell.runtime import open_runtime
 
@@ -249,12 +264,41 @@ def resume(root: Path, run_id: str, sup: Supervisor) -> RunStarted:
         run = rt.store.get_run(run_id)
         executor = executor_for(run)
         resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
-        detached = executor.detach(rt, resumed, DETACHED_ARGS)
-        pid = _pid(detached.facts)
-        sup.watch(pid, run.id)
-        return RunStarted(run_id=run.id, engine=executor.name, pid=pid, notes=resumed.notes)
+        claims(rt.store).release(run.id)  # checked: the process handed it takes it from here
+        record_resume(rt.state_dir, run.id)
     finally:
         rt.store.close()
+    hand_on_later(root, run.id, sup)
+    return RunStarted(run_id=run.id, engine=executor.name, notes=resumed.notes)
+
+
+RESUMES = "resume-requests"  # in the state directory: one empty file per run
+
+
+def record_resume(state_dir: Path, run_id: str) -> None:
+    """Keep the request to resume `run_id` until it is handed on (synced to disk: the
+    answer says it is recorded)."""
+    folder = state_dir / RESUMES
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / run_id, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def resumes(state_dir: Path) -> list[str]:
+    """Runs whose resume was recorded and not handed on yet, oldest first."""
+    folder = state_dir / RESUMES
+    if not folder.is_dir():
+        return []
+    found = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime)
+    return [p.name for p in found if NAME.fullmatch(p.name)]
+
+
+def forget_resume(state_dir: Path, run_id: str) -> None:
+    with contextlib.suppress(OSError):
+        (state_dir / RESUMES / run_id).unlink()
 
 
 def _pid(facts: dict[str, object]) -> int:
@@ -268,9 +312,12 @@ __all__ = [
     "RunStarted",
     "StartRun",
     "Supervisor",
+    "forget_resume",
     "hand_on",
     "hand_on_later",
+    "record_resume",
     "resume",
+    "resumes",
     "start",
     "supervisor",
 ]

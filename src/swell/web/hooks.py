@@ -22,6 +22,7 @@ from swell.executors import launch
 from swell.web.state import app_state
 
 if TYPE_CHECKING:
+    from swell.runtime import Runtime
     from swell.service.webhooks import Delivery, Outcome
 
 router = APIRouter()
@@ -82,7 +83,8 @@ def _dispatch(root: Path, given: Delivery) -> Outcome:
 
 def recorded_not_started(root: Path) -> list[str]:
     """Runs started by webhooks or POST /api/runs that are still pending with no
-    process executing them: recorded by a server that stopped before handing them on."""
+    process executing them, and runs whose resume (POST /api/runs/RUN/resume) was
+    recorded: left by a server that stopped before handing them on."""
     from swell.runtime import open_runtime
     from swell.service.dispatch import orphans
     from swell.service.webhooks import FORGES
@@ -90,9 +92,28 @@ def recorded_not_started(root: Path) -> list[str]:
     rt = open_runtime(root)
     try:
         sources = [launch.API_SOURCE, *(f"webhook:{forge}" for forge in FORGES)]
-        return [run_id for source in sources for run_id in orphans(rt, source)]
+        found = [run_id for source in sources for run_id in orphans(rt, source)]
+        for run_id in launch.resumes(rt.state_dir):
+            if run_id not in found and _resumable(rt, run_id):
+                found.append(run_id)
+            elif run_id not in found:
+                launch.forget_resume(rt.state_dir, run_id)
+        return found
     finally:
         rt.store.close()
+
+
+def _resumable(rt: Runtime, run_id: str) -> bool:
+    """Not ended, and no process executes it (one handed on before the server died
+    may have taken it meanwhile)."""
+    from swell.errors import RunNotFound
+    from swell.runtime import FINAL
+
+    try:
+        run = rt.store.get_run(run_id)
+    except RunNotFound:
+        return False
+    return run.status not in FINAL and rt.store.owner(run.id) is None
 
 
 def hand_on_recorded(root: Path, sup: launch.Supervisor) -> list[str]:

@@ -61,7 +61,9 @@ async def start_run(request: Request, body: launch.StartRun) -> launch.RunStarte
 )
 async def resume_run(request: Request, run_id: str) -> launch.RunStarted:
     """Continue a stopped run (after a crash, an interruption, or a gate decision with
-    nobody executing it), as `swell resume` does, in a process the server supervises."""
+    nobody executing it), as `swell resume` does, in a process the server supervises.
+    The answer comes once the resume is checked and recorded, before that process
+    starts; a server stopped before handing it on does so when it starts again."""
     require_starter(request)
     state = app_state(request)
     sup = launch.supervisor(state.extra)
