@@ -5,15 +5,22 @@ and finishes on the workers."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from pathlib import Path
 
 import httpx
 
-from conftest import swell_json, wait_for
+from conftest import events, swell_cmd, swell_json, wait_for, write_pipeline
 from notify.receiver import receiver
+from swell.engine.visit.context import RunOptions
+from swell.executors import launch
+from swell.executors.temporal.client import configured, record_run
+from swell.runtime import check_pipeline, open_runtime
 from swell.web.app import create_app
 from swell.web.state import ServeSettings
 from temporal.conftest import Workers
+from web.helpers import _free_port
 
 TOKEN = "start-token-for-tests"
 
@@ -64,3 +71,43 @@ def test_a_run_started_over_http_on_temporal_finishes_once_approved(
     [asked] = got.of("gate_waiting")
     assert asked["run_id"] == run_id and asked["gate"]["message"] == "Ship the change for v1?"
     assert [b["type"] for b in got.bodies] == ["gate_waiting", "run_completed"]
+
+
+def test_a_temporal_run_recorded_but_not_started_is_started_when_serve_starts(
+    project: Path, workers: Workers
+) -> None:
+    """A server killed between recording an API run for the engine and starting its
+    workflow: the next `swell serve` starts the workflow, once."""
+    write_pipeline(
+        project,
+        "hello",
+        "kind: WavePipeline\nmetadata: {name: hello}\nsteps:\n  - {id: say, type: command, script: echo hi}\n",
+    )
+    rt = open_runtime(project)
+    try:
+        loaded, _ = check_pipeline(rt, "hello")
+        key = (launch.API_SOURCE, "left-behind", "hello")
+        spec = record_run(rt, loaded, "", RunOptions(dispatch_key=key), configured())
+    finally:
+        rt.store.close()
+    workers.start()
+    port = _free_port()
+    server = subprocess.Popen(
+        swell_cmd("serve", "--port", str(port)),
+        cwd=project,
+        env={**os.environ, "SWELL_SERVE_TOKEN": TOKEN},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        wait_for(
+            lambda: swell_json("status", spec.run_id, cwd=project)["status"] == "succeeded", 120
+        )
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert f"run {spec.run_id}: recorded before the server stopped; handing it on" in out
+    started = [e for e in events(project, spec.run_id) if e["type"] == "run.started"]
+    assert len(started) == 1
