@@ -282,11 +282,13 @@ async def stream(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """Server-Sent Events: the run's events as they are stored; `id` is the seq."""
-    store = app_state(request).reader.store
+    state = app_state(request)
+    store = state.reader.store
     run_row = store.get_run(run_id)
     start = live.start_seq(last_event_id, after)
+    tails = live.tails_of(state.extra, store)
     return StreamingResponse(
-        live.run_events(store, run_row.id, start, request),
+        live.run_events(store, run_row.id, start, request, tails),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
     )

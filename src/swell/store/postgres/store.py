@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 
     from swell.events.models import BaseEvent, Event
     from swell.store.pages import RunFilter
+    from swell.store.postgres.listen import CommitListener
     from swell.store.stats import StatsSource
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -496,6 +497,12 @@ class PostgresStore:
                     pass
             except psycopg.Error as exc:
                 raise StoreError(f"lost the Postgres store at {self.where}: {exc}") from None
+
+    def commit_listener(self) -> CommitListener:
+        """Every commit's run id, on a LISTEN connection of its own (web/tails.py)."""
+        from swell.store.postgres.listen import CommitListener
+
+        return CommitListener(self.url, self.channel, self.where)
 
     # ---------------------------------------------------------------- internals
 
