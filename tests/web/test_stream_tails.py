@@ -128,7 +128,7 @@ def serve(project: Path, store_url: str) -> Iterator[str]:
             return False
 
     try:
-        wait_for(up, timeout=60)
+        wait_for(up, timeout=240)  # a loaded machine starts a server slowly
         yield url
     finally:
         proc.terminate()

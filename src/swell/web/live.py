@@ -63,9 +63,12 @@ async def _from_tail(
                 quiet_since = time.monotonic()
                 yield text
                 continue
-            if request is not None and await request.is_disconnected():
-                return
+            # the server ends the stream when the client goes (Starlette listens for
+            # the disconnect); a look now and then, not at every wake, is enough, and
+            # each look costs a task group under the middleware
             if time.monotonic() - quiet_since >= HEARTBEAT_SECONDS:
+                if request is not None and await request.is_disconnected():
+                    return
                 quiet_since = time.monotonic()
                 yield ": keep-alive\n\n"
 

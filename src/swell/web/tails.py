@@ -34,6 +34,7 @@ POLL_SECONDS = 0.05
 NOTIFIED_POLL_SECONDS = 1.0  # with NOTIFY: a look now and then all the same
 RECENT = 2000  # frames a tail keeps for its clients (at most twice that, briefly)
 BATCH = 500  # events read at a time, so one read never holds the loop long
+QUIET_SECONDS = 5.0  # a client of a quiet run wakes this often (for its keep-alive)
 
 Frame = tuple[int, str]  # (seq, the SSE frame)
 
@@ -203,8 +204,9 @@ class Tails:
 
 
 async def client_frames(store: Store, tail: Tail, after: int) -> AsyncIterator[str]:
-    """The frames one client is sent after seq `after`: from the store while it is
-    behind the tail, then from the tail; `end` once the run ended and all was sent."""
+    """The frames one client is sent after seq `after`, joined a batch at a time (one
+    write to the socket, not one an event): from the store while it is behind the
+    tail, then from the tail; `end` once the run ended and all was sent."""
     while True:
         found = tail.since(after)
         if found is None:  # older than the tail holds: a batch from the store
@@ -212,14 +214,13 @@ async def client_frames(store: Store, tail: Tail, after: int) -> AsyncIterator[s
             if not found:  # (the tail only ever moves on: it holds the next ones now)
                 found = tail.since(after) or []
         if found:
-            for _, text in found:
-                yield text
             after = found[-1][0]
+            yield "".join(text for _, text in found)
             continue
         if tail.error is not None:
             raise StoreError(tail.error)
         if tail.over:
             yield f"id: {after}\nevent: end\ndata: {{}}\n\n"
             return
-        yield ""  # nothing yet: the caller looks whether the client left, then waits
-        await tail.changed(POLL_SECONDS * 20)
+        yield ""  # nothing yet: the caller may send a keep-alive, then this waits
+        await tail.changed(QUIET_SECONDS)
