@@ -310,9 +310,11 @@ class PostgresStore:
         return [StoredRow(*row) for row in rows]
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        from swell.store.marks import marks_term  # the partial index of rare kinds
+
         rows = self._all(
             "SELECT seq, ts, type, step_id, visit, data FROM events "
-            "WHERE run_id = %s AND type = ANY(%s) ORDER BY seq",
+            f"WHERE run_id = %s AND type = ANY(%s) {marks_term(kinds)}ORDER BY seq",
             (run_id, list(kinds)),
         )
         return [StoredRow(*row).event(run_id) for row in rows]
