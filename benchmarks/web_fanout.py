@@ -18,7 +18,9 @@ is read from /proc/PID/stat (user + system) over each measurement.
   which a loaded machine does not distort.
 
 "before" is the swell of $SWELL_BASELINE_SRC (its `src/`), served the same way, when
-it is set; the ratio is after/before. Both serve the same store.
+it is set; the ratio is after/before. Both serve the same store. FANOUT_STORES="sqlite
+postgres" measures it all again over a Postgres server of its own
+(tests/postgres_server.py's), where the tails wake on the commits' NOTIFY.
 """
 
 from __future__ import annotations
@@ -53,10 +55,17 @@ LIVE = "live-20261128-000000-fanout"
 GOALS = {"p95": 150.0, "live cpu": 15.0, "idle cpu": 5.0, "catch-up": 10_000.0}
 
 
+STORE: list[str] = []  # the Postgres store's URL while it is measured (else the project's)
+
+
+def store_at(root: Path) -> str:
+    return STORE[0] if STORE else str(root / ".swell" / "state.db")
+
+
 def build(root: Path) -> int:
     """The project, its 10,000-visit run (left running) and the live run's start."""
     write_project(root, BIG_VISITS // 3 + 1)
-    store = open_store(root / ".swell" / "state.db")
+    store = open_store(store_at(root))
     store.create_run(run_id=BIG, pipeline="loop", input_text="", workspace=str(root))
     for batch in loop_batches(BIG, BIG_VISITS, BIG_VISITS // 3 + 1, workspace=str(root)):
         store.emit(batch)
@@ -82,6 +91,8 @@ def serve(root: Path, src: str | None) -> tuple[subprocess.Popen[bytes], int]:
     env.pop("PYTHONPATH", None)
     if src:
         env["PYTHONPATH"] = src
+    if STORE:
+        env["SWELL_STORE"] = STORE[0]
     proc = subprocess.Popen(
         [PYTHON, "-m", "swell", "serve", "--port", str(port)],
         cwd=root,
@@ -158,7 +169,7 @@ async def connected(clients: list[Client]) -> None:
 
 def live(port: int, pid: int, root: Path, run_id: str) -> tuple[list[float], float]:
     """Latencies (ms) of the live run's events to 50 clients, and the server's CPU (%)."""
-    store = open_store(root / ".swell" / "state.db")
+    store = open_store(store_at(root))
     seq = 0
     committed: dict[int, float] = {}
 
@@ -263,13 +274,34 @@ def measure(root: Path, src: str | None, last: int, live_run: str) -> dict[str, 
 
 
 def main() -> int:
+    stores = os.environ.get("FANOUT_STORES", "sqlite").split()
+    if "sqlite" in stores:
+        print(f"web fan-out over SQLite: {CLIENTS} clients", flush=True)
+        report(run_all())
+    if "postgres" in stores:  # a server of its own (tests/postgres_server.py)
+        sys.path.insert(0, str(REPO / "tests"))
+        from postgres_server import start, stop
+
+        with tempfile.TemporaryDirectory(prefix="swell-fanout-pg-") as tmp:
+            os.chmod(tmp, 0o755)
+            server = start(Path(tmp))
+            STORE.append(server.fresh_schema())
+            try:
+                print(f"\nweb fan-out over Postgres: {CLIENTS} clients", flush=True)
+                report(run_all())
+            finally:
+                stop(server)
+    return 0
+
+
+def run_all() -> dict[str, dict[str, float]]:
     baseline = os.environ.get("SWELL_BASELINE_SRC")
     with tempfile.TemporaryDirectory(prefix="swell-fanout-") as tmp:
         start = time.perf_counter()
         last = build(Path(tmp))
         print(
-            f"web fan-out: {CLIENTS} clients; a running run of {BIG_VISITS:,} visits "
-            f"({last:,} events), built in {time.perf_counter() - start:.1f} s",
+            f"  a running run of {BIG_VISITS:,} visits ({last:,} events), "
+            f"built in {time.perf_counter() - start:.1f} s",
             flush=True,
         )
         found: dict[str, dict[str, float]] = {}
@@ -282,6 +314,10 @@ def main() -> int:
                 f"  {name}: " + ", ".join(f"{k} {v:,.1f}" for k, v in found[name].items()),
                 flush=True,
             )
+    return found
+
+
+def report(found: dict[str, dict[str, float]]) -> None:
     after, before = found["after"], found.get("before")
     rows = [
         ("live: commit -> client p95 (ms)", "p95", lambda v: v <= GOALS["p95"], "<= 150 ms"),
@@ -302,7 +338,6 @@ def main() -> int:
         print(
             f"  {label:<36} {b:>10} {after[key]:>10,.1f} {r:>7}  {goal}  {verdict(ok(after[key]))}"
         )
-    return 0
 
 
 if __name__ == "__main__":
