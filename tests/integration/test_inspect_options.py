@@ -218,11 +218,57 @@ def test_logs_of_a_run_longer_than_a_page_print_every_event_once(project: Path) 
     store.close()
     lines = swell("logs", run_id, "-o", "json", cwd=project).stdout.splitlines()
     assert [json.loads(line)["seq"] for line in lines] == list(range(1, 2501))
-    text = swell("logs", run_id, cwd=project).stdout
+    text = swell("logs", run_id, "--all", cwd=project).stdout
     assert [n for n in range(2, 2501) if f"note {n}\n" not in text] == []
     assert text.index("note 999\n") < text.index("note 1000\n") < text.index("note 1001\n")
     tail = swell("logs", run_id, "--tail", "2", "-o", "json", cwd=project).stdout.splitlines()
     assert [json.loads(line)["message"] for line in tail] == ["note 2499", "note 2500"]
+
+
+def test_logs_shows_the_end_of_a_long_run_and_all_of_it_when_asked(project: Path) -> None:
+    """Without --all, `swell logs` prints a long run's last 200 lines and says on stderr
+    how to see them all; a short run's are all shown, with nothing said."""
+    run_id = _long_run_with_output(project, 2_500)
+    shown = swell("logs", run_id, cwd=project)
+    assert shown.returncode == 0
+    lines = shown.stdout.splitlines()
+    assert len(lines) == 200 and lines[-1].endswith("warning: note 2499")
+    assert lines[0].endswith("warning: note 2300")
+    assert f"swell logs {run_id} --all" in shown.stderr and "2,500 events" in shown.stderr
+    every = swell("logs", run_id, "--all", cwd=project).stdout.splitlines()
+    assert len(every) == 2_499 and every[-200:] == lines
+    errors = swell("logs", run_id, "--errors", cwd=project)
+    assert errors.stdout == "" and errors.stderr == ""  # it looked back to the start
+    short = swell("logs", loop_run(project), cwd=project)
+    assert "run succeeded" in short.stdout.splitlines()[-1] and short.stderr == ""
+
+
+# typer, imported in this process by cli/history.py, calls click functions click deprecates
+@pytest.mark.filterwarnings("ignore:'click.utils.get_.*_stream' is deprecated")
+def test_logs_of_a_long_run_reads_only_its_end(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default view reads the events at the run's end (keyset, after a seq), not
+    the run: 2,500 events stored, fewer than half read."""
+    from swell.cli.history import show_logs
+    from swell.ops.logs import LogFilter
+    from swell.store.location import open_project_store
+
+    run_id = _long_run_with_output(project, 2_500)
+    store = open_project_store(project)
+    read: list[int] = []
+    stored_rows = store.stored_rows
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        read.append(len(found := stored_rows(*args, **kwargs)))
+        return found
+
+    store.stored_rows = counted  # type: ignore[method-assign]
+    show_logs(store, run_id, tail=200, json=False, where=LogFilter(), told=True)
+    store.close()
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 200 and out[-1].endswith("note 2499")
+    assert sum(read) < 1_250
 
 
 def _long_run_with_output(project: Path, n: int) -> str:

@@ -75,28 +75,67 @@ def read_events(
 
 
 def show_logs(
-    store: RunReader, run_id: str | None, *, tail: int | None, json: bool, where: LogFilter
+    store: RunReader,
+    run_id: str | None,
+    *,
+    tail: int | None,
+    json: bool,
+    where: LogFilter,
+    told: bool = False,
 ) -> None:
-    """Print the run's events that `where` keeps (the last `tail` of them). Following a
+    """Print the run's events that `where` keeps (the last `tail` of them, read from
+    the run's end: a long run costs what a short one does). `told`: the tail is the
+    default view, so say on stderr when earlier events were left out. Following a
     run, and its visits' stored output, are `cli/live.py`'s."""
     from swell.cli.render import for_terminal, json_for_terminal
 
     run = run_or_newest(store, run_id)
-    render = _Render(run.id, json, where.step)
-    colours = render.printer.color
-    # printed as they are read, or the last `tail` kept: never the whole run in memory
-    last: deque[str] | None = None if tail is None else deque(maxlen=max(tail, 0))
-    for raw, event in read_events(store, run.id, 0, json):
-        shown = render(raw, event, keep(event, where))
-        if shown is None:
-            continue
-        if last is not None:
-            last.append(shown)
-        else:
-            print(json_for_terminal(shown) if json else for_terminal(shown, colours))
-    for text in last or ():
+    colours = _Render(run.id, json, where.step).printer.color
+    if tail is None:  # everything, printed as it is read: never the whole run in memory
+        render = _Render(run.id, json, where.step)
+        for raw, event in read_events(store, run.id, 0, json):
+            shown = render(raw, event, keep(event, where))
+            if shown is not None:
+                print(json_for_terminal(shown) if json else for_terminal(shown, colours))
+        sys.stdout.flush()
+        return
+    lines, cut = last_lines(store, run.id, run.last_seq, max(tail, 0), json, where)
+    if told and cut:
+        print(
+            f"(the last {len(lines)} lines of run {run.id}'s {run.last_seq:,} events: "
+            f"`swell logs {run.id} --all` prints them all)",
+            file=sys.stderr,
+        )
+    for text in lines:
         print(json_for_terminal(text) if json else for_terminal(text, colours))
     sys.stdout.flush()
+
+
+WARM = 200  # events read before a tail's window only to know how their steps show
+
+
+def last_lines(
+    store: RunReader, run_id: str, last_seq: int, n: int, json: bool, where: LogFilter
+) -> tuple[list[str], bool]:
+    """The last `n` lines of the run's events that `where` keeps, and whether earlier
+    ones were left out. Reads a window at the run's end (keyset, after a seq), widened
+    fourfold until it holds `n` lines or the whole run: the default view of a run of
+    30,000 visits reads what one of 300 does."""
+    span = max(4 * n, 64)
+    while True:
+        start = max(last_seq - span, 0)
+        render = _Render(run_id, json, where.step)
+        found: deque[str] = deque(maxlen=max(n, 0))
+        shown = 0
+        for raw, event in read_events(store, run_id, max(start - WARM, 0), json):
+            # the events before the window only set how the printer shows their steps
+            line = render(raw, event, event.seq > start and keep(event, where))
+            if line is not None:
+                found.append(line)
+                shown += 1
+        if shown >= n or start == 0:
+            return list(found) if n else [], start > 0 or shown > n
+        span *= 4
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_LIST = 1_000_000  # `swell list -n`: more than a store holds, less than SQLite's integers
 MAX_TAIL = 1_000_000_000  # `swell logs --tail`: more events than a run holds
+DEFAULT_TAIL = 200  # lines `swell logs` shows of a run without --all or --tail
 
 
 def _run_dict(run: RunRow, owner: Owner | None) -> dict[str, Any]:
@@ -241,9 +242,13 @@ def logs(
             "-n",
             min=0,
             max=MAX_TAIL,
-            help="Only the last N events (then --follow goes on).",
+            help=f"Only the last N lines (then --follow goes on); without --follow, "
+            f"--step or -o json the default is the last {DEFAULT_TAIL}.",
         ),
     ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every event of the run, however many.")
+    ] = False,
     since: Annotated[
         str | None,
         typer.Option(
@@ -280,12 +285,16 @@ def logs(
         return
     from swell.cli.history import show_logs
 
+    # a person reads the end of a run: the last lines by default, read from its end
+    # (docs/cli.md); scripts reading NDJSON get every event
+    default = tail is None and not every and output is Output.text
     show_logs(
         project_store(ctx),
         run_id,
-        tail=tail,
+        tail=DEFAULT_TAIL if default else None if every else tail,
         json=output is Output.json,
         where=where,
+        told=default,
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow
 
@@ -97,6 +97,11 @@ class ArtifactPage:
 VisitKey = tuple[str, int]  # (step_id, visit)
 
 
+class RunHead(NamedTuple):
+    status: str
+    last_seq: int  # 0 before the first event
+
+
 class PageReader(Protocol):
     def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage: ...
 
@@ -105,6 +110,11 @@ class PageReader(Protocol):
     def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail: ...
 
     def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None: ...
+
+    def head(self, run_id: str) -> RunHead | None:
+        """The run's status and newest seq, without counting its visits: what a live
+        stream looks at between events (None: no such run)."""
+        ...
 
     def totals(self, run_ids: Sequence[str]) -> dict[str, RunTotals]: ...
 
@@ -158,6 +168,15 @@ class ReaderPages:
             (v for v in self.store.visits(run_id) if (v.step_id, v.visit) == (step_id, visit)),
             None,
         )
+
+    def head(self, run_id: str) -> RunHead | None:
+        from swell.errors import RunNotFound
+
+        try:
+            run = self.store.get_run(run_id)
+        except RunNotFound:
+            return None
+        return RunHead(run.status, run.last_seq) if run.id == run_id else None
 
     def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
         visits = list(reversed(self.store.visits(run_id)))

@@ -13,7 +13,7 @@ required methods, or one clear `StoreError` when there is none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -267,6 +267,20 @@ class Notify(Protocol):
         """Block until the run has an event after `after_seq` (True) or `timeout` seconds
         pass (False), woken by the commit that stores it (Postgres: LISTEN/NOTIFY)."""
         ...
+
+    def commit_listener(self) -> CommitFeed:
+        """A feed of every commit's run id, for a process that follows many runs."""
+        ...
+
+
+class CommitFeed(Protocol):
+    """Run ids as their commits land (store/postgres/listen.py)."""
+
+    def start(self, on_commit: Callable[[str], None]) -> None:
+        """Call `on_commit(run_id)`, from a thread of the feed's, for each commit."""
+        ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable

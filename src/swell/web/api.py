@@ -255,6 +255,14 @@ async def _version_bytes(request: Request, run_row: RunRow, row: ArtifactRow) ->
 EVENTS_PAGE = 1000  # events one request returns at most
 
 
+def known_run(reader: data.Reader, run_id: str) -> str:
+    """The id of the run `run_id` names (a prefix too; 404 when none): an indexed look
+    for a whole id, not `get_run`, which counts a running run's visits."""
+    if reader.pages.head(run_id) is not None:
+        return run_id
+    return reader.store.get_run(run_id).id
+
+
 @router.get(
     "/runs/{run_id}/events",
     response_class=Response,
@@ -268,9 +276,8 @@ async def events(
 ) -> Response:
     """The run's events after seq `after` (at most `limit`, 1000), as `swell logs -o json`
     has them: one page read from the store, sent as the stored JSON lines."""
-    store = app_state(request).reader.store
-    run_row = store.get_run(run_id)
-    lines = store.raw_events(run_row.id, after, limit=limit)
+    reader = app_state(request).reader
+    lines = reader.store.raw_events(known_run(reader, run_id), after, limit=limit)
     return Response(f"[{','.join(lines)}]", media_type="application/json")
 
 
@@ -282,11 +289,12 @@ async def stream(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """Server-Sent Events: the run's events as they are stored; `id` is the seq."""
-    store = app_state(request).reader.store
-    run_row = store.get_run(run_id)
+    state = app_state(request)
+    store = state.reader.store
     start = live.start_seq(last_event_id, after)
+    tails = live.tails_of(state.extra, store)
     return StreamingResponse(
-        live.run_events(store, run_row.id, start, request),
+        live.run_events(store, known_run(state.reader, run_id), start, request, tails),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
     )

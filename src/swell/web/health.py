@@ -29,6 +29,7 @@ from swell.store.capabilities import dispatch, page_reader
 from swell.store.location import state_dir_for
 from swell.store.pages import RunFilter
 from swell.store.protocols import Capability, Store
+from swell.web import live
 from swell.web.hooks import hook_failures
 from swell.web.state import app_state
 
@@ -184,4 +185,5 @@ async def metrics(request: Request) -> Response:
     state_dir = state_dir_for(state.settings.root)
     failed = Counter(hook_failures(state.extra))
     text = await anyio.to_thread.run_sync(exposition, store, state_dir, processes, failed)
+    text += live.tails_of(state.extra, store).exposition()  # shared stream tails
     return PlainTextResponse(text, media_type=CONTENT_TYPE)

@@ -1,7 +1,7 @@
 """Server-Sent Events that tail the store: runs started from any terminal show live.
 
-The stream polls the store for the run's events after the last seq it sent (no
-in-process broker: the process executing the run may be any other). Each event's seq
+A run's streams share one tail that looks at the store for its events (web/tails.py;
+no in-process broker: the process executing the run may be any other). Each event's seq
 is its SSE `id`, so a browser that reconnects sends `Last-Event-ID` and the stream
 resumes after it without losing or repeating an event. The stream ends with an `end`
 event once the run has ended for good and every event was sent.
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from starlette.requests import Request
 
@@ -19,15 +21,14 @@ from swell.errors import StoreError
 from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.capabilities import output_store
 from swell.store.protocols import Store
+from swell.web.tails import Tails, client_frames, frame
 
-# a look at the store costs a query on an index (well under a millisecond); looking
-# 20 times a second keeps an event's way to the page under 150 ms at the 95th
-# percentile (benchmarks/web_live_latency.py)
+# a visit's output: a look at the store costs a query on an index (well under a
+# millisecond); run events go through the run's shared tail (web/tails.py)
 POLL_SECONDS = 0.05
 RUNS_POLL_SECONDS = 1.0  # the runs page only reloads its table
 HEARTBEAT_SECONDS = 15.0  # a comment line keeps proxies from closing an idle stream
 FINAL = ENDED_FOR_GOOD
-BATCH = 500  # events sent per poll at most, so one poll never holds the loop long
 
 
 def start_seq(last_event_id: str | None, after: int | None) -> int:
@@ -37,25 +38,47 @@ def start_seq(last_event_id: str | None, after: int | None) -> int:
     return max(after or 0, 0)
 
 
-def frame(seq: int, kind: str, data: str) -> str:
-    # data is one JSON line (no newline inside), so it is one `data:` field
-    return f"id: {seq}\nevent: {kind}\ndata: {data}\n\n"
-
-
 async def run_events(
-    store: Store, run_id: str, after: int, request: Request | None = None
+    store: Store,
+    run_id: str,
+    after: int,
+    request: Request | None = None,
+    tails: Tails | None = None,
 ) -> AsyncIterator[str]:
-    """SSE frames of the run's events after `after`, as they are stored."""
-
-    def events(after: int) -> list[tuple[int, str, str]]:
-        lines = store.raw_events(run_id, after, limit=BATCH)  # one batch read, not all
-        return [(int(json.loads(line)["seq"]), "swell", line) for line in lines]
-
-    def over() -> bool:
-        return store.get_run(run_id).status in FINAL
-
-    async for text in _until_store_fails(_tail(events, over, after, request)):
+    """SSE frames of the run's events after `after`, as they are stored: from the
+    run's tail, which all its streams share (web/tails.py)."""
+    shared = tails or Tails(store)
+    async for text in _until_store_fails(_from_tail(shared, run_id, after, request)):
         yield text
+
+
+async def _from_tail(
+    tails: Tails, run_id: str, after: int, request: Request | None
+) -> AsyncIterator[str]:
+    yield "retry: 1000\n\n"
+    async with tails.join(run_id) as tail:
+        quiet_since = time.monotonic()
+        async for text in client_frames(tails.store, tail, after):
+            if text:
+                quiet_since = time.monotonic()
+                yield text
+                continue
+            # the server ends the stream when the client goes (Starlette listens for
+            # the disconnect); a look now and then, not at every wake, is enough, and
+            # each look costs a task group under the middleware
+            if time.monotonic() - quiet_since >= HEARTBEAT_SECONDS:
+                if request is not None and await request.is_disconnected():
+                    return
+                quiet_since = time.monotonic()
+                yield ": keep-alive\n\n"
+
+
+def tails_of(extra: dict[str, Any], store: Store) -> Tails:
+    """The server's tails (one per run watched), made with its first stream."""
+    found = extra.get("tails")
+    if not isinstance(found, Tails):
+        found = extra["tails"] = Tails(store)
+    return found
 
 
 async def _tail(
@@ -155,7 +178,9 @@ async def visit_output(
 def _visit_running(store: Store, run_id: str, step_id: str, visit: int) -> bool:
     from swell.store.capabilities import page_reader
 
-    if store.get_run(run_id).status in FINAL:  # its executor may have died mid-visit
+    pages = page_reader(store)
+    head = pages.head(run_id)  # not `get_run`: that counts a running run's visits
+    if head is None or head.status in FINAL:  # its executor may have died mid-visit
         return False
-    row = page_reader(store).visit(run_id, step_id, visit)
+    row = pages.visit(run_id, step_id, visit)
     return row is not None and row.status == "running"

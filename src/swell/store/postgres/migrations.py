@@ -204,9 +204,19 @@ def _m2_dispatches(db: psycopg.Connection[tuple[object, ...]]) -> None:
     _run_script(db, CREATE)
 
 
+def _m3_flat_event_marks(db: psycopg.Connection[tuple[object, ...]]) -> None:
+    # the few events read by kind, indexed alone (store/marks.py), as over SQLite
+    from swell.store.marks import MARKS
+
+    db.execute(
+        f"CREATE INDEX IF NOT EXISTS events_marks ON events (run_id, seq) WHERE {MARKS}".encode()
+    )
+
+
 MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [
     _m1_initial,
     _m2_dispatches,
+    _m3_flat_event_marks,
 ]
 # the tables swell writes (`swell doctor` checks it may): the migrations' and their record
 TABLES = ("schema_migrations", *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL), "dispatches")

@@ -15,6 +15,7 @@ from swell.store.pages import (
     VISIT_COLUMNS,
     ArtifactPage,
     RunFilter,
+    RunHead,
     RunPage,
     RunTotals,
     VisitDetail,
@@ -99,6 +100,14 @@ class PostgresPages:
             (run_id, step_id, visit),
         )
         return rows[0] if rows else None
+
+    def head(self, run_id: str) -> RunHead | None:
+        row = self.one(
+            "SELECT status, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = %s), 0) "
+            "FROM runs WHERE id = %s",
+            (run_id, run_id),
+        )
+        return RunHead(str(row[0]), int(row[1])) if row else None
 
     def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
         from swell.events.models import event_json, stored_event

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 
     from swell.events.models import BaseEvent, Event
     from swell.store.pages import RunFilter
+    from swell.store.postgres.listen import CommitListener
     from swell.store.stats import StatsSource
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -309,9 +310,11 @@ class PostgresStore:
         return [StoredRow(*row) for row in rows]
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        from swell.store.marks import marks_term  # the partial index of rare kinds
+
         rows = self._all(
             "SELECT seq, ts, type, step_id, visit, data FROM events "
-            "WHERE run_id = %s AND type = ANY(%s) ORDER BY seq",
+            f"WHERE run_id = %s AND type = ANY(%s) {marks_term(kinds)}ORDER BY seq",
             (run_id, list(kinds)),
         )
         return [StoredRow(*row).event(run_id) for row in rows]
@@ -496,6 +499,12 @@ class PostgresStore:
                     pass
             except psycopg.Error as exc:
                 raise StoreError(f"lost the Postgres store at {self.where}: {exc}") from None
+
+    def commit_listener(self) -> CommitListener:
+        """Every commit's run id, on a LISTEN connection of its own (web/tails.py)."""
+        from swell.store.postgres.listen import CommitListener
+
+        return CommitListener(self.url, self.channel, self.where)
 
     # ---------------------------------------------------------------- internals
 

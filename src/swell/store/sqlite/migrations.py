@@ -294,6 +294,14 @@ def _m10_bench(db: sqlite3.Connection) -> None:
     _run_script(db, CREATE)
 
 
+def _m11_flat_event_marks(db: sqlite3.Connection) -> None:
+    # the few events read by kind, indexed alone (store/marks.py): `swell status` of a
+    # long run finds its forks and rewinds without reading all its events
+    from swell.store.marks import MARKS
+
+    db.execute(f"CREATE INDEX IF NOT EXISTS events_marks ON events (id) WHERE {MARKS}")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_rounds,
@@ -305,6 +313,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m8_output,
     _m9_dispatches,
     _m10_bench,
+    _m11_flat_event_marks,
 ]
 
 

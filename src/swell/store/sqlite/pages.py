@@ -17,6 +17,7 @@ from swell.store.pages import (
     VISIT_COLUMNS,
     ArtifactPage,
     RunFilter,
+    RunHead,
     RunPage,
     RunTotals,
     VisitDetail,
@@ -95,6 +96,14 @@ class SqlitePages:
         ).fetchone()
         names = [c.strip() for c in VISIT_COLUMNS.split(",")]
         return row_from(VisitRow, dict(zip(names, row, strict=True))) if row else None
+
+    def head(self, run_id: str) -> RunHead | None:
+        row = self.db.execute(
+            f"SELECT status, COALESCE((SELECT MAX(id) FROM events WHERE {EVENTS_AFTER}) "
+            "& 4294967295, 0) FROM runs WHERE id = ?",
+            (run_id, 0, run_id, run_id),
+        ).fetchone()
+        return RunHead(str(row[0]), int(row[1])) if row else None
 
     def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
         tail = self.db.execute(

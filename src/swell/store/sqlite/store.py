@@ -291,8 +291,11 @@ class SqliteStore:
         return self._stored_rows("", (run_id, seq_after(after_seq), run_id), limit)
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
+        from swell.store.marks import marks_term  # the partial index of rare kinds
+
         marks = ", ".join("?" for _ in kinds)
-        rows = self._stored_rows(f"AND type IN ({marks}) ", (run_id, 0, run_id, *kinds))
+        condition = f"AND type IN ({marks}) {marks_term(kinds)}"
+        rows = self._stored_rows(condition, (run_id, 0, run_id, *kinds))
         return [row.event(run_id) for row in rows]
 
     def _stored_rows(
