@@ -30,12 +30,15 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from swell.errors import RunBusy, SwellError
 from swell.store.capabilities import claims
+
+if TYPE_CHECKING:
+    from swell.runtime import Runtime
 
 log = logging.getLogger("swell.executors.launch")
 
@@ -69,6 +72,25 @@ class StartRun(BaseModel):
         default=None, description="start at this step, reusing what a previous run left before it"
     )
     from_run: str | None = Field(default=None, description="with from_step: the run to reuse")
+
+
+class ForkRun(BaseModel):
+    """`POST /api/runs/{id}/fork`: what `swell fork RUN --at STEP#VISIT` takes."""
+
+    at: str = Field(description="the visit to fork at, STEP#VISIT", examples=["work#3"])
+    input: str | dict[str, Any] | list[Any] | None = Field(
+        default=None, description="the fork's input (default: the origin's)"
+    )
+    context: dict[str, str] = Field(
+        default_factory=dict,
+        description="context values from the fork on, as `--set context.KEY=VALUE`",
+    )
+
+
+class RewindRun(BaseModel):
+    """`POST /api/runs/{id}/rewind`: what `swell rewind RUN --to STEP#VISIT` takes."""
+
+    to: str = Field(description="the visit to go on from, STEP#VISIT", examples=["work#3"])
 
 
 class RunStarted(BaseModel):
@@ -238,18 +260,57 @@ def hand_on(root: Path, run_id: str, sup: Supervisor) -> bool:
 
 def resume(root: Path, run_id: str, sup: Supervisor) -> RunStarted:
     """Continue a stopped run in a process of its own (local), as `swell resume` would."""
-    from swell.executors import executor_for
     from swell.runtime import open_runtime
 
     rt = open_runtime(root)
     try:
-        run = rt.store.get_run(run_id)
-        executor = executor_for(run)
-        resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
-        detached = executor.detach(rt, resumed, DETACHED_ARGS)
-        pid = _pid(detached.facts)
-        sup.watch(pid, run.id)
-        return RunStarted(run_id=run.id, engine=executor.name, pid=pid, notes=resumed.notes)
+        return _go_on(rt, run_id, sup)
+    finally:
+        rt.store.close()
+
+
+def _go_on(rt: Runtime, run_id: str, sup: Supervisor) -> RunStarted:
+    from swell.executors import executor_for
+
+    run = rt.store.get_run(run_id)
+    executor = executor_for(run)
+    resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
+    detached = executor.detach(rt, resumed, DETACHED_ARGS)
+    pid = _pid(detached.facts)
+    sup.watch(pid, run.id)
+    return RunStarted(run_id=run.id, engine=executor.name, pid=pid, notes=resumed.notes)
+
+
+def fork(root: Path, run_id: str, body: ForkRun, sup: Supervisor) -> RunStarted:
+    """Record the fork `body` asks for (as `swell fork` does: the origin's events up to
+    the visit copied, its workspace restored) and continue it in a process of its own."""
+    from swell.ops.checkpoints import parse_at
+    from swell.runtime import open_runtime
+    from swell.travel import Fork, fork_run
+
+    at = parse_at(body.at)
+    for key in body.context:
+        if not key or "=" in key or key != key.strip():
+            raise BadStart(f"context key {key!r}: give KEY=VALUE with a name before the '='")
+    rt = open_runtime(root)
+    try:
+        change = Fork(input=input_text(body.input), sets=dict(body.context))
+        return _go_on(rt, fork_run(rt, run_id, at, change), sup)
+    finally:
+        rt.store.close()
+
+
+def rewind(root: Path, run_id: str, body: RewindRun, sup: Supervisor) -> RunStarted:
+    """Rewind the run to `body.to` (as `swell rewind` does) and continue it in a
+    process of its own."""
+    from swell.ops.checkpoints import parse_at
+    from swell.runtime import open_runtime
+    from swell.travel import rewind_run
+
+    at = parse_at(body.to)
+    rt = open_runtime(root)
+    try:
+        return _go_on(rt, rewind_run(rt, run_id, at), sup)
     finally:
         rt.store.close()
 
@@ -262,12 +323,16 @@ def _pid(facts: dict[str, object]) -> int:
 
 __all__ = [
     "BadStart",
+    "ForkRun",
+    "RewindRun",
     "RunStarted",
     "StartRun",
     "Supervisor",
+    "fork",
     "hand_on",
     "hand_on_later",
     "resume",
+    "rewind",
     "start",
     "supervisor",
 ]
