@@ -407,9 +407,21 @@ class Checkpoints:
             partial.write_text(f"{commit}\n")
         os.replace(partial, path)
 
+    def refs_of(self, run_id: str) -> list[str]:
+        """Every checkpoint ref of run `run_id`."""
+        listed = self.git("for-each-ref", "--format=%(refname)", f"refs/swell/{run_id}/")
+        return listed.split()
+
+    def delete_refs(self, refs: list[str]) -> None:
+        """Delete `refs`, in one git process."""
+        if refs:
+            self._refs_stdin("".join(f"delete {ref}\n" for ref in refs))
+
     def update_refs(self, refs: dict[str, str]) -> None:
         """Point each ref at its commit, in one git process."""
-        lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
+        self._refs_stdin("".join(f"update {ref} {commit}\n" for ref, commit in refs.items()))
+
+    def _refs_stdin(self, lines: str) -> None:
         env = {**os.environ, **_ENV}
         proc = subprocess.run(
             ["git", "--git-dir", str(self.repo), "update-ref", "--stdin"],
