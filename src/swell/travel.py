@@ -104,11 +104,18 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
     try:
         run = rt.store.get_run(run.id)
         point, _ = tt.point_of(rt.store, run, at)
+        kept = tt.replay_events(rt.store.events(run.id))
+        abandoned = [
+            (e.step_id, e.visit)
+            for e in kept
+            if isinstance(e, ev.StepStarted) and e.seq > point.seq and e.step_id and e.visit
+        ]
         rewound = ev.RunRewound(
             at_step=point.step,
             at_visit=point.visit,
             kept_seq=point.seq,
             checkpoint=point.checkpoint.commit,
+            abandoned=list(dict.fromkeys(abandoned)),
         )
         stamp([rewound], run.id, run.last_seq)
         repo = Checkpoints(repo_of(rt.state_dir))
