@@ -35,8 +35,6 @@ def _value(name: str, annotation: Any, default: Any) -> Any:
     if origin is list:
         (item,) = get_args(annotation)
         return [_value(name, item, None), _value(name + "2", item, None)]
-    if origin is tuple:
-        return tuple(_value(name, item, None) for item in get_args(annotation))
     if origin is dict:
         return {"outcome": "failure", "exit_code": 2, "nested": {"a": [1, None, "ü"]}}
     if annotation is Any:

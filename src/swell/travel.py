@@ -108,7 +108,7 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
         point, _ = tt.point_of(rt.store, run, at)
         kept = tt.replay_events(rt.store.events(run.id))
         abandoned = [
-            (e.step_id, e.visit)
+            f"{e.step_id}#{e.visit}"
             for e in kept
             if isinstance(e, ev.StepStarted) and e.seq > point.seq and e.step_id and e.visit
         ]

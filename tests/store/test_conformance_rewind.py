@@ -37,7 +37,7 @@ def test_a_rewind_drops_the_rows_of_the_visits_it_abandoned(store: Store, new_ru
             at_step="implement",
             at_visit=1,
             kept_seq=kept,
-            abandoned=[("implement", 2), ("implement", 3), ("approve", 1)],
+            abandoned=["implement#2", "implement#3", "approve#1"],
         )
     )
     assert [(v.step_id, v.visit) for v in store.visits("r1")] == [("implement", 1)]

@@ -52,5 +52,5 @@ class RunRewound(BaseEvent):
     at_visit: int
     kept_seq: int
     checkpoint: str | None = None
-    # the visits (step, visit) started after `kept_seq`: the tables drop their rows
-    abandoned: list[tuple[str, int]] = []
+    # the visits started after `kept_seq`, as STEP#VISIT: the tables drop their rows
+    abandoned: list[str] = []

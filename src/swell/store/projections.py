@@ -150,11 +150,14 @@ def _rewound(tables: Tables, e: RunRewound) -> None:
         "cancel_requested = ?, updated_at = ? WHERE id = ?",
         (False, e.ts, e.run_id),
     )
-    for step_id, visit in e.abandoned:
+    for at in e.abandoned:
+        found = records.visit_of(at)
+        if found is None:
+            continue
         for table in DERIVED:
             tables.update(
                 f"DELETE FROM {table} WHERE run_id = ? AND step_id = ? AND visit = ?",
-                (e.run_id, step_id, visit),
+                (e.run_id, *found),
             )
 
 

@@ -177,7 +177,7 @@ def _rewound(db: MemoryDatabase, journal: Journal, e: RunRewound) -> None:
         cancel_requested=0,
         updated_at=e.ts,
     )
-    gone = {(step, visit) for step, visit in e.abandoned}
+    gone = {records.visit_of(v) for v in e.abandoned} - {None}
     for name in ("visits", "artifacts", "rounds", "reviews", "gates"):
         rows = db.table(name, e.run_id)
         for key, row in list(rows.items()):
