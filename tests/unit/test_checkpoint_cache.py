@@ -89,7 +89,7 @@ def test_a_watched_workspace_gives_gits_tree_after_any_edits(
     (tmp_path / "ours.index").with_suffix(".stat").unlink(missing_ok=True)
     root = tmp_path / "ws"
     root.mkdir()
-    ours = Checkpoints(tmp_path / "ours.git", Memory())  # one run: one Memory
+    ours = Checkpoints(tmp_path / "ours.git", Memory(watch_from=0))  # one run: one Memory
     theirs = Checkpoints(tmp_path / "theirs.git")
     ours.ensure()
     theirs.ensure()
@@ -102,7 +102,7 @@ def test_a_watched_workspace_gives_gits_tree_after_any_edits(
         expected = git_tree(theirs.repo, root, tmp_path / "i", git_env)
         assert ours.write_tree(root, index) == expected, op
     # a new process: the hashes on disk, a full scan, the same tree
-    again = Checkpoints(tmp_path / "ours.git", Memory())
+    again = Checkpoints(tmp_path / "ours.git", Memory(watch_from=0))
     assert again.write_tree(root, index) == expected
 
 

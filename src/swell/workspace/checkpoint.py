@@ -122,6 +122,9 @@ class _Scan:
 
 
 RETRY_AFTER = 20  # a workspace git had to take is tried here again this often
+# files a workspace has before it is watched (inotify instances are few: 128 a user by
+# default; a smaller workspace is stat'ed whole in well under a millisecond a file)
+WATCH_FROM = 1000
 
 
 @dataclass
@@ -144,7 +147,8 @@ class Memory:
     `Workspaces` hold it), handed to every `Checkpoints` that run uses; nothing of
     it is global, so two runs in one process never share a cache."""
 
-    def __init__(self) -> None:
+    def __init__(self, watch_from: int = WATCH_FROM) -> None:
+        self.watch_from = watch_from
         self._guard = threading.Lock()
         self._memos: dict[Path, _Memo] = {}  # index -> its workspace's memo
         self._writers: dict[Path, ObjectWriter] = {}
@@ -350,8 +354,6 @@ class Checkpoints:
         if memo.cache is None or memo.stat_file is None:
             memo.stat_file = StatFile(index.with_suffix(".stat"))
             memo.cache = StatCache(files=load(memo.stat_file.path))
-        if not memo.watch_tried:
-            memo.watch, memo.watch_tried = Watch.open(), True
         objects = self.memory.writer(self.repo)
         try:
             tree = scan_tree(work_tree.absolute(), memo.cache, objects, excludes, memo.watch)
@@ -359,6 +361,8 @@ class Checkpoints:
             memo.by_git, memo.cache = RETRY_AFTER, None
             return None
         memo.stale = True
+        if not memo.watch_tried and len(memo.cache.files) >= self.memory.watch_from:
+            memo.watch, memo.watch_tried = Watch.open(), True  # from the next checkpoint on
         if memo.cache.changed:
             memo.stat_file.record(memo.cache.files, memo.cache.changed)
             memo.cache.changed = {}

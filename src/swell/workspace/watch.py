@@ -105,7 +105,8 @@ class Watch:
     def changed(self) -> set[str] | None:
         """The directories with an event since the last call, or None: scan everything."""
         dirty: set[str] = set()
-        full = self.broken or self._since_full >= FULL_EVERY
+        # no watch yet (just opened): only a full scan makes them
+        full = self.broken or not self._dirs or self._since_full >= FULL_EVERY
         self._since_full += 1
         while True:
             try:
