@@ -73,7 +73,9 @@ def fork_run(rt: Runtime, origin_id: str, at: At, fork: Fork) -> str:
         rt.store.emit(batch)  # one batch: a fork killed before it has no events at all
         made = ev.ForkMade(fork_run_id=plan.run_id, at_step=point.step, at_visit=point.visit)
         _note_in_origin(rt, origin.id, made)
-        tt.restore(rt.state_dir, plan.run_dir, plan.workspace, plan.run_id, point.checkpoint.commit)
+        main = tt.points_at(events, point.seq).get("main")  # the visit may be a worktree's
+        if main is not None:
+            tt.restore(rt.state_dir, plan.run_dir, plan.workspace, plan.run_id, main)
     finally:
         claims(rt.store).release(plan.run_id)
     return plan.run_id
@@ -104,11 +106,18 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
     try:
         run = rt.store.get_run(run.id)
         point, _ = tt.point_of(rt.store, run, at)
+        kept = tt.replay_events(rt.store.events(run.id))
+        abandoned = [
+            f"{e.step_id}#{e.visit}"
+            for e in kept
+            if isinstance(e, ev.StepStarted) and e.seq > point.seq and e.step_id and e.visit
+        ]
         rewound = ev.RunRewound(
             at_step=point.step,
             at_visit=point.visit,
             kept_seq=point.seq,
             checkpoint=point.checkpoint.commit,
+            abandoned=list(dict.fromkeys(abandoned)),
         )
         stamp([rewound], run.id, run.last_seq)
         repo = Checkpoints(repo_of(rt.state_dir))
@@ -118,7 +127,11 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
         rt.store.emit([rewound])
         if run.workspace:
             run_dir = rt.state_dir / "runs" / run.id
-            tt.restore(rt.state_dir, run_dir, Path(run.workspace), run.id, point.checkpoint.commit)
+            points = tt.points_at(kept, point.seq)  # the run's directory and its worktrees
+            main = points.pop("main", None)
+            if main is not None:
+                tt.restore(rt.state_dir, run_dir, Path(run.workspace), run.id, main)
+            tt.restore_worktrees(rt.state_dir, run_dir, Path(run.workspace), run.id, points)
     finally:
         claims(rt.store).release(run.id)
     return run.id

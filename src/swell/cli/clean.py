@@ -1,13 +1,17 @@
-"""`swell clean`: remove old runs' workspaces (and their git worktrees)."""
+"""`swell clean`: remove old runs' workspaces (and their git worktrees), their
+checkpoints and kept artifact versions."""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from swell.cli.common import Output, OutputOption, print_json, run_id_given
+
+if TYPE_CHECKING:
+    from swell.runtime import Runtime
 
 
 def clean(
@@ -34,12 +38,14 @@ def clean(
     ] = False,
     output: OutputOption = Output.text,
 ) -> None:
-    """Remove the workspaces of runs that ended, and their git worktrees; never those
-    of running runs, nor by default of runs that can still be resumed. Runs stay in
-    the history. Says what was removed and how much space it freed."""
+    """Remove the workspaces of runs that ended, and their git worktrees, checkpoints
+    and kept artifact versions; never those of running runs, nor by default of runs
+    that can still be resumed. Runs stay in the history. Says what was removed and how
+    much space it freed."""
     from swell.cli.common import runtime
     from swell.manifest.durations import parse_duration
     from swell.ops.clean import human, remove, select
+    from swell.ops.clean_checkpoints import Cleaned, forget_runs
 
     try:
         seconds = parse_duration(older_than) if older_than is not None else None
@@ -50,6 +56,11 @@ def clean(
         rt.store, rt.state_dir, identity=rt.store.identity, older_than=seconds, run_id=run_id
     )
     problems = [] if dry_run else remove(selection, rt.project.root)
+    cleaned = Cleaned()
+    gone = [r for t in selection.remove for r in t.runs]
+    if gone and not dry_run:
+        cleaned = forget_runs(rt.state_dir, gone, _executing(rt))
+        problems += cleaned.problems
     verb = "would remove" if dry_run else "removed"
     if output is Output.json:
         print_json(
@@ -66,6 +77,13 @@ def clean(
                 ],
                 "kept": [{"path": str(k.path), "why": k.why} for k in selection.kept],
                 "bytes": selection.size,
+                "checkpoints": {
+                    "runs": cleaned.runs,
+                    "refs": cleaned.refs,
+                    "versions_bytes": cleaned.versions,
+                    "repository_bytes_before": cleaned.before,
+                    "repository_bytes_after": cleaned.after,
+                },
                 "problems": problems,
             }
         )
@@ -80,6 +98,12 @@ def clean(
             print(f"kept {k.path.name}: {k.why}")
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
+        if cleaned.runs:
+            print(
+                f"removed the checkpoints ({cleaned.refs} refs) and kept versions "
+                f"({human(cleaned.versions)}) of {len(cleaned.runs)} run(s); checkpoint "
+                f"repository {human(cleaned.before)} -> {human(cleaned.after)}"
+            )
         count = len(selection.remove)
         print(
             f"{verb} {count} workspace{'s' if count != 1 else ''}, "
@@ -87,3 +111,12 @@ def clean(
         )
     if problems:
         raise typer.Exit(1)
+
+
+def _executing(rt: Runtime) -> set[str]:
+    """The runs some process executes now."""
+    from swell.events.statuses import ENDED_FOR_GOOD
+    from swell.ops.clean import SCAN
+
+    runs = rt.store.list_runs(SCAN, include_children=True)
+    return {r.id for r in runs if r.status not in ENDED_FOR_GOOD and rt.store.owner(r.id)}

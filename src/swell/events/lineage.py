@@ -52,3 +52,5 @@ class RunRewound(BaseEvent):
     at_visit: int
     kept_seq: int
     checkpoint: str | None = None
+    # the visits started after `kept_seq`, as STEP#VISIT: the tables drop their rows
+    abandoned: list[str] = []

@@ -195,6 +195,7 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("at_visit", REQUIRED),
         ("kept_seq", REQUIRED),
         ("checkpoint", None),
+        ("abandoned", []),
     ),
     "run.started": (
         ("pipeline", REQUIRED),

@@ -75,6 +75,25 @@ class StartRun(BaseModel):
     from_run: str | None = Field(default=None, description="with from_step: the run to reuse")
 
 
+class ForkRun(BaseModel):
+    """`POST /api/runs/{id}/fork`: what `swell fork RUN --at STEP#VISIT` takes."""
+
+    at: str = Field(description="the visit to fork at, STEP#VISIT", examples=["work#3"])
+    input: str | dict[str, Any] | list[Any] | None = Field(
+        default=None, description="the fork's input (default: the origin's)"
+    )
+    context: dict[str, str] = Field(
+        default_factory=dict,
+        description="context values from the fork on, as `--set context.KEY=VALUE`",
+    )
+
+
+class RewindRun(BaseModel):
+    """`POST /api/runs/{id}/rewind`: what `swell rewind RUN --to STEP#VISIT` takes."""
+
+    to: str = Field(description="the visit to go on from, STEP#VISIT", examples=["work#3"])
+
+
 class RunStarted(BaseModel):
     run_id: str
     engine: str
@@ -256,20 +275,66 @@ def resume(root: Path, run_id: str, sup: Supervisor) -> RunStarted:
     RunBusy: it cannot), record the request and hand the run on in the background
     (local: a process of its own). Answered before that process starts; a server
     stopped meanwhile leaves the request recorded, for the next one (`resumes`)."""
-    from swell.executors import executor_for
     from swell.runtime import open_runtime
 
     rt = open_runtime(root)
     try:
-        run = rt.store.get_run(run_id)
-        executor = executor_for(run)
-        resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
-        claims(rt.store).release(run.id)  # checked: the process handed it takes it from here
-        record_resume(rt.state_dir, run.id)
+        started = _go_on(rt, run_id)
     finally:
         rt.store.close()
-    hand_on_later(root, run.id, sup)
+    hand_on_later(root, started.run_id, sup)
+    return started
+
+
+def _go_on(rt: Runtime, run_id: str) -> RunStarted:
+    """Check that `run_id` can continue and record the request to (`resumes`); the
+    caller hands it on once the store is closed."""
+    from swell.executors import executor_for
+
+    run = rt.store.get_run(run_id)
+    executor = executor_for(run)
+    resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
+    claims(rt.store).release(run.id)  # checked: the process handed it takes it from here
+    record_resume(rt.state_dir, run.id)
     return RunStarted(run_id=run.id, engine=executor.name, notes=resumed.notes)
+
+
+def fork(root: Path, run_id: str, body: ForkRun, sup: Supervisor) -> RunStarted:
+    """Record the fork `body` asks for (as `swell fork` does: the origin's events up to
+    the visit copied, its workspace restored) and continue it in a process of its own."""
+    from swell.ops.checkpoints import parse_at
+    from swell.runtime import open_runtime
+    from swell.travel import Fork, fork_run
+
+    at = parse_at(body.at)
+    for key in body.context:
+        if not key or "=" in key or key != key.strip():
+            raise BadStart(f"context key {key!r}: give KEY=VALUE with a name before the '='")
+    rt = open_runtime(root)
+    try:
+        change = Fork(input=input_text(body.input), sets=dict(body.context))
+        started = _go_on(rt, fork_run(rt, run_id, at, change))
+    finally:
+        rt.store.close()
+    hand_on_later(root, started.run_id, sup)
+    return started
+
+
+def rewind(root: Path, run_id: str, body: RewindRun, sup: Supervisor) -> RunStarted:
+    """Rewind the run to `body.to` (as `swell rewind` does) and continue it in a
+    process of its own."""
+    from swell.ops.checkpoints import parse_at
+    from swell.runtime import open_runtime
+    from swell.travel import rewind_run
+
+    at = parse_at(body.to)
+    rt = open_runtime(root)
+    try:
+        started = _go_on(rt, rewind_run(rt, run_id, at))
+    finally:
+        rt.store.close()
+    hand_on_later(root, started.run_id, sup)
+    return started
 
 
 RESUMES = "resume-requests"  # in the state directory: one empty file per run
@@ -309,15 +374,19 @@ def _pid(facts: dict[str, object]) -> int:
 
 __all__ = [
     "BadStart",
+    "ForkRun",
+    "RewindRun",
     "RunStarted",
     "StartRun",
     "Supervisor",
     "forget_resume",
+    "fork",
     "hand_on",
     "hand_on_later",
     "record_resume",
     "resume",
     "resumes",
+    "rewind",
     "start",
     "supervisor",
 ]

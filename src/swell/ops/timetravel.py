@@ -32,7 +32,7 @@ from swell.ops.checkpoints import At, find
 from swell.store.protocols import RunReader
 from swell.store.rows import RunRow
 from swell.workspace import safe
-from swell.workspace.checkpoint import Checkpoints, index_path, repo_of, tip_ref
+from swell.workspace.checkpoint import Checkpoints, index_path, repo_of, tip_ref, workspace_key
 
 # what a visit's completion records after its `step.finished`, stamped with the visit
 _SETTLING = (
@@ -178,6 +178,43 @@ def restore(state_dir: Path, run_dir: Path, workspace: Path, run_id: str, commit
     repo.update_refs({tip_ref(run_id, "main"): commit})
 
 
+def points_at(events: Sequence[ev.BaseEvent], upto: int) -> dict[str, str]:
+    """Each workspace's newest checkpoint among `events` up to seq `upto`, by key
+    (`main`: the run's own directory; a worktree: its directory's name). The visit a
+    fork or rewind names may be a worktree step's: `main` is then as it was then."""
+    found: dict[str, str] = {}
+    for e in events:
+        if isinstance(e, ev.WorkspaceCheckpoint) and e.seq <= upto:
+            found[e.workspace or "main"] = e.commit
+    return found
+
+
+def restore_worktrees(
+    state_dir: Path, run_dir: Path, workspace: Path, run_id: str, points: dict[str, str]
+) -> list[str]:
+    """Make each of the run's worktrees (under `workspace`/worktrees) hold its
+    checkpoint in `points` again, its branch, HEAD and index untouched; returns the
+    keys whose worktree is not there (a later visit makes it again, from its branch)."""
+    repo = Checkpoints(repo_of(state_dir))
+    root = workspace / "worktrees"
+    present = {workspace_key(p, workspace): p for p in _dirs(root)}
+    missing = []
+    for key, commit in points.items():
+        path = present.get(key)
+        if path is None:
+            missing.append(key)
+            continue
+        repo.restore(path, index_path(run_dir, key), commit)
+        repo.update_refs({tip_ref(run_id, key): commit})
+    return missing
+
+
+def _dirs(root: Path) -> list[Path]:
+    if not root.is_dir() or safe.is_link(root):
+        return []
+    return [p for p in root.iterdir() if p.is_dir() and not safe.is_link(p)]
+
+
 def restore_pending(store: RunReader, state_dir: Path, run: RunRow) -> bool:
     """A fork or rewind killed before its run went on: its workspace is restored again
     (it may be half done). True when it was."""
@@ -189,7 +226,13 @@ def restore_pending(store: RunReader, state_dir: Path, run: RunRow) -> bool:
     if not run.workspace or any(isinstance(e, ev.StepStarted) for e in after):
         return False  # it went on from there
     run_dir = state_dir / "runs" / run.id
-    restore(state_dir, run_dir, Path(run.workspace), run.id, last.checkpoint)
+    upto = last.kept_seq if isinstance(last, ev.RunRewound) else last.seq
+    points = points_at(replay_events(store.events(run.id)), upto)
+    main = points.pop("main", None)
+    if main is not None:
+        restore(state_dir, run_dir, Path(run.workspace), run.id, main)
+    if isinstance(last, ev.RunRewound):  # a fork's worktrees are made again, from their branch
+        restore_worktrees(state_dir, run_dir, Path(run.workspace), run.id, points)
     return True
 
 
@@ -222,7 +265,9 @@ __all__ = [
     "has_rewinds",
     "parse_sets",
     "point_of",
+    "points_at",
     "replay_events",
     "restore",
     "restore_pending",
+    "restore_worktrees",
 ]

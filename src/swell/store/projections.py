@@ -126,7 +126,9 @@ def _project(tables: Tables, e: Event) -> None:
                 "updated_at = ? WHERE id = ?",
                 ("running" if isinstance(e, RunStarted) else "waiting", e.ts, e.ts, e.run_id),
             )
-        case RunResumed() | RunRewound():  # a rewound run goes on
+        case RunRewound():
+            _rewound(tables, e)
+        case RunResumed():
             tables.update(
                 "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, "
                 "cancel_requested = ?, updated_at = ? WHERE id = ?",
@@ -136,6 +138,27 @@ def _project(tables: Tables, e: Event) -> None:
             _run_finished(tables, e)
         case _ if not unread_by_tables(e):  # the others `project` passed over
             assert_never(e)
+
+
+DERIVED = ("visits", "artifacts", "rounds", "reviews", "gates")  # rows of one visit each
+
+
+def _rewound(tables: Tables, e: RunRewound) -> None:
+    """A rewound run goes on; the rows of the visits it abandoned go (the events stay)."""
+    tables.update(
+        "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, "
+        "cancel_requested = ?, updated_at = ? WHERE id = ?",
+        (False, e.ts, e.run_id),
+    )
+    for at in e.abandoned:
+        found = records.visit_of(at)
+        if found is None:
+            continue
+        for table in DERIVED:
+            tables.update(
+                f"DELETE FROM {table} WHERE run_id = ? AND step_id = ? AND visit = ?",
+                (e.run_id, *found),
+            )
 
 
 def _run_finished(tables: Tables, e: RunFinished) -> None:

@@ -35,6 +35,13 @@ PRIMARY_KEYS = {
 }
 
 
+def visit_of(at: str) -> tuple[str, int] | None:
+    """STEP#VISIT (as `run.rewound` names abandoned visits) as (step, visit); None
+    when it is not that."""
+    step, _, visit = at.rpartition("#")
+    return (step, int(visit)) if step and visit.isascii() and visit.isdigit() else None
+
+
 def _json(value: Any) -> str:
     """An event field as JSON text; pydantic models in it become their fields."""
     return json.dumps(value, default=lambda model: model.model_dump(mode="json"))

@@ -169,7 +169,20 @@ def run_state(
         taken=taken,
         children=children,
         ended=ended,
+        forks=fork_points(data.lineage(store, run_id)),
     )
+
+
+def fork_points(lineage: m.Lineage) -> dict[str, str]:
+    """The steps the graph marks as fork points: where this run was forked from its
+    origin, and where forks were made of it."""
+    out: dict[str, list[str]] = {}
+    origin = lineage.forked_from
+    if origin is not None:
+        out[origin.step_id] = [f"forked here from {origin.run_id} (#{origin.visit})"]
+    for f in lineage.forks:
+        out.setdefault(f.step_id, []).append(f"fork {f.run_id} made here (#{f.visit})")
+    return {step: "; ".join(notes) for step, notes in out.items()}
 
 
 @router.get("/runs/{run_id}/graph.svg", response_class=Response)

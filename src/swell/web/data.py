@@ -223,7 +223,26 @@ def run_detail_and_recent(
         artifacts_total=artifacts.total,
         last_seq=run.last_seq,
         final=run.status in FINAL,
+        lineage=lineage(store, run.id),
     ), newest
+
+
+def lineage(store: Store, run_id: str) -> m.Lineage:
+    """Where the run was forked from and the forks made of it (its own events)."""
+    from swell.events import models as ev
+
+    found = store.events_of_kind(run_id, ("run.forked", "run.fork_made"))
+    origin = next((e for e in found if isinstance(e, ev.RunForked)), None)
+    return m.Lineage(
+        forked_from=None
+        if origin is None
+        else m.ForkLink(run_id=origin.origin_run_id, step_id=origin.at_step, visit=origin.at_visit),
+        forks=[
+            m.ForkLink(run_id=e.fork_run_id, step_id=e.at_step, visit=e.at_visit)
+            for e in found
+            if isinstance(e, ev.ForkMade)
+        ],
+    )
 
 
 def step_summary(s: StepRow) -> m.StepSummary:

@@ -76,6 +76,7 @@ class RunState:
     taken: set[tuple[str, str]] = field(default_factory=set)  # routes, choices, reworks
     children: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # step -> runs
     ended: str | None = None  # `_complete` or `_fail` once the run ended
+    forks: dict[str, str] = field(default_factory=dict)  # step -> its fork point's note
 
 
 def graph_of(pipeline_text: str, name: str) -> Graph | None:
@@ -255,10 +256,17 @@ def _node(node: Node, placed: Placed, state: RunState) -> str:
             f"<a href={quoteattr(href)} aria-label={quoteattr(f'{node.id}: {note}')}>{inner}</a>"
         )
     group = _group(node, x, y, w, h, state) if node.kind in GROUPS else ""
+    fork = state.forks.get(node.id)
+    if fork:  # a fork point (docs/time-travel.md): marked at the box's top right
+        inner += (
+            f'<text class="fork" x="{x + w - 8:.1f}" y="{y + 16:.1f}" text-anchor="end" '
+            f'font-size="11">⑂<title>{escape(fork)}</title></text>'
+        )
     return (
-        f"<g class={quoteattr(cls)} data-step={quoteattr(node.id)} "
-        f'data-kind="{node.kind}" data-visits="{visits}" data-box="{_box(x, y, w, h)}">'
-        f"<title>{escape(node.id)}: "
+        f"<g class={quoteattr(cls + (' fork-point' if fork else ''))} data-step={quoteattr(node.id)} "
+        f'data-kind="{node.kind}" data-visits="{visits}" data-box="{_box(x, y, w, h)}"'
+        + (f" data-fork={quoteattr(fork)}" if fork else "")
+        + f"><title>{escape(node.id)}: "
         f"{escape(node.step_kind)}, {escape(note)}</title>{group}{inner}</g>"
     )
 

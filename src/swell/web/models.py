@@ -102,6 +102,19 @@ class Review(BaseModel):
     error: str | None
 
 
+class ForkLink(BaseModel):
+    """One end of a fork (docs/time-travel.md): the other run and the visit forked at."""
+
+    run_id: str
+    step_id: str
+    visit: int
+
+
+class Lineage(BaseModel):
+    forked_from: ForkLink | None = None  # the origin, when this run is a fork
+    forks: list[ForkLink] = []  # the forks made of this run, oldest first
+
+
 class RunDetail(BaseModel):
     run: RunSummary
     workspace: str | None
@@ -121,6 +134,7 @@ class RunDetail(BaseModel):
     artifacts_total: int
     last_seq: int
     final: bool
+    lineage: Lineage = Lineage()
 
 
 class ContractResult(BaseModel):

@@ -1,8 +1,10 @@
 """The dashboard's forms that start runs: "Run" on a pipeline's page (built from the
-pipeline's `input`: type, example, schema) and "Re-run from step" on a run's page
-(`swell run --from-step`). Both post to the server, which starts the run as `POST
-/api/runs` does (executors/launch.py) and shows the new run's page; both need the token
-(web/security.py), which a browser carries as the cookie `/?token=T` sets."""
+pipeline's `input`: type, example, schema), "Re-run from step" on a run's page
+(`swell run --from-step`), "Fork from here" and "Rewind to here" on a visit's page
+(`swell fork`, `swell rewind`). Each posts to the server, which does what `POST
+/api/runs` (or `.../fork`, `.../rewind`) does (executors/launch.py) and shows the run's
+page; each needs the token (web/security.py), which a browser carries as the cookie
+`/?token=T` sets."""
 
 from __future__ import annotations
 
@@ -104,3 +106,54 @@ async def rerun_form_post(request: Request, run_id: str) -> Response:
         return _to(f"/runs/{path_part(run.id)}", "error: choose the step to re-run from")
     body = launch.StartRun(pipeline=run.pipeline, from_step=step, from_run=run.id)
     return await _start(request, body, f"/runs/{path_part(run.id)}")
+
+
+def context_lines(text: str) -> dict[str, str]:
+    """The fork form's context: one KEY=VALUE a line (blank lines skipped)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, eq, value = line.partition("=")
+        if not eq or not key.strip():
+            raise launch.BadStart(f"context line {line.strip()!r}: give KEY=VALUE")
+        found[key.strip()] = value
+    return found
+
+
+@router.post("/runs/{run_id}/fork")
+async def fork_form_post(request: Request, run_id: str) -> Response:
+    form = await _checked_form(request)
+    state = app_state(request)
+    back = f"/runs/{path_part(run_id)}"
+    if not state.guard.may_start(request):
+        raise HTTPException(401, "forking runs needs the token: open /?token=T once")
+    sup = launch.supervisor(state.extra)
+    try:
+        body = launch.ForkRun(
+            at=form.get("at") or "",
+            input=form.get("input") or None,
+            context=context_lines(form.get("context") or ""),
+        )
+        started = await anyio.to_thread.run_sync(
+            launch.fork, state.settings.root, run_id, body, sup
+        )
+    except SwellError as exc:
+        return _to(back, f"error: {exc}")
+    return _to(f"/runs/{path_part(started.run_id)}", f"forked {run_id} at {body.at}")
+
+
+@router.post("/runs/{run_id}/rewind")
+async def rewind_form_post(request: Request, run_id: str) -> Response:
+    form = await _checked_form(request)
+    state = app_state(request)
+    back = f"/runs/{path_part(run_id)}"
+    if not state.guard.may_start(request):
+        raise HTTPException(401, "rewinding runs needs the token: open /?token=T once")
+    sup = launch.supervisor(state.extra)
+    body = launch.RewindRun(to=form.get("to") or "")
+    try:
+        await anyio.to_thread.run_sync(launch.rewind, state.settings.root, run_id, body, sup)
+    except SwellError as exc:
+        return _to(back, f"error: {exc}")
+    return _to(back, f"rewound {run_id} to {body.to}")

@@ -1,4 +1,5 @@
-"""Starting and resuming runs over HTTP (`POST /api/runs`, `POST /api/runs/{id}/resume`).
+"""Starting, resuming, forking and rewinding runs over HTTP (`POST /api/runs`,
+`POST /api/runs/{id}/resume`, `.../fork`, `.../rewind`).
 
 Both run agents, so both need the dashboard's token, on loopback too (web/security.py);
 a missing or wrong one is a 401 and nothing is recorded. A token sent as a cookie (a
@@ -35,6 +36,11 @@ ANSWERS: dict[int | str, dict[str, Any]] = {
     404: _problem("no such pipeline or run"),
     409: _problem("the run cannot be resumed (it ended, or something executes it)"),
 }
+TRAVEL_ANSWERS: dict[int | str, dict[str, Any]] = {
+    **ANSWERS,
+    400: _problem("STEP#VISIT names no visit with a checkpoint, or a bad context key"),
+    409: _problem("the visit has not finished, or a process executes the run (rewind)"),
+}
 
 
 def require_starter(request: Request) -> None:
@@ -68,3 +74,35 @@ async def resume_run(request: Request, run_id: str) -> launch.RunStarted:
     state = app_state(request)
     sup = launch.supervisor(state.extra)
     return await anyio.to_thread.run_sync(launch.resume, state.settings.root, run_id, sup)
+
+
+@router.post(
+    "/runs/{run_id}/fork",
+    status_code=202,
+    response_model=launch.RunStarted,
+    responses=TRAVEL_ANSWERS,
+)
+async def fork_run(request: Request, run_id: str, body: launch.ForkRun) -> launch.RunStarted:
+    """A new run that starts where visit `at` of this run left off, as `swell fork`
+    does: the origin's events up to it copied (not run again), its workspace that
+    visit's checkpoint, `input` and `context` changed as given; then continued in a
+    process the server supervises. The answer names the new run."""
+    require_starter(request)
+    state = app_state(request)
+    sup = launch.supervisor(state.extra)
+    return await anyio.to_thread.run_sync(launch.fork, state.settings.root, run_id, body, sup)
+
+
+@router.post(
+    "/runs/{run_id}/rewind",
+    status_code=202,
+    response_model=launch.RunStarted,
+    responses=TRAVEL_ANSWERS,
+)
+async def rewind_run(request: Request, run_id: str, body: launch.RewindRun) -> launch.RunStarted:
+    """Take the run back to where visit `to` left off and continue it from there, as
+    `swell rewind` does; the later visits stay in its log, abandoned."""
+    require_starter(request)
+    state = app_state(request)
+    sup = launch.supervisor(state.extra)
+    return await anyio.to_thread.run_sync(launch.rewind, state.settings.root, run_id, body, sup)

@@ -15,11 +15,13 @@ user's global excludes) ignore are not in a checkpoint; every other file is, how
 large (stored once per content). The repository is swell's own: it configures no
 filters, hooks or fsmonitor, so a workspace's `.gitattributes` can run nothing.
 
-A small workspace is checkpointed without a git process: its tree, new blobs and the
+A workspace is checkpointed without a git process: its tree, new blobs and the
 commit are written as loose objects in this process (treescan.py, gitobjects.py), the
-same objects git would write; a visit that changed nothing writes nothing (the tree
-equals the previous checkpoint's, so the previous commit is the visit's). git does it
-(`add`, `write-tree`, `commit-tree`) for what that cannot handle (treescan.Fallback).
+same objects git would write, looking only at what changed (the hashes kept on disk,
+statcache.py; the directories inotify names, watch.py); a visit that changed nothing
+writes nothing (the tree equals the previous checkpoint's, so the previous commit is
+the visit's). git does it (`add`, `write-tree`, `commit-tree`) for what that cannot
+handle (treescan.Fallback). What a run's process knows is the run's `Memory`.
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from swell.workspace import ignores
-from swell.workspace.gitobjects import commit_body, sha1_repository, writer
+from swell.workspace.gitobjects import ObjectWriter, commit_body, sha1_repository
+from swell.workspace.statcache import StatFile, load
 from swell.workspace.treescan import Fallback, StatCache
 from swell.workspace.treescan import write_tree as scan_tree
+from swell.workspace.watch import Watch
 from swell.workspace.workspace import WorkspaceError
 
 REPO = "checkpoints.git"  # in the project's state directory
@@ -67,10 +71,7 @@ _OPTIONS = (
     "gc.auto=0",
 )
 _COMMIT = re.compile(r"[0-9a-f]{40,64}")
-_locks: dict[Path, threading.Lock] = {}
-_locks_guard = threading.Lock()
-_written: dict[Path, str] = {}  # index -> the tree this process last wrote from it
-SCAN_LIMIT = 2000  # entries of a work tree checked by stat data here; a bigger one: by git
+SCAN_LIMIT = 2000  # entries of a work tree git takes that are checked by stat data here
 RACY_NS = 100_000_000  # a change this recent may not show in a file's times yet
 
 
@@ -120,21 +121,68 @@ class _Scan:
         return other is not None and not other.racy and other.entries == self.entries
 
 
-_scans: dict[Path, _Scan] = {}  # index -> the scan taken when its tree was last written
-_caches: dict[Path, StatCache] = {}  # index -> what the in-process checkpoints hashed
-_stale: set[Path] = set()  # indexes behind an in-process checkpoint: git starts them afresh
-_by_git: dict[Path, int] = {}  # index -> checkpoints left to git before trying again here
-RETRY_AFTER = 20  # a workspace git had to take (a big one) is tried here again this often
-_sha1: dict[Path, bool] = {}
-_excludes: list[ignores.Rules | None] = []  # the global excludes, read once per process
+RETRY_AFTER = 20  # a workspace git had to take is tried here again this often
+# files a workspace has before it is watched (inotify instances are few: 128 a user by
+# default; a smaller workspace is stat'ed whole in well under a millisecond a file)
+WATCH_FROM = 1000
+
+
+@dataclass
+class _Memo:
+    """What this process knows of one workspace's checkpoints (by swell's index of it)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    cache: StatCache | None = None  # the in-process path's hashes (loaded from `stat_file`)
+    stat_file: StatFile | None = None
+    watch: Watch | None = None
+    watch_tried: bool = False
+    written: str | None = None  # the tree git last wrote from the index
+    scan: _Scan | None = None  # the stat data of the work tree then
+    stale: bool = False  # the index is behind an in-process checkpoint: git starts afresh
+    by_git: int = 0  # checkpoints left to git before trying here again
+
+
+class Memory:
+    """What a run's process knows of its checkpoints: one per run (the run's
+    `Workspaces` hold it), handed to every `Checkpoints` that run uses; nothing of
+    it is global, so two runs in one process never share a cache."""
+
+    def __init__(self, watch_from: int = WATCH_FROM) -> None:
+        self.watch_from = watch_from
+        self._guard = threading.Lock()
+        self._memos: dict[Path, _Memo] = {}  # index -> its workspace's memo
+        self._writers: dict[Path, ObjectWriter] = {}
+        self._sha1: dict[Path, bool] = {}
+        self._excludes: list[ignores.Rules | None] = []  # the global excludes, read once
+        self.tips: dict[tuple[Path, str, str], tuple[str, str]] = {}  # (repo, run, key) ->
+        self.ready: set[Path] = set()  # repositories known to exist
+
+    def memo(self, index: Path) -> _Memo:
+        with self._guard:
+            return self._memos.setdefault(index, _Memo())
+
+    def writer(self, repo: Path) -> ObjectWriter:
+        """The one writer of `repo` for this run (it remembers what is there)."""
+        with self._guard:
+            return self._writers.setdefault(repo, ObjectWriter(repo))
+
+    def sha1(self, repo: Path) -> bool:
+        with self._guard:
+            if repo not in self._sha1:
+                self._sha1[repo] = sha1_repository(repo)
+            return self._sha1[repo]
+
+    def global_rules(self) -> ignores.Rules | None:
+        with self._guard:
+            if not self._excludes:
+                self._excludes.append(_global_rules())
+            return self._excludes[0]
 
 
 def _global_rules() -> ignores.Rules | None:
     """The user's global excludes (`core.excludesFile`, else `~/.config/git/ignore`) as
     rules, or None when only git can apply them or a global attributes file is set.
-    git's config is asked (one process, once) only when a global config file exists."""
-    if _excludes:
-        return _excludes[0]
+    git's config is asked (one process) only when a global config file exists."""
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git"
     configs = [Path.home() / ".gitconfig", xdg / "config"]
     if os.environ.get("GIT_CONFIG_GLOBAL"):
@@ -163,7 +211,6 @@ def _global_rules() -> ignores.Rules | None:
             rules = ()
         except (OSError, ignores.Unsupported):
             rules = None
-    _excludes[:] = [rules]
     return rules
 
 
@@ -187,16 +234,13 @@ def tip_ref(run_id: str, key: str) -> str:
     return f"refs/swell/{run_id}/tip/{key}"
 
 
-def _lock(index: Path) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault(index, threading.Lock())
-
-
 class Checkpoints:
-    """The repository at `repo` (created on first use)."""
+    """The repository at `repo` (created on first use), with what the run's process
+    knows of it (`memory`; a fresh one by default: nothing known)."""
 
-    def __init__(self, repo: Path) -> None:
+    def __init__(self, repo: Path, memory: Memory | None = None) -> None:
         self.repo = repo.absolute()
+        self.memory = memory or Memory()
 
     def git(
         self, *args: str, work_tree: Path | None = None, index: Path | None = None, ok: int = 0
@@ -265,64 +309,63 @@ class Checkpoints:
         return out if _COMMIT.fullmatch(out) else None
 
     def tree_of(self, commit: str) -> str:
-        found = writer(self.repo).read(commit) if _COMMIT.fullmatch(commit) else None
+        found = self.memory.writer(self.repo).read(commit) if _COMMIT.fullmatch(commit) else None
         if found is not None and found[0] == b"commit" and found[1].startswith(b"tree "):
             return found[1][5:].split(b"\n", 1)[0].decode()
         return self.git("rev-parse", f"{commit}^{{tree}}").strip()
 
     def write_tree(self, work_tree: Path, index: Path) -> str:
         """The tree of `work_tree` as the checkpoint would keep it (through `index`,
-        swell's own: the workspace's index is never read or written). A small work tree
-        whose every entry has the stat data it had when this process last wrote a tree
-        from `index` is that tree, without a git process (`_Scan`); else, when `add`
-        changed nothing in such an index, it is that tree too: one git process."""
+        swell's own: the workspace's index is never read or written). In this process
+        when it can (treescan.py); else by git, where a small work tree whose every
+        entry has the stat data it had when git last wrote a tree from `index` is
+        that tree, without a git process (`_Scan`), and when `add` changed nothing in
+        such an index, it is that tree too: one git process."""
         index.parent.mkdir(parents=True, exist_ok=True)
-        with _lock(index):
-            tree = self._in_process(work_tree, index)
+        memo = self.memory.memo(index)
+        with memo.lock:
+            tree = self._in_process(work_tree, index, memo)
             if tree is not None:
                 return tree
-            if index in _stale:  # it may track files now ignored: git adds afresh
-                _stale.discard(index)
-                _written.pop(index, None)
-                _scans.pop(index, None)
+            if memo.stale:  # it may track files now ignored: git adds afresh
+                memo.stale, memo.written, memo.scan = False, None, None
                 index.unlink(missing_ok=True)
-            known = _written.get(index)
+            known = memo.written
             scan = _Scan.of(work_tree)
-            if known is not None and scan is not None and scan.same_as(_scans.get(index)):
+            if known is not None and scan is not None and scan.same_as(memo.scan):
                 return known
             added = self.git(
                 "add", "-v", "--all", "--ignore-errors", ".", work_tree=work_tree, index=index, ok=1
             )
             if added or known is None:
                 known = self.git("write-tree", work_tree=work_tree, index=index).strip()
-                _written[index] = known
-            if scan is not None:
-                _scans[index] = scan
-            else:
-                _scans.pop(index, None)
+                memo.written = known
+            memo.scan = scan
             return known
 
-    def _sha1(self) -> bool:
-        if self.repo not in _sha1:
-            _sha1[self.repo] = sha1_repository(self.repo)
-        return _sha1[self.repo]
-
-    def _in_process(self, work_tree: Path, index: Path) -> str | None:
+    def _in_process(self, work_tree: Path, index: Path, memo: _Memo) -> str | None:
         """The tree written without git (treescan.py), or None when git must write it."""
-        excludes = _global_rules()
-        if excludes is None or not self._sha1():
+        excludes = self.memory.global_rules()
+        if excludes is None or not self.memory.sha1(self.repo):
             return None
-        if _by_git.get(index, 0) > 0:  # not a walk of 2,000 entries each time, only to give up
-            _by_git[index] -= 1
+        if memo.by_git > 0:  # not a walk of the workspace each time, only to give up
+            memo.by_git -= 1
             return None
-        cache = _caches.setdefault(index, StatCache())
+        if memo.cache is None or memo.stat_file is None:
+            memo.stat_file = StatFile(index.with_suffix(".stat"))
+            memo.cache = StatCache(files=load(memo.stat_file.path))
+        objects = self.memory.writer(self.repo)
         try:
-            tree = scan_tree(work_tree.absolute(), cache, writer(self.repo), excludes)
+            tree = scan_tree(work_tree.absolute(), memo.cache, objects, excludes, memo.watch)
         except Fallback:
-            _by_git[index] = RETRY_AFTER
-            _caches.pop(index, None)
+            memo.by_git, memo.cache = RETRY_AFTER, None
             return None
-        _stale.add(index)
+        memo.stale = True
+        if not memo.watch_tried and len(memo.cache.files) >= self.memory.watch_from:
+            memo.watch, memo.watch_tried = Watch.open(), True  # from the next checkpoint on
+        if memo.cache.changed:
+            memo.stat_file.record(memo.cache.files, memo.cache.changed)
+            memo.cache.changed = {}
         return tree
 
     def snapshot(
@@ -340,8 +383,10 @@ class Checkpoints:
         tree = self.write_tree(work_tree, index)
         if parent is not None and tree == parent_tree:
             return Snapshot(parent, tree, parent, changed=False)
-        if self._sha1():
-            commit = writer(self.repo).write(b"commit", commit_body(tree, parent, message))
+        if self.memory.sha1(self.repo):
+            commit = self.memory.writer(self.repo).write(
+                b"commit", commit_body(tree, parent, message)
+            )
         else:
             args = ["commit-tree", tree, "-m", message]
             if parent is not None:
@@ -366,9 +411,21 @@ class Checkpoints:
             partial.write_text(f"{commit}\n")
         os.replace(partial, path)
 
+    def refs_of(self, run_id: str) -> list[str]:
+        """Every checkpoint ref of run `run_id`."""
+        listed = self.git("for-each-ref", "--format=%(refname)", f"refs/swell/{run_id}/")
+        return listed.split()
+
+    def delete_refs(self, refs: list[str]) -> None:
+        """Delete `refs`, in one git process."""
+        if refs:
+            self._refs_stdin("".join(f"delete {ref}\n" for ref in refs))
+
     def update_refs(self, refs: dict[str, str]) -> None:
         """Point each ref at its commit, in one git process."""
-        lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
+        self._refs_stdin("".join(f"update {ref} {commit}\n" for ref, commit in refs.items()))
+
+    def _refs_stdin(self, lines: str) -> None:
         env = {**os.environ, **_ENV}
         proc = subprocess.run(
             ["git", "--git-dir", str(self.repo), "update-ref", "--stdin"],
@@ -384,18 +441,18 @@ class Checkpoints:
         """Make `work_tree` hold exactly `commit`'s tree: its files written, files it
         does not have removed (ignored ones are left, as they never were in it)."""
         index.parent.mkdir(parents=True, exist_ok=True)
-        with _lock(index):
-            if index in _stale:  # it may track files since ignored: read-tree would remove them
+        memo = self.memory.memo(index)
+        with memo.lock:
+            if memo.stale:  # it may track files since ignored: read-tree would remove them
                 index.unlink(missing_ok=True)
             # what the index knew is what `read-tree -u` may remove: take it from the tree
             # as it is now, so files made since the last checkpoint go too
             self.git("add", "--all", "--ignore-errors", ".", work_tree=work_tree, index=index, ok=1)
             self.git("read-tree", "-u", "--reset", commit, work_tree=work_tree, index=index)
-            _written.pop(index, None)
-            _scans.pop(index, None)
-            _caches.pop(index, None)
-            _by_git.pop(index, None)
-            _stale.discard(index)
+            # the hashes kept on disk stay true (restored files have new stat data); what
+            # this process knew of the work tree's directories does not
+            memo.written, memo.scan, memo.cache = None, None, None
+            memo.by_git, memo.stale = 0, False
             self.git("clean", "-q", "-fd", work_tree=work_tree, index=index)
 
     def diff(self, old: str | None, new: str, stat: bool = False) -> str:
@@ -423,6 +480,7 @@ def workspace_key(workspace: Path, default: Path) -> str:
 __all__ = [
     "REPO",
     "Checkpoints",
+    "Memory",
     "Snapshot",
     "index_path",
     "repo_of",

@@ -99,14 +99,9 @@ class ObjectWriter:
         return header.split(b" ", 1)[0], body
 
 
-_writers: dict[Path, ObjectWriter] = {}
-_guard = threading.Lock()
-
-
 def writer(repo: Path) -> ObjectWriter:
-    """The one writer of `repo` in this process (it remembers what is there)."""
-    with _guard:
-        return _writers.setdefault(repo, ObjectWriter(repo))
+    """A writer of `repo` (checkpoint.Memory keeps one per repository for a run)."""
+    return ObjectWriter(repo)
 
 
 __all__ = [

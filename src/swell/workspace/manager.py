@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swell.manifest.models import Mount, Step, WorkspaceConfig, branch_problem
+from swell.workspace.checkpoint import Memory
 from swell.workspace.mounts import SubsetError, subset_paths
 from swell.workspace.paths import PathEscape, inside
 from swell.workspace.workspace import (
@@ -70,6 +71,8 @@ class Workspaces:
         self.steps = steps
         self._by_key: dict[str, Workspace] = {}
         self._copying = threading.Lock()  # mounts are copied in threads (`mount`)
+        # what the run's process knows of its workspaces' checkpoints (their stat caches)
+        self.checkpoints = Memory()
 
     def for_step(self, step: Step, render: Callable[[str], str]) -> Workspace:
         """The workspace `step` runs in, its mounts copied; raises WorkspaceError when

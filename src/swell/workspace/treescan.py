@@ -1,15 +1,18 @@
 """A workspace's tree written in this process, as `git add --all` then `git write-tree`
 through swell's own index would write it (docs/time-travel.md).
 
-Every entry is stat'ed (`os.scandir`); a file is read and hashed only when its stat
-data differs from what this process last saw, or when it was changed within RACY_NS
-of being hashed (its times may not show a change made in the same clock tick: git's
-"racy clean" rule). Trees are hashed again only where an entry changed, and objects
-git does not have yet are written as loose objects. Anything this does not handle
-raises `Fallback` and git takes the whole checkpoint: a workspace of more than
-SCAN_LIMIT entries, a `.git` below its top (git would add a submodule), a
-`.gitattributes` (it can change bytes on the way in), a FIFO, socket or device, an
-unreadable file, an ignore pattern `ignores.py` does not match."""
+A full scan stats every entry (`os.scandir`); a file is read and hashed only when its
+stat data differs from what it was when last hashed (`StatCache.files`, kept on disk
+between processes: statcache.py), or when it was changed within RACY_NS of being
+hashed (its times may not show a change made in the same clock tick: git's "racy
+clean" rule). With a `Watch` (watch.py), a later scan looks only at the directories
+that had an event since: the others keep their trees, so a checkpoint of a workspace
+nothing touched stats nothing. Trees are hashed again only where an entry changed,
+and objects git does not have yet are written as loose objects. Anything this does
+not handle raises `Fallback` and git takes the whole checkpoint: a `.git` below the
+workspace's top (git would add a submodule), a `.gitattributes` (it can change bytes
+on the way in), a FIFO, socket or device, an unreadable file, an ignore pattern
+`ignores.py` does not match."""
 
 from __future__ import annotations
 
@@ -30,14 +33,15 @@ from swell.workspace.gitobjects import (
     ObjectWriter,
     tree_body,
 )
+from swell.workspace.statcache import Hashed, Stat
+from swell.workspace.watch import Watch
 
-SCAN_LIMIT = 2000  # entries; a bigger workspace is checkpointed by git
 # a bigger file is left out of the checkpoint, as if ignored: hashing a 50 GB sparse
 # file a step made would hold the run up for minutes (docs/time-travel.md)
 MAX_FILE_BYTES = 100 * 1024 * 1024
 RACY_NS = 1_000_000_000  # a file changed this close to its hashing is hashed again
 
-Stat = tuple[int, int, int, int, int]  # mtime_ns, ctime_ns, size, inode, mode
+Rules = list[tuple[str, ignores.Rules]]  # the `.gitignore`s above a directory, with their folders
 
 
 class Fallback(Exception):
@@ -45,19 +49,26 @@ class Fallback(Exception):
 
 
 @dataclass
-class _Blob:
-    stat: Stat
-    entry: Entry
-    trusted: bool  # hashed more than RACY_NS after its last change
+class _Dir:
+    """A directory as last listed: its files' entries, its subdirectories (not
+    ignored), the rules that hold inside it, and its tree (None: git would add nothing)."""
+
+    files: list[Entry]
+    subdirs: list[str]
+    rules: Rules
+    key: tuple[Entry, ...] = ()
+    oid: str | None = None
 
 
 @dataclass
 class StatCache:
-    """What one workspace's files and directories hashed to, in this process."""
+    """What one workspace's files and directories hashed to. `files` is what the
+    on-disk copy keeps; `changed` what changed in it since that copy was written."""
 
-    blobs: dict[str, _Blob] = field(default_factory=dict)
-    trees: dict[str, tuple[tuple[Entry, ...], str]] = field(default_factory=dict)
+    files: dict[str, Hashed] = field(default_factory=dict)
+    dirs: dict[str, _Dir] = field(default_factory=dict)
     rules: dict[str, tuple[Stat, ignores.Rules]] = field(default_factory=dict)
+    changed: dict[str, Hashed | None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -65,24 +76,84 @@ def _stat_of(st: os.stat_result) -> Stat:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
 
 
+def _mode(st_mode: int) -> bytes:
+    if stat.S_ISLNK(st_mode):
+        return SYMLINK
+    return EXECUTABLE if st_mode & stat.S_IXUSR else REGULAR
+
+
+def _within(rel: str, folder: str) -> bool:
+    return not folder or rel == folder or rel.startswith(folder + "/")
+
+
 class _Walk:
-    def __init__(self, cache: StatCache, objects: ObjectWriter, excludes: ignores.Rules) -> None:
+    def __init__(
+        self,
+        cache: StatCache,
+        objects: ObjectWriter,
+        excludes: ignores.Rules,
+        watch: Watch | None,
+        dirty: set[str] | None,
+    ) -> None:
         self.cache = cache
         self.objects = objects
         self.excludes = excludes
-        self.count = 0
-        self.seen: set[str] = set()
+        self.watch = watch
+        self.dirty = dirty
+        self.touched: set[str] = set()  # the dirty directories and every one above them
+        for rel in dirty or ():
+            while rel not in self.touched:
+                self.touched.add(rel)
+                rel = rel.rpartition("/")[0]
+        self.listed: set[str] = set()  # directories listed by this scan
+        self.seen: set[str] = set()  # files stat'ed by this scan
         self.racy_after = time.time_ns() - RACY_NS  # a file changed since may change unseen
 
     def tree(self, root: str) -> str:
         oid = self.directory(root, "", [])
-        for stale in set(self.cache.blobs) - self.seen:  # deleted files: forget them
-            del self.cache.blobs[stale]
+        if self.dirty is None:  # a full scan: what it did not see is gone (or ignored)
+            for rel in set(self.cache.dirs) - self.listed:
+                self.cache.dirs.pop(rel, None)
+                self.cache.rules.pop(rel, None)
+            for rel in set(self.cache.files) - self.seen:
+                self.drop_file(rel)
         return oid or self.objects.write(b"tree", b"")
 
-    def directory(self, path: str, rel: str, rules: list[tuple[str, ignores.Rules]]) -> str | None:
+    def forget(self, gone: set[str]) -> None:
+        """Drop what is known of directories `gone` and everything below them."""
+        if not gone:
+            return
+        below = {d for d in self.cache.dirs if any(_within(d, g) for g in gone)}
+        for rel in below:
+            self.cache.dirs.pop(rel, None)
+            self.cache.rules.pop(rel, None)
+        for rel in [f for f in self.cache.files if any(f.startswith(f"{g}/") for g in gone)]:
+            self.drop_file(rel)
+
+    def drop_file(self, rel: str) -> None:
+        if self.cache.files.pop(rel, None) is not None:
+            self.cache.changed[rel] = None
+
+    def directory(self, path: str, rel: str, rules: Rules) -> str | None:
         """The tree of directory `path` (`rel` in the workspace), None when it holds
         nothing git would add. `rules`: the `.gitignore`s above it, with their folders."""
+        known = self.cache.dirs.get(rel)
+        if known is not None and self.dirty is not None and rel not in self.dirty:
+            if rel not in self.touched:
+                return known.oid  # nothing changed in or below it
+            entries = list(known.files)  # its own files did not change: only below
+            for name in known.subdirs:
+                sub = f"{rel}/{name}" if rel else name
+                oid = self.directory(os.path.join(path, name), sub, known.rules)
+                if oid is not None:
+                    entries.append((os.fsencode(name), TREE, oid))
+            return self.close(known, entries)
+        return self.read_listing(path, rel, rules, known)
+
+    def read_listing(self, path: str, rel: str, rules: Rules, known: _Dir | None) -> str | None:
+        if self.watch is not None:
+            self.watch.add(path, rel)  # before listing: a later change is an event
+        self.listed.add(rel)
         with os.scandir(path) as listing:
             items = list(listing)
         names = {e.name for e in items}
@@ -90,6 +161,8 @@ class _Walk:
             raise Fallback(".gitattributes")
         if ".gitignore" in names:
             rules = [*rules, (rel, self.ignore_file(os.path.join(path, ".gitignore"), rel))]
+        files: list[Entry] = []
+        subdirs: list[str] = []
         entries: list[Entry] = []
         for item in items:
             name = item.name
@@ -97,44 +170,49 @@ class _Walk:
                 if rel:
                     raise Fallback("a repository inside the workspace")
                 continue
-            self.count += 1
-            if self.count > SCAN_LIMIT:
-                raise Fallback("a big workspace")
             st = item.stat(follow_symlinks=False)
             sub = f"{rel}/{name}" if rel else name
             is_dir = stat.S_ISDIR(st.st_mode)
             if self.ignored(rules, sub, name, is_dir):
                 continue
             if is_dir:
+                subdirs.append(name)
                 oid = self.directory(item.path, sub, rules)
                 if oid is not None:
                     entries.append((os.fsencode(name), TREE, oid))
             elif stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE_BYTES:
                 continue
             elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                entries.append(self.blob(item.path, sub, st))
+                files.append(self.blob(item.path, sub, name, st))
             else:
                 raise Fallback(f"{sub} is not a file")
+        if known is not None:  # files and folders gone since it was last listed
+            now = set(subdirs)
+            self.forget({f"{rel}/{d}" if rel else d for d in known.subdirs if d not in now})
+            listed = {e[0] for e in files}
+            for gone in (os.fsdecode(e[0]) for e in known.files if e[0] not in listed):
+                self.drop_file(f"{rel}/{gone}" if rel else gone)
+        mine = _Dir(files, subdirs, rules)
+        self.cache.dirs[rel] = mine
+        return self.close(mine, files + entries)
+
+    def close(self, mine: _Dir, entries: list[Entry]) -> str | None:
+        """`mine`'s tree from `entries`, hashed again only when they changed."""
         if not entries:
+            mine.key, mine.oid = (), None
             return None
         key = tuple(sorted(entries))
-        known = self.cache.trees.get(rel)
-        if known is not None and known[0] == key:
-            return known[1]
-        oid = self.objects.write(b"tree", tree_body(entries))
-        self.cache.trees[rel] = (key, oid)
-        return oid
+        if key != mine.key or mine.oid is None:
+            mine.key, mine.oid = key, self.objects.write(b"tree", tree_body(entries))
+        return mine.oid
 
-    def blob(self, path: str, rel: str, st: os.stat_result) -> Entry:
+    def blob(self, path: str, rel: str, name: str, st: os.stat_result) -> Entry:
         self.seen.add(rel)
-        data = _stat_of(st)
-        known = self.cache.blobs.get(rel)
+        data = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
+        mode = _mode(st.st_mode)
+        known = self.cache.files.get(rel)
         if known is not None and known.trusted and known.stat == data:
-            return known.entry
-        if stat.S_ISLNK(st.st_mode):
-            mode = SYMLINK
-        else:
-            mode = EXECUTABLE if st.st_mode & stat.S_IXUSR else REGULAR
+            return (os.fsencode(name), mode, known.oid)
         try:
             if mode == SYMLINK:
                 body = os.fsencode(os.readlink(path))
@@ -144,10 +222,11 @@ class _Walk:
         except OSError as exc:
             raise Fallback(f"{rel}: {exc}") from None
         # any later change moves the mtime (or, set back by hand, the ctime) off `data`
-        entry = (os.fsencode(os.path.basename(rel)), mode, self.objects.write(b"blob", body))
-        known = _Blob(data, entry, st.st_mtime_ns < self.racy_after)
-        self.cache.blobs[rel] = known
-        return known.entry
+        hashed = Hashed(data, self.objects.write(b"blob", body), st.st_mtime_ns < self.racy_after)
+        if hashed != known:
+            self.cache.files[rel] = hashed
+            self.cache.changed[rel] = hashed
+        return (os.fsencode(name), mode, hashed.oid)
 
     def ignore_file(self, path: str, rel: str) -> ignores.Rules:
         try:
@@ -162,9 +241,7 @@ class _Walk:
         self.cache.rules[rel] = (_stat_of(st), rules)
         return rules
 
-    def ignored(
-        self, rules: list[tuple[str, ignores.Rules]], rel: str, name: str, is_dir: bool
-    ) -> bool:
+    def ignored(self, rules: Rules, rel: str, name: str, is_dir: bool) -> bool:
         for folder, found in reversed(rules):  # the deepest .gitignore first
             mine = rel[len(folder) + 1 :] if folder else rel
             verdict = ignores.verdict(found, mine, name, is_dir)
@@ -173,13 +250,30 @@ class _Walk:
         return ignores.verdict(self.excludes, rel, name, is_dir) is True
 
 
-def write_tree(root: Path, cache: StatCache, objects: ObjectWriter, excludes: ignores.Rules) -> str:
-    """The id of `root`'s tree, its new objects written; `Fallback` when git must do it."""
+def write_tree(
+    root: Path,
+    cache: StatCache,
+    objects: ObjectWriter,
+    excludes: ignores.Rules,
+    watch: Watch | None = None,
+) -> str:
+    """The id of `root`'s tree, its new objects written; `Fallback` when git must do
+    it. With `watch`, only the directories it reports changed are listed again."""
     with cache.lock:
+        dirty = watch.changed() if watch is not None and cache.dirs else None
+        if watch is not None and dirty is None:
+            watch.begin_full()
         try:
-            return _Walk(cache, objects, excludes).tree(str(root))
+            oid = _Walk(cache, objects, excludes, watch, dirty).tree(str(root))
         except OSError as exc:
+            cache.dirs.clear()  # half walked: the next scan is a full one
             raise Fallback(str(exc)) from None
+        except Fallback:
+            cache.dirs.clear()
+            raise
+        if watch is not None and dirty is None:
+            watch.end_full()
+        return oid
 
 
-__all__ = ["SCAN_LIMIT", "Fallback", "StatCache", "write_tree"]
+__all__ = ["MAX_FILE_BYTES", "Fallback", "StatCache", "write_tree"]

@@ -8,13 +8,13 @@ stands. SWELL_CHECKPOINTS=off turns checkpoints off (docs/time-travel.md)."""
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 from swell.engine.visit.context import RunPlan
 from swell.events.models import BaseEvent, Warning, WorkspaceCheckpoint
 from swell.workspace.checkpoint import (
     Checkpoints,
+    Memory,
     index_path,
     repo_of,
     tip_ref,
@@ -22,11 +22,6 @@ from swell.workspace.checkpoint import (
     workspace_key,
 )
 from swell.workspace.workspace import WorkspaceError
-
-# (repository, run, workspace key) -> the workspace's newest checkpoint (commit, tree)
-_tips: dict[tuple[Path, str, str], tuple[str, str]] = {}
-_guard = threading.Lock()
-_ready: set[Path] = set()
 
 
 def enabled() -> bool:
@@ -39,20 +34,21 @@ def state_dir_of(plan: RunPlan) -> Path:
 
 
 def take(
-    plan: RunPlan, workspace: Path, step_id: str, visit: int, scan: bool = True
+    plan: RunPlan, memory: Memory, workspace: Path, step_id: str, visit: int, scan: bool = True
 ) -> BaseEvent | None:
     """Checkpoint `workspace` as visit `visit` of `step_id` left it (blocking: call it
     off the event loop); the event to record, or None when checkpoints are off.
+    `memory`: what the run's process knows of its checkpoints (the run's Workspaces).
     `scan=False` (a visit that cannot change it): the workspace's newest checkpoint is
     the visit's, unchanged, without looking at the workspace."""
     if not enabled():
         return None
-    repo = Checkpoints(repo_of(state_dir_of(plan)))
+    repo = Checkpoints(repo_of(state_dir_of(plan)), memory)
     key = workspace_key(workspace, plan.workspace)
     try:
-        if repo.repo not in _ready:
+        if repo.repo not in memory.ready:
             repo.ensure()
-            _ready.add(repo.repo)
+            memory.ready.add(repo.repo)
         tip = _tip(repo, plan.run_id, key)
         if tip is not None and not scan:
             return WorkspaceCheckpoint(
@@ -68,8 +64,7 @@ def take(
         )
     except (WorkspaceError, OSError) as exc:
         return Warning(message=f"no checkpoint of this visit's workspace: {exc}")
-    with _guard:
-        _tips[(repo.repo, plan.run_id, key)] = (snap.commit, snap.tree)
+    memory.tips[(repo.repo, plan.run_id, key)] = (snap.commit, snap.tree)
     return WorkspaceCheckpoint(
         commit=snap.commit,
         tree=snap.tree,
@@ -79,20 +74,12 @@ def take(
     )
 
 
-def forget(plan: RunPlan) -> None:
-    """Drop what this process remembers of the run's checkpoints (a rewind moved them)."""
-    with _guard:
-        for found in [k for k in _tips if k[1] == plan.run_id]:
-            del _tips[found]
-
-
 def _tip(repo: Checkpoints, run_id: str, key: str) -> tuple[str, str] | None:
-    with _guard:
-        known = _tips.get((repo.repo, run_id, key))
+    known = repo.memory.tips.get((repo.repo, run_id, key))
     if known is not None:
         return known
     commit = repo.resolve(tip_ref(run_id, key))  # a resumed run: its newest checkpoint
     return (commit, repo.tree_of(commit)) if commit else None
 
 
-__all__ = ["enabled", "forget", "state_dir_of", "take"]
+__all__ = ["enabled", "state_dir_of", "take"]

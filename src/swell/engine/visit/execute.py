@@ -168,7 +168,10 @@ class VisitExecutor:
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
         plan, path = self.plan, ws.path
         scan = kind.changes_workspace or step.handover is not None  # contracts run commands
-        taken = await off_loop(lambda: checkpointing.take(plan, path, step.id, visit.visit, scan))
+        memory = self.workspaces.checkpoints
+        taken = await off_loop(
+            lambda: checkpointing.take(plan, memory, path, step.id, visit.visit, scan)
+        )
         if taken is not None:
             result.events.append(ctx.event(taken))
         return result

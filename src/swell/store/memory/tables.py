@@ -129,7 +129,9 @@ def _project(db: MemoryDatabase, journal: Journal, e: Event) -> None:
             _step_interrupted(db, journal, e)
         case RunStarted() | RunWaiting():
             _run_status(db, journal, e, "running" if isinstance(e, RunStarted) else "waiting")
-        case RunResumed() | RunRewound():  # a rewound run goes on
+        case RunRewound():
+            _rewound(db, journal, e)
+        case RunResumed():
             journal.update(
                 db.runs,
                 e.run_id,
@@ -162,6 +164,29 @@ def _round(db: MemoryDatabase, journal: Journal, e: RoundRecorded) -> None:
             journal.delete(rounds, (clash,))
         journal.put(index, (e.thread, e.thread_round), e.round)
     _insert(db, journal, "rounds", records.round_row(e))
+
+
+def _rewound(db: MemoryDatabase, journal: Journal, e: RunRewound) -> None:
+    """A rewound run goes on; the rows of the visits it abandoned go (the events stay)."""
+    journal.update(
+        db.runs,
+        e.run_id,
+        status="running",
+        finished_at=None,
+        error=None,
+        cancel_requested=0,
+        updated_at=e.ts,
+    )
+    gone = {records.visit_of(v) for v in e.abandoned} - {None}
+    for name in ("visits", "artifacts", "rounds", "reviews", "gates"):
+        rows = db.table(name, e.run_id)
+        for key, row in list(rows.items()):
+            if (row["step_id"], row["visit"]) not in gone:
+                continue
+            journal.delete(rows, key)
+            if name == "rounds" and row["thread"] is not None:
+                index = db.thread_rounds.setdefault(e.run_id, {})
+                journal.delete(index, (row["thread"], row["thread_round"]))
 
 
 def _coalesce(value: Any, default: Any) -> Any:

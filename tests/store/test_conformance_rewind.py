@@ -1,0 +1,55 @@
+"""Every store backend, after `run.rewound` (issue 33): the rows of the visits it
+abandoned leave the tables derived from events (visits, artifacts, thread rounds,
+gates), the kept ones stay, and a visit run again under an abandoned number (and its
+thread round) is recorded as any other."""
+
+from __future__ import annotations
+
+from swell.events import models as ev
+from swell.store.protocols import Store
+
+from .conftest import NewRun, a_round, started
+
+
+def _visit(n: int) -> list[ev.BaseEvent]:
+    return [
+        ev.StepStarted(step_id="implement", visit=n, kind="prompt"),
+        ev.ArtifactWritten(
+            step_id="implement", visit=n, name="report", path="/ws/r.md", sha256=f"{n}" * 64, size=1
+        ),
+        a_round(n, "impl", n),
+        ev.StepFinished(step_id="implement", visit=n, outcome="success"),
+    ]
+
+
+def test_a_rewind_drops_the_rows_of_the_visits_it_abandoned(store: Store, new_run: NewRun) -> None:
+    w = new_run("r1")
+    started(w)
+    for n in (1, 2, 3):
+        w.emit(*_visit(n))
+    w.emit(
+        ev.StepStarted(step_id="approve", visit=1, kind="gate"),
+        ev.GateWaiting(step_id="approve", visit=1, gate_type="approval", message="ok?"),
+    )
+    kept = store.get_run("r1").last_seq - 13  # visit 1's events and the start
+    w.emit(
+        ev.RunRewound(
+            at_step="implement",
+            at_visit=1,
+            kept_seq=kept,
+            abandoned=["implement#2", "implement#3", "approve#1"],
+        )
+    )
+    assert [(v.step_id, v.visit) for v in store.visits("r1")] == [("implement", 1)]
+    assert [(a.step_id, a.visit) for a in store.artifacts("r1")] == [("implement", 1)]
+    assert [r.id for r in store.rounds_between("r1", "impl", 1, 10)] == [1]
+    assert store.round_count("r1", None) == 1
+    assert store.gates("r1") == []
+    assert store.get_run("r1").status == "running"
+    # visit 2 again, its round numbered as the abandoned one was
+    w.emit(*_visit(2))
+    assert [(v.step_id, v.visit) for v in store.visits("r1")] == [
+        ("implement", 1),
+        ("implement", 2),
+    ]
+    assert [r.content for r in store.rounds_between("r1", "impl", 1, 10)] == ["round 1", "round 2"]
