@@ -261,7 +261,7 @@ def test_odd_lines_among_stream_json_are_tolerated(tmp_path: Path) -> None:
     )
     events, result = drive(adapter(tmp_path, binary), request(tmp_path))
     assert result.success and result.text == "hi" and result.session_id == "s-9", result.error
-    assert AgentText("hi") in events and AgentToolCall("Edit", None) in events
+    assert AgentText("hi") in events and AgentToolCall("Edit", None, "t1") in events
     assert result.files_changed == []
 
 
