@@ -294,6 +294,15 @@ def _m10_bench(db: sqlite3.Connection) -> None:
     _run_script(db, CREATE)
 
 
+def _m11_dash2_visits_by_start(db: sqlite3.Connection) -> None:
+    # a run's visits newest first (the run page's visit table and timeline) read from an
+    # index: sorting a 10,000-visit run's rows took 20 ms of the page's 100
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS visits_by_start "
+        "ON visits (run_id, started_at DESC, step_id DESC, visit DESC)"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_rounds,
@@ -305,6 +314,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m8_output,
     _m9_dispatches,
     _m10_bench,
+    _m11_dash2_visits_by_start,
 ]
 
 

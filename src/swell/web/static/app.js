@@ -3,7 +3,7 @@
 // HTML fragments or through textContent, never as markup built here.
 "use strict";
 
-function refresh(box) {
+function refresh(box, then) {
   if (!box || box.dataset.loading) { if (box) box.dataset.again = "1"; return; }
   box.dataset.loading = "1";
   fetch(box.dataset.fragment, { credentials: "same-origin" })
@@ -15,10 +15,11 @@ function refresh(box) {
       patchChildren(box, next.content);
       relativeTimes(box);
       tick();
+      if (then) then();
     })
     .finally(function () {
       delete box.dataset.loading;
-      if (box.dataset.again) { delete box.dataset.again; setTimeout(function () { refresh(box); }, 300); }
+      if (box.dataset.again) { delete box.dataset.again; setTimeout(function () { refresh(box, then); }, 300); }
     });
 }
 
@@ -28,8 +29,8 @@ function refresh(box) {
 function keyOf(n) {
   if (n.nodeType !== 1) return n.nodeName;
   var a = function (name) { return n.getAttribute(name) || ""; };
-  var key = a("id") || a("data-key") || a("data-step") + "#" + a("data-visit") + a("data-from") + ">" + a("data-to") + ":" + a("data-kind");
-  return n.nodeName + "|" + (key === "#>:" ? "" : key);
+  var key = a("id") || a("data-key") || a("data-child-run") + "/" + a("data-step") + a("data-child-step") + "#" + a("data-visit") + a("data-from") + ">" + a("data-to") + ":" + a("data-kind");
+  return n.nodeName + "|" + (key === "/#>:" ? "" : key);
 }
 
 function patch(old, next) {
@@ -69,9 +70,40 @@ function patchChildren(parent, next) {
 var STATES = { "step.started": "running", "gate.waiting": "waiting", "gate.resolved": "running" };
 var FILLS = { succeeded: "#dcf3e3", failed: "#fde3e1", running: "#e3eefc", waiting: "#fff1c7" };
 
+function stateOf(event) {
+  if (event.type === "step.finished") return event.outcome === "success" ? "succeeded" : "failed";
+  return STATES[event.type];
+}
+
+// a child run's step, drawn inside its group on the parent's graph
+function applyChildEvent(runId, event) {
+  var state = stateOf(event);
+  if (!state || !event.step_id) return;
+  var sel = 'g.child-steps[data-child-run="' + CSS.escape(runId) + '"] rect[data-child-step="' + CSS.escape(event.step_id) + '"]';
+  document.querySelectorAll("#live-run " + sel).forEach(function (rect) {
+    rect.setAttribute("class", "child-step s-" + state);
+    rect.setAttribute("fill", FILLS[state]);
+  });
+}
+
+// the child runs still going that a group shows get streams of their own (three at
+// most: a browser opens six connections to a host, and the page needs its fetches)
+var childStreams = {}, childrenDone = {};
+
+function watchChildren(update) {
+  document.querySelectorAll("#live-run a[data-child-run][data-live]").forEach(function (a) {
+    var id = a.dataset.childRun;
+    if (childStreams[id] || childrenDone[id] || Object.keys(childStreams).length >= 3) return;
+    var source = childStreams[id] = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream", { withCredentials: true });
+    source.addEventListener("swell", function (msg) { applyChildEvent(id, JSON.parse(msg.data)); update(); });
+    source.addEventListener("end", function () {
+      source.close(); delete childStreams[id]; childrenDone[id] = 1; update();
+    });
+  });
+}
+
 function applyEvent(event) {
-  var state = STATES[event.type];
-  if (event.type === "step.finished") state = event.outcome === "success" ? "succeeded" : "failed";
+  var state = stateOf(event);
   if (!state || !event.step_id) return;
   var sel = 'g.node[data-step="' + CSS.escape(event.step_id) + '"]';
   document.querySelectorAll("#live-run " + sel).forEach(function (node) {
@@ -100,7 +132,10 @@ function throttled(fn, ms) {
 function watchRun(url) {
   var log = document.getElementById("event-log");
   var box = document.getElementById("live-run");
-  var update = throttled(function () { refresh(box); }, 500);
+  // the stream patches states and counts at once; the fragment (new bars and rows) follows
+  // at most every 1.5 s, so fifty open pages do not each redraw the run page per event
+  var update = throttled(function () { refresh(box, function () { watchChildren(update); }); }, 1500);
+  watchChildren(update);
   // EventSource sends Last-Event-ID itself when it reconnects: no event is lost
   var source = new EventSource(url, { withCredentials: true });
   source.addEventListener("swell", function (msg) {
