@@ -301,7 +301,7 @@ class _Stream(CliStream):
         status = state.get("status")
         if tool in FILE_TOOLS and status == "completed" and target:
             self.add_file(target)
-        if status in ("completed", "error"):
+        if status in ("completed", "error") and call_id is not None:
             failed = status == "error"
             output = state.get("error") if failed else state.get("output")
             yield self.tools.result(call_id, output, is_error=failed, duration_ms=_took(state))
