@@ -20,7 +20,7 @@ import pytest
 
 from agent_clis import cli_path, drive, fake_binary, procs_under, settled
 from cli_setups import CLIS, Cli
-from swell.adapters.base import AgentSessionStarted, AgentToolCall
+from swell.adapters.base import AgentSessionStarted, AgentToolCall, AgentToolResult
 from twins.proxy import DeadProxy
 from twins.server import Reply, Twin
 
@@ -130,6 +130,29 @@ def test_resume_continues_the_same_session_with_its_own_usage(
     assert "Remember PELICAN" in said and "Noted: PELICAN." in said and "Which word?" in said
     # the visit's own usage, not the session's running total
     assert (second.usage.input_tokens, second.usage.output_tokens) == (300, 7)
+
+
+KEY = "sk-ant-" + "x7" * 16  # shaped like an Anthropic key: masked wherever it shows
+
+
+@real_cli
+def test_a_tool_calls_result_is_reported_with_its_output_and_duration(
+    tmp_path: Path, cli: Cli, proxy: DeadProxy
+) -> None:
+    shell = cli.shell(f"echo tool-said-PELICAN {KEY}")
+    with Twin([Reply(tool_calls=[shell]), Reply(text="finished")], (cli.protocol,)) as twin:
+        req = cli.request(tmp_path, twin, proxy=proxy, allowed_tools=["Bash"])
+        events, result = drive(cli.adapter(tmp_path, cli_path(cli.name), twin), req)
+
+    assert result.success, result.error
+    calls = [e for e in events if isinstance(e, AgentToolCall)]
+    results = [e for e in events if isinstance(e, AgentToolResult)]
+    assert len(calls) == len(results) == 1, events
+    call, done = calls[0], results[0]
+    assert call.call_id and done.call_id == call.call_id and done.name == call.name == "Bash"
+    assert "tool-said-PELICAN [REDACTED]" in done.output and KEY not in done.output
+    assert not done.is_error and done.duration_ms is not None and done.duration_ms >= 0
+    assert events.index(call) < events.index(done)
 
 
 PERMISSIONS = {  # case: (allowed, denied); a shell that is allowed: the star test below

@@ -58,7 +58,7 @@ def test_tool_calls_write_files_and_usage_and_session_are_reported(tmp_path: Pat
     assert (req.workspace / "notes" / "hello.txt").read_text() == "hello from codex\n"
     assert (req.workspace / "shell.txt").read_text() == "via shell"
     calls = [e for e in events if isinstance(e, AgentToolCall)]
-    assert AgentToolCall("Write", "notes/hello.txt") in calls
+    assert ("Write", "notes/hello.txt") in [(c.name, c.target) for c in calls]
     assert any(c.name == "Bash" and "shell.txt" in (c.target or "") for c in calls)
     assert result.files_changed == ["notes/hello.txt"]
     assert result.text == "All done." and AgentText("All done.") in events

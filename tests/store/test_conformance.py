@@ -230,7 +230,7 @@ def test_visits_of_started_finished_and_interrupted_steps(store: Store, new_run:
     assert build2.duration_ms is None
     assert (build2.started_at, build2.finished_at) == (t[4], t[5])
     assert isinstance(build2.cost_usd, float) and build2.tokens_in == 0
-    # while the run goes on, its visit count is its finished (not interrupted) visits
+    # while the run goes on, its visit count is its visits finished or going on (not interrupted)
     assert store.get_run("r1").visits == 2
 
 

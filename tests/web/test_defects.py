@@ -28,7 +28,7 @@ def _duration_ms(text: str) -> float:
 
 
 def _stat(html: str, label: str) -> str:
-    found = re.search(rf'<div class="label">{label}</div><div class="value">(.*?)</div>', html)
+    found = re.search(rf'<div class="label">{label}</div><div class="value"[^>]*>(.*?)</div>', html)
     assert found, label
     return re.sub(r"<[^>]+>", "", found.group(1))
 
@@ -44,6 +44,12 @@ def test_a_running_run_counts_its_time_and_its_visit(project: Path) -> None:
         _, html, _ = get(project, f"/runs/{run_id}")
         assert _duration_ms(_stat(html, "Duration")) >= 1000
         assert _stat(html, "Visits") == "1"
+        # the runs list counts the visit going on as the run page does (it said 0)
+        _, _, listed = get(project, "/api/runs")
+        assert listed is not None and listed["runs"][0]["visits"] == 1  # type: ignore[index]
+        _, runs_html, _ = get(project, "/")
+        row = runs_html[runs_html.index(run_id) :]
+        assert re.search(r"<td[^>]*>1</td>", row[: row.index("</tr>")]), row[:2000]
         _, _, detail = get(project, f"/api/runs/{run_id}")
         assert detail is not None
         assert detail["visits"][0]["duration_ms"] >= 1000  # type: ignore[index]

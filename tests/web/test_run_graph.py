@@ -102,3 +102,51 @@ def test_layout_of_a_loop_keeps_its_back_edge_out_of_the_layers() -> None:
     # the long edge a -> d passes beside b and c, not through them
     xs = [placed.pos[n][0] for n in nodes]
     assert xs == sorted(xs)
+
+
+def test_groups_expand_inline_with_their_child_runs_steps_and_lanes(project: Path) -> None:
+    """A sub-pipeline's and an iterate's child runs show inside their group: each run's
+    steps in its pipeline's order, with their states, linked to their visits; the
+    timeline gives each child run a lane under its group's, holding its visits."""
+    run_id = run_pipeline(project, "tour", TOUR, "--auto-approve")
+    _, _, body = get(project, "/api/runs?per_page=50")
+    assert body is not None
+    children = [r for r in body["runs"] if r["parent_run_id"] == run_id]  # type: ignore[union-attr]
+    by_step = {
+        step: sorted((r["created_at"], r["id"]) for r in children if r["parent_step_id"] == step)
+        for step in ("release", "each")
+    }
+    assert len(by_step["release"]) == 1 and len(by_step["each"]) == 3
+    _, html, _ = get(project, f"/runs/{run_id}")
+    graph = html[html.index('<svg xmlns="http://www.w3.org/2000/svg" class="run-graph"') :]
+    graph = graph[: graph.index("</svg>")]
+    loop_steps = ["implement", "run-tests", "check"]  # examples/.agents/pipelines/loop.yaml
+    for step, runs in by_step.items():
+        node = graph[graph.index(f'data-step="{step}" data-kind=') :]
+        node = node[: node.index('<g class="body">')]  # the group, before the step's own box
+        for _, child in runs:
+            row = re.search(
+                rf'<g class="child-steps" data-child-run="{child}">(.*?)</g>', node, re.S
+            )
+            assert row is not None, (step, child)
+            drawn = re.findall(
+                r'<rect class="child-step ([^"]+)" data-child-step="([^"]+)"', row.group(1)
+            )
+            assert [s for _, s in drawn][:3] == loop_steps, drawn
+            assert all(state == "s-succeeded" for state, _ in drawn[:3]), drawn
+            assert f'href="/runs/{child}/visits/check/' in row.group(1)
+    # the timeline: each child run a lane right under its group's, with its visits
+    timeline = html[html.index('class="timeline-svg"') :]
+    lanes = re.findall(
+        r'<g class="lane( child)?" data-step="([^"]+)"(?: data-key="([^"]+)")?', timeline
+    )
+    names = [f"{step}/{key.rsplit(':', 1)[1]}" if child else step for child, step, key in lanes]
+    release = names.index("release")
+    assert names[release + 1] == f"release/{by_step['release'][0][1]}"
+    each = names.index("each")
+    # the iterations ran in parallel: their lanes follow in the order they started
+    assert set(names[each + 1 : each + 4]) == {f"each/{r}" for _, r in by_step["each"]}
+    for _, child in by_step["each"]:
+        assert re.search(
+            rf'data-step="implement" data-child-run="{child}" data-visit="1"', timeline
+        )

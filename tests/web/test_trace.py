@@ -26,9 +26,13 @@ def _store_trace(project: Path) -> None:
             thread="impl", fidelity="compact", requested="full", rounds=3, chars=900, **at
         ),
         *[ev.AgentText(text=t, **at) for t in ("Let me ", "read ", "the file.")],
-        ev.AgentToolCall(name="Read", target="src/app.py", **at),
+        ev.AgentToolCall(name="Read", target="src/app.py", call_id="c1", **at),
         ev.AgentText(text="It needs a fix.", **at),
         ev.AgentUsage(input_tokens=1200, output_tokens=80, cost_usd=0.0123, **at),
+        # a CLI reports the result after the turn's usage: it still belongs to its call
+        ev.AgentToolResult(
+            call_id="c1", name="Read", output="def app(): <b>", duration_ms=35, **at
+        ),
         ev.RelayTriggered(relay=1, tokens=150000, threshold=140000, window=200000, **at),
         ev.RelayCheckpoint(
             relay=1,
@@ -63,10 +67,10 @@ def test_a_visit_reads_as_turns_with_tools_usage_relay_and_thread(project: Path)
     first, second = turns[0], turns[1]
     assert "Let me read the file." in first and "It needs a fix." in first
     assert "1200 in · 80 out" in first and "$0.0123" in first
-    assert (
-        "<code>Read</code>" in first and "src/app.py" in first and "2.0 s" in first
-    )  # Read took until the next text
+    assert "<code>Read</code>" in first and "src/app.py" in first and "35 ms" in first
+    assert '<dd class="result"><pre>def app(): &lt;b&gt;</pre>' in first
     assert "<code>Edit</code>" in second and "900 in · 40 out" in second
+    assert "2.0 s (until the agent's next event)" in second  # no result: the old guess
     assert "Checkpoint 1 written by local: <code>.agents/relay/1.md</code>" in trace
     _, _, api = get(project, f"/api/runs/{RUN}/visits/work/1")
     assert api is not None and [t["kind"] for t in api["trace"]][:2] == ["thread", "turn"]  # type: ignore[index]

@@ -95,6 +95,20 @@ class AgentText:
 class AgentToolCall:
     name: str
     target: str | None = None
+    call_id: str | None = None  # its AgentToolResult's, where the CLI reports results
+
+
+@dataclass(frozen=True)
+class AgentToolResult:
+    """What a tool call returned (adapters/tool_results.py builds it): its output, cut
+    when long, masked of secrets, and how long the call took."""
+
+    call_id: str
+    name: str
+    output: str = ""
+    is_error: bool = False
+    duration_ms: int | None = None
+    truncated: int = 0  # characters of the output left out
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,7 @@ class AgentFinished:
 AgentEvent = (
     AgentText
     | AgentToolCall
+    | AgentToolResult
     | AgentUsageUpdate
     | AgentTurnEnded
     | AgentSessionStarted

@@ -23,7 +23,6 @@ from swell.adapters.base import (
     AgentResult,
     AgentSessionStarted,
     AgentText,
-    AgentToolCall,
     AgentTurnEnded,
     AgentUsageUpdate,
     Capabilities,
@@ -205,23 +204,27 @@ class _Stream(CliStream):
                     self.calls.add(str(block.get("id")))
                 if name in FILE_TOOLS and isinstance(args.get(FILE_TOOLS[name]), str):
                     self.pending[str(block.get("id"))] = self.relative(args[FILE_TOOLS[name]])
-                yield AgentToolCall(name, self.target(args, TARGET_KEYS))
+                yield self.tools.call(block.get("id"), name, self.target(args, TARGET_KEYS))
         msg_id, usage = str(message.get("id")), message.get("usage")
         if data.get("parent_tool_use_id") is None and msg_id not in self.turns and usage:
             self.turns[msg_id] = _usage(as_dict(usage))
             yield AgentUsageUpdate(self.turns[msg_id])
 
     def _tool_results(self, data: dict[str, Any]) -> Iterator[AgentEvent]:
-        """Files written by tools that succeeded; the turn ends when the last main-thread
-        tool call has its result (Claude Code calls the model again right after)."""
+        """Each tool call's result, and files written by tools that succeeded; the turn
+        ends when the last main-thread tool call has its result (Claude Code calls the
+        model again right after)."""
         answered = False
         for block in dicts(as_dict(data.get("message")).get("content")):
             call = str(block.get("tool_use_id"))
             path = self.pending.pop(call, None)
-            ok = block.get("type") == "tool_result" and not block.get("is_error")
-            if ok and path:
+            if block.get("type") != "tool_result":
+                continue
+            failed = bool(block.get("is_error"))
+            yield self.tools.result(call, block.get("content"), is_error=failed)
+            if not failed and path:
                 self.add_file(path)
-            if block.get("type") == "tool_result" and call in self.calls:
+            if call in self.calls:
                 self.calls.discard(call)
                 answered = True
         if answered and not self.calls:

@@ -32,6 +32,7 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
+from swell.adapters.tool_results import ToolResults
 from swell.errors import AgentCrashed, AgentTimeout, BinaryMissing
 from swell.process import ProcessResult, StreamedProcess, stop_marked
 
@@ -50,6 +51,7 @@ class CliStream(ABC):
         self.session_id: str | None = None
         self.bad_lines: list[str] = []  # the first 200 characters of each line that was no event
         self.files: list[str] = []  # files_changed, relative to the workspace where inside it
+        self.tools = ToolResults()  # tool calls waiting for their results
 
     @abstractmethod
     def feed(self, line: str) -> Iterable[AgentEvent]:

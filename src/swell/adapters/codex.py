@@ -31,7 +31,7 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
-from swell.adapters.cli_agent import CliAdapter, CliStream, Launch
+from swell.adapters.cli_agent import CliAdapter, CliStream, Launch, as_dict
 from swell.adapters.permissions import Entry, Unenforced, allows_everything, entries
 from swell.errors import (
     AgentCrashed,
@@ -277,11 +277,10 @@ class _Stream(CliStream):
         if kind == "agent_message" and done and isinstance(item.get("text"), str):
             self.text = item["text"]
             return [AgentText(self.text)]
+        if kind in ("command_execution", "mcp_tool_call"):
+            return self._call(item, item_id, done)
         if item_id in self.seen:
             return []
-        if kind == "command_execution":
-            self.seen.add(item_id)
-            return [AgentToolCall("Bash", str(item.get("command", "")))]
         if kind == "file_change" and item.get("status") != "failed":
             self.seen.add(item_id)
             calls: list[AgentEvent] = []
@@ -291,13 +290,26 @@ class _Stream(CliStream):
                 calls.append(AgentToolCall(tool, path))
                 self.add_file(path)
             return calls
-        if kind == "mcp_tool_call":
-            self.seen.add(item_id)
-            return [AgentToolCall(f"mcp__{item.get('server')}__{item.get('tool')}")]
         if kind == "web_search":
             self.seen.add(item_id)
             return [AgentToolCall("WebSearch", item.get("query"))]
         return []
+
+    def _call(self, item: dict[str, Any], item_id: str, done: bool) -> list[AgentEvent]:
+        """A command or MCP tool call: the call when first seen (started, or already
+        completed), its result once completed."""
+        events: list[AgentEvent] = []
+        command = item.get("type") == "command_execution"
+        if item_id not in self.seen:
+            self.seen.add(item_id)
+            name = "Bash" if command else f"mcp__{item.get('server')}__{item.get('tool')}"
+            events.append(self.tools.call(item_id, name, str(item.get("command", "")) or None))
+        if done:
+            failed = item.get("status") == "failed" or item.get("exit_code") not in (0, None)
+            error = as_dict(item.get("error")).get("message")
+            output = item.get("aggregated_output") if command else (error or item.get("result"))
+            events.append(self.tools.result(item_id, output, is_error=failed or bool(error)))
+        return events
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         error = self._error(proc, request)

@@ -269,8 +269,11 @@ class _Stream(CliStream):
             yield self._tool_use(data)
         elif kind == "tool_result":
             path = self.pending.pop(str(data.get("tool_id")), None)
-            if data.get("status") == "success" and path:
+            ok = data.get("status") == "success"
+            if ok and path:
                 self.add_file(path)
+            output = data.get("output") if ok else as_dict(data.get("error")).get("message")
+            yield self.tools.result(data.get("tool_id"), output, is_error=not ok)
         elif kind == "error":
             self.errors.append(str(data.get("message") or ""))
         elif kind == "result":
@@ -289,7 +292,8 @@ class _Stream(CliStream):
         name, args = str(data.get("tool_name")), as_dict(data.get("parameters"))
         if name in FILE_TOOLS and isinstance(args.get("file_path"), str):
             self.pending[str(data.get("tool_id"))] = self.relative(args["file_path"])
-        return AgentToolCall(EVENT_NAMES.get(name, name), self.target(args, TARGET_KEYS))
+        call_id, target = data.get("tool_id"), self.target(args, TARGET_KEYS)
+        return self.tools.call(call_id, EVENT_NAMES.get(name, name), target)
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         res = self.result or {}

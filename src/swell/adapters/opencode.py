@@ -26,7 +26,6 @@ from swell.adapters.base import (
     AgentResult,
     AgentSessionStarted,
     AgentText,
-    AgentToolCall,
     AgentTurnEnded,
     AgentUsageUpdate,
     Capabilities,
@@ -290,16 +289,22 @@ class _Stream(CliStream):
             self.errors.append(as_dict(data.get("error")))
 
     def _tool(self, part: dict[str, Any]) -> Iterator[AgentEvent]:
+        """A tool call, reported once it has ended, with its result."""
         tool, state = str(part.get("tool")), as_dict(part.get("state"))
-        args = as_dict(state.get("input"))
+        args, call_id = as_dict(state.get("input")), part.get("callID") or part.get("id")
+        target: str | None = None
         if tool == "invalid":  # a tool the model may not use: it was never run
             tool = str(args.get("tool"))
-            yield AgentToolCall(TOOL_NAMES.get(tool, tool))
-            return
-        target = self.target(args, TARGET_KEYS)
-        yield AgentToolCall(TOOL_NAMES.get(tool, tool), target)
-        if tool in FILE_TOOLS and state.get("status") == "completed" and target:
+        else:
+            target = self.target(args, TARGET_KEYS)
+        yield self.tools.call(call_id, TOOL_NAMES.get(tool, tool), target)
+        status = state.get("status")
+        if tool in FILE_TOOLS and status == "completed" and target:
             self.add_file(target)
+        if status in ("completed", "error") and call_id is not None:
+            failed = status == "error"
+            output = state.get("error") if failed else state.get("output")
+            yield self.tools.result(call_id, output, is_error=failed, duration_ms=_took(state))
 
     def _step_usage(self, part: dict[str, Any]) -> Usage:
         tokens = as_dict(part.get("tokens"))
@@ -346,6 +351,15 @@ class _Stream(CliStream):
         if proc.exit_code == 0:
             return AgentCrashed(f"opencode ended without finishing a step: {end}")
         return AgentCrashed(f"opencode exited with code {proc.exit_code}: {end}")
+
+
+def _took(state: dict[str, Any]) -> int | None:
+    """A tool call's duration from opencode's own start and end times (epoch ms)."""
+    time = as_dict(state.get("time"))
+    start, end = time.get("start"), time.get("end")
+    if isinstance(start, int | float) and isinstance(end, int | float) and end >= start:
+        return int(end - start)
+    return None
 
 
 def _unfence(text: str) -> str:

@@ -15,6 +15,7 @@ from swell.events.models import (
     AgentSession,
     AgentText,
     AgentToolCall,
+    AgentToolResult,
     AgentUsage,
     BaseEvent,
     BreakerTripped,
@@ -48,6 +49,7 @@ from swell.events.models import (
 UnreadByState = (
     AgentText
     | AgentToolCall
+    | AgentToolResult
     | RouteTaken
     | AgentUsage
     | OutcomeRecorded

@@ -13,7 +13,9 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from swell.events.envelope import FREE_TEXT as FREE_TEXT
 from swell.events.envelope import BaseEvent as BaseEvent
+from swell.events.envelope import FreeText as FreeText
 from swell.events.lineage import ForkMade as ForkMade  # time travel's events
 from swell.events.lineage import RunForked as RunForked
 from swell.events.lineage import RunRewound as RunRewound
@@ -21,6 +23,7 @@ from swell.events.lineage import WorkspaceCheckpoint as WorkspaceCheckpoint
 from swell.events.statuses import ENDED_FOR_GOOD as ENDED_FOR_GOOD
 from swell.events.statuses import FinalStatus as FinalStatus
 from swell.events.statuses import RunStatus as RunStatus
+from swell.events.tool_results import AgentToolResult as AgentToolResult
 
 Outcome = Literal["success", "failure"]
 
@@ -30,22 +33,6 @@ Policy = Literal["fail", "retry", "rework", "continue", "warn", "skip", "rejecte
 # how progress output shows a step's visits: not at all (a router: its route line
 # says what it decided), one line when it starts and ends, or also its final answer
 Progress = Literal["hidden", "line", "answer"]
-
-
-class _FreeText:
-    """Marks a field whose strings are free text (see `FreeText`)."""
-
-    def __repr__(self) -> str:
-        return "FREE_TEXT"
-
-
-FREE_TEXT = _FreeText()
-# Text people and programs wrote (output, errors, prompts, messages, a tool's input):
-# the only fields secrets are masked in (events/redact.py). Everything else is an
-# identifier, a key, a path or a number, which masking would corrupt (a run id ending
-# in `...task-2026...` once lost its events to an `sk-` key shape), so it is never
-# touched. On a dict, the marker covers its values, never its keys.
-FreeText = Annotated[str, FREE_TEXT]
 
 
 def now_iso(moment: datetime | None = None) -> str:
@@ -435,6 +422,7 @@ class AgentToolCall(BaseEvent):
     type: Literal["agent.tool_call"] = "agent.tool_call"
     name: str
     target: FreeText | None = None  # what the tool was given
+    call_id: str | None = None  # its agent.tool_result's, where the CLI reports results
 
 
 class AgentUsage(BaseEvent):
@@ -502,6 +490,7 @@ Event = Annotated[
     | OutcomeRecorded
     | AgentText
     | AgentToolCall
+    | AgentToolResult
     | AgentUsage
     | AgentSession
     | PromptRendered,

@@ -16,6 +16,15 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
     "agent.tool_call": (
         ("name", REQUIRED),
         ("target", None),
+        ("call_id", None),
+    ),
+    "agent.tool_result": (
+        ("call_id", REQUIRED),
+        ("name", REQUIRED),
+        ("output", ""),
+        ("is_error", False),
+        ("duration_ms", None),
+        ("truncated", 0),
     ),
     "agent.usage": (
         ("input_tokens", 0),

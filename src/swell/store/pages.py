@@ -191,7 +191,14 @@ class ReaderPages:
         return VisitDetail(tail, mine)
 
     def visits_total(self) -> int:
-        return sum(r.visits for r in self.store.list_runs(10**9, True))
+        # a running run's `visits` counts those going on too: count the finished ones
+        runs = self.store.list_runs(10**9, True)
+        return sum(
+            sum(v.status in ("succeeded", "failed") for v in self.store.visits(r.id))
+            if r.finished_at is None
+            else r.visits
+            for r in runs
+        )
 
     def pipeline_names(self) -> list[str]:
         return sorted({r.pipeline for r in self.store.list_runs(10**9)})

@@ -16,7 +16,8 @@ from swell.store.rules import MAX_SEQ
 from swell.web import actions, data, live
 from swell.web import models as m
 from swell.web.artifacts import read_version
-from swell.web.graph import RunState
+from swell.web.graph import CHIPS, RunState
+from swell.web.offload import Offload
 from swell.web.state import app_state
 from swell.workspace.versions import Changed, run_dir_of
 
@@ -126,31 +127,55 @@ async def thread(
 
 
 async def graph_svg(
-    request: Request, run_id: str, steps: list[m.StepSummary] | None = None
+    request: Request,
+    run_id: str,
+    steps: list[m.StepSummary] | None = None,
+    run_row: RunRow | None = None,
 ) -> str | None:
-    """The run's graph, laid out in a worker thread (web/offload.py); `steps`: the
-    run's steps when the caller has read them already."""
+    """The run's graph, laid out in a worker thread (web/offload.py); `steps` and
+    `run_row`: the run's steps and row when the caller has read them already."""
     state = app_state(request)
     store = state.reader.store
-    run_row = store.get_run(run_id)
+    run_row = run_row or store.get_run(run_id)
     text = store.pipeline_text(run_row.id)
     if not text:
         return None
-    facts = state.offload.facts.get(store, run_row.id)
-    return await state.offload.graph_svg(
-        text, run_row.pipeline, run_state(store, run_row.id, facts.taken, steps)
-    )
+    facts = state.offload.facts.get(store, run_row.id, run_row.last_seq)
+    drawn = run_state(store, run_row, facts.taken, steps)
+    drawn.child_steps = child_steps(state.offload, store, drawn.children)
+    return await state.offload.graph_svg(text, run_row.pipeline, drawn)
+
+
+def child_steps(
+    offload: Offload, store: Store, children: dict[str, list[tuple[str, str]]]
+) -> dict[str, list[tuple[str, str, int]]]:
+    """The steps of the child runs a group shows inline (its first CHIPS): every step
+    of the child's pipeline in its order, with its state and visits so far."""
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for runs in children.values():
+        for run_id, _ in runs[:CHIPS]:
+            ran = {s.step_id: s for s in store.steps(run_id)}
+            child = store.get_run(run_id)
+            text = store.pipeline_text(run_id)
+            graph = offload.graph_of(text, child.pipeline) if text else None
+            order = [n.id for n in graph.nodes if n.kind != "end"] if graph else []
+            order += [s for s in ran if s not in order]
+            out[run_id] = [
+                (s, ran[s].last_status if s in ran else "", ran[s].visits if s in ran else 0)
+                for s in order
+            ]
+    return out
 
 
 def run_state(
     store: Store,
-    run_id: str,
+    run_row: RunRow,
     taken: set[tuple[str, str]],
     steps: list[m.StepSummary] | None = None,
 ) -> RunState:
     """What the graph draws over the pipeline: visits and states by step, the gates
     waiting, the routes, choices and reworks taken (`taken`), the child runs by step."""
-    run_row = store.get_run(run_id)
+    run_id = run_row.id
     if steps is None:
         steps = [data.step_summary(s) for s in store.steps(run_id)]
     children: dict[str, list[tuple[str, str]]] = {}

@@ -171,7 +171,7 @@ def review_model(r: ReviewRow) -> m.Review:
     )
 
 
-def _totals(reader: Reader, run: RunRow) -> RunTotals:
+def run_totals(reader: Reader, run: RunRow) -> RunTotals:
     return reader.pages.totals([run.id]).get(run.id, RunTotals())
 
 
@@ -185,23 +185,31 @@ def run_detail(reader: Reader, run_id: str, page: int, per_page: int) -> m.RunDe
 
 
 def run_detail_and_recent(
-    reader: Reader, run_id: str, page: int, per_page: int, recent: int
+    reader: Reader,
+    run_id: str,
+    page: int,
+    per_page: int,
+    recent: int,
+    run: RunRow | None = None,
+    steps: list[StepRow] | None = None,
+    totals: RunTotals | None = None,
 ) -> tuple[m.RunDetail, VisitPage]:
     """The run's detail and its newest `recent` visits (for the timeline), read in
-    one query when the page is the first."""
+    one query when the page is the first; `run`, `steps` and `totals` when the caller
+    has them (web/views.py keeps them until the run has a new event)."""
     store = reader.store
-    run = store.get_run(run_id)
+    run = run or store.get_run(run_id)
     per_page = min(max(per_page, 1), MAX_PER_PAGE)
     page = max(page, 1)
     first = page == 1 and recent > per_page
     read = reader.pages.visits_page(run.id, (page - 1) * per_page, recent if first else per_page)
     visits = VisitPage(read.visits[:per_page], read.total)
     newest = read if first or not recent else reader.pages.visits_page(run.id, 0, recent)
-    steps = store.steps(run.id)
+    steps = store.steps(run.id) if steps is None else steps
     gates = [gate_model(g) for g in store.gates(run.id)]
     children = store.children(run.id)
     artifacts = reader.pages.artifacts_page(run.id, ARTIFACTS_SHOWN)
-    summary = run_summary(run, _totals(reader, run))
+    summary = run_summary(run, run_totals(reader, run) if totals is None else totals)
     # the stored count is of finished visits; the page counts those going on too
     summary.visits = max(summary.visits, visits.total)
     return m.RunDetail(

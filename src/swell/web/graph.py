@@ -6,9 +6,11 @@ Every edge of the pipeline is drawn, each with its kind (`data-kind`): `dependen
 `edge` (a route without a condition), `condition` (labelled with it), `choice` (a
 gate's choice with a target), `branch` (a branch step's case) and `rework` (a
 contract's or retry's rework step). Targets `_complete` and `_fail` are end nodes.
-A sub-pipeline step and a fan-out (iterate, matrix) are groups holding links to their
-child runs. Nodes are shaped and coloured by kind and state; the edges the run took
-are highlighted. The layout is web/graph_layout.py's."""
+A sub-pipeline step and a fan-out (iterate, matrix) are groups that expand inline:
+each child run (the first CHIPS) is a row holding its steps, in its pipeline's order,
+coloured by their state and linked to their visits. Nodes are shaped and coloured by
+kind and state; the edges the run took are highlighted. The layout is
+web/graph_layout.py's."""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from swell.errors import SwellError
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.web.graph_layout import Placed, layout, path_d
 
-BOX_W, BOX_H, END_W, END_H, CHIP_H, CHIPS = 176, 54, 92, 30, 18, 3
+BOX_W, BOX_H, END_W, END_H, CHIP_H, CHIPS = 176, 54, 92, 30, 32, 3
+STEP_W, STEP_GAP = 12, 3  # a child run's step inside its group
 KINDS = {
     "prompt": "agent",
     "command": "command",
@@ -75,6 +79,8 @@ class RunState:
     waiting: set[str] = field(default_factory=set)  # gates waiting for a decision
     taken: set[tuple[str, str]] = field(default_factory=set)  # routes, choices, reworks
     children: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # step -> runs
+    # child run -> its steps in its pipeline's order: (step, status, visits)
+    child_steps: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
     ended: str | None = None  # `_complete` or `_fail` once the run ended
     forks: dict[str, str] = field(default_factory=dict)  # step -> its fork point's note
 
@@ -309,13 +315,47 @@ def _group(node: Node, x: float, y: float, w: float, h: float, state: RunState) 
             if not more
             else f"/?q={_q(node.id)}&pipeline={_q(node.child or '')}"
         )
+        live = "" if more or status in ENDED_FOR_GOOD else ' data-live="1"'
         out.append(
-            f"<a href={quoteattr(href)} data-child-run={quoteattr(run_id)}>"
+            f"<a href={quoteattr(href)} data-child-run={quoteattr(run_id)}{live}>"
             f'<text x="{x + 14:.1f}" y="{cy + 12:.1f}" font-size="11">↳ {escape(text)}</text></a>'
         )
+        if not more:
+            out.append(
+                _child_steps(run_id, state.child_steps.get(run_id, []), x + 14, cy + 16, w - 28)
+            )
     if not runs:
         out.append(
             f'<text x="{x + 14:.1f}" y="{top + 12:.1f}" font-size="11">no child runs yet</text>'
+        )
+    out.append("</g>")
+    return "".join(out)
+
+
+def _child_steps(
+    run_id: str, steps: list[tuple[str, str, int]], x: float, y: float, room: float
+) -> str:
+    """A child run's steps as a row of squares in its group: coloured by state, each
+    linked to its last visit; what does not fit is counted."""
+    fits = max(int((room + STEP_GAP) // (STEP_W + STEP_GAP)), 1)
+    shown = steps if len(steps) <= fits else steps[: fits - 1]
+    out = [f'<g class="child-steps" data-child-run={quoteattr(run_id)}>']
+    for i, (step, status, visits) in enumerate(shown):
+        sx = x + i * (STEP_W + STEP_GAP)
+        cls = f"child-step s-{status}" if status else "child-step unvisited"
+        square = (
+            f'<rect class="{cls}" data-child-step={quoteattr(step)} x="{sx:.1f}" y="{y:.1f}" '
+            f'width="{STEP_W}" height="{STEP_W}" rx="2" fill="{FILL.get(status, "#ffffff")}" '
+            f'stroke="#9aa4b2"><title>{escape(step)}: {escape(status or "not run")}</title></rect>'
+        )
+        if visits:
+            href = f"/runs/{_q(run_id)}/visits/{_q(step)}/{visits}"
+            square = f"<a href={quoteattr(href)} aria-label={quoteattr(f'{step}: {status}')}>{square}</a>"
+        out.append(square)
+    if len(shown) < len(steps):
+        sx = x + len(shown) * (STEP_W + STEP_GAP)
+        out.append(
+            f'<text x="{sx:.1f}" y="{y + 10:.1f}" font-size="10">+{len(steps) - len(shown)}</text>'
         )
     out.append("</g>")
     return "".join(out)

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -36,6 +36,7 @@ VALIDATIONS = 1  # validations at once (each is CPU-bound: more would only share
 LAYOUTS = 2  # graph layouts at once
 VALIDATION_SECONDS = 10.0  # how long a validation is reused while no file changed
 GRAPHS_KEPT = 16  # pipelines whose graph is kept
+VIEWS_KEPT = 64  # run views (steps, timelines) kept by run and last seq
 
 Signature = tuple[tuple[str, int, int], ...]
 
@@ -49,6 +50,7 @@ class Offload:
     graphs: OrderedDict[str, Graph | None] = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # for `graphs`
     facts: FactsCache = field(default_factory=FactsCache)  # routes taken, retries, reworks
+    views: Kept = field(default_factory=lambda: Kept(VIEWS_KEPT))  # by (what, run, last seq)
 
     def limiter(self, name: str, size: int) -> anyio.CapacityLimiter:
         # made on first use: a limiter belongs to the running event loop
@@ -81,6 +83,10 @@ class Offload:
 
         return await self.run("layout", LAYOUTS, draw)
 
+    def graph_of(self, text: str, name: str) -> Graph | None:
+        """A stored pipeline's graph, laid out once per text (a child pipeline's steps)."""
+        return self._graph(text, name)
+
     def _graph(self, text: str, name: str) -> Graph | None:
         key = hashlib.sha256(f"{name}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
         with self.lock:
@@ -93,6 +99,30 @@ class Offload:
             while len(self.graphs) > GRAPHS_KEPT:
                 self.graphs.popitem(last=False)
         return graph
+
+
+class Kept:
+    """Results kept by key, the least recently used dropped first. What a run page
+    derives from a run's events (its steps, a finished timeline) is the same until the
+    run has a new event: keyed by the run's last seq, a page shown again, or by many
+    readers, reads and draws it once."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[tuple[object, ...], object] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...], make: Callable[[], T]) -> T:
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return cast(T, self.items[key])
+        value = make()
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return value
 
 
 def project_signature(root: Path) -> Signature:
@@ -110,4 +140,4 @@ def project_signature(root: Path) -> Signature:
     return tuple(out)
 
 
-__all__ = ["Offload", "project_signature"]
+__all__ = ["Kept", "Offload", "project_signature"]

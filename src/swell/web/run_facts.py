@@ -45,9 +45,11 @@ class FactsCache:
     runs: OrderedDict[str, Facts] = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, store: Store, run_id: str) -> Facts:
-        """The run's facts up to now: all read the first time, then only what is new."""
-        upto = store.get_run(run_id).last_seq
+    def get(self, store: Store, run_id: str, upto: int | None = None) -> Facts:
+        """The run's facts up to now (`upto`: the run's last seq, when the caller has
+        read it): all read the first time, then only what is new."""
+        if upto is None:
+            upto = store.get_run(run_id).last_seq
         with self.lock:
             found = self.runs.get(run_id)
             if found is not None:

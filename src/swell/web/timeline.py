@@ -2,7 +2,8 @@
 to its end (to now while it runs, a gate's bar while it waits), so steps that ran in
 parallel sit side by side. Retries and reworks are marked, a gate's waiting is
 hatched. SVG because the pages' Content-Security-Policy allows no inline styles: bar
-positions are attributes."""
+positions are attributes. A sub-pipeline's or a fan-out's child runs have lanes of
+their own under their group's lane (`↳` and the run's id), holding their visits."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from swell.web.timefmt import ms, now, parse
 LABEL_W, CHART_W, LANE_H, BAR_H, AXIS_H, PAD = 150, 930, 22, 14, 22, 8
 MAX_BARS = 1000  # the newest visits drawn; a bigger run's page says how many it left out
 TICKS = 6
+CHILD_LANES = 12  # child runs drawn (the first started); each run's page has the rest
+CHILD_BARS = 100  # visits of a child run drawn (its newest)
 BAR_KINDS = {"gate": "gate", "prompt": "agent"}  # the bar's colour by the visit's kind
 WAITING = frozenset({"gate"})  # a bar that is a wait, not work
 
@@ -33,12 +36,23 @@ class Bar:
     end: datetime
     running: bool
     mark: str  # "", "retry" or "rework"
+    child: str = ""  # the child run the visit is of ("": the run's own)
+    group: str = ""  # ... and the step of the run that started that child
+
+    @property
+    def lane(self) -> str:
+        return f"{self.group}\0{self.child}" if self.child else self.step_id
 
 
 def bars(
-    visits: list[VisitRow], marks: dict[tuple[str, int], str], at: datetime | None = None
+    visits: list[VisitRow],
+    marks: dict[tuple[str, int], str],
+    at: datetime | None = None,
+    child: str = "",
+    group: str = "",
 ) -> list[Bar]:
-    """The visits that started, as bars; one still going ends at `at` (now)."""
+    """The visits that started, as bars; one still going ends at `at` (now); `child`
+    and `group`: the visits are a child run's, started by the step `group`."""
     at = at or now()
     out: list[Bar] = []
     for v in visits:
@@ -60,6 +74,8 @@ def bars(
                 max(end, start),
                 running,
                 marks.get((v.step_id, v.visit), ""),
+                child,
+                group,
             )
         )
     return out
@@ -69,8 +85,7 @@ def render(run_id: str, bars: list[Bar], lanes: list[str]) -> str:
     """The timeline SVG; `lanes` gives the steps' order (others follow as they appear)."""
     if not bars:
         return ""
-    order = list(dict.fromkeys([*lanes, *(b.step_id for b in sorted(bars, key=lambda b: b.start))]))
-    order = [s for s in order if any(b.step_id == s for b in bars)]
+    order = _lanes(bars, lanes)
     row = {s: i for i, s in enumerate(order)}
     t0 = min(b.start for b in bars)
     span = max((max(b.end for b in bars) - t0).total_seconds(), 0.001)
@@ -84,18 +99,55 @@ def render(run_id: str, bars: list[Bar], lanes: list[str]) -> str:
         'patternTransform="rotate(45)"><rect width="3" height="6" fill="#b45309"/></pattern></defs>',
     ]
     parts += _axis(span, height)
-    for step, i in row.items():
-        y = AXIS_H + i * LANE_H
-        parts.append(
-            f'<g class="lane" data-step={quoteattr(step)}>'
-            f'<rect class="lane-bg" x="0" y="{y}" width="{width}" height="{LANE_H}" fill="none"/>'
-            f'<text class="lane-name" x="{PAD}" y="{y + LANE_H - 7}" font-size="11">'
-            f"{escape(step if len(step) <= 20 else step[:19] + '…')}</text></g>"
-        )
+    for name, i in row.items():
+        parts.append(_lane_row(name, AXIS_H + i * LANE_H, width))
+    # what every bar of a lane shares, escaped and quoted once per lane and step
+    shared: dict[tuple[str, str], _Lane] = {}
     for b in bars:
-        parts.append(_bar(run_id, b, t0, scale, AXIS_H + row[b.step_id] * LANE_H))
+        if (b.lane, b.step_id) not in shared:
+            href = f"/runs/{path_part(b.child or run_id)}/visits/{path_part(b.step_id)}"
+            attr = quoteattr(b.step_id) + (
+                f" data-child-run={quoteattr(b.child)}" if b.child else ""
+            )
+            y = AXIS_H + row[b.lane] * LANE_H
+            shared[(b.lane, b.step_id)] = _Lane(y, attr, escape(b.step_id), href)
+    parts += [_bar(b, t0, scale, shared[(b.lane, b.step_id)]) for b in bars]
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _lanes(bars: list[Bar], lanes: list[str]) -> list[str]:
+    """The lanes in order: the steps' (`lanes` first), each child run's lane right
+    after its group's (or last when its group has none)."""
+    seen = sorted(bars, key=lambda b: b.start)
+    used = {b.lane for b in bars}
+    order = [s for s in dict.fromkeys([*lanes, *(b.step_id for b in seen)]) if s in used]
+    for b in seen:
+        if b.child and b.lane not in order:
+            mine = [i for i, s in enumerate(order) if s.split("\0")[0] == b.group]
+            order.insert(max(mine, default=len(order) - 1) + 1, b.lane)
+    return order
+
+
+def _lane_row(name: str, y: int, width: int) -> str:
+    """A lane's background and name: a step's, or `↳ run` for a child run's."""
+    group, _, child = name.partition("\0")
+    label = f"↳ {child[-8:]}" if child else (name if len(name) <= 20 else name[:19] + "…")
+    key = f" data-key={quoteattr('lane:' + group + ':' + child)}" if child else ""
+    return (
+        f'<g class="lane{" child" if child else ""}" data-step={quoteattr(group)}{key}>'
+        f'<rect class="lane-bg" x="0" y="{y}" width="{width}" height="{LANE_H}" fill="none"/>'
+        f'<text class="lane-name" x="{PAD}" y="{y + LANE_H - 7}" font-size="11">'
+        f"{escape(label)}</text></g>"
+    )
+
+
+@dataclass(frozen=True)
+class _Lane:
+    y: int
+    attr: str  # the step id as a quoted attribute value (and the child run's)
+    text: str  # ... as escaped text
+    href: str  # the link to its visits, without the visit number
 
 
 def _axis(span: float, height: int) -> list[str]:
@@ -111,27 +163,29 @@ def _axis(span: float, height: int) -> list[str]:
     return out
 
 
-def _bar(run_id: str, b: Bar, t0: datetime, scale: float, y: int) -> str:
+def _bar(b: Bar, t0: datetime, scale: float, lane: _Lane) -> str:
+    seconds = (b.end - b.start).total_seconds()
     x = LABEL_W + PAD + (b.start - t0).total_seconds() * scale
-    w = max((b.end - b.start).total_seconds() * scale, 2.0)
-    took = int((b.end - b.start).total_seconds() * 1000)
+    w = max(seconds * scale, 2.0)
+    took = int(seconds * 1000)
     waiting = b.kind in WAITING
     cls = f"bar k-{b.kind} s-{b.status}" + (" running" if b.running else "")
     cls += (" wait" if waiting else "") + (f" {b.mark}" if b.mark else "")
     what = "waited" if waiting else "took"
     tail = ", so far" if b.running else ""
-    title = f"{b.step_id} #{b.visit}: {b.status}, {what} {ms(took)}{tail}" + (
+    title = f"{lane.text} #{b.visit}: {b.status}, {what} {ms(took)}{tail}" + (
         f" ({b.mark})" if b.mark else ""
     )
     fill = "url(#hatch)" if waiting else "#0f766e"
-    href = f"/runs/{path_part(run_id)}/visits/{path_part(b.step_id)}/{b.visit}"
+    y = lane.y
     mark = ""
     if b.mark:  # a small flag at the bar's start
         mark = f'<path class="flag {b.mark}" d="M{x:.1f},{y + 2} l6,0 l-3,4 z" fill="#8a5a00"/>'
+    # status, kind and mark are closed vocabularies: nothing in them needs escaping
     return (
-        f'<a href={quoteattr(href)} data-step={quoteattr(b.step_id)} data-visit="{b.visit}" '
-        f'data-ms="{took}"><rect class={quoteattr(cls)} x="{x:.1f}" y="{y + (LANE_H - BAR_H) / 2:.1f}" '
-        f'width="{w:.1f}" height="{BAR_H}" rx="3" fill="{fill}"><title>{escape(title)}</title>'
+        f'<a href="{lane.href}/{b.visit}" data-step={lane.attr} data-visit="{b.visit}" '
+        f'data-ms="{took}"><rect class="{cls}" x="{x:.1f}" y="{y + (LANE_H - BAR_H) / 2:.1f}" '
+        f'width="{w:.1f}" height="{BAR_H}" rx="3" fill="{fill}"><title>{title}</title>'
         f"</rect>{mark}</a>"
     )
 
@@ -151,5 +205,10 @@ def for_run(
     found = read or pages.visits_page(run_id, 0, most)
     if lanes is None:
         lanes = [s.step_id for s in store.steps(run_id)]
-    drawn = bars(found.visits, marks)
-    return render(run_id, drawn, lanes), len(drawn), found.total
+    at = now()
+    drawn = bars(found.visits, marks, at)
+    own = len(drawn)  # the run's own visits drawn (its page says how many of how many)
+    for child in store.children(run_id)[:CHILD_LANES]:
+        visits = pages.visits_page(child.id, 0, CHILD_BARS).visits
+        drawn += bars(visits, {}, at, child.id, child.parent_step_id or "")
+    return render(run_id, drawn, lanes), own, found.total

@@ -1,7 +1,7 @@
 """A visit's events as a reader follows them: an agent's streamed text joined into one
 block per turn (a CLI streams one short answer as many `agent.text` pieces), tool
-calls with what they were given and how long they took, usage per turn, and the
-relay checkpoints and thread context where they happened."""
+calls with what they were given, what they returned and how long they took, usage per
+turn, and the relay checkpoints and thread context where they happened."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def collapse_text(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def tool_durations(events: list[dict[str, Any]]) -> dict[int, int | None]:
-    """Each tool call's duration by its seq: until the agent's next event (the tool's
-    result is what the agent did next; a CLI does not report the call's end)."""
+    """Each tool call's duration by its seq, for calls without an `agent.tool_result`
+    (events stored before adapters recorded results): until the agent's next event."""
     out: dict[int, int | None] = {}
     for i, event in enumerate(events):
         if event.get("type") != "agent.tool_call":
@@ -62,11 +62,16 @@ def turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     happened. A turn ends with the usage the agent reported for it."""
     took = tool_durations(events)
     items: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}  # call id -> its tool part
     turn: dict[str, Any] | None = None
     count = 0
     for e in events:
         kind = str(e.get("type", ""))
         if kind in AGENT_QUIET or kind == "prompt.rendered":
+            continue
+        if kind == "agent.tool_result":
+            # after the turn's usage, often: it belongs to its call, wherever that is
+            _answer(calls.get(str(e.get("call_id"))), e)
             continue
         if kind.startswith("agent."):
             if turn is None:
@@ -81,15 +86,17 @@ def turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     parts.append({"kind": "text", "text": e.get("text") or ""})
             elif kind == "agent.tool_call":
                 seq = int(e.get("seq", 0))
-                parts.append(
-                    {
-                        "kind": "tool",
-                        "name": e.get("name"),
-                        "input": e.get("target"),
-                        "ms": took.get(seq),
-                        "seq": seq,
-                    }
-                )
+                part = {
+                    "kind": "tool",
+                    "name": e.get("name"),
+                    "input": e.get("target"),
+                    "ms": took.get(seq),
+                    "seq": seq,
+                    "result": None,
+                }
+                parts.append(part)
+                if e.get("call_id"):
+                    calls[str(e["call_id"])] = part
             elif kind == "agent.usage":
                 turn["usage"] = e
                 turn = None
@@ -97,3 +104,18 @@ def turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         turn = None  # what happens between turns shows where it happened
         items.append({"kind": MARKERS.get(kind, "event"), "event": e})
     return items
+
+
+def _answer(part: dict[str, Any] | None, result: dict[str, Any]) -> None:
+    """Put a tool call's result in its part: output, failed, and the measured duration
+    in place of the until-the-next-event guess."""
+    if part is None:
+        return
+    part["result"] = {
+        "output": result.get("output") or "",
+        "is_error": bool(result.get("is_error")),
+        "truncated": int(result.get("truncated") or 0),
+    }
+    part["measured"] = result.get("duration_ms") is not None
+    if part["measured"]:
+        part["ms"] = result.get("duration_ms")

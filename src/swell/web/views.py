@@ -71,26 +71,53 @@ def _query(q: Any, drop: tuple[str, ...]) -> str:
 @router.get("/runs/{run_id}")
 async def run_page(request: Request, run_id: str) -> Response:
     q = request.query_params
-    reader = app_state(request).reader
+    state = app_state(request)
+    reader, kept = state.reader, state.offload.views
     page = _int(q, "page", 1, data.MAX_PAGE)
-    detail, newest = data.run_detail_and_recent(reader, run_id, page, data.PER_PAGE, PAGE_BARS)
+    run = reader.store.get_run(run_id)  # once: its last seq keys what is kept
+    at = (run.id, run.last_seq)
+    # a 10,000-visit run's steps and totals are sums over its visits: read once per event
+    steps = kept.get(("steps", *at), lambda: reader.store.steps(run.id))
+    totals = kept.get(("totals", *at), lambda: data.run_totals(reader, run))
+    detail, newest = data.run_detail_and_recent(
+        reader, run.id, page, data.PER_PAGE, PAGE_BARS, run, steps, totals
+    )
     template = "run_live.html" if q.get("fragment") else "run.html"
-    facts = app_state(request).offload.facts.get(reader.store, detail.run.id)
+    facts = state.offload.facts.get(reader.store, run.id, run.last_seq)
     # the run page draws the newest visits; /runs/RUN/timeline draws up to 1,000
     lanes = [s.step_id for s in detail.steps]
-    gantt = timeline.for_run(
-        reader.store, reader.pages, detail.run.id, facts.marks, PAGE_BARS, lanes, newest
-    )
-    svg = await graph_svg(request, detail.run.id, detail.steps)
+
+    def draw() -> tuple[str, int, int]:
+        return timeline.for_run(
+            reader.store, reader.pages, run.id, facts.marks, PAGE_BARS, lanes, newest
+        )
+
+    # a bar still going is drawn to now: only a timeline with none is kept
+    going = any(v.status in ("running", "waiting") for v in newest.visits)
+    gantt = draw() if going else kept.get(("timeline", *at), draw)
+    svg = await graph_svg(request, run.id, detail.steps, run)
     return render(request, template, d=detail, svg=svg, timeline=gantt)
 
 
 @router.get("/runs/{run_id}/timeline")
 async def timeline_page(request: Request, run_id: str) -> Response:
-    reader = app_state(request).reader
+    state = app_state(request)
+    reader = state.reader
     run = reader.store.get_run(run_id)
-    facts = app_state(request).offload.facts.get(reader.store, run.id)
-    gantt = timeline.for_run(reader.store, reader.pages, run.id, facts.marks)
+    facts = state.offload.facts.get(reader.store, run.id, run.last_seq)
+    steps = state.offload.views.get(
+        ("steps", run.id, run.last_seq), lambda: reader.store.steps(run.id)
+    )
+    lanes = [s.step_id for s in steps]
+
+    def draw() -> tuple[str, int, int]:
+        return timeline.for_run(reader.store, reader.pages, run.id, facts.marks, lanes=lanes)
+
+    # a run still going has bars drawn to now: only an ended run's timeline is kept
+    final = run.status in data.FINAL
+    gantt = (
+        state.offload.views.get(("timeline-1k", run.id, run.last_seq), draw) if final else draw()
+    )
     return render(request, "timeline.html", run=run, timeline=gantt)
 
 

@@ -22,6 +22,7 @@ from swell.adapters.base import (
     AgentSessionStarted,
     AgentText,
     AgentToolCall,
+    AgentToolResult,
     AgentTurnEnded,
     AgentUsageUpdate,
     Usage,
@@ -366,7 +367,16 @@ def _take(
         event = ev.AgentText(text=item.text)
     elif isinstance(item, AgentToolCall):
         out.transcript.append(("tool", f"{item.name} {item.target or ''}".strip()))
-        event = ev.AgentToolCall(name=item.name, target=item.target)
+        event = ev.AgentToolCall(name=item.name, target=item.target, call_id=item.call_id)
+    elif isinstance(item, AgentToolResult):
+        event = ev.AgentToolResult(
+            call_id=item.call_id,
+            name=item.name,
+            output=item.output,
+            is_error=item.is_error,
+            duration_ms=item.duration_ms,
+            truncated=item.truncated,
+        )
     elif isinstance(item, AgentUsageUpdate):
         u = out.last_usage = item.usage
         event = ev.AgentUsage(

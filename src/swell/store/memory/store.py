@@ -412,7 +412,8 @@ class MemoryStore:
         visits = record["visits"]
         if record["finished_at"] is None:
             table = self.database.rows("visits", run_id)
-            visits = sum(v["status"] in ("succeeded", "failed") for v in table.values())
+            # those going on too, not interrupted ones, as SQLite counts them
+            visits = sum(v["status"] != "interrupted" for v in table.values())
         last_seq = max(self.database.rows("events", run_id), default=0)
         return row_from(RunRow, {**record, "visits": visits, "last_seq": last_seq})
 

@@ -204,7 +204,7 @@ def _m2_dispatches(db: psycopg.Connection[tuple[object, ...]]) -> None:
     _run_script(db, CREATE)
 
 
-def _m3_flat_event_marks(db: psycopg.Connection[tuple[object, ...]]) -> None:
+def _m3_event_marks(db: psycopg.Connection[tuple[object, ...]]) -> None:
     # the few events read by kind, indexed alone (store/marks.py), as over SQLite
     from swell.store.marks import MARKS
 
@@ -216,7 +216,7 @@ def _m3_flat_event_marks(db: psycopg.Connection[tuple[object, ...]]) -> None:
 MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [
     _m1_initial,
     _m2_dispatches,
-    _m3_flat_event_marks,
+    _m3_event_marks,
 ]
 # the tables swell writes (`swell doctor` checks it may): the migrations' and their record
 TABLES = ("schema_migrations", *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL), "dispatches")

@@ -294,12 +294,21 @@ def _m10_bench(db: sqlite3.Connection) -> None:
     _run_script(db, CREATE)
 
 
-def _m11_flat_event_marks(db: sqlite3.Connection) -> None:
+def _m11_event_marks(db: sqlite3.Connection) -> None:
     # the few events read by kind, indexed alone (store/marks.py): `swell status` of a
     # long run finds its forks and rewinds without reading all its events
     from swell.store.marks import MARKS
 
     db.execute(f"CREATE INDEX IF NOT EXISTS events_marks ON events (id) WHERE {MARKS}")
+
+
+def _m12_visits_by_start(db: sqlite3.Connection) -> None:
+    # a run's visits newest first (the run page's visit table and timeline) read from an
+    # index: sorting a 10,000-visit run's rows took 20 ms of the page's 100
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS visits_by_start "
+        "ON visits (run_id, started_at DESC, step_id DESC, visit DESC)"
+    )
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
@@ -313,7 +322,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m8_output,
     _m9_dispatches,
     _m10_bench,
-    _m11_flat_event_marks,
+    _m11_event_marks,
+    _m12_visits_by_start,
 ]
 
 

@@ -9,11 +9,12 @@ EVENTS_AFTER = (
 )
 
 
-# visits and last_seq are derived for runs still going, so writers need not keep them current
+# visits (going on or finished, not interrupted: as the run page counts them) and last_seq
+# are derived for runs still going, so writers need not keep them current
 RUN_COLUMNS = (
     "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
     "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
-    "AND v.status IN ('succeeded', 'failed')) ELSE visits END AS visits, "
+    "AND v.status <> 'interrupted') ELSE visits END AS visits, "
     "COALESCE((SELECT e.id FROM events e WHERE e.id BETWEEN "
     "(SELECT num * 4294967296 FROM event_runs n WHERE n.run_id = runs.id) AND "
     "(SELECT num * 4294967296 + 4294967295 FROM event_runs n WHERE n.run_id = runs.id) "

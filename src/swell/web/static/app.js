@@ -3,16 +3,122 @@
 // HTML fragments or through textContent, never as markup built here.
 "use strict";
 
-function refresh(box) {
+function refresh(box, then) {
   if (!box || box.dataset.loading) { if (box) box.dataset.again = "1"; return; }
   box.dataset.loading = "1";
   fetch(box.dataset.fragment, { credentials: "same-origin" })
     .then(function (r) { return r.ok ? r.text() : null; })
-    .then(function (html) { if (html !== null) { box.innerHTML = html; relativeTimes(box); } })
+    .then(function (html) {
+      if (html === null) return;
+      var next = document.createElement("template");
+      next.innerHTML = html;  // the server's escaped HTML: parsed, never run
+      patchChildren(box, next.content);
+      relativeTimes(box);
+      tick();
+      if (then) then();
+    })
     .finally(function () {
       delete box.dataset.loading;
-      if (box.dataset.again) { delete box.dataset.again; setTimeout(function () { refresh(box); }, 300); }
+      if (box.dataset.again) { delete box.dataset.again; setTimeout(function () { refresh(box, then); }, 300); }
     });
+}
+
+// A fresh fragment merged into the page element by element: what did not change stays
+// the same DOM node (a graph node keeps its identity, focus and hover while its state
+// changes), what is new (a timeline bar, a table row) is added, what went is removed.
+function keyOf(n) {
+  if (n.nodeType !== 1) return n.nodeName;
+  var a = function (name) { return n.getAttribute(name) || ""; };
+  var key = a("id") || a("data-key") || a("data-child-run") + "/" + a("data-step") + a("data-child-step") + "#" + a("data-visit") + a("data-from") + ">" + a("data-to") + ":" + a("data-kind");
+  return n.nodeName + "|" + (key === "/#>:" ? "" : key);
+}
+
+function patch(old, next) {
+  if (old.nodeType !== 1) { if (old.nodeValue !== next.nodeValue) old.nodeValue = next.nodeValue; return; }
+  var i, attr;
+  for (i = old.attributes.length - 1; i >= 0; i--) {
+    attr = old.attributes[i];
+    if (!next.hasAttribute(attr.name) && attr.name !== "title" && attr.name !== "data-exact") old.removeAttribute(attr.name);
+  }
+  for (i = 0; i < next.attributes.length; i++) {
+    attr = next.attributes[i];
+    if (attr.name === "title" && old.dataset.exact) continue;  // relativeTimes' exact time
+    if (old.getAttribute(attr.name) !== attr.value) old.setAttribute(attr.name, attr.value);
+  }
+  if (old.nodeName === "TIME" && old.getAttribute("datetime") === next.getAttribute("datetime")) return;
+  patchChildren(old, next);
+}
+
+function patchChildren(parent, next) {
+  var olds = {};
+  Array.prototype.forEach.call(parent.childNodes, function (c) {
+    var k = keyOf(c);
+    (olds[k] = olds[k] || []).push(c);
+  });
+  var at = 0;
+  Array.prototype.slice.call(next.childNodes).forEach(function (c) {
+    var list = olds[keyOf(c)], old = list && list.shift();
+    if (old) patch(old, c); else old = c;  // new: moved in from the fragment
+    var here = parent.childNodes[at];
+    if (here !== old) parent.insertBefore(old, here || null);
+    at++;
+  });
+  while (parent.childNodes.length > at) parent.removeChild(parent.lastChild);
+}
+
+// what one event changes on the run page, patched at once (the fragment follows)
+var STATES = { "step.started": "running", "gate.waiting": "waiting", "gate.resolved": "running" };
+var FILLS = { succeeded: "#dcf3e3", failed: "#fde3e1", running: "#e3eefc", waiting: "#fff1c7" };
+
+function stateOf(event) {
+  if (event.type === "step.finished") return event.outcome === "success" ? "succeeded" : "failed";
+  return STATES[event.type];
+}
+
+// a child run's step, drawn inside its group on the parent's graph
+function applyChildEvent(runId, event) {
+  var state = stateOf(event);
+  if (!state || !event.step_id) return;
+  var sel = 'g.child-steps[data-child-run="' + CSS.escape(runId) + '"] rect[data-child-step="' + CSS.escape(event.step_id) + '"]';
+  document.querySelectorAll("#live-run " + sel).forEach(function (rect) {
+    rect.setAttribute("class", "child-step s-" + state);
+    rect.setAttribute("fill", FILLS[state]);
+  });
+}
+
+// the child runs still going that a group shows get streams of their own (three at
+// most: a browser opens six connections to a host, and the page needs its fetches)
+var childStreams = {}, childrenDone = {};
+
+function watchChildren(update) {
+  document.querySelectorAll("#live-run a[data-child-run][data-live]").forEach(function (a) {
+    var id = a.dataset.childRun;
+    if (childStreams[id] || childrenDone[id] || Object.keys(childStreams).length >= 3) return;
+    var source = childStreams[id] = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream", { withCredentials: true });
+    source.addEventListener("swell", function (msg) { applyChildEvent(id, JSON.parse(msg.data)); update(); });
+    source.addEventListener("end", function () {
+      source.close(); delete childStreams[id]; childrenDone[id] = 1; update();
+    });
+  });
+}
+
+function applyEvent(event) {
+  var state = stateOf(event);
+  if (!state || !event.step_id) return;
+  var sel = 'g.node[data-step="' + CSS.escape(event.step_id) + '"]';
+  document.querySelectorAll("#live-run " + sel).forEach(function (node) {
+    var visits = Math.max(Number(node.dataset.visits) || 0, event.visit || 0);
+    node.dataset.visits = String(visits);
+    node.setAttribute("class", node.getAttribute("class").replace(/ s-\w+| unvisited/g, "") + " s-" + state);
+    var box = node.querySelector(":scope > .body .box, :scope > a > .body .box");
+    if (box) box.setAttribute("fill", FILLS[state]);
+    var note = node.querySelector(":scope > .body .note, :scope > a > .body .note");
+    if (note) note.textContent = visits + " visit" + (visits === 1 ? "" : "s") + " · " + state;
+  });
+  if (event.type === "step.started") {
+    var count = document.getElementById("run-visits");
+    if (count) count.textContent = String((Number(count.textContent) || 0) + 1);
+  }
 }
 
 function throttled(fn, ms) {
@@ -26,7 +132,10 @@ function throttled(fn, ms) {
 function watchRun(url) {
   var log = document.getElementById("event-log");
   var box = document.getElementById("live-run");
-  var update = throttled(function () { refresh(box); }, 500);
+  // the stream patches states and counts at once; the fragment (new bars and rows) follows
+  // at most every 1.5 s, so fifty open pages do not each redraw the run page per event
+  var update = throttled(function () { refresh(box, function () { watchChildren(update); }); }, 1500);
+  watchChildren(update);
   // EventSource sends Last-Event-ID itself when it reconnects: no event is lost
   var source = new EventSource(url, { withCredentials: true });
   source.addEventListener("swell", function (msg) {
@@ -39,6 +148,7 @@ function watchRun(url) {
       log.appendChild(item);
       while (log.childNodes.length > 500) log.removeChild(log.firstChild);
     }
+    applyEvent(event);
     update();
   });
   source.addEventListener("end", function () { source.close(); refresh(box); });
