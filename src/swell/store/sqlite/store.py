@@ -13,7 +13,7 @@ import contextlib
 import socket
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -54,6 +54,7 @@ from swell.store.sqlite.errors import os_store_error, store_error, translated
 from swell.store.sqlite.migrations import migrate
 from swell.store.sqlite.queries import EVENTS_AFTER, INSERT_RUN, RUN_COLUMNS
 from swell.store.sqlite.run_locks import RunLocks, alive
+from swell.store.sqlite.writers import Line
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -72,6 +73,7 @@ _GATE_COLS = (
     "reason, decided_by"
 )
 _SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_BUSY_MS = 30_000  # how long a writer waits for SQLite's lock before it gives up
 
 
 @translated
@@ -97,16 +99,18 @@ class SqliteStore:
             raise os_store_error(exc, path) from None
         # opened before SQLite opens the file: a FIFO there is refused, never waited on
         self.locks = RunLocks(path)
+        self.line = Line(path)  # writers.py
         try:
             self.db = sqlite3.connect(
                 path, isolation_level=None, timeout=30.0, check_same_thread=False
             )
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self.db.execute("PRAGMA busy_timeout=30000")
+            self.db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             self.locks.close()
+            self.line.close()
             if isinstance(exc, OSError):
                 raise os_store_error(exc, path) from None
             raise store_error(exc, path) from None
@@ -118,6 +122,7 @@ class SqliteStore:
         if self._checkpoints is not None:
             self._checkpoints.close()
         self.db.close()
+        self.line.close()
         self.locks.close()  # after SQLite's connection: see run_locks.py
 
     # ------------------------------------------------------------------ writing
@@ -173,37 +178,45 @@ class SqliteStore:
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
-        from swell.store.projections import SqliteTables, project
+        from swell.store.projections import SqliteTables, Statements, project
 
         check_seqs(events)
         if self._checkpoints is None:  # this process writes events: checkpoint off the way
             self.db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpoints = Checkpoints(self.path)
+        # everything but the writing is done before the transaction: other runs' writers
+        # wait while it is open (writers.py)
         stamps: dict[str, int | str] = {}  # a batch's events mostly share one time
         for event in events:
             if event.ts not in stamps:
                 stamps[event.ts] = pack_ts(event.ts)
+        rows = [
+            (
+                e.run_id,
+                e.seq,
+                stamps[e.ts],
+                getattr(e, "type", ""),
+                e.step_id,
+                e.visit,
+                event_data(e),
+            )
+            for e in events
+        ]
+        statements = Statements()
+        tables = SqliteTables(statements)
+        for event in events:
+            project(tables, event)
         try:
             with self._tx():
                 nums = self._run_nums(events)
-                rows = [
-                    (
-                        event_id(nums[e.run_id], e.seq),
-                        stamps[e.ts],
-                        getattr(e, "type", ""),
-                        e.step_id,
-                        e.visit,
-                        event_data(e),
-                    )
-                    for e in events
-                ]
                 try:
-                    self.db.executemany(_INSERT_EVENT, rows)
+                    self.db.executemany(
+                        _INSERT_EVENT, [(event_id(nums[r[0]], r[1]), *r[2:]) for r in rows]
+                    )
                 except sqlite3.IntegrityError:
                     raise _Clash from None
-                tables = SqliteTables(self.db)
-                for event in events:
-                    project(tables, event)
+                for statement, params in statements:
+                    self.db.execute(statement, params)
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
@@ -539,8 +552,24 @@ class SqliteStore:
         names = [d[0] for d in cursor.description]
         return [row_from(cls, dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
-    def _tx(self) -> _Transaction:
-        return _Transaction(self.db)
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        """A write transaction, in line with the other writers (writers.py)."""
+        with self.line.turn(self._begin_now) as begun, _Transaction(self.db, begun):
+            yield
+
+    def _begin_now(self) -> bool:
+        """BEGIN IMMEDIATE if SQLite's write lock is free, without waiting for it."""
+        self.db.execute("PRAGMA busy_timeout=0")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            return False
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+        return True
 
 
 class _Clash(Exception):
@@ -553,11 +582,13 @@ class _Transaction:
     an I/O error): then there is nothing left to roll back, and SQLite's own error is
     the one to report (`translated` names the file)."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, begun: bool = False) -> None:
         self.db = db
+        self.begun = begun
 
     def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        if not self.begun:
+            self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
