@@ -9,11 +9,11 @@ survives power loss at a cost per commit.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -54,6 +54,7 @@ from swell.store.sqlite.errors import os_store_error, store_error, translated
 from swell.store.sqlite.migrations import migrate
 from swell.store.sqlite.queries import EVENTS_AFTER, INSERT_RUN, RUN_COLUMNS
 from swell.store.sqlite.run_locks import RunLocks, alive
+from swell.store.sqlite.transactions import BUSY_MS, transaction
 from swell.store.sqlite.writers import Line
 
 if TYPE_CHECKING:
@@ -73,7 +74,6 @@ _GATE_COLS = (
     "reason, decided_by"
 )
 _SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
-_BUSY_MS = 30_000  # how long a writer waits for SQLite's lock before it gives up
 
 
 @translated
@@ -106,7 +106,7 @@ class SqliteStore:
             )
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self.db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+            self.db.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             self.locks.close()
@@ -552,55 +552,9 @@ class SqliteStore:
         names = [d[0] for d in cursor.description]
         return [row_from(cls, dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[None]:
-        """A write transaction, in line with the other writers (writers.py)."""
-        with self.line.turn(self._begin_now) as begun, _Transaction(self.db, begun):
-            yield
-
-    def _begin_now(self) -> bool:
-        """BEGIN IMMEDIATE if SQLite's write lock is free, without waiting for it."""
-        self.db.execute("PRAGMA busy_timeout=0")
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-                raise
-            return False
-        finally:
-            self.db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
-        return True
+    def _tx(self) -> AbstractContextManager[None]:
+        return transaction(self.db, self.line)
 
 
 class _Clash(Exception):
     """An event's (run_id, seq) is stored already: the batch is rolled back."""
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK when the block raises. SQLite rolls a
-    transaction back by itself when a write or the commit fails for a full disk (or
-    an I/O error): then there is nothing left to roll back, and SQLite's own error is
-    the one to report (`translated` names the file)."""
-
-    def __init__(self, db: sqlite3.Connection, begun: bool = False) -> None:
-        self.db = db
-        self.begun = begun
-
-    def __enter__(self) -> None:
-        if not self.begun:
-            self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            try:
-                self.db.execute("COMMIT")
-            except sqlite3.Error:
-                self._rollback()
-                raise
-        else:
-            self._rollback()
-
-    def _rollback(self) -> None:
-        if self.db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):  # the error that got here says more
-                self.db.execute("ROLLBACK")
