@@ -90,6 +90,7 @@ _GATE_COLS = (
     "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
     "reason, decided_by"
 )
+_NOTIFY = "SELECT pg_notify(%s, r) FROM unnest(%s::text[]) AS r"
 # a batch of events is one statement, whatever its size
 _INSERT_EVENTS = (
     "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) "
@@ -202,12 +203,13 @@ class PostgresStore:
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
         """Commit a batch of events (one INSERT) and their projections atomically, and
-        notify followers when it commits."""
+        notify followers when it commits. Every statement, BEGIN and COMMIT included, is
+        sent at once (psycopg's pipeline mode): one round trip to the server a batch."""
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
         from swell.store.postgres.projections import PostgresTables
-        from swell.store.projections import project
+        from swell.store.projections import Statements, project
 
         check_seqs(events)
         columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
@@ -215,14 +217,16 @@ class PostgresStore:
             row = (e.run_id, e.seq, e.ts, getattr(e, "type", ""), e.step_id, e.visit)
             for column, value in zip(columns, (*row, event_data(e)), strict=True):
                 column.append(value)
+        statements = Statements()
+        tables = PostgresTables(statements)
+        for event in events:
+            project(tables, event)
         try:
-            with self._tx() as cur:
+            with self._lock, self._errors(), self.db.pipeline(), self._tx() as cur:
                 cur.execute(_INSERT_EVENTS, columns)
-                tables = PostgresTables(cur)
-                for event in events:
-                    project(tables, event)
-                for run_id in dict.fromkeys(columns[0]):
-                    cur.execute("SELECT pg_notify(%s, %s)", (self.channel, run_id))
+                for statement, params in statements:
+                    cur.execute(statement, params)
+                cur.execute(_NOTIFY, (self.channel, list(dict.fromkeys(columns[0]))))
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
