@@ -23,15 +23,11 @@ from swell.store import output as output_table
 from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary
 from swell.store.protocols import Capability
 from swell.store.rows import (
-    ArtifactRow,
     GateRow,
     Owner,
-    ReviewRow,
-    RoundRow,
     RunRow,
     StepRow,
     StoredRow,
-    VisitRow,
     row_from,
 )
 from swell.store.rules import (
@@ -43,11 +39,11 @@ from swell.store.rules import (
     decide,
     now_iso,
     one_run,
-    pending,
     run_values,
     seq_after,
     this_process,
 )
+from swell.store.sql_reads import SqlReads
 from swell.store.sqlite.checkpoints import Checkpoints, checkpoint
 from swell.store.sqlite.compact import event_id, pack_ts, seq_of, unpack_ts
 from swell.store.sqlite.errors import os_store_error, store_error, translated
@@ -69,15 +65,11 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound="DataclassInstance")
 
 _INSERT_EVENT = "INSERT INTO events (id, ts, type, step_id, visit, data) VALUES (?, ?, ?, ?, ?, ?)"
-_GATE_COLS = (
-    "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
-    "reason, decided_by"
-)
 _SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 @translated
-class SqliteStore:
+class SqliteStore(SqlReads):
     """Runs, events and their projections in one SQLite file. Every public method
     raises what goes wrong with the file as a `StoreError` naming it (sqlite/errors.py)."""
 
@@ -332,21 +324,6 @@ class SqliteStore:
 
         return [event_json(event) for event in self.events(run_id, after_seq, limit)]
 
-    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
-        row = self.db.execute(
-            "SELECT seq, data FROM snapshots WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        return (row[0], row[1]) if row else None
-
-    def visits(self, run_id: str) -> list[VisitRow]:
-        return self._rows(
-            VisitRow,
-            "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, finished_at, duration_ms, "
-            "tokens_in, tokens_out, cost_usd, adapter, model FROM visits WHERE run_id = ? "
-            "ORDER BY started_at, step_id, visit",
-            (run_id,),
-        )
-
     def steps(self, run_id: str) -> list[StepRow]:
         # one pass in primary key order (no sort) counts each step's visits and finds
         # where it starts; then each step's last visit, as `visits` orders them
@@ -371,40 +348,6 @@ class SqliteStore:
             )
         return steps
 
-    def artifacts(self, run_id: str) -> list[ArtifactRow]:
-        return self._rows(
-            ArtifactRow,
-            "SELECT step_id, visit, name, path, sha256, size, type FROM artifacts WHERE run_id = ? "
-            "ORDER BY created_at, step_id, visit, name",
-            (run_id,),
-        )
-
-    def context(self, run_id: str) -> dict[str, str]:
-        rows = self.db.execute(
-            "SELECT key, value FROM context WHERE run_id = ? ORDER BY key", (run_id,)
-        )
-        return dict(rows.fetchall())
-
-    def gates(self, run_id: str) -> list[GateRow]:
-        return self._rows(
-            GateRow,
-            f"SELECT {_GATE_COLS} FROM gates WHERE run_id = ? ORDER BY created_at, step_id, visit",
-            (run_id,),
-        )
-
-    def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
-        """A decision recorded for a gate the run has not acted on yet."""
-        return pending(self.gates(run_id), step_id, visit)
-
-    def reviews(self, run_id: str) -> list[ReviewRow]:
-        return self._rows(
-            ReviewRow,
-            "SELECT step_id, visit, contract, for_step, reviewer, adapter, model, verdict, issues, suggestions, "
-            "confidence, summary, error, tokens_in, tokens_out, cost_usd, duration_ms, ts FROM reviews "
-            "WHERE run_id = ? ORDER BY ts, step_id, visit, contract",
-            (run_id,),
-        )
-
     def owner(self, run_id: str) -> Owner | None:
         held = self.locks.holder(run_id)
         if held == "here":
@@ -426,48 +369,6 @@ class SqliteStore:
             if time.monotonic() >= deadline:
                 return found or Owner(0, "?")
             time.sleep(0.01)
-
-    def pipeline_text(self, run_id: str) -> str | None:
-        row = self.db.execute("SELECT pipeline_text FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return row[0] if row else None
-
-    def cancel_requested(self, run_id: str) -> bool:
-        row = self.db.execute(
-            "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)
-        ).fetchone()
-        return bool(row and row[0])
-
-    # ------------------------------------------------------------------ rounds
-
-    def round_count(self, run_id: str, thread: str | None) -> int:
-        if thread is None:
-            row = self.db.execute(
-                "SELECT MAX(round) FROM rounds WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        else:
-            row = self.db.execute(
-                "SELECT MAX(thread_round) FROM rounds WHERE run_id = ? AND thread = ?",
-                (run_id, thread),
-            ).fetchone()
-        return int(row[0] or 0)
-
-    def rounds_between(
-        self, run_id: str, thread: str | None, first: int, last: int
-    ) -> list[RoundRow]:
-        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
-        if thread is None:
-            return self._rows(
-                RoundRow,
-                "SELECT round AS id, role, ts, metadata, content, thread FROM rounds "
-                "WHERE run_id = ? AND round BETWEEN ? AND ? ORDER BY round",
-                (run_id, first, last),
-            )
-        return self._rows(
-            RoundRow,
-            "SELECT thread_round AS id, role, ts, metadata, content, thread FROM rounds "
-            "WHERE run_id = ? AND thread = ? AND thread_round BETWEEN ? AND ? ORDER BY thread_round",
-            (run_id, thread, first, last),
-        )
 
     # ------------------------------------------------------------------ output
 
@@ -546,6 +447,13 @@ class SqliteStore:
             )
             found |= {(run_id, seq_of(key)) for (key,) in rows}
         return found
+
+    def _all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.db.execute(sql, params).fetchone()
+        return row
 
     def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
         cursor = self.db.execute(sql, params)
