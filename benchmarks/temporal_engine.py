@@ -13,6 +13,10 @@ free loopback ports and `swell worker` processes, on a generated project:
 - throughput: RUNS runs of a one-step pipeline that sleeps SLEEP seconds, started at
   once on the engine, served by 1 worker and then by 3 (each with SLOTS slots): the
   time until the last run ends. Goal: 3 workers at least 2.5x as fast as 1.
+- scale: SCALE_RUNS (200) of those runs started at once, served by 3 workers that
+  keep their runs on one Postgres (a throwaway server started as the tests start
+  theirs, tests/postgres_server.py; skipped, saying so, without Postgres). Goal: every
+  run succeeds and no worker logs an error; the wall time is reported.
 
 Exits non-zero only when a run did not succeed. TEMPORAL_BENCH_ROUNDS sets the rounds.
 """
@@ -34,6 +38,7 @@ ROUNDS = int(os.environ.get("TEMPORAL_BENCH_ROUNDS", "3"))
 ITERATIONS = 30  # loop iterations: 3 visits each
 RUNS, SLEEP, SLOTS = int(os.environ.get("TEMPORAL_BENCH_RUNS", "24")), 1.0, 2
 GOAL = 2.5
+SCALE_RUNS = int(os.environ.get("TEMPORAL_BENCH_SCALE_RUNS", "200"))
 BIN = Path(sys.executable).parent
 SWELL = str(BIN / "swell")
 
@@ -181,8 +186,8 @@ def overhead(project: Path, fast: Path, env: dict[str, str]) -> float:
     return per_visit["temporal"] / base
 
 
-async def _batch(project: Path, address: str, queue: str) -> float:
-    """Start RUNS nap runs at once and wait for every one; the wall time."""
+async def _batch(project: Path, address: str, queue: str, runs: int = RUNS) -> float:
+    """Start `runs` nap runs at once and wait for every one; the wall time."""
     from swell.engine.visit.context import RunOptions
     from swell.executors.temporal import client as engines
     from swell.runtime import check_pipeline, open_runtime
@@ -192,7 +197,7 @@ async def _batch(project: Path, address: str, queue: str) -> float:
     engine = engines.Engine(address, queue=queue)
     client = await engines.connect(engine)
     begun = time.perf_counter()
-    specs = [engines.record_run(rt, loaded, "", RunOptions(), engine) for _ in range(RUNS)]
+    specs = [engines.record_run(rt, loaded, "", RunOptions(), engine) for _ in range(runs)]
     rt.store.close()
     await asyncio.gather(*(engines.start(client, engine, spec) for spec in specs))
     outcomes = await asyncio.gather(*(engines.outcome(client, s.run_id) for s in specs))
@@ -223,6 +228,46 @@ def throughput(project: Path, env: dict[str, str], address: str) -> float:
     return ratio
 
 
+def scale(project: Path, env: dict[str, str], address: str) -> bool:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    try:
+        from postgres_server import binaries, start
+        from postgres_server import stop as stop_postgres
+    except ImportError as exc:
+        print(f"scale: not measured ({exc})")
+        return True
+    if binaries() is None:
+        print("scale: not measured (Postgres is not installed)")
+        return True
+    with tempfile.TemporaryDirectory(prefix="swell-temporal-pg-") as directory:
+        server = start(Path(directory))
+        try:
+            url = server.fresh_schema()
+            queue = "bench-scale"
+            wenv = {**env, "SWELL_TEMPORAL_QUEUE": queue, "SWELL_STORE": url}
+            slots = SCALE_RUNS // 3 + 1
+            workers = [start_worker(project, wenv, slots) for _ in range(3)]
+            os.environ["SWELL_STORE"] = url
+            try:
+                wall = asyncio.run(_batch(project, address, queue, SCALE_RUNS))
+            finally:
+                del os.environ["SWELL_STORE"]
+                for worker in workers:
+                    stop(worker)
+        finally:
+            stop_postgres(server)
+    logs = sorted(project.parent.glob("worker-*.log"))[-3:]
+    errors = sum(log.read_text(errors="replace").count("Traceback") for log in logs)
+    ok = errors == 0
+    print(f"scale: {SCALE_RUNS} runs sleeping {SLEEP:g}s at once, 3 workers, one Postgres")
+    print(f"  wall {wall:6.2f}s, all {SCALE_RUNS} succeeded, errors in worker logs: {errors}")
+    print(
+        f"  goal: {SCALE_RUNS} runs on 3 workers and one Postgres without errors  "
+        f"{'PASS' if ok else 'FAIL'}"
+    )
+    return ok
+
+
 def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="swell-temporal-bench-"))
     server = None
@@ -240,8 +285,11 @@ def main() -> None:
         env.pop("SWELL_STORE", None)
         env.pop("SWELL_STATE_DIR", None)
         os.environ.update(SWELL_TEMPORAL_ADDRESS=address)
-        overhead(project, fast, env)
-        throughput(project, env, address)
+        if os.environ.get("TEMPORAL_BENCH_ONLY") != "scale":
+            overhead(project, fast, env)
+            throughput(project, env, address)
+        if not scale(project, env, address):
+            sys.exit(1)
     finally:
         if server is not None:
             stop(server)

@@ -60,7 +60,7 @@ class Code:
 def codes(tmp: Path) -> list[Code]:
     """Before (when there is one to measure) and after."""
     before = before_src(tmp)
-    after = Code("after", None)
+    after = Code("after", REPO / "src")  # this checkout's, not whichever swell is installed
     return [Code("before", before), after] if before else [after]
 
 

@@ -1,11 +1,12 @@
-"""The public plugin surface: everything a step kind, a contract type or an adapter
-imports to extend swell, and nothing else. A plugin imports only this module; swell's
-own kinds, types and adapters are built on the same classes and register through the
-same entry-point groups (swell/registry.py):
+"""The public plugin surface: everything a step kind, a contract type, an adapter or a
+store backend imports to extend swell, and nothing else. A plugin imports only this
+module; swell's own kinds, types, adapters and stores are built on the same classes and
+register through the same entry-point groups (swell/registry.py):
 
     [project.entry-points."swell.step_kinds"]      NAME = "module:KIND"   # a StepKind
     [project.entry-points."swell.contract_types"]  NAME = "module:TYPE"   # a ContractType
     [project.entry-points."swell.adapters"]        NAME = "module:Class"  # AdapterSetup -> AgentAdapter
+    [project.entry-points."swell.stores"]          SCHEME = "module:open" # location -> Store
 
 Names outside `__all__` (and modules other than this one) are internal and change
 without notice; docs/architecture.md ("Plugins") shows one plugin of each kind.
@@ -56,6 +57,7 @@ from swell.errors import (
     ContextExhausted,
     Problem,
     RateLimited,
+    StoreError,
     SwellError,
     UnparseableOutput,
 )
@@ -63,6 +65,20 @@ from swell.events.models import Progress
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Step
 from swell.process import ProcessResult
+from swell.store.memory import MemoryDatabase, MemoryStore
+from swell.store.protocols import (
+    Capability,
+    Claims,
+    Dispatch,
+    Notify,
+    OutputStore,
+    PageSource,
+    RunReader,
+    RunWriter,
+    StatsReader,
+    Store,
+    ThreadReader,
+)
 from swell.templates.render import render_text
 from swell.workspace.paths import PathEscape, inside
 
@@ -89,6 +105,8 @@ __all__ = [
     "AuthFailed",
     "BinaryMissing",
     "Capabilities",
+    "Capability",
+    "Claims",
     "CliAdapter",
     "CliStream",
     "ContextExhausted",
@@ -96,8 +114,14 @@ __all__ = [
     "ContractResult",
     "ContractSettings",
     "ContractType",
+    "Dispatch",
     "Launch",
     "LintScope",
+    "MemoryDatabase",
+    "MemoryStore",
+    "Notify",
+    "OutputStore",
+    "PageSource",
     "PathEscape",
     "Problem",
     "ProcessResult",
@@ -105,11 +129,17 @@ __all__ = [
     "RateLimited",
     "ReviewFeedback",
     "ReviewIssue",
+    "RunReader",
     "RunState",
+    "RunWriter",
+    "StatsReader",
     "Step",
     "StepKind",
     "StepResult",
+    "Store",
+    "StoreError",
     "SwellError",
+    "ThreadReader",
     "Unenforced",
     "UnparseableOutput",
     "Usage",

@@ -1,6 +1,7 @@
-"""A step kind, a contract type and an adapter from a plugin, found through their entry
-points: one module each and one entry-point line, no change to swell (tests/plugins/).
-The plugin imports only `swell.api`."""
+"""A step kind, a contract type, an adapter and a store backend from a plugin, found
+through their entry points: one module each and one entry-point line, no change to
+swell (tests/plugins/). The plugin imports only `swell.api`. The store backend also
+runs the store conformance suite (tests/store/conftest.py: "plugin")."""
 
 from __future__ import annotations
 
@@ -51,7 +52,12 @@ def swell_imports(path: Path) -> set[str]:
 
 def test_the_plugins_import_only_the_public_api() -> None:
     modules = sorted(SITE.glob("*.py"))
-    assert [m.stem for m in modules] == ["swell_min_words", "swell_parrot", "swell_shout"]
+    assert [m.stem for m in modules] == [
+        "swell_min_words",
+        "swell_parrot",
+        "swell_scratch_store",
+        "swell_shout",
+    ]
     assert {m.name: swell_imports(m) for m in modules} == {m.name: {"swell.api"} for m in modules}
 
 
@@ -67,6 +73,20 @@ def test_a_plugin_step_kind_and_contract_type_run(
     assert "✓ contract 1 min_words" in result.stdout
     evs = events(project, run_id_of(result.stdout))
     assert [e["contract_type"] for e in evs if e["type"] == "contract.passed"] == ["min_words"]
+
+
+def test_a_run_keeps_its_events_in_a_plugin_store(
+    project: Path, with_plugin: dict[str, str]
+) -> None:
+    write_pipeline(project, "plugged", PIPELINE.replace("MIN", "2"))
+    scratch = {**with_plugin, "SWELL_STORE": "scratch:demo"}
+    result = swell("run", "plugged", "--input", "world", cwd=project, env=scratch)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "HELLO WORLD" in result.stdout
+    assert not (project / ".swell" / "state.db").exists()  # nothing went to SQLite
+    without = swell("list", cwd=project, env={**os.environ, "SWELL_STORE": "scratch:demo"})
+    assert without.returncode != 0
+    assert "cannot open a store at 'scratch:demo'" in without.stderr
 
 
 def test_a_plugin_contract_failure_is_a_contract_failure(

@@ -3,12 +3,14 @@
 A backend is a way to open handles (connections) on one fresh database; adding one
 is one entry in BACKENDS. Postgres's database is a fresh schema of the session's server
 (tests/postgres_server.py): skipped when Postgres is not installed, a failure then
-with SWELL_REQUIRE_POSTGRES=1.
+with SWELL_REQUIRE_POSTGRES=1. "plugin" is the store backend of tests/plugins/site
+(`scratch:NAME`), found through its entry point as a user's installed plugin would be.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -24,6 +26,9 @@ from swell.store.memory import MemoryDatabase, MemoryStore
 from swell.store.protocols import Capability, Store
 
 Opener = Callable[[], Store]
+PLUGINS = Path(__file__).parents[1] / "plugins" / "site"
+if str(PLUGINS) not in sys.path:  # as pip would install the plugin: its entry points too
+    sys.path.append(str(PLUGINS))
 
 
 def _memory(request: pytest.FixtureRequest, tmp: Path) -> Opener:
@@ -42,6 +47,7 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Opener]] = {
     "sqlite": lambda request, tmp: lambda: open_store(f"sqlite://{tmp / 'state.db'}"),
     "memory": _memory,
     "postgres": _postgres,
+    "plugin": lambda request, tmp: lambda: open_store(f"scratch:{tmp}"),
 }
 
 

@@ -30,6 +30,7 @@ DECLARED = {
     },
     "memory": {Capability.OUTPUT, Capability.CLAIMS, Capability.DISPATCH},
     "postgres": set(Capability) - {Capability.BENCH},
+    "plugin": {Capability.OUTPUT, Capability.CLAIMS, Capability.DISPATCH},
 }
 
 

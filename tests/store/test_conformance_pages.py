@@ -6,7 +6,7 @@ from __future__ import annotations
 from swell.events import models as ev
 from swell.store.capabilities import page_reader
 from swell.store.pages import ReaderPages, RunFilter
-from swell.store.protocols import Store
+from swell.store.protocols import Capability, Store
 
 from .conftest import Backend, NewRun
 
@@ -38,8 +38,8 @@ def _fill(new_run: NewRun) -> None:
 def test_pages_answer_as_the_generic_pager(backend: Backend, store: Store, new_run: NewRun) -> None:
     _fill(new_run)
     mine, generic = page_reader(store), ReaderPages(store)
-    # SQLite and Postgres page with queries of their own; the memory store is the pager
-    assert isinstance(mine, ReaderPages) == (backend.name == "memory")
+    # SQLite and Postgres page with queries of their own; the others through the pager
+    assert isinstance(mine, ReaderPages) == (Capability.PAGES not in store.capabilities)
     filters = (
         RunFilter(),
         RunFilter(pipeline="build"),

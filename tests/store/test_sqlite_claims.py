@@ -42,11 +42,13 @@ def test_a_claim_is_held_by_its_process_and_ends_with_it_even_killed(tmp_path: P
             RunBusy, match=rf"^run r1 is already being executed by pid {child.pid} on "
         ):
             store.claim("r1")
-        # the claim is in the database file: nothing beside SQLite's own files
+        # the claim is in the database file: nothing beside SQLite's own files and the
+        # writers' line (sqlite/writers.py)
         assert sorted(p.name for p in tmp_path.iterdir()) == [
             "state.db",
             "state.db-shm",
             "state.db-wal",
+            "state.db-writers",
         ]
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)

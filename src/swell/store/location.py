@@ -4,23 +4,53 @@
 and returns a `Store`; nothing else constructs a backend. A project's state is in
 `.swell/` at its root, or in $SWELL_STATE_DIR; its store is SQLite there unless
 $SWELL_STORE or `runtime.store` in wave.yaml names another (`store_location`).
+
+Backends are found by the location's scheme in the `swell.stores` entry-point group
+(swell/registry.py): swell's own are entries of it (`BUILTIN`), and a plugin adds one
+the same way, `NAME = "module:open"` where `open(location)` returns its `Store`
+(tests/plugins/site/swell_scratch_store.py).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from swell.errors import StoreError
 from swell.manifest.discovery import find_project_root
 from swell.store.protocols import Store
 from swell.store.urls import redacted as redacted  # what messages show (doctor too)
 
+if TYPE_CHECKING:
+    from swell.registry import Registry
+
 LOCATIONS = "a path, sqlite:///PATH, postgresql://HOST/DATABASE or memory:"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: C:\ is a path
-Backend = Literal["sqlite", "memory", "postgres"]
+Backend = str  # "sqlite", "memory", "postgres", or a plugin's scheme
+Opener = Callable[[str | Path], Store]
+
+GROUP = "swell.stores"
+# swell's own backends: entries of the group plugins use, by the name `backend_of` gives
+BUILTIN = {
+    "sqlite": "swell.store.location:_sqlite",
+    "memory": "swell.store.location:_memory",
+    "postgres": "swell.store.location:_postgres",
+}
+
+
+@cache
+def backends() -> Registry[Opener]:
+    """Store backends by scheme: the built-in ones and those plugins install."""
+    from swell.registry import Registry, builtin_entry_points  # importlib.metadata: slow
+
+    registry: Registry[Opener] = Registry("store backend", GROUP)
+    registry.add_entry_points(builtin_entry_points(GROUP, BUILTIN))
+    return registry
 
 
 def backend_of(location: str | Path) -> tuple[Backend, Path | str]:
@@ -29,7 +59,8 @@ def backend_of(location: str | Path) -> tuple[Backend, Path | str]:
 
     - a path, or `sqlite:///abs/state.db` (`sqlite://rel/state.db`): SQLite in that file;
     - `memory:`: a new in-memory database;
-    - `postgresql://` or `postgres://` URL: Postgres.
+    - `postgresql://` or `postgres://` URL: Postgres;
+    - `SCHEME:...` where a plugin's backend is called SCHEME: that backend, given it all.
     """
     if isinstance(location, Path):
         return "sqlite", location
@@ -43,6 +74,8 @@ def backend_of(location: str | Path) -> tuple[Backend, Path | str]:
         return "memory", location
     if scheme in ("postgres", "postgresql") and rest.startswith("//"):
         return "postgres", location
+    if scheme not in BUILTIN and scheme in backends():
+        return scheme, location
     raise StoreError(f"cannot open a store at '{redacted(location)}': use {LOCATIONS}")
 
 
@@ -51,25 +84,33 @@ def open_store(location: str | Path) -> Store:
     survive power loss (synchronous=FULL). `memory:`: more handles on the new database
     are `MemoryStore(store.database)`. Postgres needs `pip install 'swell[postgres]'`."""
     backend, target = backend_of(location)
-    if backend == "sqlite":
-        return _sqlite(Path(target))
-    if backend == "memory":
-        from swell.store.memory import MemoryStore
-
-        return MemoryStore()
-    return _postgres(str(target))
+    return _opener(backend)(target)
 
 
-def _sqlite(path: Path) -> Store:
+def _opener(backend: Backend) -> Opener:
+    if backend in BUILTIN:  # the entry itself, without a scan of the installed packages
+        module, _, name = BUILTIN[backend].partition(":")
+        opener: Opener = getattr(importlib.import_module(module), name)
+        return opener
+    return backends().get(backend)
+
+
+def _sqlite(path: str | Path) -> Store:
     from swell.store.sqlite.store import (
         SqliteStore,  # imported when used: `swell thread` starts fast
     )
 
     sync = "FULL" if os.environ.get("SWELL_SYNC", "").lower() == "full" else "NORMAL"
-    return SqliteStore(path, synchronous=sync)
+    return SqliteStore(Path(path), synchronous=sync)
 
 
-def _postgres(url: str) -> Store:
+def _memory(location: str | Path) -> Store:
+    from swell.store.memory import MemoryStore
+
+    return MemoryStore()
+
+
+def _postgres(url: str | Path) -> Store:
     try:
         from swell.store.postgres.store import PostgresStore  # its driver only when used
     except ImportError as exc:
@@ -78,7 +119,7 @@ def _postgres(url: str) -> Store:
         raise StoreError(
             "the Postgres store needs psycopg: pip install 'swell[postgres]'"
         ) from None
-    return PostgresStore(url)
+    return PostgresStore(str(url))
 
 
 def store_location(root: Path, configured: str | None = None) -> str | Path:

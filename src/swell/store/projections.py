@@ -48,6 +48,14 @@ class Executes(Protocol):
     def execute(self, sql: str, params: Sequence[Any], /) -> Any: ...
 
 
+class Statements(list[tuple[str, Sequence[Any]]]):
+    """SQLite's projection statements, kept to run later: made before the transaction
+    begins, so that the write lock is held only to run them (sqlite/store.py)."""
+
+    def execute(self, sql: str, params: Sequence[Any], /) -> None:
+        self.append((sql, params))
+
+
 class Tables(Protocol):
     """A backend's query tables inside the emitting transaction."""
 

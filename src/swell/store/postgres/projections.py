@@ -36,7 +36,8 @@ _STATEMENTS: dict[str, bytes] = {}
 
 
 class PostgresTables:
-    """The query tables through a cursor in the emitting transaction."""
+    """The query tables through a cursor in the emitting transaction (or a list of
+    statements to run in it: `projections.Statements`)."""
 
     def __init__(self, cur: Any) -> None:
         self.cur = cur

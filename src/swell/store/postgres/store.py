@@ -44,16 +44,12 @@ from swell.store.postgres.queries import HOLDER, INSERT_RUN, RUN_COLUMNS
 from swell.store.postgres.stats import postgres_stats
 from swell.store.protocols import Capability
 from swell.store.rows import (
-    ArtifactRow,
     GateRow,
     Limit,
     Owner,
-    ReviewRow,
-    RoundRow,
     RunRow,
     StepRow,
     StoredRow,
-    VisitRow,
     json_lines,
     row_from,
     sql_limit,
@@ -67,11 +63,11 @@ from swell.store.rules import (
     decide,
     now_iso,
     one_run,
-    pending,
     run_values,
     seq_after,
     this_process,
 )
+from swell.store.sql_reads import SqlReads
 from swell.store.urls import redacted
 from swell.streaming import OutputChunk
 
@@ -87,10 +83,7 @@ R = TypeVar("R", bound="DataclassInstance")
 Connection = psycopg.Connection[tuple[Any, ...]]
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
-_GATE_COLS = (
-    "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
-    "reason, decided_by"
-)
+_NOTIFY = "SELECT pg_notify(%s, r) FROM unnest(%s::text[]) AS r"
 # a batch of events is one statement, whatever its size
 _INSERT_EVENTS = (
     "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) "
@@ -99,10 +92,11 @@ _INSERT_EVENTS = (
 )
 
 
-class PostgresStore:
+class PostgresStore(SqlReads):
     """Runs, events and their projections in a Postgres database (one schema of it)."""
 
     capabilities = frozenset(Capability) - {Capability.BENCH}  # SQL pages, stats, NOTIFY
+    placeholder = "%s"  # in the SQL shared with SQLite (sql_reads.py)
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -203,12 +197,13 @@ class PostgresStore:
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
         """Commit a batch of events (one INSERT) and their projections atomically, and
-        notify followers when it commits."""
+        notify followers when it commits. Every statement, BEGIN and COMMIT included, is
+        sent at once (psycopg's pipeline mode): one round trip to the server a batch."""
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
         from swell.store.postgres.projections import PostgresTables
-        from swell.store.projections import project
+        from swell.store.projections import Statements, project
 
         check_seqs(events)
         columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
@@ -216,14 +211,16 @@ class PostgresStore:
             row = (e.run_id, e.seq, e.ts, getattr(e, "type", ""), e.step_id, e.visit)
             for column, value in zip(columns, (*row, event_data(e)), strict=True):
                 column.append(value)
+        statements = Statements()
+        tables = PostgresTables(statements)
+        for event in events:
+            project(tables, event)
         try:
-            with self._tx() as cur:
+            with self._lock, self._errors(), self.db.pipeline(), self._tx() as cur:
                 cur.execute(_INSERT_EVENTS, columns)
-                tables = PostgresTables(cur)
-                for event in events:
-                    project(tables, event)
-                for run_id in dict.fromkeys(columns[0]):
-                    cur.execute("SELECT pg_notify(%s, %s)", (self.channel, run_id))
+                for statement, params in statements:
+                    cur.execute(statement, params)
+                cur.execute(_NOTIFY, (self.channel, list(dict.fromkeys(columns[0]))))
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
@@ -322,19 +319,6 @@ class PostgresStore:
     def raw_events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[str]:
         return json_lines(self.events(run_id, after_seq, limit))
 
-    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
-        row = self._one("SELECT seq, data FROM snapshots WHERE run_id = %s", (run_id,))
-        return (int(row[0]), str(row[1])) if row else None
-
-    def visits(self, run_id: str) -> list[VisitRow]:
-        return self._rows(
-            VisitRow,
-            "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, "
-            "finished_at, duration_ms, tokens_in, tokens_out, cost_usd, adapter, model FROM visits "
-            "WHERE run_id = %s ORDER BY started_at NULLS FIRST, step_id, visit",
-            (run_id,),
-        )
-
     def steps(self, run_id: str) -> list[StepRow]:
         # each step's count and where it starts, then each step's last visit as `visits`
         # orders them (SQLite's NULL order: first going up, last going down)
@@ -358,82 +342,11 @@ class PostgresStore:
             for step, count, _, _, cost in groups
         ]
 
-    def artifacts(self, run_id: str) -> list[ArtifactRow]:
-        return self._rows(
-            ArtifactRow,
-            "SELECT step_id, visit, name, path, sha256, size, type FROM artifacts "
-            "WHERE run_id = %s ORDER BY created_at, step_id, visit, name",
-            (run_id,),
-        )
-
-    def context(self, run_id: str) -> dict[str, str]:
-        rows = self._all("SELECT key, value FROM context WHERE run_id = %s ORDER BY key", (run_id,))
-        return {str(key): str(value) for key, value in rows}
-
-    def gates(self, run_id: str) -> list[GateRow]:
-        return self._rows(
-            GateRow,
-            f"SELECT {_GATE_COLS} FROM gates WHERE run_id = %s ORDER BY created_at, step_id, visit",
-            (run_id,),
-        )
-
-    def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
-        """A decision recorded for a gate the run has not acted on yet."""
-        return pending(self.gates(run_id), step_id, visit)
-
-    def reviews(self, run_id: str) -> list[ReviewRow]:
-        return self._rows(
-            ReviewRow,
-            "SELECT step_id, visit, contract, for_step, reviewer, adapter, model, verdict, "
-            "issues, suggestions, confidence, summary, error, tokens_in, tokens_out, cost_usd, "
-            "duration_ms, ts FROM reviews WHERE run_id = %s ORDER BY ts, step_id, visit, contract",
-            (run_id,),
-        )
-
     def owner(self, run_id: str) -> Owner | None:
         with self._lock:
             if run_id in self._held:
                 return this_process()
             return self._holder(run_id, wait=False)
-
-    def pipeline_text(self, run_id: str) -> str | None:
-        row = self._one("SELECT pipeline_text FROM runs WHERE id = %s", (run_id,))
-        return row[0] if row else None
-
-    def cancel_requested(self, run_id: str) -> bool:
-        row = self._one("SELECT cancel_requested FROM runs WHERE id = %s", (run_id,))
-        return bool(row and row[0])
-
-    # ------------------------------------------------------------------ rounds
-
-    def round_count(self, run_id: str, thread: str | None) -> int:
-        if thread is None:
-            row = self._one("SELECT MAX(round) FROM rounds WHERE run_id = %s", (run_id,))
-        else:
-            row = self._one(
-                "SELECT MAX(thread_round) FROM rounds WHERE run_id = %s AND thread = %s",
-                (run_id, thread),
-            )
-        return int(row[0] or 0) if row else 0
-
-    def rounds_between(
-        self, run_id: str, thread: str | None, first: int, last: int
-    ) -> list[RoundRow]:
-        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
-        if thread is None:
-            return self._rows(
-                RoundRow,
-                "SELECT round AS id, role, ts, metadata, content, thread FROM rounds "
-                "WHERE run_id = %s AND round BETWEEN %s AND %s ORDER BY round",
-                (run_id, first, last),
-            )
-        return self._rows(
-            RoundRow,
-            "SELECT thread_round AS id, role, ts, metadata, content, thread FROM rounds "
-            "WHERE run_id = %s AND thread = %s AND thread_round BETWEEN %s AND %s "
-            "ORDER BY thread_round",
-            (run_id, thread, first, last),
-        )
 
     # ------------------------------------------------------------------ output
 

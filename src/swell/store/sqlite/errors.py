@@ -86,8 +86,10 @@ def damaged(path: Path, said: str) -> StoreDamaged:
 
 def translated(cls: type[T]) -> type[T]:
     """`cls` with every public method's `sqlite3.Error` raised as `store_error` of the
-    instance's `path` (one `try` per call: nothing per row fetched)."""
-    for name, member in list(vars(cls).items()):
+    instance's `path` (one `try` per call: nothing per row fetched), inherited ones
+    (store/sql_reads.py) included."""
+    for name in dir(cls):
+        member = getattr(cls, name)
         if not name.startswith("_") and inspect.isfunction(member):
             setattr(cls, name, _translating(member))
     return cls

@@ -9,11 +9,11 @@ survives power loss at a cost per commit.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import sqlite3
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -23,15 +23,11 @@ from swell.store import output as output_table
 from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary
 from swell.store.protocols import Capability
 from swell.store.rows import (
-    ArtifactRow,
     GateRow,
     Owner,
-    ReviewRow,
-    RoundRow,
     RunRow,
     StepRow,
     StoredRow,
-    VisitRow,
     row_from,
 )
 from swell.store.rules import (
@@ -43,17 +39,19 @@ from swell.store.rules import (
     decide,
     now_iso,
     one_run,
-    pending,
     run_values,
     seq_after,
     this_process,
 )
+from swell.store.sql_reads import SqlReads
 from swell.store.sqlite.checkpoints import Checkpoints, checkpoint
 from swell.store.sqlite.compact import event_id, pack_ts, seq_of, unpack_ts
 from swell.store.sqlite.errors import os_store_error, store_error, translated
 from swell.store.sqlite.migrations import migrate
 from swell.store.sqlite.queries import EVENTS_AFTER, INSERT_RUN, RUN_COLUMNS
 from swell.store.sqlite.run_locks import RunLocks, alive
+from swell.store.sqlite.transactions import BUSY_MS, transaction
+from swell.store.sqlite.writers import Line
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -67,15 +65,11 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound="DataclassInstance")
 
 _INSERT_EVENT = "INSERT INTO events (id, ts, type, step_id, visit, data) VALUES (?, ?, ?, ?, ?, ?)"
-_GATE_COLS = (
-    "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
-    "reason, decided_by"
-)
 _SYNC_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 @translated
-class SqliteStore:
+class SqliteStore(SqlReads):
     """Runs, events and their projections in one SQLite file. Every public method
     raises what goes wrong with the file as a `StoreError` naming it (sqlite/errors.py)."""
 
@@ -97,16 +91,18 @@ class SqliteStore:
             raise os_store_error(exc, path) from None
         # opened before SQLite opens the file: a FIFO there is refused, never waited on
         self.locks = RunLocks(path)
+        self.line = Line(path)  # writers.py
         try:
             self.db = sqlite3.connect(
                 path, isolation_level=None, timeout=30.0, check_same_thread=False
             )
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self.db.execute("PRAGMA busy_timeout=30000")
+            self.db.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             self.locks.close()
+            self.line.close()
             if isinstance(exc, OSError):
                 raise os_store_error(exc, path) from None
             raise store_error(exc, path) from None
@@ -118,6 +114,7 @@ class SqliteStore:
         if self._checkpoints is not None:
             self._checkpoints.close()
         self.db.close()
+        self.line.close()
         self.locks.close()  # after SQLite's connection: see run_locks.py
 
     # ------------------------------------------------------------------ writing
@@ -173,37 +170,45 @@ class SqliteStore:
         if not events:
             return
         from swell.events.models import event_data  # loaded only by writers: readers stay quick
-        from swell.store.projections import SqliteTables, project
+        from swell.store.projections import SqliteTables, Statements, project
 
         check_seqs(events)
         if self._checkpoints is None:  # this process writes events: checkpoint off the way
             self.db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpoints = Checkpoints(self.path)
+        # everything but the writing is done before the transaction: other runs' writers
+        # wait while it is open (writers.py)
         stamps: dict[str, int | str] = {}  # a batch's events mostly share one time
         for event in events:
             if event.ts not in stamps:
                 stamps[event.ts] = pack_ts(event.ts)
+        rows = [
+            (
+                e.run_id,
+                e.seq,
+                stamps[e.ts],
+                getattr(e, "type", ""),
+                e.step_id,
+                e.visit,
+                event_data(e),
+            )
+            for e in events
+        ]
+        statements = Statements()
+        tables = SqliteTables(statements)
+        for event in events:
+            project(tables, event)
         try:
             with self._tx():
                 nums = self._run_nums(events)
-                rows = [
-                    (
-                        event_id(nums[e.run_id], e.seq),
-                        stamps[e.ts],
-                        getattr(e, "type", ""),
-                        e.step_id,
-                        e.visit,
-                        event_data(e),
-                    )
-                    for e in events
-                ]
                 try:
-                    self.db.executemany(_INSERT_EVENT, rows)
+                    self.db.executemany(
+                        _INSERT_EVENT, [(event_id(nums[r[0]], r[1]), *r[2:]) for r in rows]
+                    )
                 except sqlite3.IntegrityError:
                     raise _Clash from None
-                tables = SqliteTables(self.db)
-                for event in events:
-                    project(tables, event)
+                for statement, params in statements:
+                    self.db.execute(statement, params)
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
@@ -322,21 +327,6 @@ class SqliteStore:
 
         return [event_json(event) for event in self.events(run_id, after_seq, limit)]
 
-    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
-        row = self.db.execute(
-            "SELECT seq, data FROM snapshots WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        return (row[0], row[1]) if row else None
-
-    def visits(self, run_id: str) -> list[VisitRow]:
-        return self._rows(
-            VisitRow,
-            "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, finished_at, duration_ms, "
-            "tokens_in, tokens_out, cost_usd, adapter, model FROM visits WHERE run_id = ? "
-            "ORDER BY started_at, step_id, visit",
-            (run_id,),
-        )
-
     def steps(self, run_id: str) -> list[StepRow]:
         # one pass in primary key order (no sort) counts each step's visits and finds
         # where it starts; then each step's last visit, as `visits` orders them
@@ -361,40 +351,6 @@ class SqliteStore:
             )
         return steps
 
-    def artifacts(self, run_id: str) -> list[ArtifactRow]:
-        return self._rows(
-            ArtifactRow,
-            "SELECT step_id, visit, name, path, sha256, size, type FROM artifacts WHERE run_id = ? "
-            "ORDER BY created_at, step_id, visit, name",
-            (run_id,),
-        )
-
-    def context(self, run_id: str) -> dict[str, str]:
-        rows = self.db.execute(
-            "SELECT key, value FROM context WHERE run_id = ? ORDER BY key", (run_id,)
-        )
-        return dict(rows.fetchall())
-
-    def gates(self, run_id: str) -> list[GateRow]:
-        return self._rows(
-            GateRow,
-            f"SELECT {_GATE_COLS} FROM gates WHERE run_id = ? ORDER BY created_at, step_id, visit",
-            (run_id,),
-        )
-
-    def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
-        """A decision recorded for a gate the run has not acted on yet."""
-        return pending(self.gates(run_id), step_id, visit)
-
-    def reviews(self, run_id: str) -> list[ReviewRow]:
-        return self._rows(
-            ReviewRow,
-            "SELECT step_id, visit, contract, for_step, reviewer, adapter, model, verdict, issues, suggestions, "
-            "confidence, summary, error, tokens_in, tokens_out, cost_usd, duration_ms, ts FROM reviews "
-            "WHERE run_id = ? ORDER BY ts, step_id, visit, contract",
-            (run_id,),
-        )
-
     def owner(self, run_id: str) -> Owner | None:
         held = self.locks.holder(run_id)
         if held == "here":
@@ -416,48 +372,6 @@ class SqliteStore:
             if time.monotonic() >= deadline:
                 return found or Owner(0, "?")
             time.sleep(0.01)
-
-    def pipeline_text(self, run_id: str) -> str | None:
-        row = self.db.execute("SELECT pipeline_text FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return row[0] if row else None
-
-    def cancel_requested(self, run_id: str) -> bool:
-        row = self.db.execute(
-            "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,)
-        ).fetchone()
-        return bool(row and row[0])
-
-    # ------------------------------------------------------------------ rounds
-
-    def round_count(self, run_id: str, thread: str | None) -> int:
-        if thread is None:
-            row = self.db.execute(
-                "SELECT MAX(round) FROM rounds WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        else:
-            row = self.db.execute(
-                "SELECT MAX(thread_round) FROM rounds WHERE run_id = ? AND thread = ?",
-                (run_id, thread),
-            ).fetchone()
-        return int(row[0] or 0)
-
-    def rounds_between(
-        self, run_id: str, thread: str | None, first: int, last: int
-    ) -> list[RoundRow]:
-        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
-        if thread is None:
-            return self._rows(
-                RoundRow,
-                "SELECT round AS id, role, ts, metadata, content, thread FROM rounds "
-                "WHERE run_id = ? AND round BETWEEN ? AND ? ORDER BY round",
-                (run_id, first, last),
-            )
-        return self._rows(
-            RoundRow,
-            "SELECT thread_round AS id, role, ts, metadata, content, thread FROM rounds "
-            "WHERE run_id = ? AND thread = ? AND thread_round BETWEEN ? AND ? ORDER BY thread_round",
-            (run_id, thread, first, last),
-        )
 
     # ------------------------------------------------------------------ output
 
@@ -537,42 +451,21 @@ class SqliteStore:
             found |= {(run_id, seq_of(key)) for (key,) in rows}
         return found
 
+    def _all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.db.execute(sql, params).fetchone()
+        return row
+
     def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
         cursor = self.db.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return [row_from(cls, dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
-    def _tx(self) -> _Transaction:
-        return _Transaction(self.db)
+    def _tx(self) -> AbstractContextManager[None]:
+        return transaction(self.db, self.line)
 
 
 class _Clash(Exception):
     """An event's (run_id, seq) is stored already: the batch is rolled back."""
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK when the block raises. SQLite rolls a
-    transaction back by itself when a write or the commit fails for a full disk (or
-    an I/O error): then there is nothing left to roll back, and SQLite's own error is
-    the one to report (`translated` names the file)."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            try:
-                self.db.execute("COMMIT")
-            except sqlite3.Error:
-                self._rollback()
-                raise
-        else:
-            self._rollback()
-
-    def _rollback(self) -> None:
-        if self.db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):  # the error that got here says more
-                self.db.execute("ROLLBACK")

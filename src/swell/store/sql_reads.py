@@ -1,0 +1,135 @@
+"""The reads SQLite and Postgres answer with the same SQL: a run's visits, artifacts,
+context, gates, reviews, rounds, snapshot and flags.
+
+Written once with `?` placeholders; a backend runs them through its `_rows`, `_all`
+and `_one`, with `placeholder` put in (Postgres's `%s`). NULLs sort as SQLite sorts
+them (first going up), said out loud for Postgres.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RoundRow, VisitRow
+from swell.store.rules import pending
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
+
+_GATE_COLS = (
+    "run_id, step_id, visit, gate_type, status, message, choices, deadline, decision, choice, "
+    "reason, decided_by"
+)
+
+
+@cache
+def _with(sql: str, placeholder: str) -> str:
+    return sql.replace("?", placeholder)
+
+
+class SqlReads:
+    """The shared reads, for a backend class that has `_rows`, `_all` and `_one`."""
+
+    placeholder = "?"
+
+    def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
+        raise NotImplementedError
+
+    def _all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        raise NotImplementedError
+
+    def _shared_rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
+        return self._rows(cls, _with(sql, self.placeholder), params)
+
+    def _shared_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        return self._one(_with(sql, self.placeholder), params)
+
+    def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
+        row = self._shared_one("SELECT seq, data FROM snapshots WHERE run_id = ?", (run_id,))
+        return (int(row[0]), str(row[1])) if row else None
+
+    def visits(self, run_id: str) -> list[VisitRow]:
+        return self._shared_rows(
+            VisitRow,
+            "SELECT step_id, visit, kind, status, outcome, exit_code, error, started_at, "
+            "finished_at, duration_ms, tokens_in, tokens_out, cost_usd, adapter, model FROM visits "
+            "WHERE run_id = ? ORDER BY started_at NULLS FIRST, step_id, visit",
+            (run_id,),
+        )
+
+    def artifacts(self, run_id: str) -> list[ArtifactRow]:
+        return self._shared_rows(
+            ArtifactRow,
+            "SELECT step_id, visit, name, path, sha256, size, type FROM artifacts "
+            "WHERE run_id = ? ORDER BY created_at, step_id, visit, name",
+            (run_id,),
+        )
+
+    def context(self, run_id: str) -> dict[str, str]:
+        sql = _with(
+            "SELECT key, value FROM context WHERE run_id = ? ORDER BY key", self.placeholder
+        )
+        return {str(key): str(value) for key, value in self._all(sql, (run_id,))}
+
+    def gates(self, run_id: str) -> list[GateRow]:
+        return self._shared_rows(
+            GateRow,
+            f"SELECT {_GATE_COLS} FROM gates WHERE run_id = ? ORDER BY created_at, step_id, visit",
+            (run_id,),
+        )
+
+    def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
+        """A decision recorded for a gate the run has not acted on yet."""
+        return pending(self.gates(run_id), step_id, visit)
+
+    def reviews(self, run_id: str) -> list[ReviewRow]:
+        return self._shared_rows(
+            ReviewRow,
+            "SELECT step_id, visit, contract, for_step, reviewer, adapter, model, verdict, "
+            "issues, suggestions, confidence, summary, error, tokens_in, tokens_out, cost_usd, "
+            "duration_ms, ts FROM reviews WHERE run_id = ? ORDER BY ts, step_id, visit, contract",
+            (run_id,),
+        )
+
+    def pipeline_text(self, run_id: str) -> str | None:
+        row = self._shared_one("SELECT pipeline_text FROM runs WHERE id = ?", (run_id,))
+        return row[0] if row else None
+
+    def cancel_requested(self, run_id: str) -> bool:
+        row = self._shared_one("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
+        return bool(row and row[0])
+
+    def round_count(self, run_id: str, thread: str | None) -> int:
+        if thread is None:
+            row = self._shared_one("SELECT MAX(round) FROM rounds WHERE run_id = ?", (run_id,))
+        else:
+            row = self._shared_one(
+                "SELECT MAX(thread_round) FROM rounds WHERE run_id = ? AND thread = ?",
+                (run_id, thread),
+            )
+        return int(row[0] or 0) if row else 0
+
+    def rounds_between(
+        self, run_id: str, thread: str | None, first: int, last: int
+    ) -> list[RoundRow]:
+        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
+        if thread is None:
+            return self._shared_rows(
+                RoundRow,
+                "SELECT round AS id, role, ts, metadata, content, thread FROM rounds "
+                "WHERE run_id = ? AND round BETWEEN ? AND ? ORDER BY round",
+                (run_id, first, last),
+            )
+        return self._shared_rows(
+            RoundRow,
+            "SELECT thread_round AS id, role, ts, metadata, content, thread FROM rounds "
+            "WHERE run_id = ? AND thread = ? AND thread_round BETWEEN ? AND ? "
+            "ORDER BY thread_round",
+            (run_id, thread, first, last),
+        )
