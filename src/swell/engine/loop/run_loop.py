@@ -63,6 +63,11 @@ class Driver(Protocol):
     def timestamp(self) -> str:
         """The time events recorded now are stamped with (`events.models.now_iso`)."""
 
+    def hand_over(self, pending: list[ev.BaseEvent], visit: Visit) -> bool:
+        """Whether `visit`, the only one starting, takes the recorded events with it and
+        stores them before it does any work (then they are taken off `pending`), instead
+        of their being written first: one round trip less per visit."""
+
     def launch(self, visit: Visit) -> None:
         """Start the visit; `wait_any` reports when it ends."""
 
@@ -156,7 +161,12 @@ class RunLoop:
             else:
                 decided.append((visit, result, 0))
         if launch:
-            await self.flush()  # a visit reads the run's state from the store
+            # a visit reads the run's state from the store: what is recorded is stored
+            # first, by the driver or by the visit itself
+            if not (
+                len(launch) == 1 and self.pending and self.driver.hand_over(self.pending, launch[0])
+            ):
+                await self.flush()
             for visit in launch:
                 self.launch(visit)
         if decided:

@@ -129,6 +129,9 @@ class Runner:
     def timestamp(self) -> str:
         return ev.now_iso()
 
+    def hand_over(self, pending: list[ev.BaseEvent], visit: Visit) -> bool:
+        return False  # a commit here costs less than a visit's own would
+
     def launch(self, visit: Visit) -> None:
         task = asyncio.create_task(self.executor.run(visit))
         task.add_done_callback(self._ended)

@@ -163,10 +163,10 @@ class VisitExecutor:
         # nothing may still change the workspace while it is checked
         result.events += await self._leftovers(ctx, visit, spawned)
         spawned = process.spawned()
-        problems: list[str] = []
+        changed: list[str] = []
         if ws.mounts:  # read-only mounts are hashed to see what the visit changed
-            problems = await off_loop(lambda: self.workspaces.after_visit(ws), "swell-mount")
-        finished = await finish_visit(ctx, result, of_visit(step, owner), problems)
+            changed = await off_loop(lambda: self.workspaces.after_visit(ws), "swell-mount")
+        finished = await finish_visit(ctx, result, of_visit(step, owner), changed)
         result = finished.result
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
         plan, path = self.plan, ws.path
