@@ -16,7 +16,8 @@ free loopback ports and `swell worker` processes, on a generated project:
   fresh client process per run, interleaved with the swell runs. Each run's workflow
   time (the server's start to close of the run's executions: no client start-up) is
   set against bare's. Goals: swell's activities within 5% of bare activities, swell's
-  `local_visits` at most 1.2x bare local activities.
+  `local_visits` at most 1.2x bare local activities. `SWELL_BASELINE_SRC`, the `src/`
+  of another checkout, adds its swell (`@base`, with a worker of its own) to the rounds.
 - throughput: RUNS runs of a one-step pipeline that sleeps SLEEP seconds, started at
   once on the engine, served by 1 worker and then by 3 (each with SLOTS slots): the
   time until the last run ends. Goal: 3 workers at least 2.5x as fast as 1.
@@ -42,12 +43,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROUNDS = int(os.environ.get("TEMPORAL_BENCH_ROUNDS", "3"))
+BASELINE_SRC = os.environ.get("SWELL_BASELINE_SRC")  # another checkout's src/, as `@base`
 ACTIVITY_GOAL, LOCAL_GOAL = 1.05, 1.2  # swell / bare workflow time
 ITERATIONS = 30  # loop iterations: 3 visits each
 RUNS, SLEEP, SLOTS = int(os.environ.get("TEMPORAL_BENCH_RUNS", "24")), 1.0, 2
 GOAL = 2.5
 BIN = Path(sys.executable).parent
 SWELL = str(BIN / "swell")
+Swell = tuple[str, ...]  # what runs `swell`
+# `python -c BOOT SRC ARGS...` runs the swell found in SRC, as the console script would
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'swell'; "
+    "from swell.cli.app import main; main()"
+)
 
 MANIFEST = """apiVersion: v1
 kind: WaveManifest
@@ -238,10 +246,10 @@ def _workflow_seconds(address: str, workflow_id: str) -> float:
     return asyncio.run(span())
 
 
-def timed_run(project: Path, env: dict[str, str], *extra: str) -> Timed:
+def timed_run(project: Path, env: dict[str, str], *extra: str, swell: Swell = (SWELL,)) -> Timed:
     begun = time.perf_counter()
     done = subprocess.run(
-        [SWELL, "run", "loop", "-o", "quiet", *extra],
+        [*swell, "run", "loop", "-o", "quiet", *extra],
         cwd=project,
         env=env,
         capture_output=True,
@@ -253,7 +261,7 @@ def timed_run(project: Path, env: dict[str, str], *extra: str) -> Timed:
     if "--engine" not in extra:
         return Timed(elapsed, elapsed)
     run_id = subprocess.run(
-        [SWELL, "list", "-o", "json"], cwd=project, env=env, capture_output=True, text=True
+        [*swell, "list", "-o", "json"], cwd=project, env=env, capture_output=True, text=True
     ).stdout
     newest = json.loads(run_id)[0]["id"]
     return Timed(elapsed, _workflow_seconds(env["SWELL_TEMPORAL_ADDRESS"], newest))
@@ -292,6 +300,18 @@ def overhead(project: Path, fast: Path, env: dict[str, str]) -> float:
         "bare activities": lambda: bare_run(script, env, local=False),
         "bare local activities": lambda: bare_run(script, env, local=True),
     }
+    workers = [worker, bare_worker]
+    if BASELINE_SRC:  # the other checkout's swell, its worker on a queue of its own
+        base: Swell = (sys.executable, "-c", BOOT, str(Path(BASELINE_SRC).resolve()))
+        benv = {**env, "SWELL_TEMPORAL_QUEUE": "bench-base"}
+        old, old_fast = project.parent / "project-base", project.parent / "fast-base"
+        shutil.copytree(project, old)
+        shutil.copytree(fast, old_fast)
+        workers.append(start_worker(old, benv, 4, [*base, "worker", "--slots", "4"]))
+        modes["temporal@base"] = lambda: timed_run(old, benv, "--engine", "temporal", swell=base)
+        modes["temporal, local visits@base"] = lambda: timed_run(
+            old_fast, benv, "--engine", "temporal", swell=base
+        )
     names = list(modes)
     times: dict[str, list[Timed]] = {name: [] for name in names}
     try:
@@ -301,8 +321,8 @@ def overhead(project: Path, fast: Path, env: dict[str, str]) -> float:
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 times[name].append(modes[name]())
     finally:
-        stop(worker)
-        stop(bare_worker)
+        for each in workers:
+            stop(each)
     visits = ITERATIONS * 3
     print(
         f"overhead: {visits} trivial visits per run ({ITERATIONS * 2} commands), min of "
@@ -326,6 +346,12 @@ def overhead(project: Path, fast: Path, env: dict[str, str]) -> float:
     _verdict("swell activities / bare activities", activities, ACTIVITY_GOAL)
     print(f"  workflow time, swell local_visits / bare local activities: {local:.2f}x")
     _verdict("swell local_visits / bare local activities", local, LOCAL_GOAL)
+    if BASELINE_SRC:
+        print(
+            "  @base: activities "
+            f"{flow['temporal@base'] / flow['bare activities']:.2f}x bare, local visits "
+            f"{flow['temporal, local visits@base'] / flow['bare local activities']:.2f}x bare"
+        )
     return activities
 
 
