@@ -66,7 +66,8 @@ class Driver(Protocol):
     def hand_over(self, pending: list[ev.BaseEvent], visit: Visit) -> bool:
         """Whether `visit`, the only one starting, takes the recorded events with it and
         stores them before it does any work (then they are taken off `pending`), instead
-        of their being written first: one round trip less per visit."""
+        of their being written first: one round trip less per visit. The loop writes
+        nothing more until it has waited for the visit to end."""
 
     def launch(self, visit: Visit) -> None:
         """Start the visit; `wait_any` reports when it ends."""
@@ -162,10 +163,11 @@ class RunLoop:
                 decided.append((visit, result, 0))
         if launch:
             # a visit reads the run's state from the store: what is recorded is stored
-            # first, by the driver or by the visit itself
-            if not (
-                len(launch) == 1 and self.pending and self.driver.hand_over(self.pending, launch[0])
-            ):
+            # first, by the driver or by the visit itself; the latter only when nothing
+            # is recorded after it before the loop waits for the visit (no visit decided
+            # at once), so no later batch can be written before it
+            alone = len(launch) == 1 and not decided and self.pending
+            if not (alone and self.driver.hand_over(self.pending, launch[0])):
                 await self.flush()
             for visit in launch:
                 self.launch(visit)
