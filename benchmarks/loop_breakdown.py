@@ -25,8 +25,15 @@ The durable workload (1,000 rounds of `implement` and `run-tests` commands and a
 So swell - plain ~ (processes - plain) + engine + start-up, where start-up is what
 benchmarks/startup.py measures; swell - unstored is what storing the events costs,
 to set against logged - plain. The rounds are interleaved and the minimum of
-`LOOP_BENCH_ROUNDS` (default 5) is reported. Nothing is judged here (the goal is
-loop_overhead.py's); the script exits non-zero only when a run goes wrong.
+`LOOP_BENCH_ROUNDS` (default 5) is reported.
+
+The engine's time holds the run's own start-up (loading the project, the store, the
+workspace): `engine` also runs at a tenth of the workload, and the difference between
+the two, over the visits between them, is the engine's work per visit. Two goals
+are printed with PASS or FAIL: swell at most 1.2x plain (as loop_overhead.py judges
+it), and the engine's work per visit at most 60 us. `SWELL_BASELINE_SRC`, the `src/`
+of another checkout, adds its engine and its swell (`@base`) to the same rounds. A
+missed goal does not change the exit code; a run that goes wrong does.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loop_overhead import (
+    BOOT,
     IMPLEMENT,
     PLAIN_SCRIPT,
     PYTHON,
@@ -57,7 +65,11 @@ from loop_overhead import (
 )
 
 ROUNDS = int(os.environ.get("LOOP_BENCH_ROUNDS", "5"))
+BASELINE_SRC = os.environ.get("SWELL_BASELINE_SRC")
 WORKLOAD = Workload("durable", 1000, shell_test(1000))
+SHORT = Workload("durable", 100, shell_test(100))  # the engine's start-up, to take off
+GOAL = 1.2  # swell / plain
+ENGINE_GOAL_US = 60.0  # the engine's work per visit
 
 PROCESSES_SCRIPT = """\
 import asyncio, json, os, shutil, sys
@@ -206,7 +218,7 @@ def _fresh(root: Path, name: str) -> Path:
     return work
 
 
-def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
+def measure(root: Path, scripts: Path, projects: dict[str, Path]) -> dict[str, list[float]]:
     def loop_script(name: str) -> Callable[[], float]:
         """scripts/NAME.py running the loop's two commands in a fresh directory."""
 
@@ -220,21 +232,30 @@ def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
 
         return run
 
-    engine_cpu: list[float] = []
+    cpu: dict[str, list[float]] = {}
 
-    def engine() -> float:
-        argv = [PYTHON, str(scripts / "engine.py"), str(WORKLOAD.iterations)]
-        env = {k: v for k, v in os.environ.items() if k != "SWELL_STATE_DIR"}
-        proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BenchError(f"engine: exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-        result = json.loads(proc.stderr.strip().splitlines()[-1])
-        if result["lines"] != WORKLOAD.iterations:
-            raise BenchError(f"engine: {result['lines']} implement visits")
-        engine_cpu.append(result["cpu"])
-        return float(result["wall"])
+    def engine(
+        name: str, src: str | None, workload: Workload, project: Path
+    ) -> Callable[[], float]:
+        """The engine alone (engine.py), on the swell in `src` (this checkout's when None)."""
 
-    def swell_run(name: str, argv: list[str]) -> Callable[[], float]:
+        def run() -> float:
+            argv = [PYTHON, str(scripts / "engine.py"), str(workload.iterations)]
+            env = {k: v for k, v in os.environ.items() if k != "SWELL_STATE_DIR"}
+            if src is not None:
+                env["PYTHONPATH"] = src
+            proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise BenchError(f"{name}: exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+            result = json.loads(proc.stderr.strip().splitlines()[-1])
+            if result["lines"] != workload.iterations:
+                raise BenchError(f"{name}: {result['lines']} implement visits")
+            cpu.setdefault(f"{name} cpu", []).append(result["cpu"])
+            return float(result["wall"])
+
+        return run
+
+    def swell_run(name: str, argv: list[str], project: Path) -> Callable[[], float]:
         def run() -> float:
             seconds, out = timed(lambda: run_checked(argv, project))
             if "succeeded" not in out.splitlines()[-1]:
@@ -247,10 +268,21 @@ def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
         "plain": loop_script("plain"),
         "logged": loop_script("logged"),
         "processes": loop_script("processes"),
-        "engine": engine,
-        "unstored": swell_run("unstored", [PYTHON, str(scripts / "unstored.py")]),
-        "swell": swell_run("swell", [SWELL, "run", "loop"]),
+        "engine": engine("engine", None, WORKLOAD, projects["engine"]),
+        "engine short": engine("engine short", None, SHORT, projects["short"]),
+        "unstored": swell_run(
+            "unstored", [PYTHON, str(scripts / "unstored.py")], projects["swell"]
+        ),
+        "swell": swell_run("swell", [SWELL, "run", "loop"], projects["swell"]),
     }
+    if BASELINE_SRC:
+        base = str(Path(BASELINE_SRC).resolve())
+        runners["engine@base"] = engine("engine@base", base, WORKLOAD, projects["engine@base"])
+        runners["engine short@base"] = engine(
+            "engine short@base", base, SHORT, projects["short@base"]
+        )
+        argv = [PYTHON, "-c", BOOT, base, "run", "loop"]
+        runners["swell@base"] = swell_run("swell@base", argv, projects["swell@base"])
     times: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
     for r in range(ROUNDS):
@@ -260,21 +292,42 @@ def measure(root: Path, scripts: Path, project: Path) -> dict[str, list[float]]:
             times[name].append(runners[name]())
             cells.append(f"{name} {times[name][-1]:5.2f}s")
         print(f"  round {r + 1}: " + "   ".join(cells), flush=True)
-    times["engine cpu"] = engine_cpu
+    times.update(cpu)
     return times
+
+
+def engine_per_visit(best: dict[str, float], suffix: str = "") -> tuple[float, float]:
+    """The engine's work per visit in us, wall and main-thread CPU: the full run less
+    the short one, over the visits between them (the run's start-up taken off)."""
+    visits = WORKLOAD.visits - SHORT.visits
+    wall = (best[f"engine{suffix}"] - best[f"engine short{suffix}"]) / visits * 1e6
+    cpu = (best[f"engine{suffix} cpu"] - best[f"engine short{suffix} cpu"]) / visits * 1e6
+    return wall, cpu
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
 
 
 def report(times: dict[str, list[float]]) -> None:
     best = {name: min(values) for name, values in times.items()}
     visits = WORKLOAD.visits
     per_visit = {name: seconds / visits * 1e6 for name, seconds in best.items()}
-    print(f"\n  {'':<22} {'min':>8} {'us/visit':>9}")
-    for name in ["plain", "logged", "processes", "unstored", "swell"]:
-        print(f"  {name:<22} {best[name]:7.2f}s {per_visit[name]:9.0f}")
-    print(f"  {'engine (wall)':<22} {best['engine']:7.2f}s {per_visit['engine']:9.0f}")
-    print(
-        f"  {'engine (main thread)':<22} {best['engine cpu']:7.2f}s {per_visit['engine cpu']:9.0f}"
-    )
+    print(f"\n  {'':<26} {'min':>8} {'us/visit':>9}")
+    for name in ["plain", "logged", "processes", "unstored", "swell", "swell@base"]:
+        if name in best:
+            print(f"  {name:<26} {best[name]:7.2f}s {per_visit[name]:9.0f}")
+    for suffix in ["", "@base"]:
+        if f"engine{suffix}" not in best:
+            continue
+        engine, cpu = best[f"engine{suffix}"], best[f"engine{suffix} cpu"]
+        print(f"  {'engine' + suffix + ' (wall)':<26} {engine:7.2f}s {engine / visits * 1e6:9.0f}")
+        print(f"  {'engine' + suffix + ' (main thread)':<26} {cpu:7.2f}s {cpu / visits * 1e6:9.0f}")
+        wall_us, cpu_us = engine_per_visit(best, suffix)
+        print(
+            f"  {'engine' + suffix + ' per visit':<26} {wall_us:8.0f} us wall, {cpu_us:.0f} us "
+            f"main-thread CPU (the {SHORT.visits}-visit run's time taken off: its start-up)"
+        )
     gap = best["swell"] - best["plain"]
     processes = best["processes"] - best["plain"]
     rest = gap - processes - best["engine"]
@@ -289,6 +342,17 @@ def report(times: dict[str, list[float]]) -> None:
         f"  swell unstored / plain: {best['unstored'] / best['plain']:.2f}x; "
         f"logged / plain: {best['logged'] / best['plain']:.2f}x"
     )
+    ratio = best["swell"] / best["plain"]
+    print(f"\n  goal: swell <= {GOAL:.2f}x plain: {ratio:.2f}x  {verdict(ratio <= GOAL)}")
+    if "swell@base" in best:
+        print(f"    (swell@base: {best['swell@base'] / best['plain']:.2f}x)")
+    wall_us, _ = engine_per_visit(best)
+    print(
+        f"  goal: engine work <= {ENGINE_GOAL_US:.0f} us a visit: {wall_us:.0f} us  "
+        f"{verdict(wall_us <= ENGINE_GOAL_US)}"
+    )
+    if "engine@base" in best:
+        print(f"    (engine@base: {engine_per_visit(best, '@base')[0]:.0f} us)")
 
 
 def main() -> int:
@@ -296,6 +360,8 @@ def main() -> int:
         print("LOOP_BENCH_ROUNDS must be at least 1", file=sys.stderr)
         return 2
     print(f"loop breakdown: {WORKLOAD.visits} visits, {ROUNDS} rounds")
+    if BASELINE_SRC:
+        print(f"@base: {BASELINE_SRC}")
     try:
         with tempfile.TemporaryDirectory(prefix="swell-loop-breakdown-") as tmp:
             root = Path(tmp)
@@ -306,9 +372,13 @@ def main() -> int:
             (scripts / "processes.py").write_text(PROCESSES_SCRIPT)
             (scripts / "unstored.py").write_text(UNSTORED_SCRIPT)
             (scripts / "engine.py").write_text(ENGINE_SCRIPT)
-            project = root / "project"
-            write_project(project, WORKLOAD)
-            report(measure(root, scripts, project))
+            projects = {}  # each its own state database: schemas may differ
+            kinds = {"engine": WORKLOAD, "short": SHORT, "swell": WORKLOAD}
+            for name, workload in kinds.items():
+                for suffix in ["", "@base"] if BASELINE_SRC else [""]:
+                    projects[name + suffix] = root / f"project-{name}{suffix}"
+                    write_project(projects[name + suffix], workload)
+            report(measure(root, scripts, projects))
     except BenchError as exc:
         print(f"\nFAILED: {exc}", file=sys.stderr)
         return 1

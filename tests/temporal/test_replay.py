@@ -67,8 +67,8 @@ async def _histories(engine: TemporalServer, run_ids: list[str]) -> list[Workflo
 
 @pytest.fixture
 def histories(project: Path, workers: Workers, engine: TemporalServer) -> list[WorkflowHistory]:
-    """Histories of a loop, a gate decided by `swell approve`, a rework, and the last
-    execution of a loop that continued as new."""
+    """Histories of a loop, a gate decided by `swell approve`, a rework, the last
+    execution of a loop that continued as new, and a loop of local visits."""
     write_pipeline(project, "rework", REWORK)
     workers.start()
     loop = _run(project, "loop", "x")
@@ -86,12 +86,18 @@ def histories(project: Path, workers: Workers, engine: TemporalServer) -> list[W
         text.replace("runtime:\n", "runtime:\n  temporal: {continue_after: 2}\n", 1)
     )
     continued = _run(project, "loop", "y")
-    for run_id in (loop, gate, rework, continued):
+    _succeeded(project, continued)
+    # visits as local activities, each storing the events recorded before it
+    manifest.write_text(
+        text.replace("runtime:\n", "runtime:\n  temporal: {local_visits: true}\n", 1)
+    )
+    local = _run(project, "loop", "z")
+    for run_id in (loop, gate, rework, local):
         _succeeded(project, run_id)
     steps = [s["step_id"] for s in swell_json("status", rework, cwd=project)["steps"]]
     assert steps == ["produce", "fixer", "after"], steps
     # the continued run's history is its last execution's: it starts from carried state
-    return asyncio.run(_histories(engine, [loop, gate, rework, continued]))
+    return asyncio.run(_histories(engine, [loop, gate, rework, continued, local]))
 
 
 def test_stored_histories_replay_without_nondeterminism(

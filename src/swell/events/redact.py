@@ -92,7 +92,7 @@ class Redactor:
         return cls(value for name, value in environ.items() if SECRET_NAME.search(name))
 
     def text(self, text: str) -> str:
-        if self.may_hold(text) and self.pattern.search(text):
+        if text and self.may_hold(text) and self.pattern.search(text):
             return self.pattern.sub(MASK, text)
         return text
 

@@ -79,6 +79,7 @@ class Runner:
         self.decide = Decisions(self.graph, services.step_kinds, limits)
         self.loop = RunLoop(self.decide, self.state, self, time.monotonic())
         self._last_check = time.monotonic()  # when `swell cancel` was last asked about
+        self._disk = f"{plan.workspace} or {plan.run_dir}"  # where a visit's files are
 
     # ------------------------------------------------------------------ events
 
@@ -129,6 +130,9 @@ class Runner:
     def timestamp(self) -> str:
         return ev.now_iso()
 
+    def hand_over(self, pending: list[ev.BaseEvent], visit: Visit) -> bool:
+        return False  # a commit here costs less than a visit's own would
+
     def launch(self, visit: Visit) -> None:
         task = asyncio.create_task(self.executor.run(visit))
         task.add_done_callback(self._ended)
@@ -158,8 +162,7 @@ class Runner:
         ended: list[Ended] = []
         for task in done:
             visit, started = self._tasks.pop(task)
-            where = f"{self.plan.workspace} or {self.plan.run_dir}"
-            result = visit_result(task, where)
+            result = visit_result(task, self._disk)
             duration_ms = 0 if result.waiting else max(0, int((time.monotonic() - started) * 1000))
             ended.append((visit, result, duration_ms))
         return ended

@@ -96,9 +96,10 @@ class VisitExecutor:
                 owner, lambda text: render(base_namespace(self.plan, self.state, owner))(text)
             )
             where = opened.workspace.path
-            # a `./` mount of a big project takes seconds to copy: other visits' output,
-            # gates and heartbeats are served meanwhile
-            await off_loop(lambda: self.workspaces.mount(opened), "swell-mount")
+            if opened.mounts:
+                # a `./` mount of a big project takes seconds to copy: other visits'
+                # output, gates and heartbeats are served meanwhile
+                await off_loop(lambda: self.workspaces.mount(opened), "swell-mount")
         except StoreError:
             raise  # the run stops, not the step (runner.py)
         except SwellError as exc:
@@ -162,8 +163,10 @@ class VisitExecutor:
         # nothing may still change the workspace while it is checked
         result.events += await self._leftovers(ctx, visit, spawned)
         spawned = process.spawned()
-        problems = await off_loop(lambda: self.workspaces.after_visit(ws), "swell-mount")
-        finished = await finish_visit(ctx, result, of_visit(step, owner), problems)
+        changed: list[str] = []
+        if ws.mounts:  # read-only mounts are hashed to see what the visit changed
+            changed = await off_loop(lambda: self.workspaces.after_visit(ws), "swell-mount")
+        finished = await finish_visit(ctx, result, of_visit(step, owner), changed)
         result = finished.result
         result.events += await self._leftovers(ctx, visit, spawned)  # contract commands
         plan, path = self.plan, ws.path

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from swell import sweep
 from swell.engine.loop.decisions import Visit
@@ -35,6 +36,7 @@ from swell.executors.temporal.children import EngineChildren, create_child
 from swell.executors.temporal.observing import EngineObservers
 from swell.executors.temporal.slots import VisitSlots
 from swell.executors.temporal.specs import (
+    UNRECORDED,
     ChildCreate,
     ChildStarted,
     RecordRequest,
@@ -141,6 +143,14 @@ class WorkerContext:
                 found.state.apply(event)
         return found
 
+    def caught_up(self, run_id: str, stored: Sequence[ev.BaseEvent]) -> None:
+        """Events this process just stored, folded into the run's kept state when they
+        follow it: the next visit need not read them back."""
+        found = self.runs.get(run_id)
+        if found is not None and stored and stored[0].seq == found.state.seq + 1:
+            for event in stored:
+                found.state.apply(event)
+
     def pipeline(self, spec: RunSpec) -> LoadedPipeline:
         key = (spec.pipeline_path, spec.pipeline_text)
         if key not in self.pipelines:
@@ -196,6 +206,7 @@ class Activities:
                 raise
             store.emit(rest)
             events = rest
+        self.context.caught_up(request.run_id, events)
         self.context.observers.emit(store, request.run_id, events)  # hooks, traces
         return len(events)
 
@@ -216,6 +227,11 @@ class Activities:
         """One visit by the existing visit executor, heartbeating while it runs. When
         the workflow cancels it, the executor ends the visit's processes first."""
         spec = request.spec
+        if request.events:  # recorded before this (local) visit: stored before it runs
+            try:
+                await self.record(RecordRequest(spec.store, spec.run_id, request.events))
+            except StoreError as exc:
+                raise ApplicationError(str(exc), type=UNRECORDED, non_retryable=True) from exc
         run = self.context.run(spec)
         step = run.graph.steps[request.step_id]
         attempt = request.tries_before + activity.info().attempt

@@ -51,6 +51,9 @@ class RunSpec:
     personas: dict[str, str | None] = field(default_factory=dict)
 
 
+UNRECORDED = "swell.unrecorded"  # a local visit's events could not be stored: it did not run
+
+
 @dataclass
 class RecordRequest:
     """A batch of stamped events for the store, in seq order."""
@@ -72,6 +75,8 @@ class VisitRequest:
     source_visit: int | None = None
     base: str | None = None  # the workspace commit this visit starts from (remote mode)
     tries_before: int = 0  # tries on the run's own worker before this one (stickiness)
+    # a local visit's: the run's events recorded before it, to store before it runs
+    events: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from swell.events import models as ev
     from swell.executors.temporal import WORKFLOW
     from swell.executors.temporal.specs import (
+        UNRECORDED,
         ChildCreate,
         ChildStart,
         ChildStarted,
@@ -61,6 +62,9 @@ with workflow.unsafe.imports_passed_through():
 
 VISIT_TIMEOUT = timedelta(days=7)  # the visit executor enforces step timeouts itself
 WORKER_LOST_ATTEMPTS = 3  # a visit whose worker died is tried again on another, this often
+# a local visit stores the events recorded before it (one local activity, not two);
+# histories of runs started before it replay as they ran
+HANDED_OVER = "local-visit-stores-events"
 
 
 @cache
@@ -88,6 +92,8 @@ class RunWorkflow:
         # child runs: by their key (None while starting), by the visit that started them
         self._started: dict[str, ChildStarted | None] = {}
         self._children: dict[tuple[str, int], list[ChildWorkflowHandle[Any, Any]]] = {}
+        self._handed: list[ev.BaseEvent] = []  # recorded, for the visit being launched
+        self._hands_over = False
 
     # ----------------------------------------------------------------- the run
 
@@ -105,6 +111,7 @@ class RunWorkflow:
             self.state = RunState.from_snapshot(json.loads(spec.carried))
             started = spec.started_at or workflow.time()
         self.loop = RunLoop(self.decide, self.state, self, started)
+        self._hands_over = spec.local_visits and workflow.patched(HANDED_OVER)
         self._visits_before = self.state.total
         self._head = spec.head  # the workspace commit the next visit starts from
         self._sticky: str | None = None  # the queue of the worker with the warm workspace
@@ -162,13 +169,26 @@ class RunWorkflow:
             if not pending:
                 return
             batch = list(pending)
-            await workflow.execute_local_activity(
-                "swell.record",
-                RecordRequest(self.spec.store, self.spec.run_id, [ev.event_json(e) for e in batch]),
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
-            )
+            await self._record(batch)
             del pending[: len(batch)]
+
+    async def _record(self, batch: list[ev.BaseEvent]) -> None:
+        """The `swell.record` local activity, tried until the store takes the batch."""
+        await workflow.execute_local_activity(
+            "swell.record",
+            RecordRequest(self.spec.store, self.spec.run_id, [ev.event_json(e) for e in batch]),
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
+        )
+
+    def hand_over(self, pending: list[ev.BaseEvent], visit: Visit) -> bool:
+        """A local visit stores the batch itself, when nothing else runs meanwhile (so no
+        other batch can be written before it) and it is not a gate's."""
+        if not self._hands_over or self._tasks or visit.step.gate is not None:
+            return False
+        self._handed = list(pending)
+        pending.clear()
+        return True
 
     async def cancel_all(self) -> None:
         tasks = list(self._tasks)
@@ -203,11 +223,12 @@ class RunWorkflow:
 
     def launch(self, visit: Visit) -> None:
         self._launched += 1
-        work = self._gate(visit) if visit.step.gate is not None else self._visit(visit)
+        handed, self._handed = self._handed, []
+        work = self._gate(visit) if visit.step.gate is not None else self._visit(visit, handed)
         task = asyncio.get_running_loop().create_task(work)
         self._tasks[task] = _Task(visit, self._launched, workflow.time())
 
-    def _request(self, visit: Visit) -> VisitRequest:
+    def _request(self, visit: Visit, handed: list[ev.BaseEvent] | None = None) -> VisitRequest:
         act = visit.activation
         return VisitRequest(
             self.spec,
@@ -217,32 +238,50 @@ class RunWorkflow:
             act.source_step,
             act.source_visit,
             base=self._head,
+            events=[ev.event_json(e) for e in handed or ()],
         )
 
-    async def _visit(self, visit: Visit) -> tuple[StepResult, int]:
+    async def _visit(
+        self, visit: Visit, handed: list[ev.BaseEvent] | None = None
+    ) -> tuple[StepResult, int]:
         """One visit on a worker; a worker that dies is noticed by its missed heartbeats
-        and the visit runs again on another one."""
-        retry = RetryPolicy(maximum_attempts=WORKER_LOST_ATTEMPTS)
-        waits = workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+        and the visit runs again on another one. `handed`: events recorded before the
+        visit, which it stores first; however it ends, they are stored before anything
+        else is (by `swell.record`, idempotently, when the visit may not have)."""
         try:
-            if self.spec.local_visits:
-                reply: VisitReply = await workflow.execute_local_activity(
-                    "swell.visit",
-                    self._request(visit),
-                    result_type=VisitReply,
-                    start_to_close_timeout=VISIT_TIMEOUT,
-                    retry_policy=retry,
-                    cancellation_type=waits,
-                )
-            else:
-                reply = await self._remote_visit(visit, retry, waits)
+            reply = await self._run_visit(visit, handed)
         except ActivityError as exc:
             cause = exc.cause or exc
+            if handed:
+                async with self._writing:
+                    await self._record(handed)
+                if isinstance(cause, ApplicationError) and cause.type == UNRECORDED:
+                    return await self._visit(visit)  # stored now: the visit runs
             return StepResult(outcome="failure", error=f"the visit's worker failed: {cause}"), 0
+        except BaseException:
+            if handed:  # cancelled: stored as the write it replaced would have been
+                async with self._writing:
+                    await self._record(handed)
+            raise
         if reply.commit is not None:
             self._head = reply.commit
         self._sticky = reply.queue
         return reply.result, reply.duration_ms
+
+    async def _run_visit(self, visit: Visit, handed: list[ev.BaseEvent] | None) -> VisitReply:
+        retry = RetryPolicy(maximum_attempts=WORKER_LOST_ATTEMPTS)
+        waits = workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+        if self.spec.local_visits:
+            reply: VisitReply = await workflow.execute_local_activity(
+                "swell.visit",
+                self._request(visit, handed),
+                result_type=VisitReply,
+                start_to_close_timeout=VISIT_TIMEOUT,
+                retry_policy=retry,
+                cancellation_type=waits,
+            )
+            return reply
+        return await self._remote_visit(visit, retry, waits)
 
     async def _remote_visit(
         self, visit: Visit, retry: RetryPolicy, waits: workflow.ActivityCancellationType
