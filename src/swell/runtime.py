@@ -19,11 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swell.adapters.registry import AdapterRegistry, default_registry
-from swell.contracts.registry import ContractTypes, default_contract_types
 from swell.engine.loop.runner import Runner, RunSummary
 from swell.engine.loop.state import RunState
-from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.engine.visit.context import (
     ChildOutcome,
     ChildRequest,
@@ -39,7 +36,7 @@ from swell.events.bus import EventBus, EventSink
 from swell.events.codec import stamp
 from swell.events.redact import MASK, Redactor
 from swell.events.statuses import ENDED_FOR_GOOD
-from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
+from swell.manifest.lint import LintReport, lint_pipeline, lint_project
 from swell.manifest.loader import (
     LoadedPipeline,
     Project,
@@ -51,6 +48,8 @@ from swell.manifest.loader import (
 from swell.notify import run_observers
 from swell.ops.rerun import refuse_husk
 from swell.ops.timetravel import has_rewinds, replay_events, restore_pending
+from swell.registries import Registries as Registries  # where callers found it first
+from swell.registries import open_registries as open_registries
 from swell.state_snapshots import StateSnapshots
 from swell.store.capabilities import claims, output_store
 from swell.store.dispatch import record_run
@@ -65,28 +64,6 @@ if TYPE_CHECKING:
     from swell.ops.rerun import Reuse
 
 FINAL = ENDED_FOR_GOOD
-
-
-@dataclass
-class Registries:
-    """The step kinds, adapters and contract types this process knows."""
-
-    adapters: AdapterRegistry
-    step_kinds: StepKinds
-    contract_types: ContractTypes
-
-    def lint_context(self) -> LintContext:
-        return LintContext(
-            step_kinds=self.step_kinds,
-            adapter_types=self.adapters,
-            contract_types=self.contract_types,
-            adapter_options=self.adapters.options_model,
-            permission_warnings=self.adapters.permission_warnings,
-        )
-
-
-def open_registries() -> Registries:
-    return Registries(default_registry(), default_step_kinds(), default_contract_types())
 
 
 @dataclass

@@ -37,3 +37,14 @@ def executor_for(run: RunRow) -> Executor:
     from swell.executors.local import LocalExecutor
 
     return LocalExecutor()
+
+
+def held_by(run: RunRow) -> str | None:
+    """`executor_for(run).held_by`: who executes `run` when no process claims it. A
+    local run's answer needs no executor, so `swell list` and `swell status` import
+    neither executor (nor asyncio) for it."""
+    from swell.events.statuses import ENDED_FOR_GOOD
+
+    if run.options.get("engine") == "temporal" and run.status not in ENDED_FOR_GOOD:
+        return executor_for(run).held_by
+    return None  # the local executor's: a process, which claims the run in the store
