@@ -8,10 +8,9 @@ models (pydantic) nor the workspace's checkpoints: it must start quickly.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from swell.events import models as ev
     from swell.store.protocols import RunReader
 
 KINDS = ("run.forked", "run.fork_made", "run.rewound")
@@ -20,9 +19,10 @@ KINDS = ("run.forked", "run.fork_made", "run.rewound")
 def lineage(store: RunReader, run_id: str) -> dict[str, object]:
     """Where a run was forked from, the forks made of it and its rewinds."""
     found = store.events_of_kind(run_id, KINDS)  # parsed only when there are some
-    origins = [cast("ev.RunForked", e) for e in found if e.type == "run.forked"]
-    forks = [cast("ev.ForkMade", e) for e in found if e.type == "run.fork_made"]
-    rewinds = [cast("ev.RunRewound", e) for e in found if e.type == "run.rewound"]
+    # narrowed by `type` (the union's tag), so that no class need be imported
+    origins = [e for e in found if e.type == "run.forked"]
+    forks = [e for e in found if e.type == "run.fork_made"]
+    rewinds = [e for e in found if e.type == "run.rewound"]
     origin = origins[0] if origins else None
     return {
         "forked_from": None
