@@ -46,8 +46,6 @@ from swell.manifest.loader import (
     load_stored_pipeline,
 )
 from swell.notify import run_observers
-from swell.ops.rerun import refuse_husk
-from swell.ops.timetravel import has_rewinds, replay_events, restore_pending
 from swell.registries import Registries as Registries  # where callers found it first
 from swell.registries import open_registries as open_registries
 from swell.state_snapshots import StateSnapshots
@@ -233,6 +231,8 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
         run = rt.store.get_run(run.id)
         _refuse_final(run)
         if run.status == "pending":  # a `--from-step` killed mid-copy is no run to continue
+            from swell.ops.rerun import refuse_husk  # resuming only: not `swell run`'s start-up
+
             refuse_husk(rt.store, run)
         return _resumption(rt, run)
     except BaseException:
@@ -270,6 +270,8 @@ def _missing_steps(loaded: LoadedPipeline, state: RunState) -> list[str]:
 def load_state(store: RunReader, run_id: str) -> RunState:
     """A stored run's state: its newest snapshot followed by the events after it, or
     every event when it has no snapshot this version can read (the same state)."""
+    from swell.ops.timetravel import has_rewinds, replay_events  # not for `swell run`'s start-up
+
     state, after = None, 0
     found = store.load_snapshot(run_id)
     if found is not None and found[0] >= has_rewinds(store, run_id):  # none from before a rewind
@@ -289,6 +291,8 @@ def load_state(store: RunReader, run_id: str) -> RunState:
 
 
 def _resumption(rt: Runtime, run: RunRow) -> Resumption:
+    from swell.ops.timetravel import restore_pending  # not for `swell run`'s start-up
+
     restore_pending(rt.store, rt.state_dir, run)  # a fork or rewind killed halfway
     loaded, notes = _stored_pipeline(rt, run)
     check_loaded(rt, loaded)
