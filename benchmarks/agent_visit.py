@@ -317,11 +317,19 @@ def report(name: str, shape: str, case: Case) -> None:
         f"{statistics.median(case.costs[1]) * 1e3:.0f}); further {further * 1e3:5.1f} ms a "
         f"visit (median {med * 1e3:.1f}); {calls}"
     )
+    # a negative cost is the machine's noise (a CLI run took longer alone than in
+    # swell's run): no figure to judge, and it must not read as a pass
+    noisy = " (noise: swell's cost came out negative)" if min(one, further) < 0 else ""
     if shape == "plain" and name == "claude":
-        verdict = "PASS" if one <= FIRST_GOAL else "FAIL"
-        print(f"  goal: first claude visit <= 100 ms over the CLI: {one * 1e3:.0f} ms  {verdict}")
-    verdict = "PASS" if further <= FURTHER_GOAL else "FAIL"
-    print(f"  goal: {name} {shape}: further visits <= 15 ms: {further * 1e3:.1f} ms  {verdict}")
+        verdict = "PASS" if 0 <= one <= FIRST_GOAL and not noisy else "FAIL"
+        print(
+            f"  goal: first claude visit <= 100 ms over the CLI: {one * 1e3:.0f} ms{noisy}"
+            f"  {verdict}"
+        )
+    verdict = "PASS" if 0 <= further <= FURTHER_GOAL and not noisy else "FAIL"
+    print(
+        f"  goal: {name} {shape}: further visits <= 15 ms: {further * 1e3:.1f} ms{noisy}  {verdict}"
+    )
 
 
 if __name__ == "__main__":
