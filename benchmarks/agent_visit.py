@@ -181,8 +181,9 @@ def replies(cli: Cli) -> Callable[[Any], Any]:
 
     def choose(request: Any) -> Any:
         body = json.dumps(request.body)
-        # a reviewer's request carries the review's JSON schema (its fields)
-        if '"suggestions"' not in body or '"confidence"' not in body:
+        # a reviewer's request carries the review's JSON schema (its fields): as JSON
+        # (a tool's or an output schema) or quoted inside the prompt's text
+        if not all(f'"{k}"' in body or f'\\"{k}\\"' in body for k in ("suggestions", "confidence")):
             return Reply(text="done")
         if not cli.reviews_by_tool:
             return Reply(text=json.dumps(PASS))
