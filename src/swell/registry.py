@@ -16,12 +16,16 @@ names are listed); a built-in name wins over a plugin of the same name.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint
-from typing import Generic, TypeVar
+from functools import reduce
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from swell.errors import SwellError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 T = TypeVar("T")
 
@@ -30,9 +34,26 @@ class UnknownName(SwellError):
     """A name no registry entry (built-in or plugin) answers to."""
 
 
-def builtin_entry_points(group: str, table: Mapping[str, str]) -> list[EntryPoint]:
+class Entry(NamedTuple):
+    """An entry point as a registry keeps it: what `importlib.metadata.EntryPoint`
+    holds and loads, without importing `importlib.metadata` (with `email` and the
+    rest, tens of milliseconds of every command's start-up) until a name is not
+    built in and the installed ones are scanned."""
+
+    name: str
+    value: str  # "module:attribute" (the attribute may be dotted)
+    group: str
+
+    def load(self) -> Any:
+        """The object the value names, as `EntryPoint.load` finds it."""
+        module, _, attrs = self.value.partition("[")[0].partition(":")  # no `[extras]`
+        found = importlib.import_module(module.strip())
+        return reduce(getattr, filter(None, attrs.strip().split(".")), found)
+
+
+def builtin_entry_points(group: str, table: Mapping[str, str]) -> list[Entry]:
     """swell's own entries of `group` (name -> "module:attribute") as entry points."""
-    return [EntryPoint(name, value, group) for name, value in table.items()]
+    return [Entry(name, value, group) for name, value in table.items()]
 
 
 def installed_entry_points(group: str) -> Iterable[EntryPoint]:
@@ -48,15 +69,15 @@ class Registry(Generic[T]):
 
     what: str  # "adapter", "step type", "contract type"
     group: str  # the entry-point group built-ins and plugins register through
-    entries: dict[str, T | EntryPoint] = field(default_factory=dict)
+    entries: dict[str, T | Entry] = field(default_factory=dict)
     error: type[SwellError] = UnknownName
     _plugins_loaded: bool = False
 
-    def add_entry_points(self, eps: Iterable[EntryPoint]) -> None:
+    def add_entry_points(self, eps: Iterable[Entry | EntryPoint]) -> None:
         """Register entry points of this registry's group; names already taken stay."""
         for ep in eps:
             if ep.group == self.group:
-                self.entries.setdefault(ep.name, ep)
+                self.entries.setdefault(ep.name, Entry(ep.name, ep.value, ep.group))
 
     def register(self, name: str, entry: T) -> None:
         """Add (or replace) an entry by its object: a test's stand-in, a scripted twin."""
@@ -89,7 +110,7 @@ class Registry(Generic[T]):
         if name not in self:
             raise self.error(f"unknown {self.what} '{name}' (known: {', '.join(self)})")
         entry = self.entries[name]
-        if not isinstance(entry, EntryPoint):
+        if not isinstance(entry, Entry):
             return entry
         try:
             loaded: T = entry.load()

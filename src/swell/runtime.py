@@ -19,11 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swell.adapters.registry import AdapterRegistry, default_registry
-from swell.contracts.registry import ContractTypes, default_contract_types
 from swell.engine.loop.runner import Runner, RunSummary
 from swell.engine.loop.state import RunState
-from swell.engine.steps.registry import StepKinds, default_step_kinds
 from swell.engine.visit.context import (
     ChildOutcome,
     ChildRequest,
@@ -39,7 +36,7 @@ from swell.events.bus import EventBus, EventSink
 from swell.events.codec import stamp
 from swell.events.redact import MASK, Redactor
 from swell.events.statuses import ENDED_FOR_GOOD
-from swell.manifest.lint import LintContext, LintReport, lint_pipeline, lint_project
+from swell.manifest.lint import LintReport, lint_pipeline, lint_project
 from swell.manifest.loader import (
     LoadedPipeline,
     Project,
@@ -49,8 +46,8 @@ from swell.manifest.loader import (
     load_stored_pipeline,
 )
 from swell.notify import run_observers
-from swell.ops.rerun import refuse_husk
-from swell.ops.timetravel import has_rewinds, replay_events, restore_pending
+from swell.registries import Registries as Registries  # where callers found it first
+from swell.registries import open_registries as open_registries
 from swell.state_snapshots import StateSnapshots
 from swell.store.capabilities import claims, output_store
 from swell.store.dispatch import record_run
@@ -65,28 +62,6 @@ if TYPE_CHECKING:
     from swell.ops.rerun import Reuse
 
 FINAL = ENDED_FOR_GOOD
-
-
-@dataclass
-class Registries:
-    """The step kinds, adapters and contract types this process knows."""
-
-    adapters: AdapterRegistry
-    step_kinds: StepKinds
-    contract_types: ContractTypes
-
-    def lint_context(self) -> LintContext:
-        return LintContext(
-            step_kinds=self.step_kinds,
-            adapter_types=self.adapters,
-            contract_types=self.contract_types,
-            adapter_options=self.adapters.options_model,
-            permission_warnings=self.adapters.permission_warnings,
-        )
-
-
-def open_registries() -> Registries:
-    return Registries(default_registry(), default_step_kinds(), default_contract_types())
 
 
 @dataclass
@@ -256,6 +231,8 @@ def claim_for_resume(rt: Runtime, run_id: str) -> Resumption:
         run = rt.store.get_run(run.id)
         _refuse_final(run)
         if run.status == "pending":  # a `--from-step` killed mid-copy is no run to continue
+            from swell.ops.rerun import refuse_husk  # resuming only: not `swell run`'s start-up
+
             refuse_husk(rt.store, run)
         return _resumption(rt, run)
     except BaseException:
@@ -311,6 +288,8 @@ def _missing_steps(loaded: LoadedPipeline, state: RunState) -> list[str]:
 def load_state(store: RunReader, run_id: str) -> RunState:
     """A stored run's state: its newest snapshot followed by the events after it, or
     every event when it has no snapshot this version can read (the same state)."""
+    from swell.ops.timetravel import has_rewinds, replay_events  # not for `swell run`'s start-up
+
     state, after = None, 0
     found = store.load_snapshot(run_id)
     if found is not None and found[0] >= has_rewinds(store, run_id):  # none from before a rewind
@@ -330,6 +309,8 @@ def load_state(store: RunReader, run_id: str) -> RunState:
 
 
 def _resumption(rt: Runtime, run: RunRow) -> Resumption:
+    from swell.ops.timetravel import restore_pending  # not for `swell run`'s start-up
+
     restore_pending(rt.store, rt.state_dir, run)  # a fork or rewind killed halfway
     loaded, notes = _stored_pipeline(rt, run)
     check_loaded(rt, loaded)

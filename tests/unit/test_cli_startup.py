@@ -97,3 +97,89 @@ def test_a_run_of_files_that_loaded_before_does_not_import_the_yaml_parser(
 
     assert run() == "True"  # parsed, and kept in the manifest cache
     assert run() == "False"  # read back from it
+
+
+def _imported(*args: str, cwd: Path) -> set[str]:
+    """The modules `swell ARGS` has imported when it is done (as `entry` runs it: the
+    command's modules imported first, `_warm`; `-X importtime` would not list those)."""
+    code = (
+        f"import sys; sys.argv = ['swell', *{list(args)!r}]\n"
+        "from swell.cli import app\n"
+        "app._warm(sys.argv[1:])\n"
+        "try:\n    app.main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print(*sorted(sys.modules), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(done.stderr.strip().splitlines()[-1].split())
+
+
+def _one_step_project(root: Path) -> Path:
+    (root / "wave.yaml").write_text("apiVersion: v1\nkind: WaveManifest\nmetadata: {name: p}\n")
+    pipelines = root / ".agents" / "pipelines"
+    pipelines.mkdir(parents=True)
+    (pipelines / "one.yaml").write_text(
+        "kind: WavePipeline\nmetadata: {name: one}\nsteps:\n"
+        "  - {id: hello, type: command, script: echo hello}\n"
+    )
+    return root
+
+
+def _of(modules: set[str], *packages: str) -> set[str]:
+    return {m for m in modules if any(m == p or m.startswith(p + ".") for p in packages)}
+
+
+# what only running a pipeline needs: the engine and what drives it, the manifest's
+# models, asyncio, pydantic
+RUN_ONLY = ("swell.engine", "swell.runtime", "swell.manifest", "asyncio", "pydantic")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list",),
+        ("list", "-o", "json"),
+        ("status",),
+        ("status", "-o", "json"),
+        ("logs",),
+    ],
+    ids=" ".join,
+)
+def test_commands_that_read_stored_runs_import_no_engine_manifest_or_pydantic(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """`swell list`, `status` and `logs` read the store and print: they start in a
+    fraction of `swell run`'s time because they import none of what runs a pipeline
+    (docs/performance.md, "Start-up")."""
+    root = _one_step_project(tmp_path)
+    ran = _swell("run", "one", cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    imported = _imported(*args, cwd=root)
+    assert "swell.store.sqlite.store" in imported  # it did read the store
+    # the project root is found (manifest.discovery) and `--since` parsed (durations)
+    allowed = {"swell.manifest", "swell.manifest.discovery", "swell.manifest.durations"}
+    assert _of(imported, *RUN_ONLY) - allowed == set()
+
+
+def test_validate_imports_no_run_loop_visit_machinery_or_store(tmp_path: Path) -> None:
+    """`swell validate` needs the manifest's models and each step kind's lint rules
+    (engine/steps/<kind>.py), not what runs a visit: no run loop, no visit machinery,
+    no event models, no asyncio, no store."""
+    root = _one_step_project(tmp_path)
+    imported = _imported("validate", cwd=root)
+    assert "swell.manifest.lint" in imported and "swell.engine.steps.command" in imported
+    engine = _of(imported, "swell.engine") - {
+        "swell.engine",
+        "swell.engine.steps",
+        "swell.engine.steps.base",
+        "swell.engine.steps.registry",
+        "swell.engine.steps.command",
+    }
+    assert engine == set()
+    assert _of(imported, "swell.runtime", "swell.store", "swell.events.models", "asyncio") == set()

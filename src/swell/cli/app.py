@@ -234,7 +234,10 @@ def _warm(argv: list[str]) -> None:
     try:
         for module in (f"swell.cli.{COMMANDS[named][0]}", *WARM.get(named, ())):
             with contextlib.suppress(Exception):
-                importlib.import_module(module)
+                # `__import__`, not `importlib.import_module`: only an import through
+                # the interpreter's own path is listed by `python -X importtime`, and
+                # these are most of a command's imports (docs/performance.md)
+                __import__(module)
     finally:
         gc.enable()
     gc.freeze()

@@ -11,7 +11,7 @@ from swell.cli.common import Output, OutputOption, print_json, project_dir
 
 if TYPE_CHECKING:
     from swell.manifest.loader import Project
-    from swell.runtime import Registries
+    from swell.registries import Registries
 
 
 class What(enum.StrEnum):
@@ -46,7 +46,7 @@ def list_(
         list_runs(ctx, limit=limit, output=output)
         return
     from swell.manifest.loader import load_project
-    from swell.runtime import open_registries
+    from swell.registries import open_registries
 
     project = load_project(project_dir(ctx))
     registries = open_registries()

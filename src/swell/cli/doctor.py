@@ -18,7 +18,7 @@ def doctor(ctx: typer.Context, output: OutputOption = Output.text) -> None:
     from swell.errors import SwellError
     from swell.manifest.loader import Project, load_project
     from swell.ops.doctor import failed, run_checks
-    from swell.runtime import open_registries
+    from swell.registries import open_registries
 
     project: Project | None = None
     error: SwellError | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -18,9 +18,10 @@ from swell.cli.common import (
     run_id_given,
 )
 from swell.cli.pick import OptionalRunArgument
-from swell.executors import executor_for
+from swell.executors import held_by
 
 if TYPE_CHECKING:
+    from swell.events.models import ChildRunStarted
     from swell.store.protocols import RunReader
     from swell.store.rows import Owner, RunRow, StepRow
 
@@ -34,13 +35,13 @@ def _run_dict(run: RunRow, owner: Owner | None) -> dict[str, Any]:
     data = {k: v for k, v in asdict(run).items() if k not in hidden}
     data["owner"] = asdict(owner) if owner else None  # the process executing it now
     # a run the Temporal engine executes has no owning process here, and is not stale
-    held = executor_for(run).held_by
+    held = held_by(run)
     data["stale"] = run.status in ("running",) and owner is None and held is None
     return data
 
 
 def _status_word(run: RunRow, owner: Owner | None) -> str:
-    held = executor_for(run).held_by
+    held = held_by(run)
     if run.status == "running" and held is not None:
         return f"running (on {held})"
     if run.status == "running" and owner is None:
@@ -120,7 +121,7 @@ def status(
     output: OutputOption = Output.text,
 ) -> None:
     """A run's status, its steps, waiting gates and context."""
-    from swell.ops.checkpoints import lineage  # events' models: not for `swell logs`
+    from swell.ops.lineage import lineage
 
     store = project_store(ctx)
     if run_id is None:
@@ -349,13 +350,9 @@ def _say_lineage(found: dict[str, Any]) -> None:
 def _child_runs(store: RunReader, run_id: str, children: list[RunRow]) -> list[dict[str, Any]]:
     """Each child run with the step (and the iterate item) that started it, in the order
     they started; children started before items were recorded have `item` None."""
-    from swell.events import models as ev
-
-    started = {
-        e.child_run_id: e
-        for e in store.events_of_kind(run_id, ["child.started"])
-        if isinstance(e, ev.ChildRunStarted)
-    }
+    # events of that one kind: parsed (the event models imported) only when there are some
+    found = store.events_of_kind(run_id, ["child.started"])
+    started = {e.child_run_id: e for e in cast("list[ChildRunStarted]", found)}
     rows = []
     for child in children:
         event = started.get(child.id)

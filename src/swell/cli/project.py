@@ -100,7 +100,7 @@ def validate(
     """Check wave.yaml and pipelines: fields, references, graph, templates. Every
     problem of every file is reported in one pass."""
     from swell.manifest.validation import validate_project
-    from swell.runtime import open_registries
+    from swell.registries import open_registries  # not swell.runtime: the engine
 
     result = validate_project(
         project_dir(ctx), open_registries().lint_context(), None if all_ else pipeline

@@ -51,3 +51,14 @@ def start_held(rt: Runtime, run: RunRow) -> bool:
     if not isinstance(executor, TemporalExecutor) or run.status != "pending":
         return False
     return asyncio.run(executor.start_recorded(rt, run))
+
+
+def held_by(run: RunRow) -> str | None:
+    """`executor_for(run).held_by`: who executes `run` when no process claims it. A
+    local run's answer needs no executor, so `swell list` and `swell status` import
+    neither executor (nor asyncio) for it."""
+    from swell.events.statuses import ENDED_FOR_GOOD
+
+    if run.options.get("engine") == "temporal" and run.status not in ENDED_FOR_GOOD:
+        return executor_for(run).held_by
+    return None  # the local executor's: a process, which claims the run in the store

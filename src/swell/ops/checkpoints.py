@@ -90,24 +90,3 @@ def diff(store: RunReader, state_dir: Path, run_id: str, at: At | None, stat: bo
 
 
 __all__ = ["At", "NoCheckpoint", "checkpoints", "diff", "find", "parse_at"]
-
-
-def lineage(store: RunReader, run_id: str) -> dict[str, object]:
-    """Where a run was forked from, the forks made of it and its rewinds (`swell status`)."""
-    found = store.events_of_kind(run_id, ("run.forked", "run.fork_made", "run.rewound"))
-    origin = next((e for e in found if isinstance(e, ev.RunForked)), None)
-    return {
-        "forked_from": None
-        if origin is None
-        else {"run": origin.origin_run_id, "at": f"{origin.at_step}#{origin.at_visit}"},
-        "forks": [
-            {"run": e.fork_run_id, "at": f"{e.at_step}#{e.at_visit}"}
-            for e in found
-            if isinstance(e, ev.ForkMade)
-        ],
-        "rewinds": [
-            {"to": f"{e.at_step}#{e.at_visit}", "abandoned_after_seq": e.kept_seq, "seq": e.seq}
-            for e in found
-            if isinstance(e, ev.RunRewound)
-        ],
-    }

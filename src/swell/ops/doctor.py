@@ -33,7 +33,7 @@ from swell.ops.preflight import AgentUse, agent_uses
 if TYPE_CHECKING:
     import psycopg
 
-    from swell.runtime import Registries
+    from swell.registries import Registries
 
 Status = Literal["ok", "missing", "error", "unused"]
 

@@ -15,7 +15,7 @@ from swell.workspace.workspace import mount_target
 
 if TYPE_CHECKING:
     from swell.ops.rerun import Reuse
-    from swell.runtime import Registries
+    from swell.registries import Registries
 
 
 @dataclass

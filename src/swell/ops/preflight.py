@@ -36,7 +36,7 @@ from swell.manifest.models import Pipeline, Step
 from swell.ops import toolchain
 
 if TYPE_CHECKING:
-    from swell.runtime import Registries
+    from swell.registries import Registries
 
 SHELL_TOOLS = frozenset({"bash", "shell", "run_shell_command"})
 DEFAULT_WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash"})

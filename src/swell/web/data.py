@@ -340,7 +340,7 @@ def thread_page(
 def pipelines_state(root: Path) -> m.Pipelines:
     """`swell validate` for every pipeline of the project: which load and lint clean."""
     from swell.manifest.validation import validate_project
-    from swell.runtime import open_registries  # the registries lint asks about step kinds
+    from swell.registries import open_registries  # the registries lint asks about step kinds
 
     result = validate_project(root, open_registries().lint_context(), None)
     errors = [p for p in result.problems if p.severity == "error"]

@@ -3,18 +3,21 @@ traits the engine routes by. One subclass per kind, one module each."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel
+# only named in annotations: `swell validate` imports the kinds for their lint rules,
+# and must not pay for the run loop and the event models on the way (start-up)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-from swell.engine.loop.graph import Activation
-from swell.engine.loop.state import RunState
-from swell.engine.visit.context import StepResult, VisitContext
-from swell.errors import Problem
-from swell.events.models import Progress
-from swell.manifest.lint_context import LintScope
-from swell.manifest.models import Step
-from swell.manifest.yamldoc import Loc
+    from swell.engine.loop.graph import Activation
+    from swell.engine.loop.state import RunState
+    from swell.engine.visit.context import StepResult, VisitContext
+    from swell.errors import Problem
+    from swell.events.models import Progress
+    from swell.manifest.lint_context import LintScope
+    from swell.manifest.models import Step
+    from swell.manifest.yamldoc import Loc
 
 
 class StepKind:
