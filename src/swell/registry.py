@@ -105,7 +105,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The entry called `name`; an unknown name is an error listing the known ones."""
         entry = self.entries.get(name)
-        if entry is not None and not isinstance(entry, EntryPoint):
+        if entry is not None and not isinstance(entry, Entry):
             return entry  # loaded: asked for at every visit
         if name not in self:
             raise self.error(f"unknown {self.what} '{name}' (known: {', '.join(self)})")
