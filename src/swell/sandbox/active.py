@@ -147,7 +147,8 @@ def _server_argv(backend: Backend, box: Box, fd: str) -> list[str]:
     """bwrap running the box's process server (on swell's Python, shown read-only)."""
     runtime = Path(os.path.realpath(sys.base_prefix))
     shown = box if not _hidden(runtime, box) else replace(box, visible=(*box.visible, runtime))
-    return backend.wrap([*boxes.PYTHON_ARGS, boxes.SERVER, fd], Path("/"), shown)
+    argv = [*boxes.PYTHON_ARGS, boxes.SERVER, fd]
+    return backend.wrap(argv, Path("/"), shown, forward=False)  # it forwards itself
 
 
 _current: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar(
@@ -285,18 +286,19 @@ def start_boxed(
     env: Mapping[str, str] | None,
     cwd: str | os.PathLike[str],
     stdio: tuple[int, int, int],
+    inherit: tuple[str, ...] = (),
 ) -> boxes.Boxed | None:
     """`argv` started in the long-lived box of the current visit's shape (sandbox/boxes.py),
-    with `stdio`; None when it must get a bwrap of its own (`confine`): a box with the
-    egress proxy, a backend other than bubblewrap, a pids limit no lane can hold."""
+    with `stdio` (`inherit`: an agent CLI's own variables, see `confine`); None when it
+    must get a bwrap of its own (`confine`): a backend other than bubblewrap, a pids
+    limit no lane can hold."""
     found = _current.get()
     if found is None or found.backend.name != "bubblewrap":
         return None
-    box, inside = _prepared(found, argv, env, ())
-    if box.proxy is not None:
-        return None
+    box, inside = _prepared(found, argv, env, inherit)
     server = found.server(box, inside.get("SWELL_RUN_ID", ""))
     spawner = found.spawner(server)
     if spawner is None:
         return None
-    return spawner.start(argv, os.fspath(cwd), inside, stdio, server.take_dirty())
+    clean = server.take_dirty()
+    return spawner.start(argv, os.fspath(cwd), inside, stdio, clean, box.proxy_inside)

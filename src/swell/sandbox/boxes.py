@@ -45,9 +45,10 @@ Key = tuple[object, ...]
 def key_of(binary: str, box: Box, run: str) -> Key:
     """What decides a box's mounts and network: two processes with the same key may share
     one (the environment is each process's own, sent with it)."""
+    egress = None if box.proxy is None else box.proxy.parent  # each visit's socket in it
     return (
         binary, run, box.writable, box.home, box.hidden, box.visible, box.readonly,
-        box.network, box.proxy, box.tmp_size, box.logins,
+        box.network, egress, box.tmp_size, box.logins,
     )  # fmt: skip
 
 
@@ -148,11 +149,15 @@ class Spawner:
         env: Mapping[str, str],
         stdio: tuple[int, int, int],
         clean: bool = False,
+        proxy: str | None = None,
     ) -> Boxed | None:
         """Start `argv` with `stdio` (stdin, stdout, stderr), after emptying the box's
-        /tmp if `clean`; None when the box cannot (it is gone, or the request is too big)."""
+        /tmp if `clean`, behind a forwarder to the egress proxy at `proxy` (inside the
+        box) if given; None when the box cannot (it is gone, or the request is too big)."""
         mine, theirs = _channel()
         request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "clean": clean}
+        if proxy is not None:
+            request["proxy"] = proxy
         try:
             self.send(request, [theirs.fileno(), *stdio])
         except OSError:

@@ -15,7 +15,7 @@ from swell.events import models as ev
 from swell.manifest.wave_models import SandboxConfig
 from swell.sandbox import logins
 from swell.sandbox.paths import hidden_paths, homes, path_entries_under, real
-from swell.sandbox.proxy import EgressProxy, Record
+from swell.sandbox.proxy import EgressProxy, Record, egress_directory
 from swell.sandbox.settings import Settings, backend_for, settings_of
 from swell.workspace.workspace import Workspace
 
@@ -202,7 +202,10 @@ def enter(
     domains, ceiling = allowed_domains(plan, persona)
     endpoint = options.get("base_url")  # the agent's model, named by its adapter's options
     url = endpoint if isinstance(endpoint, str) else None
-    proxy = functools.partial(_proxy, domains, record, ceiling, url)
+    # the visits of the run with this allow-list put their proxies' sockets in one
+    # directory, so their agents and commands share the run's box (sandbox/boxes.py)
+    egress = (plan.run_id, tuple(domains), tuple(ceiling or ()), ceiling is None, url)
+    proxy = functools.partial(_proxy, domains, record, ceiling, url, egress)
     confinement = sandbox.Confinement(
         backend, made, proxy, bool(domains), pids_limit=pids, note=note
     )
@@ -210,9 +213,13 @@ def enter(
 
 
 def _proxy(
-    domains: list[str], record: Record, ceiling: list[str] | None, endpoint: str | None
+    domains: list[str],
+    record: Record,
+    ceiling: list[str] | None,
+    endpoint: str | None,
+    egress: tuple[object, ...],
 ) -> EgressProxy:
-    made = EgressProxy(domains, record, ceiling)
+    made = EgressProxy(domains, record, ceiling, egress_directory(egress))
     if endpoint:
         made.allow_url(endpoint)
     return made
