@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swell.sandbox import boxes
+from swell.sandbox import boxes, logins
 from swell.sandbox.base import PROXY_PORT, Backend, Box
 from swell.sandbox.env import confined_env
 from swell.sandbox.limits import PidsCgroup, pids_root, rlimit_prefix
@@ -52,6 +52,7 @@ class Confinement:
     watching: list[asyncio.TimerHandle] = field(default_factory=list)
     servers: list[boxes.Server] = field(default_factory=list)  # boxes the visit used
     lanes: list[tuple[boxes.Server, boxes.Lane]] = field(default_factory=list)  # its own
+    marks: list[Path] = field(default_factory=list)  # logins bound by bwraps of its own
 
     def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
@@ -73,7 +74,8 @@ class Confinement:
         for server in self.servers:
             if server.key == key and server.alive():
                 return server
-        made = boxes.server_for(key, functools.partial(_server_argv, self.backend, box), run)
+        marks = tuple(target for _, target in box.logins)
+        made = boxes.server_for(key, functools.partial(_server_argv, self.backend, box), run, marks)
         self.servers.append(made)
         return made
 
@@ -131,6 +133,8 @@ class Confinement:
             server.give_back(lane)
         for server in self.servers:  # /tmp is emptied before the box's next process
             boxes.release(server)
+        logins.release(self.marks)
+        self.marks.clear()
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
         """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
@@ -277,6 +281,9 @@ def confine(
     if found is None:
         return list(argv), None if env is None else dict(env)
     box, inside = _prepared(found, argv, env, tuple(inherit))
+    marks = [target for _, target in box.logins]
+    logins.hold(marks)  # its empty mount points go at the visit's end
+    found.marks.extend(marks)
     outer, inner = found.limited(list(argv))
     return [*outer, *found.backend.wrap([*inner, *argv], Path(cwd), box)], inside
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from swell.sandbox import logins
 from swell.sandbox.base import Box
 from swell.sandbox.limits import PidsCgroup
 
@@ -191,11 +192,20 @@ class Lane(Spawner):
 class Server(Spawner):
     """One box: bwrap running the process server, and the socket to it."""
 
-    def __init__(self, key: Key, argv: Callable[[str], list[str]], env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        key: Key,
+        argv: Callable[[str], list[str]],
+        env: Mapping[str, str],
+        marks: tuple[Path, ...] = (),
+    ) -> None:
         """`argv(fd)`: the bwrap argv that runs the server with its socket at `fd`;
-        `env`: bwrap's own (the run's marker, so `swell stop` finds the box)."""
+        `env`: bwrap's own (the run's marker, so `swell stop` finds the box); `marks`:
+        the login files it binds (their empty mount points go with it: logins.hold)."""
         control, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         super().__init__(control)
+        self.marks = marks
+        logins.hold(marks)
         # started from the thread that runs the run's visits (its event loop): bwrap's
         # --die-with-parent follows that thread, which outlives them
         self.key = key
@@ -269,15 +279,18 @@ class Server(Spawner):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        logins.release(self.marks)
 
 
 _servers: dict[Key, Server] = {}
 _lock = threading.Lock()
 
 
-def server_for(key: Key, argv: Callable[[str], list[str]], run: str) -> Server:
+def server_for(
+    key: Key, argv: Callable[[str], list[str]], run: str, marks: tuple[Path, ...] = ()
+) -> Server:
     """The live box of `key`, started if there is none (idle boxes past IDLE, or past
-    MOST, are closed)."""
+    MOST, are closed); `marks`: see `Server`."""
     with _lock:
         found = _servers.get(key)
         if found is not None and not found.alive():
@@ -287,7 +300,7 @@ def server_for(key: Key, argv: Callable[[str], list[str]], run: str) -> Server:
         if found is None:
             _retire(time.monotonic())
             env = {"SWELL_RUN_ID": run} if run else {}
-            found = _servers[key] = Server(key, argv, env)
+            found = _servers[key] = Server(key, argv, env, marks)
         found.users += 1
         return found
 
