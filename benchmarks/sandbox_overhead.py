@@ -16,7 +16,10 @@ real claude CLI against its stand-in model server (tests/twins/), sandboxed and 
 (whose box is started for it) and a run of `SANDBOX_BENCH_CLAUDE_CHAIN` (default 4)
 visits in a chain (the box started once). Printed: the ratio and the added cost per
 agent visit (the run's box, the egress proxy and the visit's forwarder, the run's home),
-PASS or FAIL against the same goal. `SANDBOX_BENCH_CLAUDE_ROUNDS=0` skips it.
+PASS or FAIL against the same goal. Then the same through a stand-in claude CLI (a shell
+script that reaches its model's host with curl and answers), `SANDBOX_BENCH_STAND_IN_CHAIN`
+(default 40) visits a run: the sandbox's cost of an agent visit without node's seconds of
+start-up noise around it. `SANDBOX_BENCH_CLAUDE_ROUNDS=0` skips these.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ import yaml
 ITERATIONS = int(os.environ.get("SANDBOX_BENCH_ITERATIONS", "1000"))
 CLAUDE_ROUNDS = int(os.environ.get("SANDBOX_BENCH_CLAUDE_ROUNDS", "5"))
 CLAUDE_CHAIN = int(os.environ.get("SANDBOX_BENCH_CLAUDE_CHAIN", "4"))
+STAND_IN_CHAIN = int(os.environ.get("SANDBOX_BENCH_STAND_IN_CHAIN", "40"))
+# reaches the model's host (through the sandbox's proxy when sandboxed) and answers
+STAND_IN = """#!/bin/sh
+curl -s -o /dev/null "$ANTHROPIC_BASE_URL/v1/models"
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
+"""
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 ROUNDS = int(os.environ.get("SANDBOX_BENCH_ROUNDS", "3"))
 GOAL_MS = 15.0  # added per visit that starts a process
@@ -133,9 +142,19 @@ def claude_visits(tmp: Path) -> None:
         env = {"HOME": str(home), "ANTHROPIC_BASE_URL": twin.url, "ANTHROPIC_API_KEY": "dummy"}
         for visits in (1, CLAUDE_CHAIN):
             claude_row(tmp / f"chain{visits}", binary, env, visits)
+        # the same visits through a stand-in CLI that only reaches its model's host and
+        # answers: what the sandbox adds to an agent visit, without node's start (seconds,
+        # noisy under load) hiding it
+        stand_in = tmp / "bin" / "claude"
+        stand_in.parent.mkdir()
+        stand_in.write_text(STAND_IN)
+        stand_in.chmod(0o755)
+        claude_row(tmp / "stand-in", stand_in, env, STAND_IN_CHAIN, "a stand-in claude CLI")
 
 
-def claude_row(tmp: Path, binary: Path, env: dict[str, str], visits: int) -> None:
+def claude_row(
+    tmp: Path, binary: Path, env: dict[str, str], visits: int, cli: str = "real claude CLI"
+) -> None:
     projects = {"plain": tmp / "plain", "sandboxed": tmp / "sandboxed"}
     for name, root in projects.items():
         root.mkdir(parents=True)
@@ -149,7 +168,7 @@ def claude_row(tmp: Path, binary: Path, env: dict[str, str], visits: int) -> Non
             if round_:
                 times[name].append(time.perf_counter() - started)
     print(
-        f"claude visits (a run of {visits} prompt step(s), real claude CLI against its twin),"
+        f"claude visits (a run of {visits} prompt step(s), {cli} against its twin),"
         f" {CLAUDE_ROUNDS} rounds"
     )
     for name, found in times.items():
