@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from swell.sandbox import boxes, logins
 from swell.sandbox.base import PROXY_PORT, Backend, Box
+from swell.sandbox.docker import Docker
 from swell.sandbox.env import confined_env
 from swell.sandbox.limits import PidsCgroup, pids_root, rlimit_prefix
 
@@ -31,6 +33,7 @@ DEFAULT_ENDPOINTS = {
     "GEMINI_": ("generativelanguage.googleapis.com",),
 }
 WATCH = 0.25  # seconds between looks at a visit's pids cgroup
+_containers = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class Confinement:
     servers: list[boxes.Server] = field(default_factory=list)  # boxes the visit used
     lanes: list[tuple[boxes.Server, boxes.Lane]] = field(default_factory=list)  # its own
     marks: list[Path] = field(default_factory=list)  # logins bound by bwraps of its own
+    containers: list[str] = field(default_factory=list)  # docker's (sandbox/docker.py)
 
     def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
@@ -135,6 +139,8 @@ class Confinement:
             boxes.release(server)
         logins.release(self.marks)
         self.marks.clear()
+        if isinstance(self.backend, Docker):  # the client's end does not end the container
+            self.backend.remove(self.containers)
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
         """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
@@ -259,7 +265,7 @@ def _prepared(
     if not inherit and box.logins:  # a login file is for the agent CLI alone
         box = replace(box, logins=())
     if inherit and found.agent_read_only:  # the workspace too is read-only for it
-        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly))
+        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly), rewritable=())
     full = dict(os.environ if env is None else env)
     if proxy is not None and inherit:
         _allow_endpoints(proxy, full, inherit)
@@ -281,6 +287,10 @@ def confine(
     if found is None:
         return list(argv), None if env is None else dict(env)
     box, inside = _prepared(found, argv, env, tuple(inherit))
+    if isinstance(found.backend, Docker):  # a container of its own, named for its removal
+        found.containers.append(f"swell-{os.getpid()}-{next(_containers)}")
+        run = inside.get("SWELL_RUN_ID", "")
+        return found.backend.run(argv, Path(cwd), box, inside, found.containers[-1], run)
     marks = [target for _, target in box.logins]
     logins.hold(marks)  # its empty mount points go at the visit's end
     found.marks.extend(marks)

@@ -34,6 +34,9 @@ class Box:
     hidden: tuple[Path, ...] = ()  # the user's HOME, swell's state directory, the store
     visible: tuple[Path, ...] = ()  # shown read-only although under a hidden path
     readonly: tuple[Path, ...] = ()  # read-only although under a writable path
+    # writable again although under a read-only one: Wave's `.agents/` in a read-only
+    # mount, where a step running in the mount writes its outputs
+    rewritable: tuple[Path, ...] = ()
     env_passthrough: tuple[str, ...] = ()  # wave.yaml's `runtime.sandbox.env_passthrough`
     network: bool = True  # False: a network namespace of its own, with no route out
     # the egress proxy's unix socket (implies no network): its directory is bound at

@@ -49,7 +49,7 @@ def key_of(binary: str, box: Box, run: str) -> Key:
     egress = None if box.proxy is None else box.proxy.parent  # each visit's socket in it
     return (
         binary, run, box.writable, box.home, box.hidden, box.visible, box.readonly,
-        box.network, egress, box.tmp_size, box.logins,
+        box.network, egress, box.tmp_size, box.logins, box.rewritable,
     )  # fmt: skip
 
 

@@ -106,6 +106,8 @@ class Bubblewrap:
             args += ["--size", str(box.tmp_size)]
         args += ["--tmpfs", "/tmp"]
         args += _layers(box.hidden, box.visible, box.writable, box.home, box.readonly)
+        for path in _existing(box.rewritable):
+            args += ["--bind", str(path), str(path)]
         for source, target in box.logins:
             args += ["--ro-bind", str(source), str(target)]
         if box.proxy is not None:  # a socket in it takes connections: read-only holds no less

@@ -17,7 +17,7 @@ from swell.sandbox import logins
 from swell.sandbox.paths import hidden_paths, homes, path_entries_under, real
 from swell.sandbox.proxy import EgressProxy, Record, egress_directory
 from swell.sandbox.settings import Settings, backend_for, settings_of
-from swell.workspace.workspace import Workspace
+from swell.workspace.workspace import STEP_DIRS, Workspace
 
 HOME_DIR = ".home"  # the per-run HOME, in the run's directory (no step id starts with a dot)
 
@@ -33,17 +33,22 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _readonly(ws: Workspace) -> list[Path]:
+def _readonly(ws: Workspace) -> tuple[list[Path], list[Path]]:
     """The workspace's `mode: readonly` mounts, as long as they are what swell put there
-    (a link a step left would show its target)."""
-    root, found = real(ws.path), []
+    (a link a step left would show its target), and Wave's `.agents/` in each, which
+    stays writable (a step that runs in the mount writes its outputs there, as without
+    the sandbox: workspace.add_mounts)."""
+    root, found, outputs = real(ws.path), [], []
     for mount in ws.mounts:
         if not mount.readonly:
             continue
         path = ws.path / mount.target if mount.target != "." else ws.path
         if not os.path.islink(path) and _inside(real(path), root):
             found.append(real(path))
-    return found
+            own = path / STEP_DIRS[0]
+            if own.is_dir() and not own.is_symlink() and real(own).parent == real(path):
+                outputs.append(real(own))
+    return found, outputs
 
 
 def git_paths(ws: Workspace) -> tuple[list[Path], list[Path]]:
@@ -128,12 +133,14 @@ def box(
     if feedback:  # the review feedback a rework visit is given, in the run's directory
         visible.append(real(Path(feedback)))
     git_writable, git_readonly = git_paths(ws)
+    readonly, outputs = _readonly(ws)
     return sandbox.Box(
         writable=(real(ws.path), *git_writable),
         home=real(home),
         hidden=hidden,
         visible=tuple(visible),
-        readonly=(*_readonly(ws), *git_readonly),
+        readonly=(*readonly, *git_readonly),
+        rewritable=tuple(outputs),
         env_passthrough=settings.env_passthrough,
         tmp_size=settings.tmp_size_mb * 1024 * 1024,
         logins=_agent_files(adapter_type, home),
