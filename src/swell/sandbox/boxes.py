@@ -1,7 +1,7 @@
 """Long-lived sandboxes: one bwrap per (run, shape), reused by the visits of that shape.
 
 Starting bwrap costs a process tens of milliseconds (its namespaces and mounts), so a
-command step's process is not started as its own `bwrap ... -- argv`: the first process
+visit's process (a command's, an agent CLI's) is not started as its own `bwrap ... -- argv`: the first process
 of a shape starts a box, `bwrap [the shape's mounts] -- python boxserver.py FD`, and
 every process of that shape (the same run, workspace, mounts, network) is then a fork
 and exec of the server inside it (`Server.start`). The box dies with swell

@@ -4,7 +4,7 @@ Each process is started as `bwrap [namespaces] [mounts] -- argv`: new user, pid 
 namespaces (and a network namespace when the box has no network), no
 capabilities, no nested user namespaces, a new session, and `--die-with-parent`, so the
 whole tree inside dies with bwrap and bwrap with swell (`kill -9` included). A
-command's processes run in a long-lived bwrap of this argv instead (sandbox/boxes.py). In its own
+visit's processes run in a long-lived bwrap of this argv instead (sandbox/boxes.py). In its own
 pid namespace a process sees no process outside the box (it cannot signal or trace swell).
 """
 
