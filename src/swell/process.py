@@ -526,8 +526,9 @@ class StreamedProcess:
                 start_new_session=True,
                 limit=self.max_line,
             )
-            sweep.track(proc.pid)
-        self.pid = proc.pid
+            if not isinstance(proc, streams.BoxedProcess):  # (its pid is read when needed)
+                sweep.track(proc.pid)
+                self.pid = proc.pid
         out, err = _Capped(self.max_output), _Capped(self.max_output)
         err_pump = asyncio.create_task(_pump(proc.stderr, err))
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
