@@ -119,7 +119,7 @@ personas:
     # each visit's own forwarder (a port of its own on the box's loopback)
     proxies = [(workspace / f"{n}.proxy").read_text().strip() for n in ("first", "second")]
     assert all(p.startswith("http://127.0.0.1:") for p in proxies) and proxies[0] != proxies[1]
-    host, port = twin.url.removeprefix("http://").split(":")
+    host = twin.url.removeprefix("http://").split(":")[0]
     connections = [e for e in events(project, run_id) if e["type"] == "sandbox.connection"]
     for step in ("first", "second"):
         own = [e for e in connections if e["step_id"] == step]
