@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from swell import sandbox, streaming, sweep
+from swell.sandbox import streams
 from swell.sandbox.boxes import Boxed
 from swell.streaming import Feed, Stream
 from swell.sweep import Marked, find_marked, marked_groups, stop_marked
@@ -284,6 +285,7 @@ def _stdin_file(data: bytes | None) -> Iterator[int | IO[bytes]]:
 
 
 _devnull = -1  # one /dev/null for every child's stdin
+_Proc = asyncio.subprocess.Process | streams.BoxedProcess
 
 
 @functools.lru_cache(maxsize=64)
@@ -423,7 +425,7 @@ async def _pump(stream: asyncio.StreamReader | None, sink: _Capped) -> None:
         sink.add(data)
 
 
-async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
+async def _end_group(proc: _Proc, grace: float) -> None:
     _signal_group(proc.pid, signal.SIGTERM)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(proc.wait(), grace)
@@ -431,7 +433,7 @@ async def _end_group(proc: asyncio.subprocess.Process, grace: float) -> None:
     await proc.wait()
 
 
-async def _drain_after_exit(proc: asyncio.subprocess.Process, noted: list[Marked] | None) -> None:
+async def _drain_after_exit(proc: _Proc, noted: list[Marked] | None) -> None:
     """Return `DRAIN_SECONDS` after `proc` exits, having killed its group: children
     that outlived it and still hold its stdout (`sleep 100 &` in a wrapper script).
     Who they were is noted, so the visit's warning names them, as for a command step
@@ -444,10 +446,12 @@ async def _drain_after_exit(proc: asyncio.subprocess.Process, noted: list[Marked
         noted.extend(members)
 
 
-async def _exit_of(proc: asyncio.subprocess.Process) -> None:
+async def _exit_of(proc: _Proc) -> None:
     """Return once `proc` has exited, whoever holds its pipes: a pidfd where there is
     one, else its return code looked at every 0.1 s."""
-    if _PIDFD:
+    if isinstance(proc, streams.BoxedProcess):  # no child of swell's: its box says
+        await proc.wait()
+    elif _PIDFD:
         try:
             pidfd = os.pidfd_open(proc.pid)
         except ProcessLookupError:  # already reaped
@@ -505,10 +509,14 @@ class StreamedProcess:
         started = time.monotonic()
         _count_spawn()
         argv, env = self.argv, dict(self.env) if self.env is not None else None
-        if sandbox.current() is not None:  # the visit's sandbox (runtime.sandbox)
-            argv, env = sandbox.confine(argv, env, self.cwd, self.inherit_env)
+        proc: _Proc | None = None
         with sweep.spawning(), _stdin_file(self.stdin_data) as stdin:
-            proc = await asyncio.create_subprocess_exec(
+            if sandbox.current() is not None:  # the visit's sandbox (runtime.sandbox)
+                args = (self.cwd, self.inherit_env, stdin, self.max_line)
+                proc = await streams.start(argv, env, *args)  # in the run's box
+                if proc is None:  # a bwrap of its own
+                    argv, env = sandbox.confine(argv, env, self.cwd, self.inherit_env)
+            proc = proc or await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=self.cwd,
                 env=env,
@@ -518,8 +526,9 @@ class StreamedProcess:
                 start_new_session=True,
                 limit=self.max_line,
             )
-            sweep.track(proc.pid)
-        self.pid = proc.pid
+            if not isinstance(proc, streams.BoxedProcess):  # (its pid is read when needed)
+                sweep.track(proc.pid)
+                self.pid = proc.pid
         out, err = _Capped(self.max_output), _Capped(self.max_output)
         err_pump = asyncio.create_task(_pump(proc.stderr, err))
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -576,6 +585,8 @@ class StreamedProcess:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(err_pump), DRAIN_SECONDS)
         err_pump.cancel()
+        if isinstance(proc, streams.BoxedProcess):
+            proc.close()
         self.result = ProcessResult(
             exit_code=None if timed_out else proc.returncode,
             stdout=out.text(),

@@ -13,6 +13,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,11 +57,11 @@ steps:
 """
 
 
-def _tree(root: Path, skip: Path) -> dict[str, float]:
-    """Every file under `root` (but `skip`) with its modification time."""
+def _tree(root: Path, *skip: Path) -> dict[str, float]:
+    """Every file under `root` (but those under `skip`) with its modification time."""
     found = {}
     for path in root.rglob("*"):
-        if skip in path.parents or path == skip:
+        if any(s in path.parents or path == s for s in skip):
             continue
         found[str(path)] = path.lstat().st_mtime
     return found
@@ -74,6 +75,45 @@ def fake_home(tmp_path: Path) -> Path:
     return home
 
 
+STAND_IN = Path(__file__).resolve().parent.parent / "twins" / "docker_cli" / "docker"
+
+
+class Backend:
+    """The sandbox table runs against each backend: bubblewrap, and docker through a
+    stand-in `docker` (tests/twins/docker_cli: it checks swell's `docker run` argv and
+    runs the command in bwrap with the same isolation; no Docker engine here)."""
+
+    def __init__(self, name: str, tmp_path: Path) -> None:
+        self.name = name
+        self.bin = tmp_path / "docker-bin"
+        if name == "docker":
+            self.bin.mkdir()
+            shutil.copy(STAND_IN, self.bin / "docker")
+
+    def manifest(self, extra: str = "") -> str:
+        text = MANIFEST.format(extra=extra)
+        if self.name == "docker":
+            text = text.replace("enabled: true", "backend: docker\n    docker_image: debian:12")
+        return text
+
+    def env(self, home: Path, **more: str) -> dict[str, str]:
+        found = _env(home, **more)
+        if self.name == "docker":
+            found["PATH"] = f"{self.bin}{os.pathsep}{found['PATH']}"
+        return found
+
+    def runs(self) -> list[dict[str, Any]]:
+        """What `docker run` was given (the stand-in's log)."""
+        log = self.bin / "docker.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [json.loads(line) for line in lines]
+
+
+@pytest.fixture(params=["bubblewrap", "docker"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return Backend(request.param, tmp_path)
+
+
 def _env(home: Path, **more: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -85,12 +125,13 @@ def _env(home: Path, **more: str) -> dict[str, str]:
 
 
 def test_a_sandboxed_command_step_sees_only_its_workspace(
-    tmp_path: Path, fake_home: Path, isolated_state: Path
+    tmp_path: Path, fake_home: Path, isolated_state: Path, backend: Backend
 ) -> None:
     assert shutil.which("bwrap"), "bwrap is missing: apt-get install bubblewrap"
     project = tmp_path / "project"
     project.mkdir()
-    (project / "wave.yaml").write_text(MANIFEST.format(extra=""))
+    (project / "wave.yaml").write_text(backend.manifest())
+    _env = backend.env
     # another run's workspace, with a file of its own
     first = swell("run", "plant", cwd=project, env=_env(fake_home))
     assert first.returncode != 0  # no such pipeline yet: nothing was recorded
@@ -111,7 +152,7 @@ def test_a_sandboxed_command_step_sees_only_its_workspace(
             home=fake_home, project=project, state=isolated_state, other=other, tag=tmp_path.name
         ),
     )
-    before = _tree(tmp_path, isolated_state)
+    before = _tree(tmp_path, isolated_state, backend.bin)  # (the stand-in docker's log)
     result = swell("run", "escape", cwd=project, env=_env(fake_home))
     assert result.returncode == 0, result.stdout + result.stderr
     run_id = run_id_of(result.stdout)
@@ -122,9 +163,14 @@ def test_a_sandboxed_command_step_sees_only_its_workspace(
     home = isolated_state / "runs" / run_id / ".home"
     assert f"home={home}" in report
     assert (workspace / "mine.txt").read_text() == "inside\n"
-    assert _tree(tmp_path, isolated_state) == before  # nothing outside changed
+    assert _tree(tmp_path, isolated_state, backend.bin) == before  # nothing outside changed
     assert not list(Path("/tmp").glob(f"escaped-{tmp_path.name}"))
     assert not any("sandbox" in e.get("message", "") for e in events(project, run_id))
+    if backend.name == "docker":  # each process a container of the image; values by name
+        runs = backend.runs()
+        assert runs and all(r["image"] == "debian:12" for r in runs)
+        assert not [r for r in runs if "s3cr3t-value" in json.dumps(r["argv"])]
+        assert not [r for r in runs if "SECRET_TOKEN" in r["env"]]
 
 
 @pytest.fixture
@@ -149,12 +195,13 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 
 
 def test_the_network_is_the_allow_list_through_swells_proxy(
-    tmp_path: Path, fake_home: Path, isolated_state: Path, web: int
+    tmp_path: Path, fake_home: Path, isolated_state: Path, web: int, backend: Backend
 ) -> None:
     project = tmp_path / "project"
     project.mkdir()
     allowed = '    default_allowed_domains: ["127.0.0.1"]\n'
-    (project / "wave.yaml").write_text(MANIFEST.format(extra="") + allowed)
+    (project / "wave.yaml").write_text(backend.manifest() + allowed)
+    _env = backend.env
     write_pipeline(
         project,
         "net",
@@ -193,10 +240,13 @@ steps:
     assert seen == [("127.0.0.1", web, True), ("localhost", web, False), ("localhost", web, False)]
 
 
-def test_contract_commands_run_in_the_sandbox_too(tmp_path: Path, fake_home: Path) -> None:
+def test_contract_commands_run_in_the_sandbox_too(
+    tmp_path: Path, fake_home: Path, backend: Backend
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    (project / "wave.yaml").write_text(MANIFEST.format(extra=""))
+    (project / "wave.yaml").write_text(backend.manifest())
+    _env = backend.env
     key = fake_home / ".ssh" / "id_rsa"
     # passes only where the key and the secret cannot be seen, and the write stays inside
     check = f'test ! -e {key} && test -z "$SECRET_TOKEN" && echo ok > checked.txt'
@@ -268,11 +318,12 @@ def test_a_sandbox_that_cannot_run_here_refuses_the_run(tmp_path: Path, fake_hom
 
 
 def test_kill_9_of_swell_leaves_no_sandboxed_process_and_resume_finishes(
-    tmp_path: Path, fake_home: Path, isolated_state: Path
+    tmp_path: Path, fake_home: Path, isolated_state: Path, backend: Backend
 ) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    (project / "wave.yaml").write_text(MANIFEST.format(extra=""))
+    (project / "wave.yaml").write_text(backend.manifest())
+    _env = backend.env
     write_pipeline(
         project,
         "hang",

@@ -234,6 +234,7 @@ LOOK = """#!/bin/sh
    cat "$HOME/.claude/settings.json" || echo no-settings
    cat "{home}/.claude.json" 2>/dev/null || echo no-state
 }} > "agent-saw-$SWELL_STEP_ID.txt" 2>/dev/null
+echo '{{"type":"result","subtype":"success","is_error":false,"result":"ok"}}'
 """
 
 
@@ -274,12 +275,18 @@ steps:
 """,
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    swell("run", "look", cwd=project, env={**env, "HOME": str(home)}, timeout=120)
+    first = swell("run", "look", cwd=project, env={**env, "HOME": str(home)}, timeout=120)
+    # (a failed agent would cancel the command step running beside it)
+    assert first.returncode == 0, first.stdout + first.stderr
     saw = (_workspace(isolated_state) / "agent-saw-agent.txt").read_text().split("\n")
     assert saw[:2] == ['{"token": "oauth-secret"}', '{"theme": "dark"}'], saw  # not written
     assert "no-state" in saw and "WROTE-login" not in saw
+    # the empty file bwrap mounted the login on is gone with the run's box; the settings stay
+    run_home = isolated_state / "runs" / run_id_of(first.stdout) / ".home" / ".claude"
+    assert sorted(p.name for p in run_home.iterdir()) == ["settings.json"]
     keyed = {**env, "HOME": str(home), "ANTHROPIC_API_KEY": "k"}
-    swell("run", "look", cwd=project, env=keyed, timeout=120)
+    second = swell("run", "look", cwd=project, env=keyed, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
     saw = (_workspace(isolated_state) / "agent-saw-agent.txt").read_text()
     assert saw.startswith("no-login\n") and '{"theme": "dark"}' in saw  # a key: no login
     # a command step never sees the login; the user's files are as they were

@@ -6,10 +6,15 @@ in /tmp or left running is gone before the next visit's process starts
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
-from conftest import run_id_of, swell, write_pipeline
+import pytest
+
+from agent_clis import cli_path
+from conftest import events, run_id_of, swell, write_pipeline
+from twins.server import Reply, ToolCall, Twin
 
 MANIFEST = """
 kind: WaveManifest
@@ -56,3 +61,66 @@ def test_visits_of_a_run_share_one_box_and_not_what_each_left(tmp_path: Path) ->
     # and what the first visit left running, out of its session and without its markers,
     # was ended with it
     assert (workspace / "second.sleeps").read_text().strip() == "0"
+
+
+def _claude_step(step_id: str, after: str | None) -> dict[str, object]:
+    step: dict[str, object] = {
+        "id": step_id,
+        "persona": "coder",
+        "exec": {"type": "prompt", "source": f"note your namespace in {step_id}.ns"},
+    }
+    if after:
+        step["dependencies"] = [after]
+    return step
+
+
+@pytest.mark.agent_cli
+def test_agent_visits_of_a_run_share_one_box_and_each_its_own_proxy(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """Two claude visits of a run run in one box (started once, not a bwrap per visit),
+    and each reaches its model through a proxy of its own (its connections are its own
+    visit's events)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    pipeline = {
+        "kind": "WavePipeline",
+        "metadata": {"name": "two"},
+        "steps": [_claude_step("first", None), _claude_step("second", "first")],
+    }
+    write_pipeline(project, "two", json.dumps(pipeline))
+
+    def note(name: str) -> Reply:
+        command = f"readlink /proc/self/ns/pid > {name}.ns; echo $HTTPS_PROXY > {name}.proxy"
+        return Reply(tool_calls=[ToolCall("Bash", {"command": command})])
+
+    replies = [note("first"), Reply(text="Done."), note("second"), Reply(text="Done.")]
+    with Twin(replies, protocols=("anthropic",)) as twin:
+        (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+metadata: {{name: agent-box}}
+runtime: {{sandbox: {{enabled: true}}}}
+adapters: {{claude: {{binary: {cli_path("claude")}}}}}
+personas:
+  coder: {{adapter: claude, model: claude-sonnet-4-5, permissions: {{allowed_tools: ["*"]}}}}
+""")
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path / "home"),
+            "ANTHROPIC_BASE_URL": twin.url,
+            "ANTHROPIC_API_KEY": "dummy",
+        }
+        result = swell("run", "two", cwd=project, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = run_id_of(result.stdout)
+    workspace = isolated_state / "workspaces" / run_id
+    first, second = (workspace / "first.ns").read_text(), (workspace / "second.ns").read_text()
+    assert first.startswith("pid:[") and first == second
+    # each visit's own forwarder (a port of its own on the box's loopback)
+    proxies = [(workspace / f"{n}.proxy").read_text().strip() for n in ("first", "second")]
+    assert all(p.startswith("http://127.0.0.1:") for p in proxies) and proxies[0] != proxies[1]
+    host = twin.url.removeprefix("http://").split(":")[0]
+    connections = [e for e in events(project, run_id) if e["type"] == "sandbox.connection"]
+    for step in ("first", "second"):
+        own = [e for e in connections if e["step_id"] == step]
+        assert own and all(e["allowed"] and e["host"] == host for e in own), connections

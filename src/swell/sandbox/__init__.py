@@ -1,11 +1,12 @@
 """The sandbox every process of a visit runs in (`runtime.sandbox`; docs/security.md).
 
-`Box` says what a visit's processes may see and write; a backend (`bubblewrap.Bubblewrap`)
-turns it into the argv that starts a process inside it; `confined_env` is the environment
+`Box` says what a visit's processes may see and write; a backend (`bubblewrap.Bubblewrap`,
+`docker.Docker`) turns it into the argv that starts a process inside it; `confined_env` is the environment
 they get; `settings` reads wave.yaml and picks the backend. The engine makes a box current
 for a visit (`confining`, `enter`), and the one subprocess runner (`swell.process`) wraps
-every process it starts while one is current (`confine`), or starts a command's
-process in the visit's long-lived box (`start_boxed`, sandbox/boxes.py). This module imports only what
+every process it starts while one is current (`confine`), or starts it in the visit's
+long-lived box (`start_boxed`, sandbox/boxes.py; an agent CLI's through
+sandbox/streams.py). This module imports only what
 the runner needs (the backends and settings are imported where they are used).
 """
 

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -14,8 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swell.sandbox import boxes
+from swell.sandbox import boxes, logins
 from swell.sandbox.base import PROXY_PORT, Backend, Box
+from swell.sandbox.docker import Docker
 from swell.sandbox.env import confined_env
 from swell.sandbox.limits import PidsCgroup, pids_root, rlimit_prefix
 
@@ -31,6 +33,7 @@ DEFAULT_ENDPOINTS = {
     "GEMINI_": ("generativelanguage.googleapis.com",),
 }
 WATCH = 0.25  # seconds between looks at a visit's pids cgroup
+_containers = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class Confinement:
     watching: list[asyncio.TimerHandle] = field(default_factory=list)
     servers: list[boxes.Server] = field(default_factory=list)  # boxes the visit used
     lanes: list[tuple[boxes.Server, boxes.Lane]] = field(default_factory=list)  # its own
+    marks: list[Path] = field(default_factory=list)  # logins bound by bwraps of its own
+    containers: list[str] = field(default_factory=list)  # docker's (sandbox/docker.py)
 
     def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
@@ -73,7 +78,8 @@ class Confinement:
         for server in self.servers:
             if server.key == key and server.alive():
                 return server
-        made = boxes.server_for(key, functools.partial(_server_argv, self.backend, box), run)
+        marks = tuple(target for _, target in box.logins)
+        made = boxes.server_for(key, functools.partial(_server_argv, self.backend, box), run, marks)
         self.servers.append(made)
         return made
 
@@ -131,6 +137,10 @@ class Confinement:
             server.give_back(lane)
         for server in self.servers:  # /tmp is emptied before the box's next process
             boxes.release(server)
+        logins.release(self.marks)
+        self.marks.clear()
+        if isinstance(self.backend, Docker):  # the client's end does not end the container
+            self.backend.remove(self.containers)
 
     def proxied(self, agent: bool) -> tuple[Box, EgressProxy | None]:
         """The box a process gets (`agent`: an agent CLI, which reaches its model)."""
@@ -147,7 +157,8 @@ def _server_argv(backend: Backend, box: Box, fd: str) -> list[str]:
     """bwrap running the box's process server (on swell's Python, shown read-only)."""
     runtime = Path(os.path.realpath(sys.base_prefix))
     shown = box if not _hidden(runtime, box) else replace(box, visible=(*box.visible, runtime))
-    return backend.wrap([*boxes.PYTHON_ARGS, boxes.SERVER, fd], Path("/"), shown)
+    argv = [*boxes.PYTHON_ARGS, boxes.SERVER, fd]
+    return backend.wrap(argv, Path("/"), shown, forward=False)  # it forwards itself
 
 
 _current: contextvars.ContextVar[Confinement | None] = contextvars.ContextVar(
@@ -254,7 +265,7 @@ def _prepared(
     if not inherit and box.logins:  # a login file is for the agent CLI alone
         box = replace(box, logins=())
     if inherit and found.agent_read_only:  # the workspace too is read-only for it
-        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly))
+        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly), rewritable=())
     full = dict(os.environ if env is None else env)
     if proxy is not None and inherit:
         _allow_endpoints(proxy, full, inherit)
@@ -276,6 +287,13 @@ def confine(
     if found is None:
         return list(argv), None if env is None else dict(env)
     box, inside = _prepared(found, argv, env, tuple(inherit))
+    if isinstance(found.backend, Docker):  # a container of its own, named for its removal
+        found.containers.append(f"swell-{os.getpid()}-{next(_containers)}")
+        run = inside.get("SWELL_RUN_ID", "")
+        return found.backend.run(argv, Path(cwd), box, inside, found.containers[-1], run)
+    marks = [target for _, target in box.logins]
+    logins.hold(marks)  # its empty mount points go at the visit's end
+    found.marks.extend(marks)
     outer, inner = found.limited(list(argv))
     return [*outer, *found.backend.wrap([*inner, *argv], Path(cwd), box)], inside
 
@@ -285,18 +303,19 @@ def start_boxed(
     env: Mapping[str, str] | None,
     cwd: str | os.PathLike[str],
     stdio: tuple[int, int, int],
+    inherit: tuple[str, ...] = (),
 ) -> boxes.Boxed | None:
     """`argv` started in the long-lived box of the current visit's shape (sandbox/boxes.py),
-    with `stdio`; None when it must get a bwrap of its own (`confine`): a box with the
-    egress proxy, a backend other than bubblewrap, a pids limit no lane can hold."""
+    with `stdio` (`inherit`: an agent CLI's own variables, see `confine`); None when it
+    must get a bwrap of its own (`confine`): a backend other than bubblewrap, a pids
+    limit no lane can hold."""
     found = _current.get()
     if found is None or found.backend.name != "bubblewrap":
         return None
-    box, inside = _prepared(found, argv, env, ())
-    if box.proxy is not None:
-        return None
+    box, inside = _prepared(found, argv, env, inherit)
     server = found.server(box, inside.get("SWELL_RUN_ID", ""))
     spawner = found.spawner(server)
     if spawner is None:
         return None
-    return spawner.start(argv, os.fspath(cwd), inside, stdio, server.take_dirty())
+    clean = server.take_dirty()
+    return spawner.start(argv, os.fspath(cwd), inside, stdio, clean, box.proxy_inside)

@@ -10,7 +10,9 @@ from typing import Protocol
 from swell.errors import SwellError
 
 PROXY_PORT = 3128  # where the forwarder listens inside a sandbox (its own loopback)
-PROXY_SOCKET = "/run/swell-egress.sock"  # where the proxy's socket is bound inside
+# where the directory of the egress proxies' sockets (one per visit, in a directory per
+# run and allow-list: sandbox/proxy.py) is bound inside, read-only
+EGRESS_DIR = "/run/swell-egress"
 
 
 class Unavailable(SwellError):
@@ -32,10 +34,14 @@ class Box:
     hidden: tuple[Path, ...] = ()  # the user's HOME, swell's state directory, the store
     visible: tuple[Path, ...] = ()  # shown read-only although under a hidden path
     readonly: tuple[Path, ...] = ()  # read-only although under a writable path
+    # writable again although under a read-only one: Wave's `.agents/` in a read-only
+    # mount, where a step running in the mount writes its outputs
+    rewritable: tuple[Path, ...] = ()
     env_passthrough: tuple[str, ...] = ()  # wave.yaml's `runtime.sandbox.env_passthrough`
     network: bool = True  # False: a network namespace of its own, with no route out
-    # the egress proxy's unix socket (implies no network): reached inside through a
-    # forwarder on 127.0.0.1:PROXY_PORT, which HTTP(S)_PROXY name
+    # the egress proxy's unix socket (implies no network): its directory is bound at
+    # EGRESS_DIR, and a forwarder on the box's loopback (127.0.0.1:PROXY_PORT for a
+    # process with a bwrap of its own), which HTTP(S)_PROXY name, reaches it
     proxy: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)  # set inside, after the rest
     tmp_size: int | None = None  # bytes the private /tmp (a tmpfs) may hold
@@ -47,6 +53,11 @@ class Box:
     def workspace(self) -> Path:
         return self.writable[0]
 
+    @property
+    def proxy_inside(self) -> str | None:
+        """Where the egress proxy's socket is inside the box."""
+        return None if self.proxy is None else f"{EGRESS_DIR}/{self.proxy.name}"
+
 
 class Backend(Protocol):
     """A way to run a process inside a `Box`."""
@@ -57,7 +68,9 @@ class Backend(Protocol):
         """Why this backend cannot run here, with the fix; None when it can."""
         ...
 
-    def wrap(self, argv: Sequence[str], cwd: Path, box: Box) -> list[str]:
+    def wrap(self, argv: Sequence[str], cwd: Path, box: Box, forward: bool = True) -> list[str]:
         """The argv that runs `argv` in `cwd` inside `box` (the environment is the
-        process's own: see `confined_env`)."""
+        process's own: see `confined_env`); `forward`: behind a forwarder to the box's
+        egress proxy, if it has one (a long-lived box's server forwards for each process
+        itself)."""
         ...

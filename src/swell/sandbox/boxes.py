@@ -1,7 +1,7 @@
 """Long-lived sandboxes: one bwrap per (run, shape), reused by the visits of that shape.
 
 Starting bwrap costs a process tens of milliseconds (its namespaces and mounts), so a
-command step's process is not started as its own `bwrap ... -- argv`: the first process
+visit's process (a command's, an agent CLI's) is not started as its own `bwrap ... -- argv`: the first process
 of a shape starts a box, `bwrap [the shape's mounts] -- python boxserver.py FD`, and
 every process of that shape (the same run, workspace, mounts, network) is then a fork
 and exec of the server inside it (`Server.start`). The box dies with swell
@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from swell.sandbox import logins
 from swell.sandbox.base import Box
 from swell.sandbox.limits import PidsCgroup
 
@@ -45,9 +46,10 @@ Key = tuple[object, ...]
 def key_of(binary: str, box: Box, run: str) -> Key:
     """What decides a box's mounts and network: two processes with the same key may share
     one (the environment is each process's own, sent with it)."""
+    egress = None if box.proxy is None else box.proxy.parent  # each visit's socket in it
     return (
         binary, run, box.writable, box.home, box.hidden, box.visible, box.readonly,
-        box.network, box.proxy, box.tmp_size, box.logins,
+        box.network, egress, box.tmp_size, box.logins, box.rewritable,
     )  # fmt: skip
 
 
@@ -148,11 +150,15 @@ class Spawner:
         env: Mapping[str, str],
         stdio: tuple[int, int, int],
         clean: bool = False,
+        proxy: str | None = None,
     ) -> Boxed | None:
         """Start `argv` with `stdio` (stdin, stdout, stderr), after emptying the box's
-        /tmp if `clean`; None when the box cannot (it is gone, or the request is too big)."""
+        /tmp if `clean`, behind a forwarder to the egress proxy at `proxy` (inside the
+        box) if given; None when the box cannot (it is gone, or the request is too big)."""
         mine, theirs = _channel()
         request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "clean": clean}
+        if proxy is not None:
+            request["proxy"] = proxy
         try:
             self.send(request, [theirs.fileno(), *stdio])
         except OSError:
@@ -186,11 +192,20 @@ class Lane(Spawner):
 class Server(Spawner):
     """One box: bwrap running the process server, and the socket to it."""
 
-    def __init__(self, key: Key, argv: Callable[[str], list[str]], env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        key: Key,
+        argv: Callable[[str], list[str]],
+        env: Mapping[str, str],
+        marks: tuple[Path, ...] = (),
+    ) -> None:
         """`argv(fd)`: the bwrap argv that runs the server with its socket at `fd`;
-        `env`: bwrap's own (the run's marker, so `swell stop` finds the box)."""
+        `env`: bwrap's own (the run's marker, so `swell stop` finds the box); `marks`:
+        the login files it binds (their empty mount points go with it: logins.hold)."""
         control, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         super().__init__(control)
+        self.marks = marks
+        logins.hold(marks)
         # started from the thread that runs the run's visits (its event loop): bwrap's
         # --die-with-parent follows that thread, which outlives them
         self.key = key
@@ -264,15 +279,18 @@ class Server(Spawner):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        logins.release(self.marks)
 
 
 _servers: dict[Key, Server] = {}
 _lock = threading.Lock()
 
 
-def server_for(key: Key, argv: Callable[[str], list[str]], run: str) -> Server:
+def server_for(
+    key: Key, argv: Callable[[str], list[str]], run: str, marks: tuple[Path, ...] = ()
+) -> Server:
     """The live box of `key`, started if there is none (idle boxes past IDLE, or past
-    MOST, are closed)."""
+    MOST, are closed); `marks`: see `Server`."""
     with _lock:
         found = _servers.get(key)
         if found is not None and not found.alive():
@@ -282,7 +300,7 @@ def server_for(key: Key, argv: Callable[[str], list[str]], run: str) -> Server:
         if found is None:
             _retire(time.monotonic())
             env = {"SWELL_RUN_ID": run} if run else {}
-            found = _servers[key] = Server(key, argv, env)
+            found = _servers[key] = Server(key, argv, env, marks)
         found.users += 1
         return found
 

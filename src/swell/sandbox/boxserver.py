@@ -12,7 +12,13 @@ PYTHONPATH). FD is a SOCK_SEQPACKET socket to swell. Each message is a JSON requ
   cost milliseconds: cgroup v1 migrates under an RCU-synchronised lock);
 - `"clean": true` in a request: the visits that used the box are over: empty /tmp
   first (any server of the box can: they share it).
+- `"proxy": PATH` in a request: the process reaches the network only through swell's
+  egress proxy at PATH (a unix socket bound into the box): its child listens on a port of
+  the box's loopback, relays each connection there to PATH, and HTTP(S)_PROXY name it.
 The server is not dumpable, so no process in the box can trace it or take its sockets.
+
+Started as `python -I -S -c SOURCE --forward PATH PORT -- ARGV...` (a process with a
+bwrap of its own), it forwards 127.0.0.1:PORT to PATH and runs ARGV, exiting as it did.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -40,17 +47,79 @@ def _report(chan: socket.socket) -> None:
     chan.sendmsg([b"p"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
 
 
+PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := src.recv(65536):
+            dst.sendall(data)
+    for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
+        with contextlib.suppress(OSError):
+            sock.shutdown(how)
+
+
+def _relay(client: socket.socket, path: str) -> None:
+    upstream = socket.socket(socket.AF_UNIX)
+    try:
+        upstream.connect(path)
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+    back.start()
+    _pump(client, upstream)
+    back.join()
+    client.close()
+    upstream.close()
+
+
+def _serve_proxy(listener: socket.socket, path: str) -> None:
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=_relay, args=(client, path), daemon=True).start()
+
+
+def _listen(port: int) -> socket.socket:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(128)
+    return listener
+
+
+def _forward_then_exit(listener: socket.socket, path: str, pid: int) -> None:
+    """Relay `listener`'s connections to `path` until process `pid` exits; exit as it did."""
+    threading.Thread(target=_serve_proxy, args=(listener, path), daemon=True).start()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
 def _exec(chan: socket.socket, stdio: list[int], request: dict[str, Any]) -> None:
     os.setsid()
     _report(chan)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # as subprocess's restore_signals
         signal.signal(sig, signal.SIG_DFL)
+    argv, env, proxy = request["argv"], request["env"], request.get("proxy")
+    if proxy:  # this process forwards to the proxy; its child, in its group, runs argv
+        listener = _listen(0)
+        env.update(dict.fromkeys(PROXY_NAMES, f"http://127.0.0.1:{listener.getsockname()[1]}"))
+        pid = os.fork()
+        if pid:
+            chan.close()
+            for fd in stdio:
+                os.close(fd)
+            _forward_then_exit(listener, proxy, pid)
+        listener.close()
     for target, fd in enumerate(stdio):
         os.dup2(fd, target)
-    argv = request["argv"]
     try:
         os.chdir(request["cwd"])
-        os.execvpe(argv[0], argv, request["env"])
+        os.execvpe(argv[0], argv, env)
     except OSError as exc:
         os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
 
@@ -148,7 +217,25 @@ class Server:
         chan.close()
 
 
+def forward(path: str, port: str, argv: list[str]) -> None:
+    """Forward 127.0.0.1:`port` to `path` while `argv` runs; exit as it did."""
+    listener = _listen(int(port))
+    pid = os.fork()
+    if pid == 0:
+        listener.close()
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as exc:
+            os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
+            os._exit(127)
+    _forward_then_exit(listener, path, pid)
+
+
 def main() -> None:
+    if sys.argv[1] == "--forward":
+        path, port, sep, *argv = sys.argv[2:]
+        assert sep == "--" and argv, "usage: --forward SOCKET PORT -- ARGV..."
+        forward(path, port, argv)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     control = socket.socket(fileno=int(sys.argv[1]))

@@ -4,7 +4,7 @@ Each process is started as `bwrap [namespaces] [mounts] -- argv`: new user, pid 
 namespaces (and a network namespace when the box has no network), no
 capabilities, no nested user namespaces, a new session, and `--die-with-parent`, so the
 whole tree inside dies with bwrap and bwrap with swell (`kill -9` included). A
-command's processes run in a long-lived bwrap of this argv instead (sandbox/boxes.py). In its own
+visit's processes run in a long-lived bwrap of this argv instead (sandbox/boxes.py). In its own
 pid namespace a process sees no process outside the box (it cannot signal or trace swell).
 """
 
@@ -17,10 +17,11 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from swell.sandbox.base import PROXY_PORT, PROXY_SOCKET, Box
+from swell.sandbox.base import EGRESS_DIR, PROXY_PORT, Box
 
 # passed as `python -c` text: the source tree may sit under /tmp, which the box replaces
-FORWARDER = Path(__file__).with_name("forward.py").read_text(encoding="utf-8")
+# (the box server's source, which forwards too: `--forward`)
+FORWARDER = Path(__file__).with_name("boxserver.py").read_text(encoding="utf-8")
 PYTHON = os.path.realpath(sys.executable)  # run with -I -S: the stdlib is all it needs
 
 INSTALL = (
@@ -96,7 +97,7 @@ class Bubblewrap:
             return f"runtime.sandbox needs bubblewrap (bwrap), which is not on PATH: {INSTALL}"
         return _probe(self.binary)
 
-    def wrap(self, argv: Sequence[str], cwd: Path, box: Box) -> list[str]:
+    def wrap(self, argv: Sequence[str], cwd: Path, box: Box, forward: bool = True) -> list[str]:
         args = [self.binary, *_NAMESPACES]
         if not box.network or box.proxy is not None:
             args.append("--unshare-net")
@@ -105,14 +106,17 @@ class Bubblewrap:
             args += ["--size", str(box.tmp_size)]
         args += ["--tmpfs", "/tmp"]
         args += _layers(box.hidden, box.visible, box.writable, box.home, box.readonly)
+        for path in _existing(box.rewritable):
+            args += ["--bind", str(path), str(path)]
         for source, target in box.logins:
             args += ["--ro-bind", str(source), str(target)]
-        if box.proxy is not None:
-            args += ["--bind", str(box.proxy), PROXY_SOCKET]
+        if box.proxy is not None:  # a socket in it takes connections: read-only holds no less
+            args += ["--ro-bind", str(box.proxy.parent), EGRESS_DIR]
         args += _remount(box.hidden)
         args += ["--chdir", str(cwd), "--"]
-        if box.proxy is not None:  # the forwarder to the proxy, which then runs argv
-            args += [PYTHON, "-I", "-S", "-c", FORWARDER, PROXY_SOCKET, str(PROXY_PORT), "--"]
+        if box.proxy_inside is not None and forward:  # the forwarder, which then runs argv
+            where = box.proxy_inside
+            args += [PYTHON, "-I", "-S", "-c", FORWARDER, "--forward", where, str(PROXY_PORT), "--"]
         return [*args, *argv]
 
 

@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,3 +104,45 @@ def logins(
     for found, target in places:
         if _regular(found):
             yield Path(os.path.realpath(found)), target
+
+
+# login targets in run homes bound by a live box (or a visit's own bwraps), and how
+# many hold each; those swell's bwrap made as mount points (see `hold`)
+_holders: dict[Path, int] = {}
+_lock = threading.Lock()
+_made: set[Path] = set()
+
+
+def _empty_file(path: Path) -> bool:
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_size == 0
+
+
+def hold(targets: Iterable[Path]) -> None:
+    """A bwrap is about to bind logins at `targets`: where none is there, bwrap makes an
+    empty file to mount on, in the run's home; it is removed once nothing holds it
+    (`release`). (An empty file there already is one a killed swell left.)"""
+    with _lock:
+        for target in targets:
+            if not _holders.get(target) and (not os.path.lexists(target) or _empty_file(target)):
+                _made.add(target)
+            _holders[target] = _holders.get(target, 0) + 1
+
+
+def release(targets: Iterable[Path]) -> None:
+    """What `hold` held is no longer bound: remove the empty mount points no box holds
+    (not while one does: unlinking a mount point detaches the mount in every namespace)."""
+    with _lock:
+        for target in targets:
+            left = _holders.get(target, 0) - 1
+            if left > 0:
+                _holders[target] = left
+                continue
+            _holders.pop(target, None)
+            if target in _made and _empty_file(target):
+                with contextlib.suppress(OSError):
+                    os.unlink(target)
+            _made.discard(target)

@@ -9,8 +9,11 @@ the proxy's thread.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import itertools
 import os
+import shutil
 import socket
 import socketserver
 import tempfile
@@ -126,14 +129,17 @@ class EgressProxy:
         allowed_domains: Iterable[str],
         record: Record,
         ceiling: Iterable[str] | None = None,
+        directory: Path | None = None,
     ) -> None:
         """`ceiling`: hosts no pattern may go beyond (the runtime's list, which a
-        persona's only narrows); None: none."""
+        persona's only narrows); None: none. `directory`: where its socket goes (see
+        `egress_directory`), else a directory of its own."""
         self.patterns = list(allowed_domains)
         self.ceiling = None if ceiling is None else list(ceiling)
         self.hosts: set[str] = set()  # added by the visit: an adapter's model endpoint
-        self._dir = tempfile.mkdtemp(prefix="swell-egress-")  # short: a socket path is <108
-        self.path = Path(self._dir) / "proxy.sock"
+        # short: a socket path is <108
+        self._dir = tempfile.mkdtemp(prefix="swell-egress-") if directory is None else None
+        self.path = Path(self._dir) / "proxy.sock" if self._dir else _socket_in(directory)
         self._server = _Server(str(self.path), _Handler)
         self._server.allows = self.allows
         self._server.record = record
@@ -164,4 +170,31 @@ class EgressProxy:
         self._server.server_close()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
-            os.rmdir(self._dir)
+            if self._dir:
+                os.rmdir(self._dir)
+
+
+_dirs: dict[tuple[object, ...], Path] = {}
+_made = itertools.count(1)
+
+
+def egress_directory(key: tuple[object, ...]) -> Path:
+    """The directory of the proxies' sockets of `key` (a run and its allow-list): one
+    long-lived box of the run is bound to it, and each visit's proxy puts its socket
+    there (removed with swell: `atexit`)."""
+    found = _dirs.get(key)
+    if found is None or not found.is_dir():
+        if not _dirs:
+            atexit.register(_remove_dirs)
+        found = _dirs[key] = Path(tempfile.mkdtemp(prefix="swell-egress-"))
+    return found
+
+
+def _socket_in(where: Path | None) -> Path:
+    assert where is not None
+    return where / f"{next(_made)}.sock"
+
+
+def _remove_dirs() -> None:
+    for found in _dirs.values():
+        shutil.rmtree(found, ignore_errors=True)

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import functools
-import os
-import socket
 from dataclasses import dataclass
 from typing import Literal
 
 from swell.manifest.wave_models import SandboxConfig
 from swell.sandbox.base import Backend, Unavailable
 from swell.sandbox.bubblewrap import Bubblewrap
+from swell.sandbox.docker import Docker
 
 BackendName = Literal["bubblewrap", "docker"]
-DOCKER_SOCKET = "/var/run/docker.sock"
 
 
 @dataclass(frozen=True)
@@ -44,33 +42,18 @@ def settings_of(config: SandboxConfig | None) -> Settings | None:
     )
 
 
-def _docker_reachable() -> str | None:
-    """Why no Docker daemon answers here, or None when one does."""
-    host = os.environ.get("DOCKER_HOST", f"unix://{DOCKER_SOCKET}")
-    if not host.startswith("unix://"):
-        return None  # a remote daemon: trusted to be there
-    path = host.removeprefix("unix://")
-    try:
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.settimeout(2)
-            sock.connect(path)
-    except OSError as exc:
-        return f"no Docker daemon answers at {path} ({exc.strerror or exc})"
-    return None
-
-
 @functools.lru_cache(maxsize=4)
 def backend_for(settings: Settings) -> Backend:
     """The backend `settings` names, able to run here; Unavailable (saying how to fix
     it) otherwise."""
     if settings.backend == "docker":
-        why = _docker_reachable()
-        fix = "set runtime.sandbox.backend: bubblewrap, or run with --no-sandbox"
+        docker = Docker(settings.docker_image, settings.pids_limit)
+        why = docker.problem()
         if why:
-            raise Unavailable(
-                f"runtime.sandbox.backend is docker, but {why}: start Docker, or {fix}"
-            )
-        raise Unavailable(f"swell does not run the docker sandbox backend yet: {fix}")
+            fix = "set runtime.sandbox.backend: bubblewrap, or run with --no-sandbox"
+            start = "start Docker, or " if "daemon" in why else "set docker_image, or "
+            raise Unavailable(f"{why}: {start if docker.binary else ''}{fix}")
+        return docker
     wrap = Bubblewrap()
     problem = wrap.problem()
     if problem:

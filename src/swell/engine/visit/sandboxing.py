@@ -15,9 +15,9 @@ from swell.events import models as ev
 from swell.manifest.wave_models import SandboxConfig
 from swell.sandbox import logins
 from swell.sandbox.paths import hidden_paths, homes, path_entries_under, real
-from swell.sandbox.proxy import EgressProxy, Record
+from swell.sandbox.proxy import EgressProxy, Record, egress_directory
 from swell.sandbox.settings import Settings, backend_for, settings_of
-from swell.workspace.workspace import Workspace
+from swell.workspace.workspace import STEP_DIRS, Workspace
 
 HOME_DIR = ".home"  # the per-run HOME, in the run's directory (no step id starts with a dot)
 
@@ -33,17 +33,22 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _readonly(ws: Workspace) -> list[Path]:
+def _readonly(ws: Workspace) -> tuple[list[Path], list[Path]]:
     """The workspace's `mode: readonly` mounts, as long as they are what swell put there
-    (a link a step left would show its target)."""
-    root, found = real(ws.path), []
+    (a link a step left would show its target), and Wave's `.agents/` in each, which
+    stays writable (a step that runs in the mount writes its outputs there, as without
+    the sandbox: workspace.add_mounts)."""
+    root, found, outputs = real(ws.path), [], []
     for mount in ws.mounts:
         if not mount.readonly:
             continue
         path = ws.path / mount.target if mount.target != "." else ws.path
         if not os.path.islink(path) and _inside(real(path), root):
             found.append(real(path))
-    return found
+            own = path / STEP_DIRS[0]
+            if own.is_dir() and not own.is_symlink() and real(own).parent == real(path):
+                outputs.append(real(own))
+    return found, outputs
 
 
 def git_paths(ws: Workspace) -> tuple[list[Path], list[Path]]:
@@ -128,12 +133,14 @@ def box(
     if feedback:  # the review feedback a rework visit is given, in the run's directory
         visible.append(real(Path(feedback)))
     git_writable, git_readonly = git_paths(ws)
+    readonly, outputs = _readonly(ws)
     return sandbox.Box(
         writable=(real(ws.path), *git_writable),
         home=real(home),
         hidden=hidden,
         visible=tuple(visible),
-        readonly=(*_readonly(ws), *git_readonly),
+        readonly=(*readonly, *git_readonly),
+        rewritable=tuple(outputs),
         env_passthrough=settings.env_passthrough,
         tmp_size=settings.tmp_size_mb * 1024 * 1024,
         logins=_agent_files(adapter_type, home),
@@ -202,7 +209,10 @@ def enter(
     domains, ceiling = allowed_domains(plan, persona)
     endpoint = options.get("base_url")  # the agent's model, named by its adapter's options
     url = endpoint if isinstance(endpoint, str) else None
-    proxy = functools.partial(_proxy, domains, record, ceiling, url)
+    # the visits of the run with this allow-list put their proxies' sockets in one
+    # directory, so their agents and commands share the run's box (sandbox/boxes.py)
+    egress = (plan.run_id, tuple(domains), tuple(ceiling or ()), ceiling is None, url)
+    proxy = functools.partial(_proxy, domains, record, ceiling, url, egress)
     confinement = sandbox.Confinement(
         backend, made, proxy, bool(domains), pids_limit=pids, note=note
     )
@@ -210,9 +220,13 @@ def enter(
 
 
 def _proxy(
-    domains: list[str], record: Record, ceiling: list[str] | None, endpoint: str | None
+    domains: list[str],
+    record: Record,
+    ceiling: list[str] | None,
+    endpoint: str | None,
+    egress: tuple[object, ...],
 ) -> EgressProxy:
-    made = EgressProxy(domains, record, ceiling)
+    made = EgressProxy(domains, record, ceiling, egress_directory(egress))
     if endpoint:
         made.allow_url(endpoint)
     return made
