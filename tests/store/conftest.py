@@ -10,7 +10,6 @@ with SWELL_REQUIRE_POSTGRES=1. "plugin" is the store backend of tests/plugins/si
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,19 +20,26 @@ import pytest
 
 from swell.events import models as ev
 from swell.events.models import BaseEvent
-from swell.store.location import open_store
+from swell.store.location import backends, open_store
 from swell.store.memory import MemoryDatabase, MemoryStore
 from swell.store.protocols import Capability, Store
 
 Opener = Callable[[], Store]
 PLUGINS = Path(__file__).parents[1] / "plugins" / "site"
-if str(PLUGINS) not in sys.path:  # as pip would install the plugin: its entry points too
-    sys.path.append(str(PLUGINS))
 
 
 def _memory(request: pytest.FixtureRequest, tmp: Path) -> Opener:
     database = MemoryDatabase()
     return lambda: MemoryStore(database)
+
+
+def _plugin(request: pytest.FixtureRequest, tmp: Path) -> Opener:
+    # on the path for this test only, as pip would install the plugin (its entry points
+    # too): on it for the whole session, its step kind would join every registry
+    request.getfixturevalue("monkeypatch").syspath_prepend(str(PLUGINS))
+    backends.cache_clear()  # scanned again, with the plugin, and again after the test
+    request.addfinalizer(backends.cache_clear)
+    return lambda: open_store(f"scratch:{tmp}")
 
 
 def _postgres(request: pytest.FixtureRequest, tmp: Path) -> Opener:
@@ -47,7 +53,7 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Opener]] = {
     "sqlite": lambda request, tmp: lambda: open_store(f"sqlite://{tmp / 'state.db'}"),
     "memory": _memory,
     "postgres": _postgres,
-    "plugin": lambda request, tmp: lambda: open_store(f"scratch:{tmp}"),
+    "plugin": _plugin,
 }
 
 
