@@ -193,6 +193,8 @@ def test_the_answer_comes_once_the_run_is_recorded_before_its_process_starts(
     finally:
         store.close()
     wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"], 60)
+    swell("approve", run_id, "approve", "--choice", "ship", cwd=project)  # its process ends
+    wait_for(lambda: swell_json("status", run_id, cwd=project)["status"] == "succeeded", 60)
 
 
 def test_a_run_recorded_but_not_handed_on_is_started_when_serve_starts(project: Path) -> None:
