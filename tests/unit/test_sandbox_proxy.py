@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from swell.sandbox.proxy import EgressProxy, matches
@@ -42,5 +45,20 @@ def test_a_persona_list_stays_within_the_runtime_ceiling(
         assert proxy.allows(host) is allowed
         proxy.allow_url("http://model.local:8080/v1")  # an adapter's endpoint: always
         assert proxy.allows("model.local")
+    finally:
+        proxy.close()
+
+
+def test_a_deep_tmpdir_does_not_make_the_socket_path_too_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AF_UNIX paths stop at 107 bytes: under a deep TMPDIR (a test runner's, a CI's)
+    the proxy's socket goes under /tmp instead, and the proxy still serves."""
+    deep = tmp_path / ("d" * 60) / ("e" * 40)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    proxy = EgressProxy(["example.org"], lambda *_: None)
+    try:
+        assert len(str(proxy.path)) < 108 and proxy.path.is_socket()
     finally:
         proxy.close()

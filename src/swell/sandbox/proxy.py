@@ -137,8 +137,7 @@ class EgressProxy:
         self.patterns = list(allowed_domains)
         self.ceiling = None if ceiling is None else list(ceiling)
         self.hosts: set[str] = set()  # added by the visit: an adapter's model endpoint
-        # short: a socket path is <108
-        self._dir = tempfile.mkdtemp(prefix="swell-egress-") if directory is None else None
+        self._dir = str(socket_directory()) if directory is None else None
         self.path = Path(self._dir) / "proxy.sock" if self._dir else _socket_in(directory)
         self._server = _Server(str(self.path), _Handler)
         self._server.allows = self.allows
@@ -186,8 +185,17 @@ def egress_directory(key: tuple[object, ...]) -> Path:
     if found is None or not found.is_dir():
         if not _dirs:
             atexit.register(_remove_dirs)
-        found = _dirs[key] = Path(tempfile.mkdtemp(prefix="swell-egress-"))
+        found = _dirs[key] = socket_directory()
     return found
+
+
+def socket_directory() -> Path:
+    """A new directory for proxy sockets: under TMPDIR unless a socket's path there could
+    pass AF_UNIX's 107 bytes (a deep TMPDIR), then under /tmp."""
+    base = tempfile.gettempdir()
+    if len(base) > 64:
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="swell-egress-", dir=base))
 
 
 def _socket_in(where: Path | None) -> Path:
