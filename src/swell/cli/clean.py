@@ -98,7 +98,7 @@ def clean(
             print(f"kept {k.path.name}: {k.why}")
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
-        if cleaned.runs:
+        if cleaned.refs or cleaned.versions:
             print(
                 f"removed the checkpoints ({cleaned.refs} refs) and kept versions "
                 f"({human(cleaned.versions)}) of {len(cleaned.runs)} run(s); checkpoint "

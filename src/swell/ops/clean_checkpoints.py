@@ -60,14 +60,16 @@ def forget_runs(state_dir: Path, run_ids: list[str], executing: set[str]) -> Cle
     out.before = tree_size(repo.repo)
     try:
         refs = [ref for run_id in run_ids for ref in repo.refs_of(run_id)]
-        repo.delete_refs(refs)
+        if refs:  # else nothing was let go: a gc would only repack the others' objects
+            repo.delete_refs(refs)
+            prune = PRUNE_GRACE if executing else "now"
+            repo.git("-c", "gc.packRefs=false", "gc", "--quiet", f"--prune={prune}")
         out.refs = len(refs)
-        prune = PRUNE_GRACE if executing else "now"
-        repo.git("-c", "gc.packRefs=false", "gc", "--quiet", f"--prune={prune}")
     except WorkspaceError as exc:
         out.problems.append(str(exc))
     else:
-        _drop_caches(state_dir / "runs", executing)
+        if out.refs:
+            _drop_caches(state_dir / "runs", executing)
     out.after = tree_size(repo.repo)
     return out
 
