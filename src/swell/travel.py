@@ -6,14 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from swell.engine.visit.context import RunOptions
 from swell.errors import RunBusy, RunStateError
 from swell.events import models as ev
 from swell.events.codec import stamp
 from swell.manifest.loader import LoadedPipeline, load_pipeline, load_stored_pipeline
 from swell.ops import timetravel as tt
 from swell.ops.checkpoints import At
-from swell.runtime import Runtime, check_loaded, create_run
+from swell.runtime import Runtime, check_loaded, create_run, options_of
 from swell.store.capabilities import claims
 from swell.store.rows import RunRow
 from swell.workspace.checkpoint import Checkpoints, repo_of
@@ -37,18 +36,6 @@ def _pipeline(rt: Runtime, origin: RunRow, fork: Fork) -> LoadedPipeline:
     return load_stored_pipeline(Path(origin.pipeline_path), text)
 
 
-def _options(origin: RunRow) -> RunOptions:
-    opts = origin.options
-    return RunOptions(
-        auto_approve=bool(opts.get("auto_approve")),
-        adapter=opts.get("adapter"),
-        model=opts.get("model"),
-        env=dict(opts.get("env") or {}),
-        artifacts=dict(opts.get("artifacts") or {}),
-        max_cycles=opts.get("max_cycles"),
-    )
-
-
 def fork_run(rt: Runtime, origin_id: str, at: At, fork: Fork) -> str:
     """Record the fork of `origin_id` at `at` and restore its workspace; returns its id
     (to continue with `resume`). Nothing is created when `at` names no checkpoint."""
@@ -60,7 +47,7 @@ def fork_run(rt: Runtime, origin_id: str, at: At, fork: Fork) -> str:
     check_loaded(rt, loaded)
     sets = fork.sets or {}
     text = fork.input if fork.input is not None else origin.input or ""
-    plan = create_run(rt, loaded, text, _options(origin))
+    plan = create_run(rt, loaded, text, options_of(origin))
     try:
         batch = tt.fork_events(
             origin, point, events, plan.run_id, (plan.workspace, plan.run_dir), sets
