@@ -342,7 +342,9 @@ def test_a_storm_of_events_is_paced_per_url_and_step_notifications_coalesce(
         told = got.of(kind)
         assert sum(1 + b.get("coalesced", 0) for b in told) == 30  # each sent or counted
     assert len(got.bodies) < 61  # coalesced: fewer requests than events
-    # a token bucket lets through at most 8 + 4 requests in any second (+1: arrival jitter)
-    assert max(sum(1 for t in got.at if s <= t < s + 1) for s in got.at) <= 13
+    # a token bucket lets through at most 8 + 4 a second over the whole storm; a slow
+    # machine only stretches the span (+2: the first and last arrivals' jitter)
+    span = max(got.at) - min(got.at)
+    assert len(got.at) <= 8 + 4 * span + 2, (len(got.at), span)
     logged = _log(project)
     assert sum(r.get("coalesced", 0) for r in logged) == 61 - len(got.bodies)

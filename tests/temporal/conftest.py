@@ -13,10 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from conftest import swell_cmd, wait_for
+from conftest import swell_cmd, swell_json, wait_for
 from temporal_server import TemporalServer, temporal_server  # noqa: F401 - a fixture
 
 _queues = itertools.count(1)
+
+FINAL = ("succeeded", "failed", "cancelled", "rejected")
+
+
+def run_end(project: Path, run_id: str, timeout: float = 90) -> dict[str, object]:
+    """The run's `swell status --json` once it ended; a run no worker took yet is
+    "pending", not ended."""
+    status: dict[str, object] = wait_for(
+        lambda: (s := swell_json("status", run_id, cwd=project))["status"] in FINAL and s, timeout
+    )
+    return status
 
 
 @dataclass

@@ -10,8 +10,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from conftest import events, swell, swell_json, wait_for, write_pipeline
-from temporal.conftest import Workers
+from conftest import events, swell, wait_for, write_pipeline
+from temporal.conftest import Workers, run_end
 from temporal_server import TemporalServer
 
 MANIFEST = """
@@ -68,9 +68,7 @@ def _start(project: Path) -> str:
 
 
 def _succeeded(project: Path, run_id: str) -> None:
-    status = wait_for(
-        lambda: (s := swell_json("status", run_id, cwd=project))["status"] != "running" and s, 90
-    )
+    status = run_end(project, run_id)
     assert status["status"] == "succeeded", status.get("error")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import events, swell, swell_json, wait_for, write_pipeline
-from temporal.conftest import Workers
+from temporal.conftest import Workers, run_end
 
 HANDOFF = """kind: WavePipeline
 metadata: {{name: handoff}}
@@ -99,9 +99,7 @@ def test_visits_move_between_workers_with_their_workspace(
     _kill(second)
     (signals / "four.go").touch()
     workers.start(env=host_a)  # back on host a, whose work tree is stale and dirty
-    status = wait_for(
-        lambda: (s := swell_json("status", run_id, cwd=project))["status"] != "running" and s, 90
-    )
+    status = run_end(project, run_id)
     assert status["status"] == "succeeded", status.get("error")
     final = Path(host_a["SWELL_WORKSPACES_ROOT"]) / run_id / "work.txt"
     assert final.read_text().splitlines() == ["one", "two", "three", "four"]
@@ -206,9 +204,7 @@ def test_a_child_sharing_its_parent_s_workspace_works_on_another_host(
     wait_for(lambda: (signals / "block.started").is_file(), 60)  # host a's shared slot
     workers.start(env=host_b)
     (signals / "wait.go").touch()
-    status = wait_for(
-        lambda: (s := swell_json("status", parent, cwd=project))["status"] != "running" and s, 90
-    )
+    status = run_end(project, parent)
     (signals / "block.go").touch()
     assert status["status"] == "succeeded", (status.get("error"), status.get("steps"))
     on_a = Path(host_a["SWELL_WORKSPACES_ROOT"]) / parent
