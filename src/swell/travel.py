@@ -15,6 +15,7 @@ from swell.ops.checkpoints import At
 from swell.runtime import Runtime, check_loaded, create_run, options_of
 from swell.store.capabilities import claims
 from swell.store.rows import RunRow
+from swell.workspace import seeds
 from swell.workspace.checkpoint import Checkpoints, repo_of
 
 
@@ -63,6 +64,8 @@ def fork_run(rt: Runtime, origin_id: str, at: At, fork: Fork) -> str:
         main = tt.points_at(events, point.seq).get("main")  # the visit may be a worktree's
         if main is not None:
             tt.restore(rt.state_dir, plan.run_dir, plan.workspace, plan.run_id, main)
+        # the fork's worktrees are made when its steps first open them, from these
+        seeds.write(plan.run_dir, tt.seeds_at(events, point.seq))
     finally:
         claims(rt.store).release(plan.run_id)
     return plan.run_id

@@ -64,3 +64,32 @@ def test_a_rewind_restores_the_worktree_of_a_worktree_step(project: Path) -> Non
     assert git(tree, "rev-parse", "HEAD") == head
     assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == f"wt/{run_id}"
     assert not (ws / "notes.txt").exists() and not (ws / "app.py").exists()
+
+
+def test_a_fork_starts_its_own_worktree_from_the_origins_checkpoint(project: Path) -> None:
+    (project / "app.py").write_text("print('v1')\n")
+    limit = project.parent / "limit"
+    limit.write_text("4\n")
+    write_pipeline(project, "wt", LOOP.format(limit=limit))
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "initial")
+    origin = run_id_of(swell("run", "wt", cwd=project).stdout)
+    limit.write_text("3\n")
+    forked = swell("fork", origin, "--at", "work#2", cwd=project)
+    assert forked.returncode == 0, forked.stderr
+    fork = run_id_of(forked.stdout)
+    assert fork != origin
+    ws = Path(swell_json("status", fork, cwd=project)["workspace"])
+    (tree,) = [p for p in (ws / "worktrees").iterdir() if p.is_dir()]
+    # its own worktree, on its own branch, holding what visit 2 of the origin left, then visit 3
+    assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == f"wt/{fork}"
+    assert (tree / "notes.txt").read_text().split("\n")[:-1] == ["line 1", "line 2", "line 3"]
+    assert (tree / "app.py").read_text() == "print('v1')\n"
+    # its visit changed one line: the checkpoint before it is the origin's
+    diff = swell("diff", fork, "work#3", cwd=project)
+    assert diff.returncode == 0, diff.stderr
+    assert "+line 3" in diff.stdout and "+line 2" not in diff.stdout
+    origin_ws = Path(swell_json("status", origin, cwd=project)["workspace"])
+    (origin_tree,) = [p for p in (origin_ws / "worktrees").iterdir() if p.is_dir()]
+    assert (origin_tree / "notes.txt").read_text().count("line") == 4

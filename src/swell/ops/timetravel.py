@@ -31,7 +31,7 @@ from swell.events.codec import stamp
 from swell.ops.checkpoints import At, find
 from swell.store.protocols import RunReader
 from swell.store.rows import RunRow
-from swell.workspace import safe
+from swell.workspace import safe, seeds
 from swell.workspace.checkpoint import Checkpoints, index_path, repo_of, tip_ref, workspace_key
 
 # what a visit's completion records after its `step.finished`, stamped with the visit
@@ -189,6 +189,20 @@ def points_at(events: Sequence[ev.BaseEvent], upto: int) -> dict[str, str]:
     return found
 
 
+def seeds_at(events: Sequence[ev.BaseEvent], upto: int) -> dict[str, str]:
+    """A fork's worktree seeds: for each step that worked in a worktree up to seq
+    `upto`, that worktree's newest checkpoint then (workspace/seeds.py)."""
+    points = points_at(events, upto)
+    return {
+        e.step_id: points[e.workspace]
+        for e in events
+        if isinstance(e, ev.WorkspaceCheckpoint)
+        and e.seq <= upto
+        and e.step_id
+        and e.workspace not in (None, "main")
+    }
+
+
 def restore_worktrees(
     state_dir: Path, run_dir: Path, workspace: Path, run_id: str, points: dict[str, str]
 ) -> list[str]:
@@ -231,8 +245,10 @@ def restore_pending(store: RunReader, state_dir: Path, run: RunRow) -> bool:
     main = points.pop("main", None)
     if main is not None:
         restore(state_dir, run_dir, Path(run.workspace), run.id, main)
-    if isinstance(last, ev.RunRewound):  # a fork's worktrees are made again, from their branch
+    if isinstance(last, ev.RunRewound):
         restore_worktrees(state_dir, run_dir, Path(run.workspace), run.id, points)
+    else:  # a fork's worktrees are new: its steps seed them when they first open them
+        seeds.write(run_dir, seeds_at(replay_events(store.events(run.id)), upto))
     return True
 
 
@@ -270,4 +286,5 @@ __all__ = [
     "restore",
     "restore_pending",
     "restore_worktrees",
+    "seeds_at",
 ]

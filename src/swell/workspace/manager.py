@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swell.manifest.models import Mount, Step, WorkspaceConfig, branch_problem
-from swell.workspace.checkpoint import Memory
+from swell.workspace import seeds
+from swell.workspace.checkpoint import Checkpoints, Memory, repo_of
 from swell.workspace.mounts import SubsetError, subset_paths
 from swell.workspace.paths import PathEscape, inside
 from swell.workspace.workspace import (
@@ -65,10 +66,17 @@ class Workspaces:
     naming the same worktree branch share that worktree; `ref: STEP` borrows another
     step's workspace."""
 
-    def __init__(self, project_root: Path, default: Path, steps: dict[str, Step]) -> None:
+    def __init__(
+        self,
+        project_root: Path,
+        default: Path,
+        steps: dict[str, Step],
+        run_dir: Path | None = None,
+    ) -> None:
         self.project_root = project_root
         self.default = default
         self.steps = steps
+        self.run_dir = run_dir  # STATE/runs/RUN: a fork's worktrees are seeded from it
         self._by_key: dict[str, Workspace] = {}
         self._copying = threading.Lock()  # mounts are copied in threads (`mount`)
         # what the run's process knows of its workspaces' checkpoints (their stat caches)
@@ -93,9 +101,9 @@ class Workspaces:
                 raise WorkspaceError(f"step '{step.id}': worktree branch {branch!r} {problem}")
             key = f"worktree:{branch}"
             if key not in self._by_key:
-                self._by_key[key] = open_worktree(
-                    self.project_root, self.default, branch, config.base
-                )
+                made = open_worktree(self.project_root, self.default, branch, config.base)
+                self._seed(made, config)
+                self._by_key[key] = made
         else:
             key = "directory"
             if key not in self._by_key:
@@ -105,6 +113,22 @@ class Workspaces:
             return Opened(workspace)
         subsets = self._subsets(step, config.mount, render, workspace)
         return Opened(workspace, list(config.mount), subsets)
+
+    def _seed(self, made: Workspace, config: WorkspaceConfig) -> None:
+        """A fork's worktree, first opened, holds its origin's at the fork point
+        (workspace/seeds.py). The steps sharing it are those with its branch template."""
+        run_dir = self.run_dir
+        if run_dir is None or not seeds.seeds_path(run_dir).is_file():
+            return
+        sharing = [
+            s.id
+            for s in self.steps.values()
+            if (c := workspace_config(self.steps, s)) is not None
+            and c.type == "worktree"
+            and (c.branch, c.base) == (config.branch, config.base)
+        ]
+        repo = Checkpoints(repo_of(run_dir.parent.parent), self.checkpoints)
+        seeds.plant(repo, run_dir, self.default, made.path, sharing)
 
     def mount(self, opened: Opened) -> None:
         """Copy the mounts `open` found into the workspace. Safe from any thread: one

@@ -65,7 +65,7 @@ class Runner:
             services,
             self.state,
             self.graph.steps,
-            Workspaces(plan.project.root, plan.workspace, self.graph.steps),
+            Workspaces(plan.project.root, plan.workspace, self.graph.steps, plan.run_dir),
             self.emit,
         )
         runtime = plan.project.manifest.runtime

@@ -131,7 +131,7 @@ class WorkerContext:
                 options=spec.options,
             )
             graph = Graph(plan.pipeline.pipeline, rt.registries.step_kinds.of)  # personas rendered
-            workspaces = Workspaces(rt.project.root, plan.workspace, graph.steps)
+            workspaces = Workspaces(rt.project.root, plan.workspace, graph.steps, plan.run_dir)
             found = _Run(plan, graph, workspaces, load_state(rt.store, spec.run_id))
             self.runs[spec.run_id] = found
             while len(self.runs) > STATES_KEPT:
