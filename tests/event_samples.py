@@ -35,6 +35,8 @@ def _value(name: str, annotation: Any, default: Any) -> Any:
     if origin is list:
         (item,) = get_args(annotation)
         return [_value(name, item, None), _value(name + "2", item, None)]
+    if origin is dict and get_args(annotation)[1:] not in ((), (Any,)):  # typed values
+        return {"outcome": _value(name, get_args(annotation)[1], None), "ü": ""}
     if origin is dict:
         return {"outcome": "failure", "exit_code": 2, "nested": {"a": [1, None, "ü"]}}
     if annotation is Any:

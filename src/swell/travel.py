@@ -108,6 +108,7 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
             kept_seq=point.seq,
             checkpoint=point.checkpoint.commit,
             abandoned=list(dict.fromkeys(abandoned)),
+            context=tt.context_at(kept, point.seq),
         )
         stamp([rewound], run.id, run.last_seq)
         repo = Checkpoints(repo_of(rt.state_dir))

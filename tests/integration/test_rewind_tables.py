@@ -55,3 +55,37 @@ def test_a_rewound_run_shows_no_abandoned_visits_artifacts_or_rounds(project: Pa
     started = [e["visit"] for e in events(project, run_id) if e["type"] == "step.started"]
     assert started == [1, 2, 3, 4, 2]
     assert json.loads(swell("status", run_id, "-o", "json", cwd=project).stdout)["rewinds"]
+
+
+CONTEXT_LOOP = """
+kind: WavePipeline
+metadata: {{name: ctx}}
+steps:
+  - id: work
+    max_visits: 6
+    script: |
+      if [ "$(cat {limit})" = stop ]; then echo 'stopped before any output' >&2; exit 1; fi
+      if [ "$SWELL_VISIT" -ge 3 ]; then echo '{{"done": "yes"}}'; else echo '{{"done": "no"}}'; fi
+    output:
+      context:
+        done: "{{{{ done }}}}"
+    edges:
+      - {{target: _complete, condition: context.done=yes}}
+      - {{target: work}}
+"""
+
+
+def test_a_rewound_run_shows_the_context_as_it_was_at_the_point(project: Path) -> None:
+    limit = project / "limit"
+    limit.write_text("go\n")
+    write_pipeline(project, "ctx", CONTEXT_LOOP.format(limit=limit))
+    run_id = run_id_of(swell("run", "ctx", cwd=project).stdout)
+    assert swell_json("status", run_id, cwd=project)["context"]["done"] == "yes"
+    limit.write_text("stop\n")  # the visit after the point fails before it sets anything
+    swell("rewind", run_id, "--to", "work#1", cwd=project)
+    status = swell_json("status", run_id, cwd=project)
+    assert status["status"] == "failed"
+    # visit 3, abandoned, set done=yes; at work#1 it was "no"
+    assert status["context"]["done"] == "no", status["context"]
+    rewinds = [e for e in events(project, run_id) if e["type"] == "run.rewound"]
+    assert rewinds[0]["context"] == {"done": "no"}

@@ -1,7 +1,8 @@
 """Every store backend, after `run.rewound` (issue 33): the rows of the visits it
 abandoned leave the tables derived from events (visits, artifacts, thread rounds,
 gates), the kept ones stay, and a visit run again under an abandoned number (and its
-thread round) is recorded as any other."""
+thread round) is recorded as any other; the context table is the run's context as it
+was at the point."""
 
 from __future__ import annotations
 
@@ -53,3 +54,37 @@ def test_a_rewind_drops_the_rows_of_the_visits_it_abandoned(store: Store, new_ru
         ("implement", 2),
     ]
     assert [r.content for r in store.rounds_between("r1", "impl", 1, 10)] == ["round 1", "round 2"]
+
+
+def test_a_rewind_makes_the_context_what_it_was_at_the_point(store: Store, new_run: NewRun) -> None:
+    w = new_run("r1")
+    started(w)
+    w.emit(
+        ev.StepStarted(step_id="plan", visit=1, kind="prompt"),
+        ev.ContextSet(step_id="plan", visit=1, key="mode", value="draft"),
+        ev.StepFinished(step_id="plan", visit=1, outcome="success"),
+    )
+    kept = store.get_run("r1").last_seq
+    w.emit(
+        ev.StepStarted(step_id="plan", visit=2, kind="prompt"),
+        ev.ContextSet(step_id="plan", visit=2, key="mode", value="final"),
+        ev.ContextSet(step_id="plan", visit=2, key="reviewer", value="bob"),
+        ev.StepFinished(step_id="plan", visit=2, outcome="success"),
+    )
+    assert store.context("r1") == {"mode": "final", "reviewer": "bob"}
+    w.emit(
+        ev.RunRewound(
+            at_step="plan",
+            at_visit=1,
+            kept_seq=kept,
+            abandoned=["plan#2"],
+            context={"mode": "draft"},
+        )
+    )
+    assert store.context("r1") == {"mode": "draft"}
+    # set again after the rewind, as any value is
+    w.emit(ev.ContextSet(step_id="plan", visit=2, key="reviewer", value="ann"))
+    assert store.context("r1") == {"mode": "draft", "reviewer": "ann"}
+    # a rewind recorded before `context` was carried leaves the table as it is
+    w.emit(ev.RunRewound(at_step="plan", at_visit=1, kept_seq=kept, abandoned=[]))
+    assert store.context("r1") == {"mode": "draft", "reviewer": "ann"}

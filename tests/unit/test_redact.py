@@ -142,6 +142,8 @@ def _fill(value: Any, ident: str, text: str, free: bool) -> Any:
         return _with_ids(value, ident, text)
     if isinstance(value, list):
         return [_fill(v, ident, text, free) for v in value]
+    if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
+        return dict.fromkeys([ident], text if free else ident)  # a dict of strings only
     if isinstance(value, dict):
         return dict.fromkeys([ident], _fill(list(value.values()), ident, text, free))
     if isinstance(value, str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from swell.events.envelope import BaseEvent
+from swell.events.envelope import BaseEvent, FreeText
 
 
 class WorkspaceCheckpoint(BaseEvent):
@@ -54,3 +54,6 @@ class RunRewound(BaseEvent):
     checkpoint: str | None = None
     # the visits started after `kept_seq`, as STEP#VISIT: the tables drop their rows
     abandoned: list[str] = []
+    # the run's context values as they were at `kept_seq`: the context table is made
+    # them again (None: a rewind recorded before this was kept leaves the table)
+    context: dict[str, FreeText] | None = None

@@ -205,6 +205,7 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("kept_seq", REQUIRED),
         ("checkpoint", None),
         ("abandoned", []),
+        ("context", None),
     ),
     "run.started": (
         ("pipeline", REQUIRED),

@@ -104,6 +104,11 @@ def replay_events(events: Sequence[ev.BaseEvent]) -> list[ev.BaseEvent]:
     return [e for e in events if not any(lo < e.seq < hi for lo, hi in dropped)]
 
 
+def context_at(events: Sequence[ev.BaseEvent], upto: int) -> dict[str, str]:
+    """The run's context values among `events` (kept ones) up to seq `upto`."""
+    return {e.key: e.value for e in events if isinstance(e, ev.ContextSet) and e.seq <= upto}
+
+
 def has_rewinds(store: RunReader, run_id: str) -> int:
     """The seq of the run's newest rewind, 0 when it has none."""
     found = store.events_of_kind(run_id, ("run.rewound",))
@@ -277,6 +282,7 @@ def abandoned_refs(store: RunReader, run_id: str, kept_seq: int, rewind_seq: int
 __all__ = [
     "Point",
     "abandoned_refs",
+    "context_at",
     "fork_events",
     "has_rewinds",
     "parse_sets",

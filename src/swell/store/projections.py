@@ -167,6 +167,10 @@ def _rewound(tables: Tables, e: RunRewound) -> None:
                 f"DELETE FROM {table} WHERE run_id = ? AND step_id = ? AND visit = ?",
                 (e.run_id, *found),
             )
+    if e.context is not None:  # the values an abandoned visit set go with it
+        tables.update("DELETE FROM context WHERE run_id = ?", (e.run_id,))
+        for record in records.rewound_context(e):
+            tables.insert("context", record)
 
 
 def _run_finished(tables: Tables, e: RunFinished) -> None:

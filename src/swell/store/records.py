@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         GateWaiting,
         ReviewCompleted,
         RoundRecorded,
+        RunRewound,
         StepStarted,
     )
 
@@ -80,6 +81,22 @@ def context_row(e: ContextSet) -> Record:
         "visit": e.visit,
         "updated_at": e.ts,
     }
+
+
+def rewound_context(e: RunRewound) -> list[Record]:
+    """The context rows a rewind leaves: the run's values at the point it went back to
+    (which visit set each is not carried: nothing reads it)."""
+    return [
+        {
+            "run_id": e.run_id,
+            "key": k,
+            "value": v,
+            "step_id": None,
+            "visit": None,
+            "updated_at": e.ts,
+        }
+        for k, v in sorted((e.context or {}).items())
+    ]
 
 
 def artifact_row(e: ArtifactWritten) -> Record:

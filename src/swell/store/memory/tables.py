@@ -187,6 +187,12 @@ def _rewound(db: MemoryDatabase, journal: Journal, e: RunRewound) -> None:
             if name == "rounds" and row["thread"] is not None:
                 index = db.thread_rounds.setdefault(e.run_id, {})
                 journal.delete(index, (row["thread"], row["thread_round"]))
+    if e.context is not None:  # the values an abandoned visit set go with it
+        rows = db.table("context", e.run_id)
+        for key in list(rows):
+            journal.delete(rows, key)
+        for record in records.rewound_context(e):
+            _insert(db, journal, "context", record)
 
 
 def _coalesce(value: Any, default: Any) -> Any:
