@@ -73,7 +73,8 @@ def fork_run(rt: Runtime, origin_id: str, at: At, fork: Fork) -> str:
 
 def _note_in_origin(rt: Runtime, origin_id: str, made: ev.ForkMade) -> None:
     """`run.fork_made` in the origin's log, unless a process executes the origin now
-    (its own events would race this one); `swell status` finds forks either way."""
+    (its own events would race this one for the next seq): the origin's lineage then
+    finds the fork by the fork's own `run.forked` (ops/lineage.py)."""
     try:
         claims(rt.store).claim(origin_id)
     except RunBusy:  # the origin goes on elsewhere
@@ -128,11 +129,4 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
     return run.id
 
 
-def forks_of(rt: Runtime, run: RunRow) -> tuple[ev.RunForked | None, list[ev.ForkMade]]:
-    """Where `run` was forked from, and the forks made of it."""
-    found = rt.store.events_of_kind(run.id, ("run.forked", "run.fork_made"))
-    origin = next((e for e in found if isinstance(e, ev.RunForked)), None)
-    return origin, [e for e in found if isinstance(e, ev.ForkMade)]
-
-
-__all__ = ["Fork", "fork_run", "forks_of", "rewind_run"]
+__all__ = ["Fork", "fork_run", "rewind_run"]

@@ -88,3 +88,23 @@ def test_a_rewind_makes_the_context_what_it_was_at_the_point(store: Store, new_r
     # a rewind recorded before `context` was carried leaves the table as it is
     w.emit(ev.RunRewound(at_step="plan", at_visit=1, kept_seq=kept, abandoned=[]))
     assert store.context("r1") == {"mode": "draft", "reviewer": "ann"}
+
+
+def test_fork_links_finds_every_run_forked_from_a_run(store: Store, new_run: NewRun) -> None:
+    started(new_run("origin"))
+    started(new_run("other"))
+    first = new_run("first")
+    started(first)
+    first.emit(ev.RunForked(origin_run_id="origin", at_step="plan", at_visit=2))
+    second = new_run("second")  # a fork of `first`: its copied events hold first's link
+    started(second)
+    second.emit(ev.RunForked(origin_run_id="origin", at_step="plan", at_visit=2))
+    second.emit(ev.RunForked(origin_run_id="first", at_step="build", at_visit=1))
+    unrelated = new_run("originally")  # an id that holds the origin's as a prefix
+    started(unrelated)
+    unrelated.emit(ev.RunForked(origin_run_id="origin-2", at_step="plan", at_visit=1))
+
+    found = sorted((e.run_id, e.at_step, e.at_visit) for e in store.fork_links("origin"))
+    assert found == [("first", "plan", 2), ("second", "plan", 2)]
+    assert [(e.run_id, e.at_step) for e in store.fork_links("first")] == [("second", "build")]
+    assert store.fork_links("other") == []

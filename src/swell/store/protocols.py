@@ -30,7 +30,7 @@ from swell.store.rows import (
 )
 
 if TYPE_CHECKING:
-    from swell.events.models import BaseEvent, Event
+    from swell.events.models import BaseEvent, Event, RunForked
     from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary
     from swell.store.pages import PageReader, RunFilter
     from swell.store.stats import StatsSource
@@ -131,6 +131,12 @@ class RunReader(Protocol):
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
         """The run's events of these types (`outcome.recorded`, ...), in seq order;
         the others are not read."""
+        ...
+
+    def fork_links(self, origin_id: str) -> list[RunForked]:
+        """Every run's `run.forked` events that name `origin_id` as their origin (a
+        fork of a fork also holds its origin's, copied): the forks of a run whatever
+        its own log recorded (ops/lineage.py)."""
         ...
 
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:

@@ -236,20 +236,16 @@ def run_detail_and_recent(
 
 
 def lineage(store: Store, run_id: str) -> m.Lineage:
-    """Where the run was forked from and the forks made of it (its own events)."""
-    from swell.events import models as ev
+    """Where the run was forked from and the forks made of it (ops/lineage.py)."""
+    from swell.ops.lineage import links
 
-    found = store.events_of_kind(run_id, ("run.forked", "run.fork_made"))
-    origin = next((e for e in found if isinstance(e, ev.RunForked)), None)
+    found = links(store, run_id)
+    origin = found.forked_from
     return m.Lineage(
         forked_from=None
         if origin is None
-        else m.ForkLink(run_id=origin.origin_run_id, step_id=origin.at_step, visit=origin.at_visit),
-        forks=[
-            m.ForkLink(run_id=e.fork_run_id, step_id=e.at_step, visit=e.at_visit)
-            for e in found
-            if isinstance(e, ev.ForkMade)
-        ],
+        else m.ForkLink(run_id=origin.run, step_id=origin.step, visit=origin.visit),
+        forks=[m.ForkLink(run_id=f.run, step_id=f.step, visit=f.visit) for f in found.forks],
     )
 
 

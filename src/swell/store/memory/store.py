@@ -22,6 +22,7 @@ from swell.errors import RunNotFound, StoreError
 from swell.events.models import (
     BaseEvent,
     Event,
+    RunForked,
     event_data,
     event_json,
 )
@@ -262,6 +263,12 @@ class MemoryStore:
 
     def events_of_kind(self, run_id: str, kinds: Sequence[str]) -> list[Event]:
         return [e for e in self.events(run_id) if e.type in kinds]  # memory: all are cheap
+
+    def fork_links(self, origin_id: str) -> list[RunForked]:
+        with self._read() as db:
+            runs = [r for r, rows in db.tables["events"].items() if rows]
+        found = [e for r in runs for e in self.events_of_kind(r, ("run.forked",))]
+        return [e for e in found if e.type == "run.forked" and e.origin_run_id == origin_id]
 
     def events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[Event]:
         return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]

@@ -74,7 +74,7 @@ from swell.streaming import OutputChunk
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from swell.events.models import BaseEvent, Event
+    from swell.events.models import BaseEvent, Event, RunForked
     from swell.store.pages import RunFilter
     from swell.store.postgres.listen import CommitListener
     from swell.store.stats import StatsSource
@@ -315,6 +315,17 @@ class PostgresStore(SqlReads):
             (run_id, list(kinds)),
         )
         return [StoredRow(*row).event(run_id) for row in rows]
+
+    def fork_links(self, origin_id: str) -> list[RunForked]:
+        from swell.store.marks import MARKS  # the partial index of rare kinds
+
+        rows = self._all(
+            "SELECT run_id, seq, ts, type, step_id, visit, data FROM events "
+            f"WHERE type = 'run.forked' AND {MARKS} AND strpos(data, %s) > 0",
+            (origin_id,),
+        )
+        found = [StoredRow(*row[1:]).event(row[0]) for row in rows]
+        return [e for e in found if e.type == "run.forked" and e.origin_run_id == origin_id]
 
     def raw_events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[str]:
         return json_lines(self.events(run_id, after_seq, limit))

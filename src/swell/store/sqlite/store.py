@@ -56,7 +56,7 @@ from swell.store.sqlite.writers import Line
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from swell.events.models import BaseEvent, Event
+    from swell.events.models import BaseEvent, Event, RunForked
     from swell.store.pages import PageReader, RunFilter
     from swell.store.sqlite.bench import SqliteBench
     from swell.store.stats import StatsSource
@@ -302,6 +302,22 @@ class SqliteStore(SqlReads):
         condition = f"AND type IN ({marks}) {marks_term(kinds)}"
         rows = self._stored_rows(condition, (run_id, 0, run_id, *kinds))
         return [row.event(run_id) for row in rows]
+
+    def fork_links(self, origin_id: str) -> list[RunForked]:
+        from swell.store.marks import MARKS  # the partial index of rare kinds
+
+        # the id is the run's number and the seq (compact.py); `data LIKE` only narrows
+        rows = self.db.execute(
+            "SELECT n.run_id, e.id, e.ts, e.type, e.step_id, e.visit, e.data FROM events e "
+            "JOIN event_runs n ON n.num = e.id / 4294967296 "
+            f"WHERE e.type = 'run.forked' AND {MARKS} AND instr(e.data, ?) > 0",
+            (origin_id,),
+        ).fetchall()
+        found = [
+            StoredRow(seq_of(key), unpack_ts(ts), kind, step, visit, data).event(run_id)
+            for run_id, key, ts, kind, step, visit, data in rows
+        ]
+        return [e for e in found if e.type == "run.forked" and e.origin_run_id == origin_id]
 
     def _stored_rows(
         self, condition: str, params: tuple[Any, ...], limit: int | None = None
