@@ -306,12 +306,15 @@ class SqliteStore(SqlReads):
     def fork_links(self, origin_id: str) -> list[RunForked]:
         from swell.store.marks import MARKS  # the partial index of rare kinds
 
-        # the id is the run's number and the seq (compact.py); `data LIKE` only narrows
+        # the id is the run's number and the seq (compact.py): a fork's events come
+        # after its origin's first (numbers are given in order), so only the marks
+        # of runs numbered after the origin are looked at; `instr` only narrows
         rows = self.db.execute(
             "SELECT n.run_id, e.id, e.ts, e.type, e.step_id, e.visit, e.data FROM events e "
             "JOIN event_runs n ON n.num = e.id / 4294967296 "
-            f"WHERE e.type = 'run.forked' AND {MARKS} AND instr(e.data, ?) > 0",
-            (origin_id,),
+            f"WHERE e.id > (SELECT num * 4294967296 FROM event_runs WHERE run_id = ?) "
+            f"AND e.type = 'run.forked' AND {MARKS} AND instr(e.data, ?) > 0",
+            (origin_id, origin_id),
         ).fetchall()
         found = [
             StoredRow(seq_of(key), unpack_ts(ts), kind, step, visit, data).event(run_id)
