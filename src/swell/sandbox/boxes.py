@@ -15,7 +15,7 @@ import array
 import asyncio
 import atexit
 import contextlib
-import json
+import marshal
 import os
 import signal
 import socket
@@ -136,7 +136,7 @@ class Spawner:
         self.lock = threading.Lock()
 
     def send(self, request: dict[str, object], fds: Sequence[int]) -> None:
-        payload = json.dumps(request).encode()
+        payload = marshal.dumps(request)
         if len(payload) > BIGGEST:
             raise OSError(f"a request of {len(payload)} bytes")
         rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
