@@ -191,6 +191,7 @@ class Runner:
 
     async def _run(self) -> RunSummary:
         self.plan.workspace.mkdir(parents=True, exist_ok=True)
+        sandboxing.prestart(self.plan, self.graph.steps.values())  # its first visits' boxes
         if self.state.started_once:
             await self._resume()
         else:
