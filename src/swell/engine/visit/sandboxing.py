@@ -18,7 +18,7 @@ from swell.manifest.wave_models import SandboxConfig
 from swell.sandbox import logins
 from swell.sandbox.paths import hidden_paths, homes, path_entries_under, real
 from swell.sandbox.proxy import EgressProxy, Record, egress_directory
-from swell.sandbox.settings import Settings, backend_for, settings_of
+from swell.sandbox.settings import Settings, backend_for, remove_containers, settings_of
 from swell.workspace.workspace import STEP_DIRS, Workspace
 
 HOME_DIR = ".home"  # the per-run HOME, in the run's directory (no step id starts with a dot)
@@ -330,3 +330,17 @@ def notes(plan: RunPlan) -> list[ev.Warning]:
     """The events a run starts with about its sandbox (`--no-sandbox` is recorded)."""
     warning = unsandboxed(plan.project.manifest.runtime.sandbox, plan.options.no_sandbox)
     return [ev.Warning(message=warning)] if warning else []
+
+
+async def left_containers(plan: RunPlan) -> list[ev.Warning]:
+    """On resume: the run's containers a killed swell left running (docker backend:
+    they are the daemon's, and outlive swell and their `docker run` clients), removed
+    before its visits go on; a warning names them."""
+    if plan.options.no_sandbox:
+        return []
+    config, run = plan.project.manifest.runtime.sandbox, plan.run_id
+    gone = await asyncio.to_thread(remove_containers, config, [run])
+    if not gone:
+        return []
+    message = f"removed {len(gone)} container(s) of this run that a stopped swell left running"
+    return [ev.Warning(message=f"{message}: {', '.join(gone)}")]
