@@ -406,9 +406,7 @@ def test_clean_removes_the_containers_a_killed_swell_left(
     """A run whose swell was killed and which is never resumed: `swell clean --run`
     removes its containers with its workspace (docker backend: nothing else ends them)."""
     backend = Backend("docker", tmp_path)
-    project, run_id, _ = _killed_during_a_visit(
-        tmp_path, fake_home, isolated_state, backend
-    )
+    project, run_id, _ = _killed_during_a_visit(tmp_path, fake_home, isolated_state, backend)
     (left,) = backend.containers(run_id)
     result = swell("clean", "--run", run_id, cwd=project, env=backend.env(fake_home))
     assert result.returncode == 0, result.stdout + result.stderr
