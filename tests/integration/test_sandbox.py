@@ -328,6 +328,35 @@ def test_a_sandbox_that_cannot_run_here_refuses_the_run(tmp_path: Path, fake_hom
     assert "apt-get install bubblewrap" in result.stderr
 
 
+def test_a_bwrap_that_cannot_sandbox_refuses_the_run_after_one_that_could(
+    tmp_path: Path, fake_home: Path
+) -> None:
+    """A bwrap that made a sandbox is not probed again at each run's start; another
+    bwrap (here one refused its namespaces) is, and refuses the run with the fix."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "wave.yaml").write_text(MANIFEST.format(extra=""))
+    write_pipeline(
+        project,
+        "env",
+        "kind: WavePipeline\nmetadata: {name: env}\nsteps:\n  - {id: e, type: command, script: 'true'}\n",
+    )
+    for _ in range(2):  # the second run's start finds the first's probe
+        result = swell("run", "env", cwd=project, env=_env(fake_home))
+        assert result.returncode == 0, result.stdout + result.stderr
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    (refused / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+    )
+    (refused / "bwrap").chmod(0o755)
+    env = _env(fake_home, PATH=f"{refused}{os.pathsep}{os.environ['PATH']}")
+    result = swell("run", "env", cwd=project, env=env)
+    assert result.returncode != 0
+    assert "cannot make a sandbox here (bwrap: No permissions" in result.stderr
+    assert "unprivileged user namespaces" in result.stderr and "Traceback" not in result.stderr
+
+
 HANG = """
 kind: WavePipeline
 metadata: {name: hang}
