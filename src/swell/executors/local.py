@@ -45,6 +45,9 @@ class LocalExecutor:
             plan, state = start_from_step(rt, loaded, input_text, options, reuse)
         else:
             plan, state = create_run(rt, loaded, input_text, options), None
+            from swell.engine.visit.sandboxing import prestart
+
+            prestart(plan, plan.pipeline.pipeline.steps)  # its first boxes, while it gets going
         return Started(plan.run_id, plan, state, auto_approve=options.auto_approve)
 
     def detach(self, rt: Runtime, started: Started, args: list[str]) -> Detached:

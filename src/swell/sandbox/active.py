@@ -168,7 +168,7 @@ class Confinement:
         box = _fitted(self, box, program, os.environ.get("PATH"), agent)
         server = self.server(box, run)
         root = pids_root() if self.pids_limit is not None else None
-        if root is not None and self.pids_limit is not None:
+        if root is not None and self.pids_limit is not None and not server.lanes:
             limit = self.pids_limit
             server.prepare_lane(lambda: PidsCgroup.take(root, limit))
 

@@ -238,12 +238,18 @@ FIRST_BOXES = 2  # boxes `prestart` starts at most (each is a bwrap and a Python
 
 def prestart(plan: RunPlan, steps: Iterable[Step]) -> None:
     """Start the boxes of the run's first visits while the run starts (a visit's first
-    process otherwise waits for its box: bwrap and the box server's Python). Only for
+    process otherwise waits for its box: bwrap and the box server's Python): once the
+    run is made (executors/local.py), and again as it runs (engine/loop/runner.py: a
+    process that resumes it; the boxes already started are found). Only for
     steps that need nothing done first (no dependencies) in the run's own directory
     (a worktree or a mount is made when the visit opens it); a box no visit uses is
     closed when idle (sandbox/boxes.py). Never raises: it only saves time."""
     chosen = settings(plan)
     if chosen is None or chosen.backend != "bubblewrap":
+        return
+    try:
+        plan.workspace.mkdir(parents=True, exist_ok=True)  # (bound into the box)
+    except OSError:
         return
     started: set[tuple[str | None, str]] = set()
     for step in steps:
