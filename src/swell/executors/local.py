@@ -45,9 +45,6 @@ class LocalExecutor:
             plan, state = start_from_step(rt, loaded, input_text, options, reuse)
         else:
             plan, state = create_run(rt, loaded, input_text, options), None
-            from swell.engine.visit.sandboxing import prestart
-
-            prestart(plan, plan.pipeline.pipeline.steps)  # its first boxes, while it gets going
         return Started(plan.run_id, plan, state, auto_approve=options.auto_approve)
 
     def detach(self, rt: Runtime, started: Started, args: list[str]) -> Detached:
@@ -69,9 +66,12 @@ class LocalExecutor:
         )
 
     async def follow(self, rt: Runtime, started: Started, watch: Watch) -> Ending:
+        from swell.engine.visit.sandboxing import prestart
         from swell.runtime import execute
 
         assert started.plan is not None
+        # this process runs it: its first boxes start while its services are wired
+        prestart(started.plan, started.plan.pipeline.pipeline.steps)
         summary = await execute(
             rt,
             started.plan,

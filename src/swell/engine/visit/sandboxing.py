@@ -238,9 +238,9 @@ FIRST_BOXES = 2  # boxes `prestart` starts at most (each is a bwrap and a Python
 
 def prestart(plan: RunPlan, steps: Iterable[Step]) -> None:
     """Start the boxes of the run's first visits while the run starts (a visit's first
-    process otherwise waits for its box: bwrap and the box server's Python): once the
-    run is made (executors/local.py), and again as it runs (engine/loop/runner.py: a
-    process that resumes it; the boxes already started are found). Only for
+    process otherwise waits for its box: bwrap and the box server's Python): when the
+    process that runs it starts to (executors/local.py, `follow`), and when its runner
+    begins (engine/loop/runner.py; the boxes already started are found). Only for
     steps that need nothing done first (no dependencies) in the run's own directory
     (a worktree or a mount is made when the visit opens it); a box no visit uses is
     closed when idle (sandbox/boxes.py). Never raises: it only saves time."""
