@@ -19,7 +19,10 @@ agent visit (the run's box, the egress proxy and the visit's forwarder, the run'
 PASS or FAIL against the same goal. Then the same through a stand-in claude CLI (a shell
 script that reaches its model's host with curl and answers), `SANDBOX_BENCH_STAND_IN_CHAIN`
 (default 40) visits a run: the sandbox's cost of an agent visit without node's seconds of
-start-up noise around it. `SANDBOX_BENCH_CLAUDE_ROUNDS=0` skips these.
+start-up noise around it. `SANDBOX_BENCH_CLAUDE_ROUNDS=0` skips these,
+`SANDBOX_BENCH_ITERATIONS=0` the command loop, `SANDBOX_BENCH_CLAUDE_CHAIN=0` and
+`SANDBOX_BENCH_STAND_IN_CHAIN=0` those rows. With `SWELL_BASELINE_SRC` (another swell's
+`src`), each agent row also runs that code, interleaved with this one, and prints both.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 ROUNDS = int(os.environ.get("SANDBOX_BENCH_ROUNDS", "3"))
 GOAL_MS = 15.0  # added per visit that starts a process
+BASELINE = os.environ.get("SWELL_BASELINE_SRC")  # the code to compare with, if any
 
 
 def write_project(root: Path, sandboxed: bool) -> None:
@@ -140,8 +144,10 @@ def claude_visits(tmp: Path) -> None:
     home.mkdir()
     with Twin(lambda request: Reply(text="done"), protocols=("anthropic",)) as twin:
         env = {"HOME": str(home), "ANTHROPIC_BASE_URL": twin.url, "ANTHROPIC_API_KEY": "dummy"}
-        for visits in (1, CLAUDE_CHAIN):
+        for visits in (1, CLAUDE_CHAIN) if CLAUDE_CHAIN > 1 else (1,):
             claude_row(tmp / f"chain{visits}", binary, env, visits)
+        if STAND_IN_CHAIN <= 0:
+            return
         # the same visits through a stand-in CLI that only reaches its model's host and
         # answers: what the sandbox adds to an agent visit, without node's start (seconds,
         # noisy under load) hiding it
@@ -159,32 +165,44 @@ def claude_row(
     for name, root in projects.items():
         root.mkdir(parents=True)
         claude_project(root, binary, name == "sandboxed", visits)
-    times: dict[str, list[float]] = {name: [] for name in projects}
+    codes = {"": env, **({"baseline ": {**env, "PYTHONPATH": BASELINE}} if BASELINE else {})}
+    combos = [(code, name) for code in codes for name in projects]
+    times: dict[tuple[str, str], list[float]] = {combo: [] for combo in combos}
     for round_ in range(CLAUDE_ROUNDS + 1):  # the first round warms the caches
-        order = list(projects) if round_ % 2 == 0 else list(reversed(projects))
-        for name in order:
+        for code, name in combos if round_ % 2 == 0 else list(reversed(combos)):
             started = time.perf_counter()
-            swell(projects[name], "run", "ask", env=env)
+            swell(projects[name], "run", "ask", env=codes[code])
             if round_:
-                times[name].append(time.perf_counter() - started)
+                times[code, name].append(time.perf_counter() - started)
     print(
         f"claude visits (a run of {visits} prompt step(s), {cli} against its twin),"
-        f" {CLAUDE_ROUNDS} rounds"
+        f" {CLAUDE_ROUNDS} rounds, load {os.getloadavg()[0]:.1f}"
     )
-    for name, found in times.items():
+    for code in codes:
+        for name in projects:
+            found = times[code, name]
+            print(
+                f"  {code + name:<19} min {1000 * min(found):7.0f} ms"
+                f"  median {1000 * statistics.median(found):7.0f} ms"
+            )
+        plain, boxed = times[code, "plain"], times[code, "sandboxed"]
+        added = 1000 * (min(boxed) - min(plain)) / visits
+        median = 1000 * (statistics.median(boxed) - statistics.median(plain)) / visits
+        verdict = "PASS" if added <= GOAL_MS else "FAIL"
         print(
-            f"  {name:<10} min {1000 * min(found):7.0f} ms  median {1000 * statistics.median(found):7.0f} ms"
+            f"  {code}sandboxed / plain: {min(boxed) / min(plain):.3f}x; added per agent visit:"
+            f" {added:.0f} ms (min), {median:.0f} ms (median) (goal <= {GOAL_MS:g} ms) {verdict}"
         )
-    added = 1000 * (min(times["sandboxed"]) - min(times["plain"])) / visits
-    ratio = min(times["sandboxed"]) / min(times["plain"])
-    verdict = "PASS" if added <= GOAL_MS else "FAIL"
-    print(
-        f"  sandboxed / plain: {ratio:.3f}x; added per agent visit: {added:.0f} ms"
-        f" (goal <= {GOAL_MS:g} ms) {verdict}"
-    )
 
 
 def main() -> None:
+    if ITERATIONS > 0:
+        command_loop()
+    with tempfile.TemporaryDirectory(prefix="swell-sbx-claude-") as tmp:
+        claude_visits(Path(tmp))
+
+
+def command_loop() -> None:
     with tempfile.TemporaryDirectory(prefix="swell-sbx-bench-") as tmp:
         projects = {"plain": Path(tmp) / "plain", "sandboxed": Path(tmp) / "sandboxed"}
         for name, root in projects.items():
@@ -207,8 +225,6 @@ def main() -> None:
     verdict = "PASS" if added <= GOAL_MS else "FAIL"
     print(f"  sandboxed / plain: {ratio:.2f}x (minimums)")
     print(f"  added per process-starting visit: {added:.2f} ms (goal <= {GOAL_MS:g} ms) {verdict}")
-    with tempfile.TemporaryDirectory(prefix="swell-sbx-claude-") as tmp:
-        claude_visits(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -102,6 +102,17 @@ class Backend:
             found["PATH"] = f"{self.bin}{os.pathsep}{found['PATH']}"
         return found
 
+    def containers(self, run_id: str) -> list[str]:
+        """The run's containers the stand-in daemon has (`docker ps`, by their label)."""
+        label = f"label=swell.run={run_id}"
+        done = subprocess.run(
+            [str(self.bin / "docker"), "ps", "-a", "-q", "--filter", label],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.split()
+
     def runs(self) -> list[dict[str, Any]]:
         """What `docker run` was given (the stand-in's log)."""
         log = self.bin / "docker.log"
@@ -317,17 +328,36 @@ def test_a_sandbox_that_cannot_run_here_refuses_the_run(tmp_path: Path, fake_hom
     assert "apt-get install bubblewrap" in result.stderr
 
 
-def test_kill_9_of_swell_leaves_no_sandboxed_process_and_resume_finishes(
-    tmp_path: Path, fake_home: Path, isolated_state: Path, backend: Backend
+def test_a_bwrap_that_cannot_sandbox_refuses_the_run_after_one_that_could(
+    tmp_path: Path, fake_home: Path
 ) -> None:
+    """A bwrap that made a sandbox is not probed again at each run's start; another
+    bwrap (here one refused its namespaces) is, and refuses the run with the fix."""
     project = tmp_path / "project"
     project.mkdir()
-    (project / "wave.yaml").write_text(backend.manifest())
-    _env = backend.env
+    (project / "wave.yaml").write_text(MANIFEST.format(extra=""))
     write_pipeline(
         project,
-        "hang",
-        """
+        "env",
+        "kind: WavePipeline\nmetadata: {name: env}\nsteps:\n  - {id: e, type: command, script: 'true'}\n",
+    )
+    for _ in range(2):  # the second run's start finds the first's probe
+        result = swell("run", "env", cwd=project, env=_env(fake_home))
+        assert result.returncode == 0, result.stdout + result.stderr
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    (refused / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+    )
+    (refused / "bwrap").chmod(0o755)
+    env = _env(fake_home, PATH=f"{refused}{os.pathsep}{os.environ['PATH']}")
+    result = swell("run", "env", cwd=project, env=env)
+    assert result.returncode != 0
+    assert "cannot make a sandbox here (bwrap: No permissions" in result.stderr
+    assert "unprivileged user namespaces" in result.stderr and "Traceback" not in result.stderr
+
+
+HANG = """
 kind: WavePipeline
 metadata: {name: hang}
 steps:
@@ -339,14 +369,24 @@ steps:
       nohup sleep 1000 > /dev/null 2>&1 &
       echo started > started
       sleep 1000
-""",
-    )
+"""
+
+
+def _killed_during_a_visit(
+    tmp_path: Path, fake_home: Path, isolated_state: Path, backend: Backend
+) -> tuple[Path, str, Path]:
+    """(the project, the run, its workspace) of a `swell run` killed with -9 while its
+    sandboxed step runs."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "wave.yaml").write_text(backend.manifest())
+    write_pipeline(project, "hang", HANG)
     out = tmp_path / "swell.out"
     with out.open("w") as sink:
         swell_proc = subprocess.Popen(
             [*_swell_argv(), "run", "hang"],
             cwd=project,
-            env=_env(fake_home),
+            env=backend.env(fake_home),
             stdout=sink,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -357,13 +397,51 @@ steps:
     wait_for(lambda: (workspace / "started").exists(), timeout=60)
     marker = f"SWELL_RUN_ID={run_id}"
     wait_for(lambda: len(_pids(marker, "sleep")) == 3, timeout=30)
-    assert _pids(marker, "bwrap")  # they run inside it
+    if backend.name == "bubblewrap":
+        assert _pids(marker, "bwrap")  # they run inside it
+    else:  # (a container: its bwrap is the stand-in daemon's, which has no markers)
+        assert len(backend.containers(run_id)) == 1
     os.kill(swell_proc.pid, signal.SIGKILL)
     swell_proc.wait()
-    wait_for(lambda: not _pids(marker), timeout=30)  # bwrap and everything inside it
-    result = swell("resume", run_id, cwd=project, env=_env(fake_home))
+    return project, run_id, workspace
+
+
+def test_kill_9_of_swell_leaves_no_sandboxed_process_and_resume_finishes(
+    tmp_path: Path, fake_home: Path, isolated_state: Path, backend: Backend
+) -> None:
+    project, run_id, workspace = _killed_during_a_visit(
+        tmp_path, fake_home, isolated_state, backend
+    )
+    marker = f"SWELL_RUN_ID={run_id}"
+    if backend.name == "bubblewrap":
+        wait_for(lambda: not _pids(marker), timeout=30)  # bwrap and everything inside it
+    else:  # a container is the daemon's: it outlives swell and its `docker run` client
+        assert len(backend.containers(run_id)) == 1
+    result = swell("resume", run_id, cwd=project, env=backend.env(fake_home))
     assert result.returncode == 0, result.stdout + result.stderr
     assert (workspace / "resumed").exists()
+    assert not _pids(marker)
+    if backend.name == "docker":  # resume removed the container the killed swell left
+        assert backend.containers(run_id) == []
+        assert any(
+            e["type"] == "warning" and "container(s) of this run" in e["message"]
+            for e in events(project, run_id)
+        )
+
+
+def test_clean_removes_the_containers_a_killed_swell_left(
+    tmp_path: Path, fake_home: Path, isolated_state: Path
+) -> None:
+    """A run whose swell was killed and which is never resumed: `swell clean --run`
+    removes its containers with its workspace (docker backend: nothing else ends them)."""
+    backend = Backend("docker", tmp_path)
+    project, run_id, _ = _killed_during_a_visit(tmp_path, fake_home, isolated_state, backend)
+    (left,) = backend.containers(run_id)
+    result = swell("clean", "--run", run_id, cwd=project, env=backend.env(fake_home))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"removed 1 container(s) of these runs: {left}" in result.stdout
+    assert backend.containers(run_id) == []
+    wait_for(lambda: not _pids(f"SWELL_RUN_ID={run_id}", "sleep"), timeout=30)
 
 
 def _swell_argv() -> list[str]:

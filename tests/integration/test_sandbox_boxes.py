@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_clis import cli_path
-from conftest import events, run_id_of, swell, write_pipeline
+from conftest import events, run_id_of, start_swell, swell, wait_for, write_pipeline
 from twins.server import Reply, ToolCall, Twin
 
 MANIFEST = """
@@ -124,3 +124,74 @@ personas:
     for step in ("first", "second"):
         own = [e for e in connections if e["step_id"] == step]
         assert own and all(e["allowed"] and e["host"] == host for e in own), connections
+
+
+# a stand-in claude CLI that waits, in its workspace, until the test has looked
+WAITING_CLI = """#!/bin/sh
+touch agent.ready
+while [ ! -e go ]; do sleep 0.05; done
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
+"""
+WAITING_COMMAND = "touch command.ready; while [ ! -e go ]; do sleep 0.05; done"
+
+
+def _boxes_of(run_id: str) -> int:
+    """The bwraps running for `run_id` (each box is a bwrap and its child, bwrap too)."""
+    marker = f"SWELL_RUN_ID={run_id}".encode()
+    found: dict[int, int] = {}  # pid -> parent, of the run's bwraps
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and (entry / "comm").read_text().strip() == "bwrap"
+                and marker in (entry / "environ").read_bytes().split(b"\0")
+            ):
+                found[int(entry.name)] = int((entry / "stat").read_text().split(")")[1].split()[1])
+        except OSError:
+            continue
+    return sum(1 for parent in found.values() if parent not in found)
+
+
+def test_a_runs_first_visits_find_their_boxes_started(
+    tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The boxes of a run's first visits (an agent step's, a command step's) are started
+    with the run, while it starts (docs/performance.md, "Sandbox"): each visit finds the
+    one started for it, and no other box is started."""
+    project = tmp_path / "project"
+    project.mkdir()
+    cli = tmp_path / "bin" / "claude"
+    cli.parent.mkdir()
+    cli.write_text(WAITING_CLI)
+    cli.chmod(0o755)
+    (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+metadata: {{name: first-boxes}}
+runtime: {{sandbox: {{enabled: true}}}}
+adapters: {{claude: {{binary: {cli}}}}}
+personas:
+  coder: {{adapter: claude, model: claude-sonnet-4-5}}
+""")
+    steps = [
+        {"id": "ask", "persona": "coder", "exec": {"type": "prompt", "source": "say done"}},
+        {"id": "check", "type": "command", "script": WAITING_COMMAND},
+    ]
+    pipeline = {"kind": "WavePipeline", "metadata": {"name": "first"}, "steps": steps}
+    write_pipeline(project, "first", json.dumps(pipeline))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy")
+    proc = start_swell("run", "first", cwd=project)
+    try:
+        assert proc.stdout is not None
+        run_id = run_id_of(proc.stdout.readline())
+        workspace = isolated_state / "workspaces" / run_id
+        ready = [workspace / "agent.ready", workspace / "command.ready"]
+        wait_for(lambda: all(r.exists() for r in ready), timeout=120)  # both visits run
+        boxes = _boxes_of(run_id)
+        (workspace / "go").touch()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    assert boxes == 2  # the agent CLI's box and the command's, each started once

@@ -58,6 +58,7 @@ def clean(
     problems = [] if dry_run else remove(selection, rt.project.root)
     cleaned = Cleaned()
     gone = [r for t in selection.remove for r in t.runs]
+    containers = [] if dry_run else _containers(rt, gone)  # what a killed swell left (docker)
     if gone and not dry_run:
         cleaned = forget_runs(rt.state_dir, gone, _executing(rt))
         problems += cleaned.problems
@@ -84,6 +85,7 @@ def clean(
                     "repository_bytes_before": cleaned.before,
                     "repository_bytes_after": cleaned.after,
                 },
+                "containers": containers,
                 "problems": problems,
             }
         )
@@ -104,6 +106,8 @@ def clean(
                 f"({human(cleaned.versions)}) of {len(cleaned.runs)} run(s); checkpoint "
                 f"repository {human(cleaned.before)} -> {human(cleaned.after)}"
             )
+        if containers:
+            print(f"removed {len(containers)} container(s) of these runs: {', '.join(containers)}")
         count = len(selection.remove)
         print(
             f"{verb} {count} workspace{'s' if count != 1 else ''}, "
@@ -111,6 +115,13 @@ def clean(
         )
     if problems:
         raise typer.Exit(1)
+
+
+def _containers(rt: Runtime, runs: list[str]) -> list[str]:
+    """The removed runs' containers a killed swell left running (docker backend), removed."""
+    from swell.sandbox.settings import remove_containers
+
+    return remove_containers(rt.project.manifest.runtime.sandbox, runs)
 
 
 def _executing(rt: Runtime) -> set[str]:

@@ -66,9 +66,12 @@ class LocalExecutor:
         )
 
     async def follow(self, rt: Runtime, started: Started, watch: Watch) -> Ending:
+        from swell.engine.visit.sandboxing import prestart
         from swell.runtime import execute
 
         assert started.plan is not None
+        # this process runs it: its first boxes start while its services are wired
+        prestart(started.plan, started.plan.pipeline.pipeline.steps)
         summary = await execute(
             rt,
             started.plan,

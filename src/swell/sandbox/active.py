@@ -57,6 +57,7 @@ class Confinement:
     lanes: list[tuple[boxes.Server, boxes.Lane]] = field(default_factory=list)  # its own
     marks: list[Path] = field(default_factory=list)  # logins bound by bwraps of its own
     containers: list[str] = field(default_factory=list)  # docker's (sandbox/docker.py)
+    egress: Path | None = None  # where `proxy()` puts its socket (the box is bound to it)
 
     def limited(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """(prefix outside, prefix inside) that bound the processes of `argv`'s box:
@@ -150,7 +151,26 @@ class Confinement:
             return replace(self.box, network=False), None
         if not self.made:
             self.made.append(self.proxy())
-        return _offline(self.box, self.made[0]), self.made[0]
+        return _offline(self.box, self.made[0].path), self.made[0]
+
+    def prestart(self, program: str, agent: bool, run: str) -> None:
+        """Start the long-lived box a process of `program` (an agent CLI's if `agent`) will
+        get, and a lane in it, without waiting for either: the box starts while the run
+        does its other start-up work, and is up when its first process needs it. Nothing
+        with a backend other than bubblewrap (each process is then a container)."""
+        if self.backend.name != "bubblewrap":
+            return
+        box = self.box
+        if self.proxy is not None and (agent or self.domains) and self.egress is not None:
+            box = _offline(box, self.egress / "next.sock")  # the key holds its directory
+        elif self.proxy is not None:
+            box = replace(box, network=False)
+        box = _fitted(self, box, program, os.environ.get("PATH"), agent)
+        server = self.server(box, run)
+        root = pids_root() if self.pids_limit is not None else None
+        if root is not None and self.pids_limit is not None and not server.lanes:
+            limit = self.pids_limit
+            server.prepare_lane(lambda: PidsCgroup.take(root, limit))
 
 
 def _server_argv(backend: Backend, box: Box, fd: str) -> list[str]:
@@ -225,13 +245,14 @@ def program_root(program: str, path: str | None) -> Path | None:
     return Path(real).parent
 
 
-def _offline(box: Box, proxy: EgressProxy) -> Box:
-    """`box` without network but through `proxy` (the forwarder runs on swell's Python)."""
+def _offline(box: Box, proxy: Path) -> Box:
+    """`box` without network but through the proxy at `proxy` (the forwarder runs on
+    swell's Python)."""
     url = f"http://127.0.0.1:{PROXY_PORT}"
     names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
     env = {**box.extra_env, **dict.fromkeys(names, url), "NO_PROXY": "", "no_proxy": ""}
     runtime = (Path(os.path.realpath(sys.base_prefix)), Path(__file__).resolve().parent)
-    return replace(box, proxy=proxy.path, extra_env=env, visible=(*box.visible, *runtime))
+    return replace(box, proxy=proxy, extra_env=env, visible=(*box.visible, *runtime))
 
 
 def _allow_endpoints(proxy: EgressProxy, env: Mapping[str, str], inherit: Iterable[str]) -> None:
@@ -262,17 +283,23 @@ def _prepared(
     read-only when it lies in a hidden directory (an agent CLI installed under the
     user's HOME)."""
     box, proxy = found.proxied(agent=bool(inherit))
-    if not inherit and box.logins:  # a login file is for the agent CLI alone
-        box = replace(box, logins=())
-    if inherit and found.agent_read_only:  # the workspace too is read-only for it
-        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly), rewritable=())
     full = dict(os.environ if env is None else env)
     if proxy is not None and inherit:
         _allow_endpoints(proxy, full, inherit)
-    root = program_root(argv[0], full.get("PATH"))
+    box = _fitted(found, box, argv[0], full.get("PATH"), bool(inherit))
+    return box, confined_env(full, box, inherit)
+
+
+def _fitted(found: Confinement, box: Box, program: str, path: str | None, agent: bool) -> Box:
+    """`box` as a process of `program` gets it (`agent`: an agent CLI's)."""
+    if not agent and box.logins:  # a login file is for the agent CLI alone
+        box = replace(box, logins=())
+    if agent and found.agent_read_only:  # the workspace too is read-only for it
+        box = replace(box, writable=(), readonly=(*box.writable, *box.readonly), rewritable=())
+    root = program_root(program, path)
     if root is not None and _hidden(root, box):
         box = replace(box, visible=(*box.visible, root))
-    return box, confined_env(full, box, inherit)
+    return box
 
 
 def confine(

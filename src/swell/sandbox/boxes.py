@@ -15,7 +15,7 @@ import array
 import asyncio
 import atexit
 import contextlib
-import json
+import marshal
 import os
 import signal
 import socket
@@ -136,7 +136,7 @@ class Spawner:
         self.lock = threading.Lock()
 
     def send(self, request: dict[str, object], fds: Sequence[int]) -> None:
-        payload = json.dumps(request).encode()
+        payload = marshal.dumps(request)
         if len(payload) > BIGGEST:
             raise OSError(f"a request of {len(payload)} bytes")
         rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
@@ -178,9 +178,22 @@ class Lane(Spawner):
         self.chan = chan  # readable once it has exited
         self.proc = Boxed(chan)
         self.cgroup = cgroup
+        self.joined = False  # in its cgroup (see `ready`)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def ready(self) -> bool:
+        """Whether it is in its cgroup, moved there first if it is not (waiting for the
+        box to say its pid): it starts nothing before its first request."""
+        if not self.joined:
+            try:
+                self.cgroup.reserve(1)  # the lane's own server counts
+                self.cgroup.join(self.proc.pid)
+            except OSError:
+                return False
+            self.joined = True
+        return True
 
     def discard(self) -> None:
         """End it and what runs in its cgroup; the cgroup goes back to the pool."""
@@ -233,14 +246,27 @@ class Server(Spawner):
         """An idle lane, or a new one in `cgroup()`; None when the box cannot."""
         while self.lanes:
             found = self.lanes.pop()
-            if found.alive():
+            if found.alive() and found.ready():
                 return found
             found.discard()
+        made = self._new_lane(cgroup)
+        if made is not None and not made.ready():
+            made.discard()
+            return None
+        return made
+
+    def prepare_lane(self, cgroup: Callable[[], PidsCgroup]) -> None:
+        """Ask for a lane for the next visit, without waiting for the box to start."""
+        made = self._new_lane(cgroup)
+        if made is not None:
+            self.lanes.append(made)
+
+    def _new_lane(self, cgroup: Callable[[], PidsCgroup]) -> Lane | None:
         control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         mine, their_chan = _channel()
         try:
             self.send({"lane": True}, [theirs.fileno(), their_chan.fileno()])
-            made = Lane(control, mine, cgroup())
+            return Lane(control, mine, cgroup())
         except OSError:
             control.close()
             mine.close()
@@ -248,13 +274,6 @@ class Server(Spawner):
         finally:
             theirs.close()
             their_chan.close()
-        try:
-            made.cgroup.reserve(1)  # the lane's own server counts
-            made.cgroup.join(made.proc.pid)  # it starts nothing before its first request
-        except OSError:
-            made.discard()
-            return None
-        return made
 
     def give_back(self, lane: Lane) -> None:
         """Its visit is over: end what the visit left in it; keep it for the next one."""

@@ -1,7 +1,11 @@
 """Inside a long-lived sandbox: start processes on swell's request (sandbox/boxes.py).
 
-Started as `python -I -S -c SOURCE FD` (stdlib only: the sandbox's environment has no
-PYTHONPATH). FD is a SOCK_SEQPACKET socket to swell. Each message is a JSON request:
+Started as `python -I -S -c SOURCE FD` (no PYTHONPATH in the sandbox's environment). It
+imports only modules built into the interpreter or loaded at its start (`posix`,
+`_socket`, `select`, `marshal`, `_thread`, `_signal`, `_ctypes`): a box's first process
+waits for this server to start, and `os`, `socket`, `json`, `selectors`, `threading`
+and `ctypes` would double its start-up (docs/performance.md, "Sandbox"). FD is a
+SOCK_SEQPACKET socket to swell. Each message is a request, a `marshal`led dict:
 - `{"argv", "cwd", "env"}` with four descriptors (the process's channel, its stdin,
   stdout, stderr): the child starts a session, sends its pid over its channel
   (SCM_CREDENTIALS: swell reads it in its own pid namespace) and execs; when it exits,
@@ -21,214 +25,287 @@ Started as `python -I -S -c SOURCE --forward PATH PORT -- ARGV...` (a process wi
 bwrap of its own), it forwards 127.0.0.1:PORT to PATH and runs ARGV, exiting as it did.
 """
 
+# ruff: noqa: SIM105  (try/except/pass: `contextlib` would cost the start-up)
 from __future__ import annotations
 
-import array
-import contextlib
-import ctypes
-import json
-import os
-import selectors
-import signal
-import socket
-import struct
+import _signal  # type: ignore[import-not-found]  # (`signal` imports `enum`)
+import _socket
+import _thread
+import marshal
+import posix
+import select
 import sys
-import threading
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # (the `typing` module is not imported at run time)
 if TYPE_CHECKING:
     from typing import Any
 
+    Request = dict[str, Any]
+    Socket = _socket.socket
+
 PR_SET_DUMPABLE = 4
-
-
-def _report(chan: socket.socket) -> None:
-    creds = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())
-    chan.sendmsg([b"p"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
-
-
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+INT = 4  # bytes of a C int (pids, descriptors, a wait status)
+ORDER = sys.byteorder
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while data := src.recv(65536):
+def _ints(*values: int) -> bytes:
+    return b"".join(v.to_bytes(INT, ORDER, signed=True) for v in values)
+
+
+def _report(chan: Socket) -> None:
+    creds = _ints(posix.getpid(), posix.getuid(), posix.getgid())
+    chan.sendmsg([b"p"], [(_socket.SOL_SOCKET, _socket.SCM_CREDENTIALS, creds)])
+
+
+def _pump(src: Socket, dst: Socket) -> None:
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
             dst.sendall(data)
-    for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
-        with contextlib.suppress(OSError):
+    except OSError:
+        pass
+    for sock, how in ((dst, _socket.SHUT_WR), (src, _socket.SHUT_RD)):
+        try:
             sock.shutdown(how)
+        except OSError:
+            pass
 
 
-def _relay(client: socket.socket, path: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX)
+def _relay(client: Socket, path: str) -> None:
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(path)
     except OSError:
         client.close()
         upstream.close()
         return
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    back.start()
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def back() -> None:
+        _pump(upstream, client)
+        done.release()
+
+    _thread.start_new_thread(back, ())
     _pump(client, upstream)
-    back.join()
+    done.acquire()
     client.close()
     upstream.close()
 
 
-def _serve_proxy(listener: socket.socket, path: str) -> None:
+def _serve_proxy(listener: Socket, path: str) -> None:
     while True:
-        client, _ = listener.accept()
-        threading.Thread(target=_relay, args=(client, path), daemon=True).start()
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # (`socket.accept`'s own)
+        client = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, 0, fd)
+        _thread.start_new_thread(_relay, (client, path))
 
 
-def _listen(port: int) -> socket.socket:
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def _listen(port: int) -> Socket:
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(128)
     return listener
 
 
-def _forward_then_exit(listener: socket.socket, path: str, pid: int) -> None:
+def _forward_then_exit(listener: Socket, path: str, pid: int) -> None:
     """Relay `listener`'s connections to `path` until process `pid` exits; exit as it did."""
-    threading.Thread(target=_serve_proxy, args=(listener, path), daemon=True).start()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    _thread.start_new_thread(_serve_proxy, (listener, path))
+    _, status = posix.waitpid(pid, 0)
+    if posix.WIFSIGNALED(status):
+        _signal.signal(posix.WTERMSIG(status), _signal.SIG_DFL)
+        posix.kill(posix.getpid(), posix.WTERMSIG(status))
+    posix._exit(posix.waitstatus_to_exitcode(status) & 0xFF)
 
 
-def _exec(chan: socket.socket, stdio: list[int], request: dict[str, Any]) -> None:
-    os.setsid()
+def _execvpe(argv: list[str], env: dict[str, str]) -> None:
+    """`argv[0]` looked up on the PATH of `env` (as `os.execvpe`), run with `env`."""
+    name = argv[0]
+    if "/" in name:
+        posix.execve(name, argv, env)
+    failed = None
+    for where in env.get("PATH", "/bin:/usr/bin").split(":"):
+        try:
+            posix.execve(f"{where or '.'}/{name}", argv, env)
+        except OSError as exc:
+            if failed is None or failed.errno == 2:  # ENOENT: a later one says more
+                failed = exc
+    raise failed or FileNotFoundError(2, "No such file or directory")
+
+
+def _exec(chan: Socket, stdio: list[int], request: Request) -> None:
+    posix.setsid()
     _report(chan)
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # as subprocess's restore_signals
-        signal.signal(sig, signal.SIG_DFL)
+    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # as subprocess's restore_signals
+        _signal.signal(sig, _signal.SIG_DFL)
     argv, env, proxy = request["argv"], request["env"], request.get("proxy")
     if proxy:  # this process forwards to the proxy; its child, in its group, runs argv
         listener = _listen(0)
-        env.update(dict.fromkeys(PROXY_NAMES, f"http://127.0.0.1:{listener.getsockname()[1]}"))
-        pid = os.fork()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        env.update({name: url for name in PROXY_NAMES})
+        pid = posix.fork()
         if pid:
             chan.close()
             for fd in stdio:
-                os.close(fd)
+                posix.close(fd)
             _forward_then_exit(listener, proxy, pid)
         listener.close()
     for target, fd in enumerate(stdio):
-        os.dup2(fd, target)
+        posix.dup2(fd, target)
     try:
-        os.chdir(request["cwd"])
-        os.execvpe(argv[0], argv, env)
+        posix.chdir(request["cwd"])
+        _execvpe(argv, env)
     except OSError as exc:
-        os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
+        posix.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
 
 
 def _empty(path: str, dev: int) -> None:
     """Remove what `path` holds on the tmpfs `dev`, never crossing into a mount (the
     workspace and the project, bound over places under /tmp, are kept whole)."""
-    with os.scandir(path) as entries:
+    with posix.scandir(path) as entries:
         for entry in entries:
-            with contextlib.suppress(OSError):
+            try:
                 if entry.stat(follow_symlinks=False).st_dev != dev:
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     _empty(entry.path, dev)
-                    os.rmdir(entry.path)  # fails where a mount lies below: kept
+                    posix.rmdir(entry.path)  # fails where a mount lies below: kept
                 else:
-                    os.unlink(entry.path)
+                    posix.unlink(entry.path)
+            except OSError:
+                pass
 
 
 def _clean_tmp() -> None:
-    with contextlib.suppress(OSError):
-        _empty("/tmp", os.stat("/tmp").st_dev)
+    try:
+        _empty("/tmp", posix.stat("/tmp").st_dev)
+    except OSError:
+        pass
+
+
+def _unix(fd: int) -> Socket:
+    return _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, fd)
+
+
+def _fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    found: list[int] = []
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            found += [
+                int.from_bytes(data[i : i + INT], ORDER) for i in range(0, len(data) - 3, INT)
+            ]
+    return found
 
 
 class Server:
-    def __init__(self, control: socket.socket) -> None:
+    def __init__(self, control: Socket) -> None:
         self.control = control
-        self.select = selectors.DefaultSelector()
-        self.select.register(control, selectors.EVENT_READ, None)
-        self.children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, channel)
+        self.poll = select.epoll()
+        self.poll.register(control.fileno(), select.EPOLLIN)
+        self.children: dict[int, tuple[int, Socket]] = {}  # pidfd -> (pid, channel)
 
     def serve(self) -> None:
         while True:
-            for key, _ in self.select.select():
-                if key.data is None:
+            for fd, _ in self.poll.poll():
+                if fd == self.control.fileno():
                     if not self.request():
                         return
                 else:
-                    self.reap(key.fd)
+                    self.reap(fd)
 
     def request(self) -> bool:
-        fds = array.array("i")
-        size = socket.CMSG_SPACE(4 * fds.itemsize)
-        msg, ancillary, _, _ = self.control.recvmsg(1 << 20, size, socket.MSG_CMSG_CLOEXEC)
+        size = _socket.CMSG_SPACE(4 * INT)
+        msg, ancillary, _, _ = self.control.recvmsg(1 << 20, size, _socket.MSG_CMSG_CLOEXEC)
         if not msg:
             return False  # swell closed the box
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-        request = json.loads(msg)
+        fds = _fds(ancillary)
+        request: Request = marshal.loads(msg)
         if request.get("clean"):
             _clean_tmp()
         wanted = 2 if request.get("lane") else 4
         if len(fds) != wanted:
             for fd in fds:
-                os.close(fd)
+                posix.close(fd)
             return True
-        chan = socket.socket(fileno=fds[1] if wanted == 2 else fds[0])
-        pid = os.fork()
+        chan = _unix(fds[1] if wanted == 2 else fds[0])
+        pid = posix.fork()
         if pid == 0:
             try:
                 if wanted == 2:
-                    self.become(socket.socket(fileno=fds[0]), chan)
+                    self.become(_unix(fds[0]), chan)
                 else:
                     self.control.close()
-                    _exec(chan, list(fds[1:]), request)
+                    _exec(chan, fds[1:], request)
             finally:
-                os._exit(127)
+                posix._exit(127)
         for fd in fds:
             if fd != chan.fileno():
-                os.close(fd)
-        pidfd = os.pidfd_open(pid)
+                posix.close(fd)
+        pidfd = posix.pidfd_open(pid)
         self.children[pidfd] = (pid, chan)
-        self.select.register(pidfd, selectors.EVENT_READ, pid)
+        self.poll.register(pidfd, select.EPOLLIN)
         return True
 
-    def become(self, control: socket.socket, chan: socket.socket) -> None:
+    def become(self, control: Socket, chan: Socket) -> None:
         """In a new child: serve `control` (a lane), nothing of the server kept."""
         for pidfd, (_, other) in self.children.items():
-            os.close(pidfd)
+            posix.close(pidfd)
             other.close()
-        self.select.close()
+        self.poll.close()
         self.control.close()
         _report(chan)
         chan.close()
         Server(control).serve()
 
     def reap(self, pidfd: int) -> None:
-        self.select.unregister(pidfd)
-        os.close(pidfd)
+        self.poll.unregister(pidfd)
+        posix.close(pidfd)
         pid, chan = self.children.pop(pidfd)
-        _, status = os.waitpid(pid, 0)
-        with contextlib.suppress(OSError):
-            chan.send(b"x" + struct.pack("i", status))
+        _, status = posix.waitpid(pid, 0)
+        try:
+            chan.send(b"x" + _ints(status))
+        except OSError:
+            pass
         chan.close()
 
 
 def forward(path: str, port: str, argv: list[str]) -> None:
     """Forward 127.0.0.1:`port` to `path` while `argv` runs; exit as it did."""
     listener = _listen(int(port))
-    pid = os.fork()
+    pid = posix.fork()
     if pid == 0:
         listener.close()
         try:
-            os.execvp(argv[0], argv)
+            _execvpe(argv, _environ())
         except OSError as exc:
-            os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
-            os._exit(127)
+            posix.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
+            posix._exit(127)
     _forward_then_exit(listener, path, pid)
+
+
+def _environ() -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in posix.environ.items()}
+
+
+def _undumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0) through `_ctypes` (the `ctypes` package costs more)."""
+    try:
+        import _ctypes
+
+        class _Int(_ctypes._SimpleCData):  # type: ignore[type-arg]
+            _type_ = "i"
+
+        class _Function(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = _Int
+
+        own = _ctypes.dlopen(None)  # type: ignore[arg-type]  # (this process's own symbols)
+        _Function(_ctypes.dlsym(own, "prctl"))(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass
 
 
 def main() -> None:
@@ -236,11 +313,10 @@ def main() -> None:
         path, port, sep, *argv = sys.argv[2:]
         assert sep == "--" and argv, "usage: --forward SOCKET PORT -- ARGV..."
         forward(path, port, argv)
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    control = socket.socket(fileno=int(sys.argv[1]))
-    control.set_inheritable(False)
-    Server(control).serve()
+    _undumpable()
+    fd = int(sys.argv[1])
+    posix.set_inheritable(fd, False)
+    Server(_unix(fd)).serve()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ pid namespace a process sees no process outside the box (it cannot signal or tra
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import os
 import shutil
 import sys
@@ -44,9 +46,58 @@ _NAMESPACES = (
 _TMP_PROBE = ("--size", "1048576", "--tmpfs", "/tmp")
 
 
+# what decides whether bwrap can make a sandbox, besides its binary: the boot, and the
+# kernel's switches for unprivileged user namespaces (Debian's, the upstream limit,
+# Ubuntu's AppArmor restriction)
+KNOBS = (
+    "/proc/sys/kernel/random/boot_id",
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+)
+
+
+def _fingerprint(binary: str) -> str | None:
+    """What a probe's success holds for (see `_probe`), or None when it cannot be said."""
+    try:
+        found = os.stat(binary)
+    except OSError:
+        return None
+    knobs = []
+    for knob in KNOBS:
+        try:
+            knobs.append(Path(knob).read_text(encoding="ascii").strip())
+        except OSError:
+            knobs.append("")
+    facts = (os.path.realpath(binary), found.st_ino, found.st_size, found.st_mtime_ns, os.getuid())
+    return hashlib.sha256(repr((*facts, *knobs)).encode()).hexdigest()[:32]
+
+
+def _probed(binary: str) -> Path | None:
+    """The file whose presence says `binary` made a sandbox here since the last boot."""
+    from swell.manifest.cache import cache_dir
+
+    where, stamp = cache_dir(), _fingerprint(binary)
+    return None if where is None or stamp is None else where / "bwrap-ok" / stamp
+
+
 @functools.lru_cache(maxsize=1)
 def _probe(binary: str) -> str | None:
-    """Whether `binary` can make a sandbox here (user namespaces may be disabled)."""
+    """Whether `binary` can make a sandbox here (user namespaces may be disabled). A
+    success is remembered (`_probed`: the binary, the boot and the kernel's switches),
+    so a run's start does not wait for a bwrap that worked before; a failure never is."""
+    known = _probed(binary)
+    if known is not None and known.exists():
+        return None
+    problem = _run_probe(binary)
+    if problem is None and known is not None:
+        with contextlib.suppress(OSError):
+            known.parent.mkdir(parents=True, exist_ok=True)
+            known.touch()
+    return problem
+
+
+def _run_probe(binary: str) -> str | None:
     import subprocess
 
     try:

@@ -12,7 +12,8 @@ allow-list the egress proxies' directory bound read-only at EGRESS_DIR and a for
 own (`-e NAME` for each name: the values stay out of the argv); swell's user and group
 (`--user`), no capabilities, no new privileges, a pids limit and a sized /tmp. The
 container is named, so it is removed with the visit (`docker rm -f`), whatever became
-of the `docker run` client.
+of the `docker run` client, and labelled with its run (`swell.run=RUN`), so `swell
+resume` and `swell clean` remove what a killed swell left (`remove_runs`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 from swell.sandbox.base import EGRESS_DIR, PROXY_PORT, Box
 from swell.sandbox.bubblewrap import FORWARDER
 
-INFO_TIMEOUT = 20.0  # seconds `docker info` may take to answer
+INFO_TIMEOUT = 20.0  # seconds `docker info` (or `ps`, `rm`) may take to answer
+LABEL = "swell.run"  # each container's label: the run it is of (see `remove_runs`)
 # what the docker CLI itself reads from the environment (kept for the client, never
 # passed into the container)
 CLIENT_ENV = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH",
@@ -90,7 +92,7 @@ class Docker:
     ) -> tuple[list[str], dict[str, str]]:
         """(the `docker run` argv, the docker client's environment) that run `argv` in
         `cwd` inside `box` with `env`, as container `name` of run `run`."""
-        args = [self.binary, "run", "--rm", "-i", "--name", name, "--label", f"swell.run={run}"]
+        args = [self.binary, "run", "--rm", "-i", "--name", name, "--label", f"{LABEL}={run}"]
         args += ["--read-only", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}"]
         args += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
         args += ["--pids-limit", str(self.pids_limit)]
@@ -127,6 +129,35 @@ class Docker:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
+
+
+def remove_runs(binary: str, runs: Sequence[str]) -> list[str]:
+    """Remove the containers labelled `swell.run=RUN` for each of `runs` (those a killed
+    swell left: a container is the daemon's, not its `docker run` client's, and outlives
+    both); returns their ids. Nothing when the daemon does not answer."""
+    found: list[str] = []
+    for run in runs:
+        listed = _docker(binary, "ps", "-a", "-q", "--filter", f"label={LABEL}={run}")
+        found += listed.split() if listed is not None else []
+    if found:
+        _docker(binary, "rm", "-f", *found)
+    return found
+
+
+def _docker(binary: str, *args: str) -> str | None:
+    """What `docker ARGS` printed, or None when it failed."""
+    try:
+        done = subprocess.run(
+            [binary, *args],
+            capture_output=True,
+            text=True,
+            timeout=INFO_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def _forwarder(box: Box) -> list[str]:

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from swell.manifest.wave_models import SandboxConfig
 from swell.sandbox.base import Backend, Unavailable
 from swell.sandbox.bubblewrap import Bubblewrap
-from swell.sandbox.docker import Docker
+from swell.sandbox.docker import Docker, remove_runs
 
 BackendName = Literal["bubblewrap", "docker"]
 
@@ -59,3 +60,13 @@ def backend_for(settings: Settings) -> Backend:
     if problem:
         raise Unavailable(f"{problem}; or run with --no-sandbox (unsafe)")
     return wrap
+
+
+def remove_containers(config: SandboxConfig | None, runs: Sequence[str]) -> list[str]:
+    """The containers of `runs` a killed swell left, removed (`docker.remove_runs`),
+    when `runtime.sandbox` is docker; their ids."""
+    chosen = settings_of(config)
+    if chosen is None or chosen.backend != "docker" or not runs:
+        return []
+    binary = Docker(chosen.docker_image, chosen.pids_limit).binary
+    return remove_runs(binary, runs) if binary else []

@@ -191,6 +191,7 @@ class Runner:
 
     async def _run(self) -> RunSummary:
         self.plan.workspace.mkdir(parents=True, exist_ok=True)
+        sandboxing.prestart(self.plan, self.graph.steps.values())  # its first visits' boxes
         if self.state.started_once:
             await self._resume()
         else:
@@ -250,6 +251,8 @@ class Runner:
 
     async def _resume(self) -> None:
         """Continue after a crash, Ctrl-C or a process that left a gate waiting."""
+        # a killed swell's containers (docker), through their daemon, before the sweep
+        left = await sandboxing.left_containers(self.plan)
         cleaned: set[tuple[str, int]] = set()
         for key, open_visit in self.state.open.items():
             if open_visit.gate is not None or open_visit.child_run_id is not None:
@@ -263,7 +266,7 @@ class Runner:
             if await sweep.stop_marked(markers):  # everywhere: they were re-parented
                 cleaned.add(key)
         resumed = self.decide.resume(self.state, cleaned)
-        self.emit([*resumed.events, *sandboxing.notes(self.plan)])  # `--no-sandbox` is recorded
+        self.emit([*resumed.events, *sandboxing.notes(self.plan), *left])  # (`--no-sandbox`)
         for visit in resumed.continuing:
             self.loop.launch(visit)
 

@@ -6,17 +6,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from swell import sandbox
 from swell.engine.visit.context import RunPlan
+from swell.errors import SwellError
 from swell.events import models as ev
+from swell.manifest.models import Step
 from swell.manifest.wave_models import SandboxConfig
 from swell.sandbox import logins
 from swell.sandbox.paths import hidden_paths, homes, path_entries_under, real
 from swell.sandbox.proxy import EgressProxy, Record, egress_directory
-from swell.sandbox.settings import Settings, backend_for, settings_of
+from swell.sandbox.settings import Settings, backend_for, remove_containers, settings_of
 from swell.workspace.workspace import STEP_DIRS, Workspace
 
 HOME_DIR = ".home"  # the per-run HOME, in the run's directory (no step id starts with a dot)
@@ -197,26 +199,103 @@ def enter(
     Unavailable when the backend cannot run here. With `record`, the sandbox has no
     network but an egress proxy that lets `allowed_domains` through."""
     chosen = settings(plan)
-    if chosen is None:
-        return
+    if chosen is not None:
+        sandbox.enter(confinement(plan, chosen, ws, feedback, persona, record, note))
+
+
+def confinement(
+    plan: RunPlan,
+    chosen: Settings,
+    ws: Workspace,
+    feedback: str | None = None,
+    persona: str | None = None,
+    record: Record | None = None,
+    note: Callable[[str], None] | None = None,
+) -> sandbox.Confinement:
+    """The sandbox of a visit of `persona` in `ws` (see `enter`)."""
     backend = backend_for(chosen)
     adapter_type, options = adapter_of(plan, persona)
     made = box(plan, ws, chosen, feedback, adapter_type)
     pids = chosen.pids_limit
     if record is None:
-        sandbox.enter(sandbox.Confinement(backend, made, pids_limit=pids, note=note))
-        return
+        return sandbox.Confinement(backend, made, pids_limit=pids, note=note)
     domains, ceiling = allowed_domains(plan, persona)
     endpoint = options.get("base_url")  # the agent's model, named by its adapter's options
     url = endpoint if isinstance(endpoint, str) else None
     # the visits of the run with this allow-list put their proxies' sockets in one
     # directory, so their agents and commands share the run's box (sandbox/boxes.py)
-    egress = (plan.run_id, tuple(domains), tuple(ceiling or ()), ceiling is None, url)
-    proxy = functools.partial(_proxy, domains, record, ceiling, url, egress)
-    confinement = sandbox.Confinement(
-        backend, made, proxy, bool(domains), pids_limit=pids, note=note
+    egress = egress_directory(
+        (plan.run_id, tuple(domains), tuple(ceiling or ()), ceiling is None, url)
     )
-    sandbox.enter(confinement)
+    proxy = functools.partial(_proxy, domains, record, ceiling, url, egress)
+    return sandbox.Confinement(
+        backend, made, proxy, bool(domains), pids_limit=pids, note=note, egress=egress
+    )
+
+
+FIRST_BOXES = 2  # boxes `prestart` starts at most (each is a bwrap and a Python)
+
+
+def prestart(plan: RunPlan, steps: Iterable[Step]) -> None:
+    """Start the boxes of the run's first visits while the run starts (a visit's first
+    process otherwise waits for its box: bwrap and the box server's Python): when the
+    process that runs it starts to (executors/local.py, `follow`), and when its runner
+    begins (engine/loop/runner.py; the boxes already started are found). Only for
+    steps that need nothing done first (no dependencies) in the run's own directory
+    (a worktree or a mount is made when the visit opens it); a box no visit uses is
+    closed when idle (sandbox/boxes.py). Never raises: it only saves time."""
+    chosen = settings(plan)
+    if chosen is None or chosen.backend != "bubblewrap":
+        return
+    try:
+        plan.workspace.mkdir(parents=True, exist_ok=True)  # (bound into the box)
+    except OSError:
+        return
+    started: set[tuple[str | None, str]] = set()
+    for step in steps:
+        if len(started) >= FIRST_BOXES:
+            return
+        if step.dependencies or step.workspace is not None:
+            continue
+        program, agent = _program_of(plan, step)
+        if program is None or (step.persona, program) in started:
+            continue
+        started.add((step.persona, program))
+        try:
+            made = confinement(
+                plan,
+                chosen,
+                Workspace(plan.workspace, "directory"),
+                None,
+                step.persona,
+                _ignored,
+            )
+            made.prestart(program, agent, plan.run_id)
+            made.close()
+        except (SwellError, OSError):
+            return
+
+
+def _ignored(host: str, port: int, allowed: bool) -> None:
+    """No proxy is made for a box started ahead: nothing is recorded."""
+
+
+def _program_of(plan: RunPlan, step: Step) -> tuple[str | None, bool]:
+    """(the program a step's visit starts, whether it is an agent CLI): the binary of
+    the adapter the step runs on (as engine/agent/agents.py picks it), a command's
+    shell, or None (a kind that starts no process of its own, as far as is known)."""
+    manifest = plan.project.manifest
+    persona = manifest.personas.get(step.persona) if step.persona else None
+    name = plan.options.adapter or step.adapter or (persona.adapter if persona else None)
+    if not name:
+        return ("sh", False) if step.script is not None else (None, False)
+    config = manifest.adapters.get(name)
+    binary = os.path.expanduser(
+        config.binary if config and config.binary else manifest.adapter_type(name)
+    )
+    if os.sep in binary and not os.path.isabs(binary):
+        binary = str(plan.project.root / binary)
+    return binary, True
 
 
 def _proxy(
@@ -224,9 +303,9 @@ def _proxy(
     record: Record,
     ceiling: list[str] | None,
     endpoint: str | None,
-    egress: tuple[object, ...],
+    egress: Path,
 ) -> EgressProxy:
-    made = EgressProxy(domains, record, ceiling, egress_directory(egress))
+    made = EgressProxy(domains, record, ceiling, egress)
     if endpoint:
         made.allow_url(endpoint)
     return made
@@ -257,3 +336,17 @@ def notes(plan: RunPlan) -> list[ev.Warning]:
     """The events a run starts with about its sandbox (`--no-sandbox` is recorded)."""
     warning = unsandboxed(plan.project.manifest.runtime.sandbox, plan.options.no_sandbox)
     return [ev.Warning(message=warning)] if warning else []
+
+
+async def left_containers(plan: RunPlan) -> list[ev.Warning]:
+    """On resume: the run's containers a killed swell left running (docker backend:
+    they are the daemon's, and outlive swell and their `docker run` clients), removed
+    before its visits go on; a warning names them."""
+    if plan.options.no_sandbox:
+        return []
+    config, run = plan.project.manifest.runtime.sandbox, plan.run_id
+    gone = await asyncio.to_thread(remove_containers, config, [run])
+    if not gone:
+        return []
+    message = f"removed {len(gone)} container(s) of this run that a stopped swell left running"
+    return [ev.Warning(message=f"{message}: {', '.join(gone)}")]
