@@ -1,4 +1,4 @@
-"""`off_loop`: work in a daemon thread, kept for the next call (workspace/offload.py)."""
+"""`off_loop`: work in a daemon thread, off the event loop (workspace/offload.py)."""
 
 from __future__ import annotations
 
@@ -23,19 +23,6 @@ def test_results_and_errors_come_back_from_a_daemon_thread() -> None:
 
     name, daemon = asyncio.run(main())
     assert (name, daemon) == ("swell-mount", True)
-
-
-def test_a_loop_of_short_calls_starts_no_thread_per_call() -> None:
-    """A run of 3,000 short visits hands each one's checkpoint off the loop: the
-    thread that took one takes the next."""
-
-    async def main() -> set[int]:
-        idents = set()
-        for _ in range(50):
-            idents.add(await off_loop(threading.get_ident))
-        return idents
-
-    assert len(asyncio.run(main())) == 1
 
 
 def test_a_call_that_finds_every_thread_busy_gets_its_own() -> None:
