@@ -177,10 +177,11 @@ main()
 """
 
 # `swell run loop` in-process, each command step answered at once: `implement`
-# "appends" a line (a counter), `run-tests` passes once there are enough
+# "appends" a line (a counter), `run-tests` passes once there are enough. The visit of
+# a command step is in command_visit.py (the kind's module only names it)
 ENGINE_SCRIPT = """\
 import json, sys, time
-import swell.engine.steps.command as command
+import swell.engine.steps.command_visit as command
 from swell.process import ProcessResult
 
 iterations = int(sys.argv[1])

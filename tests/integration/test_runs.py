@@ -33,7 +33,10 @@ def test_loop_fails_twice_then_passes(project: Path, isolated_state: Path) -> No
 def test_json_output_is_ndjson_events(project: Path) -> None:
     result = swell("run", "loop", "-o", "json", cwd=project)
     assert result.returncode == 0, result.stderr
-    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    printed = [json.loads(line) for line in result.stdout.splitlines()]
+    # a visit that runs past 250 ms (a busy machine) also prints its output as it goes:
+    # lines of type `output`, numbered per visit (docs/engine.md)
+    lines = [e for e in printed if e["type"] != "output"]
     assert lines[0]["type"] == "run.started"
     assert lines[-1]["type"] == "run.finished" and lines[-1]["status"] == "succeeded"
     assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1))

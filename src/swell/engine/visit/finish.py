@@ -6,6 +6,7 @@ visit), its `output.context` set where no run loop completes it, and its deliver
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -65,7 +66,8 @@ async def finish_visit(
 ) -> Finished:
     """Finish one visit whose kind returned `result`; `problems` (the workspace's)
     fail it as a missing artifact does. The caller's `result` is left as it was."""
-    result = dataclasses.replace(result, events=list(result.events))
+    result = copy.copy(result)  # as `dataclasses.replace`, without running __init__ again
+    result.events = list(result.events)
     step, found = ctx.step, {}
     problems = list(problems)
     if step.output_artifacts:

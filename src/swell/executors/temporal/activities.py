@@ -113,8 +113,9 @@ class WorkerContext:
             self.runtimes[key] = (stamp, rt)
         return self.runtimes[key][1]
 
-    def run(self, spec: RunSpec) -> _Run:
-        """The run's plan and its state as stored now."""
+    def run(self, spec: RunSpec, seq: int | None = None) -> _Run:
+        """The run's plan and its state as stored now; `seq`, when known, the run's last
+        stored event (a kept state that far is read no further)."""
         found = self.runs.get(spec.run_id)
         if found is None:
             rt = self.runtime(spec)
@@ -138,6 +139,8 @@ class WorkerContext:
                 self.runs.popitem(last=False)
         else:
             self.runs.move_to_end(spec.run_id)
+            if seq is not None and found.state.seq == seq:
+                return found  # folded as far as the workflow recorded: nothing to read
             # the workflow recorded everything before it scheduled this visit
             for event in self.store(spec.store).events(spec.run_id, found.state.seq):
                 found.state.apply(event)
@@ -232,7 +235,7 @@ class Activities:
                 await self.record(RecordRequest(spec.store, spec.run_id, request.events))
             except StoreError as exc:
                 raise ApplicationError(str(exc), type=UNRECORDED, non_retryable=True) from exc
-        run = self.context.run(spec)
+        run = self.context.run(spec, request.seq)
         step = run.graph.steps[request.step_id]
         attempt = request.tries_before + activity.info().attempt
         if spec.remote:  # the work tree at the commit this visit starts from

@@ -77,6 +77,9 @@ class VisitRequest:
     tries_before: int = 0  # tries on the run's own worker before this one (stickiness)
     # a local visit's: the run's events recorded before it, to store before it runs
     events: list[str] = field(default_factory=list)
+    # the last event recorded before the visit: a worker whose kept state of the run is
+    # that far need not read the store for what it missed (None: it reads)
+    seq: int | None = None
 
 
 @dataclass

@@ -239,6 +239,7 @@ class RunWorkflow:
             act.source_visit,
             base=self._head,
             events=[ev.event_json(e) for e in handed or ()],
+            seq=self.state.seq,
         )
 
     async def _visit(
