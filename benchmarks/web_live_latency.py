@@ -7,6 +7,9 @@ notes when each commit returned. A MutationObserver in the page notes when each
 event's line appears in the page's event log. Latency = DOM time - commit time (one
 machine, one clock).
 
+The event line is the page's first mark of an event; the run's visit count in the
+header (a batch of visible patches, web/static/app.js) is timed too.
+
 Goal (issue 13, issue 32): p95 under 150 ms with 50 pages open on the run
 (LIVE_BENCH_PAGES, each in a browser context of its own: a browser opens at most six
 connections to one host, and every page holds a stream). The baseline is the page's
@@ -49,6 +52,14 @@ new MutationObserver(function (changes) {
     });
   });
 }).observe(document, { childList: true, subtree: true });
+// what a reader sees: the run's visit count (the header's), once it shows visit n
+window.__shown = {};
+var shownUpTo = 0;
+new MutationObserver(function () {
+  var count = document.getElementById("run-visits"), now = Date.now();
+  var n = count ? Number(count.textContent) : 0;
+  for (; shownUpTo < n; shownUpTo++) window.__shown[shownUpTo + 1] = now;
+}).observe(document, { childList: true, subtree: true, characterData: true });
 """
 ROUND_TRIP = """async (url) => {
   const times = [];
@@ -95,7 +106,22 @@ def _serve(root: Path, port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("FAILED: swell serve did not start")
 
 
-def measure(root: Path) -> tuple[list[float], float]:
+METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+
+
+def _metrics(session: Any) -> dict[str, float]:
+    """The page's main-thread seconds so far (Chrome DevTools Protocol)."""
+    found = session.send("Performance.getMetrics")["metrics"]
+    return {m["name"]: float(m["value"]) for m in found if m["name"] in METRICS}
+
+
+def _cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
     write_project(root, 3)
@@ -125,8 +151,13 @@ def measure(root: Path) -> tuple[list[float], float]:
                 # a loaded machine opening fifty pages may take a while for each
                 page.goto(f"http://127.0.0.1:{port}/runs/{RUN}", timeout=180_000)
                 pages.append(page)
+            sessions = [page.context.new_cdp_session(page) for page in pages]
+            for session in sessions:
+                session.send("Performance.enable")
             base = float(pages[0].evaluate(ROUND_TRIP, f"/api/runs/{RUN}"))
             time.sleep(1.0)  # the streams are open and have sent what was stored
+            before = [_metrics(s) for s in sessions]
+            cpu = _cpu_seconds(server.pid)
             rng = random.Random(7)
             for visit in range(1, EVENTS + 1):
                 at = commit(ev.StepStarted(step_id="s", visit=visit, kind="command"))
@@ -139,6 +170,9 @@ def measure(root: Path) -> tuple[list[float], float]:
                 if all(str(s) in found for found in seen for s in committed):
                     break
                 time.sleep(0.2)
+            after = [_metrics(s) for s in sessions]
+            shown = [page.evaluate("window.__shown") for page in pages]
+            server_ms = (_cpu_seconds(server.pid) - cpu) * 1000 / EVENTS
             browser.close()
     finally:
         server.terminate()
@@ -147,7 +181,24 @@ def measure(root: Path) -> tuple[list[float], float]:
     missing = [s for found in seen for s in committed if str(s) not in found]
     if missing:
         raise SystemExit(f"FAILED: {len(missing)} events never reached a page: {missing[:5]}")
-    return [float(found[str(s)]) - t for found in seen for s, t in committed.items()], base
+    # each page's own main-thread work per event, in ms (the mean over the pages)
+    work = {
+        name: sum(a[name] - b[name] for a, b in zip(after, before, strict=True))
+        * 1000
+        / len(pages)
+        / EVENTS
+        for name in METRICS
+    }
+    work["server CPU"] = server_ms
+    latencies = [float(found[str(s)]) - t for found in seen for s, t in committed.items()]
+    # visit v's event is seq v + 1 (seq 1 started the run)
+    visible = [
+        float(found[str(s - 1)]) - t
+        for found in shown
+        for s, t in committed.items()
+        if str(s - 1) in found
+    ]
+    return latencies, visible, base, work
 
 
 def main() -> int:
@@ -156,11 +207,22 @@ def main() -> int:
         f"{PAGES} chromium pages on the run page (load average {os.getloadavg()[0]:.1f})"
     )
     with tempfile.TemporaryDirectory(prefix="swell-live-") as tmp:
-        latencies, base = measure(Path(tmp))
+        latencies, visible, base, work = measure(Path(tmp))
     latencies.sort()
     p50 = statistics.median(latencies)
     p95 = latencies[int(len(latencies) * 0.95) - 1]
     print(f"  page round trip (fetch of the run's JSON, median): {base:.1f} ms")
+    print(
+        "  each page's main-thread work per event: "
+        + ", ".join(f"{name.removesuffix('Duration')} {ms:.1f} ms" for name, ms in work.items())
+    )
+    if visible:
+        visible.sort()
+        print(
+            f"  commit -> visit count shown: p50 {statistics.median(visible):.0f} ms, "
+            f"p95 {visible[int(len(visible) * 0.95) - 1]:.0f} ms ({len(visible)} of "
+            f"{len(latencies)} seen)"
+        )
     print(f"  commit -> DOM: p50 {p50:.0f} ms, max {latencies[-1]:.0f} ms")
     print(
         f"  commit -> DOM p95: {p95:.0f} ms ({p95 / base:.1f}x the round trip)"
