@@ -121,6 +121,39 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes under `pid` (Playwright's driver, chromium and its renderers)."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent[int(entry.name)] = int(
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = [], [pid]
+    while todo:
+        kids = [p for p, pp in parent.items() if pp == todo[-1]]
+        todo.pop()
+        found += kids
+        todo += kids
+    return found
+
+
+def _browser_cpu(server: int) -> float:
+    """CPU seconds the browser's processes used so far (the server's excluded): a
+    figure the machine's other load does not inflate, as it does the pages' task times."""
+    total = 0.0
+    for pid in _descendants(os.getpid()):
+        if pid != server:
+            try:
+                total += _cpu_seconds(pid)
+            except (OSError, IndexError):
+                continue
+    return total
+
+
 def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, float]]:
     from playwright.sync_api import sync_playwright
 
@@ -158,6 +191,7 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
             time.sleep(1.0)  # the streams are open and have sent what was stored
             before = [_metrics(s) for s in sessions]
             cpu = _cpu_seconds(server.pid)
+            browser_cpu = _browser_cpu(server.pid)
             rng = random.Random(7)
             for visit in range(1, EVENTS + 1):
                 at = commit(ev.StepStarted(step_id="s", visit=visit, kind="command"))
@@ -173,6 +207,7 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
             after = [_metrics(s) for s in sessions]
             shown = [page.evaluate("window.__shown") for page in pages]
             server_ms = (_cpu_seconds(server.pid) - cpu) * 1000 / EVENTS
+            browser_ms = (_browser_cpu(server.pid) - browser_cpu) * 1000 / EVENTS / PAGES
             browser.close()
     finally:
         server.terminate()
@@ -189,6 +224,7 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
         / EVENTS
         for name in METRICS
     }
+    work["browser CPU per page"] = browser_ms
     work["server CPU"] = server_ms
     latencies = [float(found[str(s)]) - t for found in seen for s, t in committed.items()]
     # visit v's event is seq v + 1 (seq 1 started the run)
