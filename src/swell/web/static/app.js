@@ -91,6 +91,10 @@ function applyChildEvent(runId, event) {
 var childStreams = {}, childrenDone = {};
 
 function watchChildren(update) {
+  // a group that runs but lists no child run yet: its child is being made; ask again
+  document.querySelectorAll("#live-run g.node.s-running").forEach(function (node) {
+    if (/^(sub|fan)$/.test(node.dataset.kind || "") && !node.querySelector("a[data-child-run]")) update();
+  });
   document.querySelectorAll("#live-run a[data-child-run][data-live]").forEach(function (a) {
     var id = a.dataset.childRun;
     if (childStreams[id] || childrenDone[id] || Object.keys(childStreams).length >= 3) return;
