@@ -80,6 +80,12 @@ def test_a_gate_waiting_shows_how_long_and_cancel_leaves_when_the_run_ends(proje
         # the part of the page that live updates replace holds Cancel, so it goes
         _, fragment, _ = get(project, f"/runs/{run_id}?fragment=1")
         assert "Cancel run" in fragment
+        # the gate's own box says how long it has waited, and counts on
+        waited = re.search(
+            r'Gate approve is waiting <span class="muted">for <span data-since="[^"]+">([^<]+)<',
+            fragment,
+        )
+        assert waited is not None and waited.group(1).endswith(" s"), fragment
         assert swell("approve", run_id, "--choice", "ship", cwd=project).returncode == 0
         proc.communicate(timeout=60)
     finally:

@@ -69,3 +69,38 @@ def test_a_waiting_gates_bar_runs_to_now(project: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+FINISHED_BAR = re.compile(
+    r'<a href="[^"]+" data-step="[^"]+" data-visit="\d+" data-ms="\d+">'
+    r'<rect class="bar [^"]*"[^>]*>'
+)
+
+
+def test_a_running_runs_finished_bars_stay_put_and_its_running_bar_grows(
+    project: Path,
+) -> None:
+    """While a run waits at a gate, two requests of its page give the same markup for
+    every bar that ended (drawn once, in ms from the first start, not redrawn per
+    request); the waiting bar carries its start for the page's script and has grown."""
+    proc = start_swell("run", "review", "--input", "web", "--wait", cwd=project)
+    try:
+        run_id = run_id_of(proc.stdout.readline())
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["waiting_gates"])
+        first = get(project, f"/runs/{run_id}")[1]
+        time.sleep(1.2)
+        second = get(project, f"/runs/{run_id}")[1]
+        done = [m for m in FINISHED_BAR.findall(first) if "running" not in m]
+        assert done and done == [m for m in FINISHED_BAR.findall(second) if "running" not in m]
+        gate = [bars(html)[("approve", 1)] for html in (first, second)]
+        assert all("running" in g[0] for g in gate)
+        assert gate[1][3] >= gate[0][3] + 1000  # waited on
+        assert re.search(
+            r'data-step="approve" data-visit="1" data-ms="\d+"><rect [^>]*data-start=', second
+        )
+        assert swell("approve", run_id, "--choice", "ship", cwd=project).returncode == 0
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

@@ -1,7 +1,7 @@
 """A run's timeline (Gantt) as SVG: one lane per step, one bar per visit from its start
 to its end (to now while it runs, a gate's bar while it waits), so steps that ran in
-parallel sit side by side. Retries and reworks are marked, a gate's waiting is
-hatched. SVG because the pages' Content-Security-Policy allows no inline styles: bar
+parallel sit side by side. Retries and reworks are outlined, a gate's waiting is
+shaded. SVG because the pages' Content-Security-Policy allows no inline styles: bar
 positions are attributes. A sub-pipeline's or a fan-out's child runs have lanes of
 their own under their group's lane (`↳` and the run's id), holding their visits."""
 
@@ -81,26 +81,68 @@ def bars(
     return out
 
 
-def render(run_id: str, bars: list[Bar], lanes: list[str]) -> str:
-    """The timeline SVG; `lanes` gives the steps' order (others follow as they appear)."""
+@dataclass(frozen=True)
+class _Lane:
+    y: int
+    attr: str  # the step id as a quoted attribute value (and the child run's)
+    text: str  # ... as escaped text
+    href: str  # the link to its visits, without the visit number
+
+
+@dataclass(frozen=True)
+class Sketch:
+    """What a timeline draws that does not move with the clock: its lanes and its
+    finished bars, in time units (ms from the first start), kept until the run has a
+    new event. Only the bars still going, the axis and the scale are drawn per request
+    (`draw`); a page's script grows running bars from their `data-start` between two."""
+
+    run_id: str
+    order: list[str]
+    t0: datetime
+    last_end: datetime  # the latest end among finished bars
+    finished: str  # the finished bars' markup
+    running: list[Bar]
+    lanes: dict[tuple[str, str], _Lane]
+
+    def draw(self, at: datetime | None = None) -> str:
+        at = at or now()
+        ends = [self.last_end, *(max(at, b.start) for b in self.running)]
+        span_ms = max(int((max(ends) - self.t0).total_seconds() * 1000), 1)
+        width = LABEL_W + CHART_W + PAD * 6  # room for the last tick label
+        height = AXIS_H + len(self.order) * LANE_H + PAD
+        parts = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline-svg" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" role="group" aria-label="Timeline">',
+        ]
+        parts += _axis(span_ms / 1000, height)
+        for i, name in enumerate(self.order):
+            parts.append(_lane_row(name, AXIS_H + i * LANE_H, width))
+        # bars in ms across, px down: a new scale is one attribute (the chart's viewBox)
+        parts.append(
+            f'<svg class="chart" x="{LABEL_W + PAD}" y="0" width="{CHART_W}" height="{height}" '
+            f'viewBox="0 0 {span_ms} {height}" preserveAspectRatio="none" '
+            f'data-t0="{_epoch_ms(self.t0)}" data-span="{span_ms}">'
+        )
+        parts.append(self.finished)
+        least = span_ms * 2 / CHART_W  # a bar is 2 px wide at least
+        parts += [
+            _bar(b, self.t0, self.lanes[(b.lane, b.step_id)], at, least) for b in self.running
+        ]
+        parts.append("</svg></svg>")
+        return "\n".join(parts)
+
+
+def sketch(run_id: str, bars: list[Bar], lanes: list[str]) -> Sketch | None:
+    """The timeline's clock-free part; `lanes` gives the steps' order (others follow as
+    they appear). None when no visit has started."""
     if not bars:
-        return ""
+        return None
     order = _lanes(bars, lanes)
     row = {s: i for i, s in enumerate(order)}
     t0 = min(b.start for b in bars)
-    span = max((max(b.end for b in bars) - t0).total_seconds(), 0.001)
-    scale = CHART_W / span
-    width = LABEL_W + CHART_W + PAD * 6  # room for the last tick label
-    height = AXIS_H + len(order) * LANE_H + PAD
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline-svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="group" aria-label="Timeline">',
-        '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="3" height="6" fill="#b45309"/></pattern></defs>',
-    ]
-    parts += _axis(span, height)
-    for name, i in row.items():
-        parts.append(_lane_row(name, AXIS_H + i * LANE_H, width))
+    done = [b for b in bars if not b.running]
+    last_end = max((b.end for b in done), default=t0)
+    span_ms = max((last_end - t0).total_seconds() * 1000, 1.0)
     # what every bar of a lane shares, escaped and quoted once per lane and step
     shared: dict[tuple[str, str], _Lane] = {}
     for b in bars:
@@ -111,9 +153,20 @@ def render(run_id: str, bars: list[Bar], lanes: list[str]) -> str:
             )
             y = AXIS_H + row[b.lane] * LANE_H
             shared[(b.lane, b.step_id)] = _Lane(y, attr, escape(b.step_id), href)
-    parts += [_bar(b, t0, scale, shared[(b.lane, b.step_id)]) for b in bars]
-    parts.append("</svg>")
-    return "\n".join(parts)
+    least = span_ms * 2 / CHART_W  # 2 px at the scale of the finished bars
+    finished = "\n".join(_bar(b, t0, shared[(b.lane, b.step_id)], t0, least) for b in done)
+    running = [b for b in bars if b.running]
+    return Sketch(run_id, order, t0, last_end, finished, running, shared)
+
+
+def render(run_id: str, bars: list[Bar], lanes: list[str], at: datetime | None = None) -> str:
+    """The timeline SVG; `lanes` gives the steps' order (others follow as they appear)."""
+    drawn = sketch(run_id, bars, lanes)
+    return drawn.draw(at) if drawn else ""
+
+
+def _epoch_ms(at: datetime) -> int:
+    return int(at.timestamp() * 1000)
 
 
 def _lanes(bars: list[Bar], lanes: list[str]) -> list[str]:
@@ -142,14 +195,6 @@ def _lane_row(name: str, y: int, width: int) -> str:
     )
 
 
-@dataclass(frozen=True)
-class _Lane:
-    y: int
-    attr: str  # the step id as a quoted attribute value (and the child run's)
-    text: str  # ... as escaped text
-    href: str  # the link to its visits, without the visit number
-
-
 def _axis(span: float, height: int) -> list[str]:
     out = []
     for k in range(TICKS + 1):
@@ -158,15 +203,18 @@ def _axis(span: float, height: int) -> list[str]:
         out.append(
             f'<line class="tick" x1="{x:.1f}" y1="{AXIS_H - 4}" x2="{x:.1f}" y2="{height - PAD}" '
             f'stroke="#dde1e7"/><text class="tick-label" x="{x:.1f}" y="{AXIS_H - 8}" '
-            f'font-size="10" text-anchor="middle">{escape(label)}</text>'
+            f'font-size="10" text-anchor="middle" data-k="{k}">{escape(label)}</text>'
         )
     return out
 
 
-def _bar(b: Bar, t0: datetime, scale: float, lane: _Lane) -> str:
-    seconds = (b.end - b.start).total_seconds()
-    x = LABEL_W + PAD + (b.start - t0).total_seconds() * scale
-    w = max(seconds * scale, 2.0)
+def _bar(b: Bar, t0: datetime, lane: _Lane, at: datetime, least: float) -> str:
+    """A bar in ms from `t0`; one still going ends at `at` and carries its start, so a
+    page's script grows it (`data-start`, ms since the epoch)."""
+    end = max(at, b.start) if b.running else b.end
+    seconds = (end - b.start).total_seconds()
+    x = (b.start - t0).total_seconds() * 1000
+    w = max(seconds * 1000, least)
     took = int(seconds * 1000)
     waiting = b.kind in WAITING
     cls = f"bar k-{b.kind} s-{b.status}" + (" running" if b.running else "")
@@ -176,17 +224,15 @@ def _bar(b: Bar, t0: datetime, scale: float, lane: _Lane) -> str:
     title = f"{lane.text} #{b.visit}: {b.status}, {what} {ms(took)}{tail}" + (
         f" ({b.mark})" if b.mark else ""
     )
-    fill = "url(#hatch)" if waiting else "#0f766e"
-    y = lane.y
-    mark = ""
-    if b.mark:  # a small flag at the bar's start
-        mark = f'<path class="flag {b.mark}" d="M{x:.1f},{y + 2} l6,0 l-3,4 z" fill="#8a5a00"/>'
-    # status, kind and mark are closed vocabularies: nothing in them needs escaping
+    fill = "#b45309" if waiting else "#0f766e"
+    since = f' data-start="{_epoch_ms(b.start)}"' if b.running else ""
+    # status, kind and mark are closed vocabularies: nothing in them needs escaping; a
+    # retry or rework is outlined (the stylesheet), as a flag would stretch with the scale
     return (
         f'<a href="{lane.href}/{b.visit}" data-step={lane.attr} data-visit="{b.visit}" '
-        f'data-ms="{took}"><rect class="{cls}" x="{x:.1f}" y="{y + (LANE_H - BAR_H) / 2:.1f}" '
-        f'width="{w:.1f}" height="{BAR_H}" rx="3" fill="{fill}"><title>{title}</title>'
-        f"</rect>{mark}</a>"
+        f'data-ms="{took}"><rect class="{cls}" x="{x:.1f}" y="{lane.y + (LANE_H - BAR_H) / 2:.1f}" '
+        f'width="{w:.1f}" height="{BAR_H}" fill="{fill}"{since}><title>{title}</title>'
+        f"</rect></a>"
     )
 
 
@@ -202,6 +248,20 @@ def for_run(
     """The run's timeline SVG, the visits drawn and the visits there are (the newest
     `most` are drawn: a page read, however long the run); `marks` flags retries and
     reworks (web/run_facts.py)."""
+    drawn, own, total = prepare(store, pages, run_id, marks, most, lanes, read)
+    return (drawn.draw() if drawn else ""), own, total
+
+
+def prepare(
+    store: Store,
+    pages: PageReader,
+    run_id: str,
+    marks: dict[tuple[str, int], str],
+    most: int = MAX_BARS,
+    lanes: list[str] | None = None,
+    read: VisitPage | None = None,
+) -> tuple[Sketch | None, int, int]:
+    """`for_run`'s reads and clock-free drawing, to keep until the run's next event."""
     found = read or pages.visits_page(run_id, 0, most)
     if lanes is None:
         lanes = [s.step_id for s in store.steps(run_id)]
@@ -211,4 +271,4 @@ def for_run(
     for child in store.children(run_id)[:CHILD_LANES]:
         visits = pages.visits_page(child.id, 0, CHILD_BARS).visits
         drawn += bars(visits, {}, at, child.id, child.parent_step_id or "")
-    return render(run_id, drawn, lanes), own, found.total
+    return sketch(run_id, drawn, lanes), own, found.total

@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from swell.errors import SwellError
+from swell.store.protocols import Store
 from swell.web import actions, data, timeline
 from swell.web.api import MAX_BUDGET, MAX_ID, Visit, graph_svg, run_filter
 from swell.web.state import app_state
@@ -87,16 +88,23 @@ async def run_page(request: Request, run_id: str) -> Response:
     # the run page draws the newest visits; /runs/RUN/timeline draws up to 1,000
     lanes = [s.step_id for s in detail.steps]
 
-    def draw() -> tuple[str, int, int]:
-        return timeline.for_run(
+    def prepare() -> tuple[timeline.Sketch | None, int, int]:
+        return timeline.prepare(
             reader.store, reader.pages, run.id, facts.marks, PAGE_BARS, lanes, newest
         )
 
-    # a bar still going is drawn to now: only a timeline with none is kept
-    going = any(v.status in ("running", "waiting") for v in newest.visits)
-    gantt = draw() if going else kept.get(("timeline", *at), draw)
+    # kept until the run's (or a child drawn's) next event: per request only the bars
+    # still going are drawn
+    drawn, own, total = kept.get(("timeline", *at, *_children_seqs(reader.store, run.id)), prepare)
+    gantt = (drawn.draw() if drawn else ""), own, total
     svg = await graph_svg(request, run.id, detail.steps, run)
-    return render(request, template, d=detail, svg=svg, timeline=gantt)
+    return render(request, template, d=detail, svg=svg, timeline=gantt, per_page=data.PER_PAGE)
+
+
+def _children_seqs(store: Store, run_id: str) -> list[tuple[str, int]]:
+    """The child runs a timeline draws, with their newest events' seqs: what it shows
+    changes with them too."""
+    return [(c.id, c.last_seq) for c in store.children(run_id)[: timeline.CHILD_LANES]]
 
 
 @router.get("/runs/{run_id}/timeline")
@@ -110,14 +118,12 @@ async def timeline_page(request: Request, run_id: str) -> Response:
     )
     lanes = [s.step_id for s in steps]
 
-    def draw() -> tuple[str, int, int]:
-        return timeline.for_run(reader.store, reader.pages, run.id, facts.marks, lanes=lanes)
+    def prepare() -> tuple[timeline.Sketch | None, int, int]:
+        return timeline.prepare(reader.store, reader.pages, run.id, facts.marks, lanes=lanes)
 
-    # a run still going has bars drawn to now: only an ended run's timeline is kept
-    final = run.status in data.FINAL
-    gantt = (
-        state.offload.views.get(("timeline-1k", run.id, run.last_seq), draw) if final else draw()
-    )
+    key = ("timeline-1k", run.id, run.last_seq, *_children_seqs(reader.store, run.id))
+    drawn, own, total = state.offload.views.get(key, prepare)
+    gantt = (drawn.draw() if drawn else ""), own, total
     return render(request, "timeline.html", run=run, timeline=gantt)
 
 

@@ -91,11 +91,16 @@ function applyChildEvent(runId, event) {
 var childStreams = {}, childrenDone = {};
 
 function watchChildren(update) {
+  // a group that runs but lists no child run yet: its child is being made; ask again
+  document.querySelectorAll("#live-run g.node.s-running").forEach(function (node) {
+    if (/^(sub|fan)$/.test(node.dataset.kind || "") && !node.querySelector("a[data-child-run]")) update();
+  });
   document.querySelectorAll("#live-run a[data-child-run][data-live]").forEach(function (a) {
     var id = a.dataset.childRun;
     if (childStreams[id] || childrenDone[id] || Object.keys(childStreams).length >= 3) return;
     var source = childStreams[id] = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream", { withCredentials: true });
-    source.addEventListener("swell", function (msg) { applyChildEvent(id, JSON.parse(msg.data)); update(); });
+    // a child's step changes only its square; its end brings the server's fragment
+    source.addEventListener("swell", function (msg) { applyChildEvent(id, JSON.parse(msg.data)); });
     source.addEventListener("end", function () {
       source.close(); delete childStreams[id]; childrenDone[id] = 1; update();
     });
@@ -115,10 +120,174 @@ function applyEvent(event) {
     var note = node.querySelector(":scope > .body .note, :scope > a > .body .note");
     if (note) note.textContent = visits + " visit" + (visits === 1 ? "" : "s") + " · " + state;
   });
-  if (event.type === "step.started") {
-    var count = document.getElementById("run-visits");
-    if (count) count.textContent = String((Number(count.textContent) || 0) + 1);
+}
+
+// the rest of the run page an event changes: counts, the visit's table row, its
+// timeline bar. Whatever an event changes that these cannot place (a new lane, a
+// gate's form, a child run, the run's end) asks for the server's fragment instead.
+var BAR_KINDS = { gate: "gate", prompt: "agent" };
+
+function addTo(id, by, digits) {
+  var el = document.getElementById(id);
+  if (!el || !by) return;
+  var n = (Number(el.textContent) || 0) + by;
+  el.textContent = digits ? n.toFixed(digits) : String(n);
+}
+
+function el(tag, text, cls) {
+  var e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+}
+
+function visitRow(rows, event) {
+  var run = rows.dataset.run, href = "/runs/" + encodeURIComponent(run) + "/visits/" + encodeURIComponent(event.step_id) + "/" + event.visit;
+  var tr = el("tr", undefined, "status-running");
+  tr.dataset.key = event.step_id + "#" + event.visit;
+  var link = el("a", event.step_id); link.href = href;
+  var first = el("td"); first.appendChild(link); tr.appendChild(first);
+  tr.appendChild(el("td", String(event.visit), "num"));
+  tr.appendChild(el("td", event.kind || ""));
+  var badge = el("td"); badge.appendChild(el("span", "running", "badge running")); tr.appendChild(badge);
+  tr.appendChild(el("td", "", "num"));
+  var when = el("td"), t = el("time", "just now"); t.setAttribute("datetime", event.ts); when.appendChild(t); tr.appendChild(when);
+  var took = el("td", undefined, "num"), since = el("span", "0 ms"); since.dataset.since = event.ts; took.appendChild(since); tr.appendChild(took);
+  tr.appendChild(el("td", "0 / 0", "num"));
+  tr.appendChild(el("td", ""));
+  return tr;
+}
+
+function patchRow(event, status) {
+  var rows = document.getElementById("visit-rows");
+  if (!status || !event.step_id) return true;
+  if (!rows) return true;
+  var key = event.step_id + "#" + event.visit;
+  var tr = rows.querySelector('tr[data-key="' + CSS.escape(key) + '"]');
+  if (!tr && event.type === "step.started") {
+    if (rows.dataset.page !== "1") return true;  // older pages keep what they show
+    rows.insertBefore(visitRow(rows, event), rows.firstChild);
+    var most = Number(rows.dataset.perPage) || 100;
+    while (rows.children.length > most) rows.removeChild(rows.lastElementChild);
+    return true;
   }
+  if (!tr) return rows.dataset.page !== "1";
+  var cells = tr.children;
+  tr.className = "status-" + status;
+  var badge = cells[3] && cells[3].firstElementChild;
+  if (badge) { badge.className = "badge " + status; badge.textContent = status; }
+  if (event.type === "step.finished") {
+    cells[4].textContent = event.exit_code === null || event.exit_code === undefined ? "" : String(event.exit_code);
+    var took = cells[6].firstElementChild || cells[6];
+    delete took.dataset.since;
+    took.textContent = fmtMs(event.duration_ms || 0);
+    cells[7].textContent = (event.tokens_in || 0) + " / " + (event.tokens_out || 0);
+    var error = event.error || "";
+    cells[8].textContent = error.length > 120 ? error.slice(0, 119) + "…" : error;
+  }
+  return true;
+}
+
+var SVG_NS = "http://www.w3.org/2000/svg";
+
+// a visit's bar on the timeline, in the chart's units (ms since its first start)
+function patchBar(event, status) {
+  var chart = document.querySelector("#live-run svg.timeline-svg svg.chart");
+  if (!chart) return false;
+  var stepSel = '[data-step="' + CSS.escape(event.step_id) + '"]';
+  var link = chart.querySelector("a" + stepSel + '[data-visit="' + event.visit + '"]:not([data-child-run])');
+  var at = Date.parse(event.ts);
+  if (!link) {
+    if (event.type !== "step.started") return true;
+    var lane = document.querySelector("#live-run svg.timeline-svg g.lane:not(.child)" + stepSel + " rect.lane-bg");
+    if (!lane || isNaN(at)) return false;  // a step's first visit: a lane is laid out by the server
+    var kind = BAR_KINDS[event.kind] || "command";
+    link = document.createElementNS(SVG_NS, "a");
+    link.setAttribute("href", "/runs/" + encodeURIComponent(document.getElementById("visit-rows").dataset.run) + "/visits/" + encodeURIComponent(event.step_id) + "/" + event.visit);
+    link.setAttribute("data-step", event.step_id);
+    link.setAttribute("data-visit", String(event.visit));
+    link.setAttribute("data-ms", "0");
+    var rect = document.createElementNS(SVG_NS, "rect");
+    rect.setAttribute("class", "bar k-" + kind + " s-running running" + (kind === "gate" ? " wait" : ""));
+    rect.setAttribute("x", String(at - Number(chart.dataset.t0)));
+    rect.setAttribute("y", String(Number(lane.getAttribute("y")) + 4));
+    rect.setAttribute("width", "0");
+    rect.setAttribute("height", "14");
+    rect.setAttribute("data-start", String(at));
+    var title = document.createElementNS(SVG_NS, "title");
+    title.textContent = event.step_id + " #" + event.visit + ": running";
+    rect.appendChild(title);
+    link.appendChild(rect);
+    chart.appendChild(link);
+    return true;
+  }
+  var bar = link.querySelector("rect");
+  if (!bar) return true;
+  var cls = bar.getAttribute("class").replace(/ s-\w+/, " s-" + status);
+  if (event.type === "step.finished") {
+    var start = Number(bar.getAttribute("data-start"));
+    if (start) bar.setAttribute("width", String(Math.max(0, at - start)));
+    bar.removeAttribute("data-start");
+    cls = cls.replace(/ running/, "");
+    link.setAttribute("data-ms", String(event.duration_ms || 0));
+  }
+  bar.setAttribute("class", cls);
+  return true;
+}
+
+// bars still going end at now: their widths, and the chart's scale once they pass its end
+function growBars() {
+  var chart = document.querySelector("svg.timeline-svg svg.chart");
+  if (!chart) return;
+  var now = Date.now(), t0 = Number(chart.dataset.t0), span = Number(chart.dataset.span);
+  chart.querySelectorAll("rect.running[data-start]").forEach(function (bar) {
+    var start = Number(bar.getAttribute("data-start"));
+    bar.setAttribute("width", String(Math.max(now - start, 0)));
+    bar.parentNode.setAttribute("data-ms", String(Math.max(now - start, 0)));
+  });
+  if (!chart.querySelector("rect.running[data-start]") || now - t0 <= span) return;
+  span = now - t0;
+  chart.dataset.span = String(span);
+  var box = chart.getAttribute("viewBox").split(" ");
+  chart.setAttribute("viewBox", "0 0 " + span + " " + box[3]);
+  chart.parentNode.querySelectorAll("text.tick-label[data-k]").forEach(function (label) {
+    var k = Number(label.getAttribute("data-k"));
+    label.textContent = k ? "+" + fmtMs(Math.round(span * k / 6)) : "0";
+  });
+}
+
+function patchRunning(event, state) {
+  var p = document.getElementById("running-now");
+  if (!p) return;
+  var badge = p.querySelector('span[data-key="' + CSS.escape(event.step_id) + '"]');
+  if (state === "running" && !badge) {
+    badge = el("span", event.step_id, "badge running");
+    badge.dataset.key = event.step_id;
+    p.appendChild(badge);
+    p.appendChild(document.createTextNode(" "));
+  } else if (state !== "running" && badge) {
+    p.removeChild(badge);
+  }
+  p.hidden = !p.querySelector("span.badge");
+}
+
+// true when the event changed nothing the page cannot patch itself (the table's rows
+// are patched apart, in their own batches: see watchRun)
+function patchPage(event) {
+  var type = event.type;
+  if (type === "step.started" || type === "step.finished") {
+    var state = stateOf(event), groupSel = 'g.node[data-step="' + CSS.escape(event.step_id || "") + '"]';
+    if (type === "step.started") { addTo("run-visits", 1); addTo("visits-total", 1); }
+    if (type === "step.finished") {
+      addTo("run-tokens-in", event.tokens_in); addTo("run-tokens-out", event.tokens_out); addTo("run-cost", event.cost_usd, 4);
+    }
+    patchRunning(event, state);
+    // a group's child runs are listed by the server
+    var group = document.querySelector("#live-run " + groupSel);
+    return patchBar(event, state) && !(group && /^(sub|fan)$/.test(group.dataset.kind || ""));
+  }
+  // gates, the run's own status and the rest the page shows come from the server
+  return !/^(gate|run|rework|retry)\./.test(type);
 }
 
 function throttled(fn, ms) {
@@ -129,27 +298,74 @@ function throttled(fn, ms) {
   };
 }
 
+// Events applied in batches: a batch at once after a quiet spell, then one every `ms`
+// at most, so a burst costs one style, layout, paint and raster per batch, not per
+// event (a frame costs a visible page 10-20 ms of CPU; fifty pages on one run, fifty
+// times). The wait grows with how late the page's last timer fired (the machine is
+// busy: fewer, bigger batches) up to a second, and shrinks back when it is idle.
+// Timers, not animation frames: a page the browser deems occluded still follows its
+// run. A hidden page applies nothing until it is shown; if it missed more than `most`
+// events it takes the server's fragment then.
+function batcher(ms, most, apply, resync) {
+  var queued = [], timer = null, last = 0, due = 0, wait = ms, missed = false;
+  function flush() {
+    timer = null;
+    if (document.hidden) return;
+    last = Date.now();
+    wait = Math.min(1000, Math.max(ms, (wait + 4 * (last - due)) / 2));
+    var batch = queued, whole = missed;
+    queued = []; missed = false;
+    if (whole) resync(); else apply(batch);
+  }
+  function schedule() {
+    if (timer || document.hidden || !(queued.length || missed)) return;
+    var after = Math.max(0, last + wait - Date.now());
+    due = Date.now() + after;
+    timer = setTimeout(flush, after);
+  }
+  document.addEventListener("visibilitychange", schedule);
+  return function (event) {
+    queued.push(event);
+    if (queued.length > most) { queued.shift(); missed = true; }
+    schedule();
+  };
+}
+
+var BATCH_MS = 50, ROWS_MS = 1000;
+
 function watchRun(url) {
   var log = document.getElementById("event-log");
   var box = document.getElementById("live-run");
-  // the stream patches states and counts at once; the fragment (new bars and rows) follows
-  // at most every 1.5 s, so fifty open pages do not each redraw the run page per event
-  var update = throttled(function () { refresh(box, function () { watchChildren(update); }); }, 1500);
+  // what the page cannot patch itself comes with the server's fragment, at most every 2 s
+  var update = throttled(function () { refresh(box, function () { watchChildren(update); }); }, 2000);
+  var patch = batcher(BATCH_MS, 500, function (batch) {
+    var whole = false;
+    batch.forEach(function (event) {
+      applyEvent(event);
+      if (!patchPage(event)) whole = true;
+    });
+    if (whole) update();
+  }, update);
+  // a row per visit: adding rows shifts the table below them, the dearest paint the
+  // page has; once a second is soon enough for a table
+  var rows = batcher(ROWS_MS, 500, function (batch) {
+    var whole = false;
+    batch.forEach(function (event) { if (!patchRow(event, stateOf(event))) whole = true; });
+    if (whole) update();
+  }, update);
   watchChildren(update);
   // EventSource sends Last-Event-ID itself when it reconnects: no event is lost
   var source = new EventSource(url, { withCredentials: true });
   source.addEventListener("swell", function (msg) {
     var event = JSON.parse(msg.data);
-    if (log) {
-      var item = document.createElement("li");
+    if (log) {  // inside a closed <details>: no paint
       var what = "#" + event.seq + " " + event.type;
       if (event.step_id) what += " " + event.step_id + (event.visit ? " #" + event.visit : "");
-      item.textContent = what;
-      log.appendChild(item);
-      while (log.childNodes.length > 500) log.removeChild(log.firstChild);
+      log.appendChild(el("li", what));
+      if (log.childNodes.length > 500) log.removeChild(log.firstChild);
     }
-    applyEvent(event);
-    update();
+    patch(event);
+    if (event.type === "step.started" || event.type === "step.finished") rows(event);
   });
   source.addEventListener("end", function () { source.close(); refresh(box); });
 }
@@ -211,6 +427,7 @@ function fmtMs(ms) {
 }
 
 function tick() {
+  growBars();
   document.querySelectorAll("[data-since]").forEach(function (el) {
     var start = Date.parse(el.dataset.since);
     if (!isNaN(start)) el.textContent = fmtMs(Math.max(0, Date.now() - start));
@@ -232,7 +449,7 @@ document.addEventListener("DOMContentLoaded", function () {
   var body = document.body;
   relativeTimes();
   setInterval(relativeTimes, 30000);
-  if (document.querySelector("[data-since]") || body.dataset.liveRun) setInterval(tick, 1000);
+  if (document.querySelector("[data-since]") || body.dataset.liveRun) { tick(); setInterval(tick, 1000); }
   shortcuts();
   var pre = document.getElementById("live-output");
   if (pre && pre.dataset.liveOutput) watchOutput(pre);
