@@ -300,3 +300,40 @@ def _workspace(state: Path) -> Path:
     """The newest run's workspace."""
     runs = (p for p in (state / "workspaces").iterdir() if p.name.startswith("look-"))
     return max(runs, key=os.path.getmtime)
+
+
+def test_a_run_on_another_adapter_gets_that_adapters_login(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """`swell run --adapter NAME` runs the persona's visits on NAME's CLI: its box binds
+    NAME's login and settings, not those of the persona's own adapter."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text('{"token": "oauth-secret"}\n')
+    (home / ".claude" / "settings.json").write_text('{"theme": "dark"}\n')
+    binary = tmp_path / "bin" / "claude"
+    binary.parent.mkdir()
+    binary.write_text(LOOK.format(home=home))
+    binary.chmod(0o755)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+metadata: {{name: logins}}
+runtime: {{sandbox: {{enabled: true}}}}
+adapters:
+  claude: {{binary: {binary}}}
+  gemini: {{binary: /bin/false}}
+personas: {{coder: {{adapter: gemini, model: gemini-2.5-pro}}}}
+""")
+    write_pipeline(
+        project,
+        "look",
+        "kind: WavePipeline\nmetadata: {name: look}\nsteps:\n"
+        "  - {id: agent, persona: coder, exec: {type: prompt, source: look}}\n",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    done = swell("run", "look", "--adapter", "claude", cwd=project, env={**env, "HOME": str(home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    saw = (_workspace(isolated_state) / "agent-saw-agent.txt").read_text().split("\n")
+    assert saw[:2] == ['{"token": "oauth-secret"}', '{"theme": "dark"}'], saw

@@ -76,14 +76,22 @@ def git_paths(ws: Workspace) -> tuple[list[Path], list[Path]]:
     return writable, [p for p in readonly if p.exists() and not p.is_symlink()]
 
 
-def adapter_of(plan: RunPlan, persona: str | None) -> tuple[str | None, dict[str, object]]:
-    """The adapter type of `persona`'s visits and its `adapters.NAME.options`."""
+def adapter_name(plan: RunPlan, step: Step) -> str | None:
+    """The adapter a step's visits run on, as engine/agent/agents.py picks it: the run's
+    `--adapter`, else the step's own, else its persona's."""
+    personas = plan.project.manifest.personas
+    persona = personas.get(step.persona) if step.persona else None
+    return plan.options.adapter or step.adapter or (persona.adapter if persona else None)
+
+
+def adapter_of(plan: RunPlan, step: Step) -> tuple[str | None, dict[str, object]]:
+    """The adapter type of `step`'s visits and its `adapters.NAME.options`."""
     manifest = plan.project.manifest
-    found = manifest.personas.get(persona) if persona else None
-    if found is None or not found.adapter:
+    name = adapter_name(plan, step)
+    if not name:
         return None, {}
-    config = manifest.adapters.get(found.adapter)
-    return manifest.adapter_type(found.adapter), dict(config.options) if config else {}
+    config = manifest.adapters.get(name)
+    return manifest.adapter_type(name), dict(config.options) if config else {}
 
 
 def _agent_files(adapter_type: str | None, run_home: Path) -> tuple[tuple[Path, Path], ...]:
@@ -191,7 +199,7 @@ def enter(
     plan: RunPlan,
     ws: Workspace,
     feedback: str | None = None,
-    persona: str | None = None,
+    step: Step | None = None,
     record: Record | None = None,
     note: Callable[[str], None] | None = None,
 ) -> None:
@@ -200,7 +208,7 @@ def enter(
     network but an egress proxy that lets `allowed_domains` through."""
     chosen = settings(plan)
     if chosen is not None:
-        sandbox.enter(confinement(plan, chosen, ws, feedback, persona, record, note))
+        sandbox.enter(confinement(plan, chosen, ws, feedback, step, record, note))
 
 
 def confinement(
@@ -208,13 +216,14 @@ def confinement(
     chosen: Settings,
     ws: Workspace,
     feedback: str | None = None,
-    persona: str | None = None,
+    step: Step | None = None,
     record: Record | None = None,
     note: Callable[[str], None] | None = None,
 ) -> sandbox.Confinement:
-    """The sandbox of a visit of `persona` in `ws` (see `enter`)."""
+    """The sandbox of a visit of `step` in `ws` (see `enter`)."""
     backend = backend_for(chosen)
-    adapter_type, options = adapter_of(plan, persona)
+    adapter_type, options = adapter_of(plan, step) if step else (None, {})
+    persona = step.persona if step else None
     made = box(plan, ws, chosen, feedback, adapter_type)
     pids = chosen.pids_limit
     if record is None:
@@ -267,7 +276,7 @@ def prestart(plan: RunPlan, steps: Iterable[Step]) -> None:
                 chosen,
                 Workspace(plan.workspace, "directory"),
                 None,
-                step.persona,
+                step,
                 _ignored,
             )
             made.prestart(program, agent, plan.run_id)
@@ -285,8 +294,7 @@ def _program_of(plan: RunPlan, step: Step) -> tuple[str | None, bool]:
     the adapter the step runs on (as engine/agent/agents.py picks it), a command's
     shell, or None (a kind that starts no process of its own, as far as is known)."""
     manifest = plan.project.manifest
-    persona = manifest.personas.get(step.persona) if step.persona else None
-    name = plan.options.adapter or step.adapter or (persona.adapter if persona else None)
+    name = adapter_name(plan, step)
     if not name:
         return ("sh", False) if step.script is not None else (None, False)
     config = manifest.adapters.get(name)
