@@ -250,3 +250,16 @@ def test_a_commands_help_lists_its_options(tmp_path: Path, command: str) -> None
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: ") and "--help" in done.stdout
     assert "--output" in done.stdout
+
+
+def test_reading_runs_parses_no_yaml_where_wave_yaml_names_no_store(tmp_path: Path) -> None:
+    """`runtime.store` is looked for without the YAML parser: a project named
+    "store-bench" has no `store:` key, and its runs are read without parsing wave.yaml."""
+    root = _one_step_project(tmp_path)
+    (root / "wave.yaml").write_text(
+        "apiVersion: v1\nkind: WaveManifest\nmetadata: {name: store-bench}\n"
+        "runtime: {circuit_breaker: {limit: 5}}\n"
+    )
+    assert _swell("run", "one", cwd=root).returncode == 0
+    imported = _imported("list", cwd=root)
+    assert "swell.store.sqlite.store" in imported and "yaml" not in imported

@@ -191,9 +191,10 @@ def _undecodable(arg: str) -> bool:
 
 def main() -> None:
     """Console entry point: user errors print one clear message and exit non-zero."""
-    from swell.cli.watch import wave_continuous
+    if "--continuous" in sys.argv:  # Wave's `run --continuous`: rare, and watch is big
+        from swell.cli.watch import wave_continuous
 
-    sys.argv[1:] = wave_continuous(sys.argv[1:], _command_named(sys.argv[1:]))
+        sys.argv[1:] = wave_continuous(sys.argv[1:], _command_named(sys.argv[1:]))
     bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if _undecodable(arg)), None)
     if bad is not None:
         print(f"error: argument {bad} is not valid UTF-8 text", file=sys.stderr)
