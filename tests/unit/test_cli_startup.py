@@ -263,3 +263,30 @@ def test_reading_runs_parses_no_yaml_where_wave_yaml_names_no_store(tmp_path: Pa
     assert _swell("run", "one", cwd=root).returncode == 0
     imported = _imported("list", cwd=root)
     assert "swell.store.sqlite.store" in imported and "yaml" not in imported
+
+
+def test_validating_files_that_checked_before_parses_no_yaml_and_says_the_same(
+    tmp_path: Path,
+) -> None:
+    """`swell validate` keeps what checking each file found in the manifest cache, as
+    `swell run` keeps the loaded files: the second time, no YAML parser and no pydantic
+    validator; the same problems, in the same words."""
+    root = _one_step_project(tmp_path)
+    (root / ".agents" / "pipelines" / "bad.yaml").write_text(
+        "kind: WavePipeline\nmetadata: {name: bad}\nsteps:\n"
+        "  - {id: a, type: command, script: echo a, max_visits: lots}\n"
+    )
+    first, second = (_swell("validate", cwd=root) for _ in range(2))
+    assert first.returncode == second.returncode == 1
+    assert "max_visits" in first.stderr + first.stdout
+    assert (first.stdout, first.stderr) == (second.stdout, second.stderr)
+    code = (
+        "import sys; sys.argv = ['swell', 'validate']\n"
+        "from swell.cli import app\n"
+        "try:\n    app.main()\nexcept SystemExit:\n    pass\n"
+        "print('yaml' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.stderr.strip().splitlines()[-1] == "False"
