@@ -266,13 +266,11 @@ def _split_global(argv: list[str]) -> tuple[Path | None, str, list[str]] | None:
     project: Path | None = None
     words = iter(enumerate(argv))
     for i, arg in words:
-        if arg in _GLOBAL_WITH_VALUE:
-            value = next(words, None)
-            if value is None:
+        if arg in _GLOBAL_WITH_VALUE or arg.startswith("--project="):
+            value = arg.partition("=")[2] if "=" in arg else next(words, (0, ""))[1]
+            if not value:  # missing, or empty: typer's to judge
                 return None
-            project = Path(value[1])
-        elif arg.startswith("--project="):
-            project = Path(arg.partition("=")[2])
+            project = Path(value)
         elif arg == "--version":
             return project, "", []
         elif arg in QUICK:
