@@ -43,7 +43,7 @@ PYTHON = sys.executable
 SWELL = str(Path(sys.executable).parent / "swell")
 BOOT = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'swell'; "
-    "from swell.cli.app import main; main()"
+    "from swell.cli.app import entry; entry()"
 )
 RUNS = 10_000  # in the store `list`, `status` and `logs` read
 GOALS = {

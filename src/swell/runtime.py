@@ -10,7 +10,6 @@ import dataclasses
 import gc
 import json
 import os
-import secrets
 import shutil
 import signal
 from collections.abc import Callable, Sequence
@@ -99,7 +98,7 @@ def check_loaded(rt: Runtime, loaded: LoadedPipeline) -> LintReport:
 def new_run_id(pipeline: str) -> str:
     """`<pipeline>-<UTC time>-<8 hex digits>` (4 digits clashed among 50 runs a second)."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{pipeline}-{stamp}-{secrets.token_hex(4)}"
+    return f"{pipeline}-{stamp}-{os.urandom(4).hex()}"
 
 
 def _check_tools(loaded: LoadedPipeline) -> None:

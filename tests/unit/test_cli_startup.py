@@ -3,6 +3,7 @@ program's exit keeps every exit code and message."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,109 @@ def test_validate_imports_no_run_loop_visit_machinery_or_store(tmp_path: Path) -
     }
     assert engine == set()
     assert _of(imported, "swell.runtime", "swell.store", "swell.events.models", "asyncio") == set()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--version",),
+        ("validate",),
+        ("run", "one", "-o", "quiet"),
+        ("list", "-n", "1"),
+        ("status",),
+        ("logs",),
+    ],
+    ids=" ".join,
+)
+def test_a_plain_command_line_imports_neither_typer_nor_click(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """typer and click cost ~70 ms to import: a command line of known options is
+    parsed from the command's own declarations (swell.cli.quick)."""
+    root = _one_step_project(tmp_path)
+    assert _swell("run", "one", cwd=root).returncode == 0
+    imported = _imported(*args, cwd=root)
+    assert _of(imported, "typer", "click") == set()
+
+
+def test_options_parsed_without_typer_take_effect(tmp_path: Path) -> None:
+    root = _one_step_project(tmp_path)
+    for _ in range(2):
+        assert _swell("run", "one", "-o", "quiet", cwd=root).stdout == ""
+    listed = _swell("-C", str(root), "list", "-n", "1", "--output=json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)) == 1
+    status = _swell("--project", str(root), "status", "-o", "json", "--", cwd=tmp_path)
+    assert json.loads(status.stdout)["status"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("list", "-n", "0"), "Invalid value for '--limit' / '-n': 0 is not in the range"),
+        (("list", "--bogus"), "No such option '--bogus'"),
+        (("run",), "Missing argument 'PIPELINE'"),
+        (("run", "one", "--timeout", "0"), "Invalid value for --timeout: must be more than 0"),
+        (("status", ""), "a run id cannot be empty"),
+        (("list", "-o", "yaml"), "Invalid value for '--output' / '-o'"),
+        (("-C",), "Option '-C' requires an argument"),
+    ],
+)
+def test_usage_errors_are_typers_one_message_and_exit_2(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    root = _one_step_project(tmp_path)
+    done = _swell(*args, cwd=root)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert "Error: " in done.stderr
+    listed = _swell("list", "-o", "json", cwd=root)  # and nothing ran
+    assert (listed.returncode, listed.stdout.strip()) == (0, "[]"), listed.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "validate", "list", "status", "logs"])
+def test_a_commands_help_lists_its_options(tmp_path: Path, command: str) -> None:
+    done = _swell(command, "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: ") and "--help" in done.stdout
+    assert "--output" in done.stdout
+
+
+def test_reading_runs_parses_no_yaml_where_wave_yaml_names_no_store(tmp_path: Path) -> None:
+    """`runtime.store` is looked for without the YAML parser: a project named
+    "store-bench" has no `store:` key, and its runs are read without parsing wave.yaml."""
+    root = _one_step_project(tmp_path)
+    (root / "wave.yaml").write_text(
+        "apiVersion: v1\nkind: WaveManifest\nmetadata: {name: store-bench}\n"
+        "runtime: {circuit_breaker: {limit: 5}}\n"
+    )
+    assert _swell("run", "one", cwd=root).returncode == 0
+    imported = _imported("list", cwd=root)
+    assert "swell.store.sqlite.store" in imported and "yaml" not in imported
+
+
+def test_validating_files_that_checked_before_parses_no_yaml_and_says_the_same(
+    tmp_path: Path,
+) -> None:
+    """`swell validate` keeps what checking each file found in the manifest cache, as
+    `swell run` keeps the loaded files: the second time, no YAML parser and no pydantic
+    validator; the same problems, in the same words."""
+    root = _one_step_project(tmp_path)
+    (root / ".agents" / "pipelines" / "bad.yaml").write_text(
+        "kind: WavePipeline\nmetadata: {name: bad}\nsteps:\n"
+        "  - {id: a, type: command, script: echo a, max_visits: lots}\n"
+    )
+    first, second = (_swell("validate", cwd=root) for _ in range(2))
+    assert first.returncode == second.returncode == 1
+    assert "max_visits" in first.stderr + first.stdout
+    assert (first.stdout, first.stderr) == (second.stdout, second.stderr)
+    code = (
+        "import sys; sys.argv = ['swell', 'validate']\n"
+        "from swell.cli import app\n"
+        "try:\n    app.main()\nexcept SystemExit:\n    pass\n"
+        "print('yaml' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.stderr.strip().splitlines()[-1] == "False"

@@ -1,4 +1,8 @@
-"""The Typer application: global options, command registration, and error handling."""
+"""The `swell` program: global options, the commands, and error handling.
+
+A plain command line (`swell run fix -o json`) is parsed by swell.cli.quick and its
+command called without importing typer or click; any other (`--help`, a usage error)
+goes to the typer application, built here only then (docs/performance.md, "Start-up")."""
 
 from __future__ import annotations
 
@@ -10,42 +14,61 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
-
-import click
-import typer
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 from swell import __version__
-from swell.cli.render import for_terminal
+from swell.cli import params
 
-app = typer.Typer(
-    name="swell",
-    help="Run multi-agent software pipelines written in the Wave manifest format.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+if TYPE_CHECKING:
+    import typer
+
+_app: typer.Typer | None = None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the typer application, for whoever asks for it by name
+        return typer_app()
+    raise AttributeError(name)
+
+
+def typer_app() -> typer.Typer:
+    """The typer application with its global options (commands: `_register`)."""
+    global _app
+    if _app is not None:
+        return _app
+    import typer
+
+    _app = typer.Typer(
+        name="swell",
+        help="Run multi-agent software pipelines written in the Wave manifest format.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    _keep_argument_help()
+    params.for_typer(main_options)
+    _app.callback()(main_options)
+    return _app
 
 
 def _version(value: bool) -> None:
     if value:
         print(f"swell {__version__}")
-        raise typer.Exit()
+        raise SystemExit(0)
 
 
-@app.callback()
 def main_options(
-    ctx: typer.Context,
+    ctx: params.Context,
     project: Annotated[
         Path | None,
-        typer.Option(
+        params.Option(
             "--project", "-C", help="Project directory (default: search upward from cwd)."
         ),
     ] = None,
     version: Annotated[
         bool,
-        typer.Option(
+        params.Option(
             "--version", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
@@ -135,20 +158,25 @@ def _register(argv: list[str] | None = None) -> None:
 
     Each command's module is imported only when it is registered, and building a
     command's options costs typer time: `swell run` need not pay for the others."""
+    import typer
+
+    app = typer_app()
     named = _command_named(argv) if argv is not None else None
     wanted = list(COMMANDS) if named is None else [named] if named else []
     registered = {command.name for command in app.registered_commands}
     registered |= {group.name for group in app.registered_groups}
-    if not registered:
-        _keep_argument_help()
     for name in wanted:
         if name in registered:
             continue
         module, function = COMMANDS[name]
         command = getattr(importlib.import_module(f"swell.cli.{module}"), function)
         if isinstance(command, typer.Typer):  # a group of subcommands
+            for info in (command.registered_callback, *command.registered_commands):
+                if info is not None and info.callback is not None:
+                    params.for_typer(info.callback)
             app.add_typer(command, name=name)
         else:
+            params.for_typer(command)
             app.command(name)(command)
 
 
@@ -163,20 +191,38 @@ def _undecodable(arg: str) -> bool:
 
 def main() -> None:
     """Console entry point: user errors print one clear message and exit non-zero."""
-    from swell.cli.watch import wave_continuous
-    from swell.errors import ManifestError, SwellError
+    if "--continuous" in sys.argv:  # Wave's `run --continuous`: rare, and watch is big
+        from swell.cli.watch import wave_continuous
 
-    sys.argv[1:] = wave_continuous(sys.argv[1:], _command_named(sys.argv[1:]))
-    _register(sys.argv[1:])
+        sys.argv[1:] = wave_continuous(sys.argv[1:], _command_named(sys.argv[1:]))
     bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if _undecodable(arg)), None)
     if bad is not None:
         print(f"error: argument {bad} is not valid UTF-8 text", file=sys.stderr)
         sys.exit(2)
     try:
-        # without standalone mode, click returns the code of a typer.Exit instead of exiting
-        code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
-    except SwellError as exc:
+        code = 0 if _quick(sys.argv[1:]) else _with_typer()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        sys.exit(_reported(exc))
+    sys.exit(code)
+
+
+def _with_typer() -> int:
+    """Parse the command line with typer (help, usage errors) and run its command."""
+    _register(sys.argv[1:])
+    # without standalone mode, click returns the code of a typer.Exit instead of exiting
+    code = typer_app()(standalone_mode=False)
+    return code if isinstance(code, int) else 0
+
+
+def _reported(exc: Exception) -> int:
+    """Print what the user did wrong, in one clear message; the exit code. Anything
+    else is a defect in swell and keeps its traceback."""
+    from swell.cli.render import for_terminal
+    from swell.errors import ManifestError, SwellError
+
+    if isinstance(exc, SwellError):
         if isinstance(exc, ManifestError):
             for problem in exc.problems:
                 print(for_terminal(str(problem)), file=sys.stderr)
@@ -184,17 +230,81 @@ def main() -> None:
             print(f"{count} problem{'s' if count != 1 else ''} found", file=sys.stderr)
         else:
             print(for_terminal(f"error: {exc}"), file=sys.stderr)  # may quote a step's words
-        sys.exit(exc.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except click.ClickException as exc:  # usage errors, in non-standalone mode
-        exc.show()
-        sys.exit(exc.exit_code)
+        return exc.exit_code
+    click = sys.modules.get("click")  # imported only if typer was
+    if click is not None:
+        if isinstance(exc, click.exceptions.Exit):
+            return int(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            print("aborted", file=sys.stderr)
+            return 130
+        if isinstance(exc, click.ClickException):  # usage errors, in non-standalone mode
+            exc.show()
+            return int(exc.exit_code)
+    raise exc
+
+
+# commands whose module declares its options with swell.cli.params: a plain command
+# line of one of them runs without typer
+QUICK = {
+    "init",
+    "validate",
+    "run",
+    "resume",
+    "list",
+    "status",
+    "logs",
+    "artifacts",
+    "watch",
+    "route",
+}
+
+
+def _split_global(argv: list[str]) -> tuple[Path | None, str, list[str]] | None:
+    """(--project, the command's name, its arguments) of a plain command line; the name
+    is "" for `--version`. None when typer must parse the line."""
+    project: Path | None = None
+    words = iter(enumerate(argv))
+    for i, arg in words:
+        if arg in _GLOBAL_WITH_VALUE or arg.startswith("--project="):
+            value = arg.partition("=")[2] if "=" in arg else next(words, (0, ""))[1]
+            if not value:  # missing, or empty: typer's to judge
+                return None
+            project = Path(value)
+        elif arg == "--version":
+            return project, "", []
+        elif arg in QUICK:
+            return project, arg, argv[i + 1 :]
+        else:
+            return None
+    return None
+
+
+def _quick(argv: list[str]) -> bool:
+    """Run a plain command line's command without typer; False when typer must parse
+    the line (a usage error a command finds is typer's to print, with the usage)."""
+    split = _split_global(argv)
+    if split is None:
+        return False
+    project, name, rest = split
+    if not name:
+        print(f"swell {__version__}")
+        return True
+    from swell.cli import quick
+
+    module, function = COMMANDS[name]
+    command = getattr(importlib.import_module(f"swell.cli.{module}"), function)
+    try:
+        kwargs = quick.parse(command, rest, project)
+        if kwargs is None:
+            return False
+        command(**kwargs)
+    except Exception as exc:
+        click = sys.modules.get("click")
+        if click is not None and isinstance(exc, click.UsageError):
+            return False
+        raise
+    return True
 
 
 def entry() -> NoReturn:

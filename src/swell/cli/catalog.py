@@ -5,8 +5,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
-
+from swell.cli import params as typer  # typer's names, without typer (params.py)
 from swell.cli.common import Output, OutputOption, print_json, project_dir
 
 if TYPE_CHECKING:

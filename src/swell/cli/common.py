@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
+from swell.cli import params as typer  # typer's names, without typer (params.py)
 
 if TYPE_CHECKING:
     from swell.runtime import Runtime

@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
-import typer
-
 from swell.cli import ledger
+from swell.cli import params as typer  # typer's names, without typer (params.py)
 from swell.cli.common import (
     Output,
     OutputOption,

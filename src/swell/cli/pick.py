@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
+from swell.cli import params as typer  # typer's names, without typer (params.py)
 from swell.cli.common import run_id_given
 
 if TYPE_CHECKING:

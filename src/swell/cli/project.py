@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
+from swell.cli import params as typer  # typer's names, without typer (params.py)
 from swell.cli.common import Output, OutputOption, print_json, project_dir
 
 

@@ -6,8 +6,7 @@ import enum
 import sys
 from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
-import typer
-
+from swell.cli import params as typer  # typer's names, without typer (params.py)
 from swell.cli.common import RunPrefixArgument, runtime
 from swell.cli.render import for_terminal
 

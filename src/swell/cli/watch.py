@@ -8,8 +8,7 @@ import sys
 import threading
 from typing import Annotated
 
-import typer
-
+from swell.cli import params as typer  # typer's names, without typer (params.py)
 from swell.cli.common import runtime
 
 SourceOption = Annotated[

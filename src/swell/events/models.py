@@ -51,7 +51,8 @@ def _second(seconds: int) -> str:
 
 
 class ReviewIssue(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # validators built on first use, as events' are: a run with no review builds none
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     severity: Literal["critical", "major", "minor"]
     file: str | None = None
@@ -62,7 +63,7 @@ class ReviewIssue(BaseModel):
 class ReviewFeedback(BaseModel):
     """What an agent reviewer returns; its JSON schema is what reviewers are held to."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     verdict: Literal["pass", "rework", "fail"]
     issues: list[ReviewIssue] = Field(default_factory=list)
@@ -337,6 +338,8 @@ class ChildRunStarted(BaseEvent):
 
 
 class GateChoiceInfo(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     key: str
     label: FreeText
     target: str | None = None

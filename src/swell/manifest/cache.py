@@ -20,7 +20,6 @@ import hashlib
 import os
 import pickle
 import stat
-import tempfile
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -91,6 +90,8 @@ def _write(directory: Path, folder: Path, path: Path, data: bytes) -> None:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (_safe(directory) and _safe(folder)):
         return
+    import tempfile  # with random and shutil: only when a file is written
+
     fd, part = tempfile.mkstemp(dir=folder, prefix=".part-")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -91,21 +91,24 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 loc = ("adapters", name, "options", *err["loc"])
                 field_name = ".".join(str(p) for p in err["loc"]) or "options"
                 report.problems.append(src.problem(loc, f"options.{field_name}: {err['msg']}"))
-    adapter_names = [*m.adapters, *ctx.adapter_types]
+
+    def adapter_names() -> list[str]:  # for messages: listing plugins scans packages
+        return [*m.adapters, *ctx.adapter_types]
+
     for primary, chain in m.runtime.fallbacks.items():
         # Wave's rules (internal/manifest/parser.go, validateFallbacks)
         if m.adapter_type(primary) not in ctx.adapter_types:
             report.problems.append(
                 src.problem(
                     ("runtime", "fallbacks", primary),
-                    unknown("adapter", primary, adapter_names),
+                    unknown("adapter", primary, adapter_names()),
                     key=True,
                 )
             )
         for i, name in enumerate(chain):
             where = ("runtime", "fallbacks", primary, i)
             if m.adapter_type(name) not in ctx.adapter_types:
-                message = unknown("fallback adapter", name, adapter_names)
+                message = unknown("fallback adapter", name, adapter_names())
             elif name == primary:
                 message = f"adapter '{primary}' cannot fall back to itself"
             elif name in chain[:i]:

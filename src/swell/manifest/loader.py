@@ -18,7 +18,7 @@ from swell.manifest.discovery import MANIFEST_NAMES, find_project_root
 from swell.manifest.models import Manifest, Pipeline, name_problem
 from swell.manifest.partial import validate_partially
 from swell.manifest.yamldoc import Loc, SourceMap, YamlDoc
-from swell.manifest.yamlsrc import load_yaml, parse_yaml, read_text
+from swell.manifest.yamlsrc import parse_yaml, read_text
 
 PIPELINE_DIRS = (".agents/pipelines", ".wave/pipelines")
 
@@ -264,19 +264,43 @@ def _project(root: Path, path: Path, doc: YamlDoc) -> Project:
     return Project(root, path, manifest, doc.source, warnings)
 
 
+class _Found(typing.NamedTuple):
+    """What checking a file found: its loaded form (None: nothing valid) and problems."""
+
+    loaded: Any
+    problems: list[Problem]
+
+
+def _checked_file(kind: str, path: Path, check: typing.Callable[[str, str], _Found]) -> _Found:
+    """`check(text, shown)` of the file at `path`, kept in the manifest cache: `swell
+    validate` of files that checked before neither parses YAML nor builds validators."""
+    shown = display_path(path)
+    try:
+        text = read_text(path, shown)
+    except ManifestError as exc:
+        return _Found(None, exc.problems)
+    key = cache.key(f"checked {kind}", path, shown, text)
+    return cache.kept(key, lambda: check(text, shown), _Found)
+
+
 def check_project(root: Path | None = None) -> tuple[Project | None, list[Problem]]:
     """The project with its manifest's invalid values left out, and every problem of
     the manifest (None when it cannot be read or nothing valid is left)."""
     project_root = find_project_root(root)
     path = next(p for n in MANIFEST_NAMES if (p := project_root / n).is_file())
-    try:
-        doc = load_yaml(path, display_path(path))
-    except ManifestError as exc:
-        return None, exc.problems
-    checked = check_model(Manifest, doc.data, doc.source)
-    if checked.obj is None:
-        return None, checked.problems
-    return Project(project_root, path, checked.obj, checked.source), checked.problems
+
+    def check(text: str, shown: str) -> _Found:
+        try:
+            doc = parse_yaml(text, shown)
+        except ManifestError as exc:
+            return _Found(None, exc.problems)
+        checked = check_model(Manifest, doc.data, doc.source)
+        if checked.obj is None:
+            return _Found(None, checked.problems)
+        return _Found(Project(project_root, path, checked.obj, checked.source), checked.problems)
+
+    found = _checked_file("manifest", path, check)
+    return found.loaded, found.problems
 
 
 def pipeline_paths(root: Path) -> dict[str, Path]:
@@ -364,16 +388,22 @@ def check_pipeline_file(
     """A pipeline with its invalid values left out, and every field-level problem of it
     (None when it cannot be read or nothing valid is left); PipelineNotFound as usual."""
     path = resolve_pipeline(root, name_or_path)
-    try:
-        doc = load_yaml(path, display_path(path))
-    except ManifestError as exc:
-        return None, exc.problems
-    checked = check_model(Pipeline, doc.data, doc.source)
-    if checked.obj is None:
-        return None, checked.problems
-    name = checked.obj.metadata.name or path.stem
-    problem = name_problem(name)
-    if problem:
-        message = f"the pipeline's name {name!r} (its file name) {problem}; set metadata.name"
-        return None, [*checked.problems, Problem(doc.source.file, 1, 1, message)]
-    return LoadedPipeline(name, path, checked.obj, checked.source, doc.text), checked.problems
+
+    def check(text: str, shown: str) -> _Found:
+        try:
+            doc = parse_yaml(text, shown)
+        except ManifestError as exc:
+            return _Found(None, exc.problems)
+        checked = check_model(Pipeline, doc.data, doc.source)
+        if checked.obj is None:
+            return _Found(None, checked.problems)
+        name = checked.obj.metadata.name or path.stem
+        problem = name_problem(name)
+        if problem:
+            message = f"the pipeline's name {name!r} (its file name) {problem}; set metadata.name"
+            return _Found(None, [*checked.problems, Problem(doc.source.file, 1, 1, message)])
+        loaded = LoadedPipeline(name, path, checked.obj, checked.source, doc.text)
+        return _Found(loaded, checked.problems)
+
+    found = _checked_file("pipeline", path, check)
+    return found.loaded, found.problems

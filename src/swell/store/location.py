@@ -135,6 +135,11 @@ def store_source(configured: str | None = None) -> str:
     return "runtime.store in wave.yaml" if configured else "the default"
 
 
+# a `store:` key, in block or flow style: only then is the YAML parsed (a project named
+# "store-bench" is not)
+_STORE_KEY = re.compile(r"""(?:^|[\s{,])["']?store["']?\s*:""", re.MULTILINE)
+
+
 def _manifest_store(root: Path) -> str | None:
     """`runtime.store` of the project's wave.yaml, read without loading the manifest (only
     when the file mentions a store: YAML is not parsed otherwise)."""
@@ -145,7 +150,7 @@ def _manifest_store(root: Path) -> str | None:
             text = (root / name).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if "store" not in text:
+        if not _STORE_KEY.search(text):
             return None
         import yaml
 

@@ -8,7 +8,6 @@ same whatever the backend.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
 
 
 def this_process() -> Owner:
+    import socket  # imported when a run is owned: readers of the store start faster
+
     return Owner(os.getpid(), socket.gethostname())
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import itertools
 import os
 import stat
@@ -178,6 +177,8 @@ def _open(path: Path) -> tuple[tuple[int, int], _File]:
 
 
 def _byte(run_id: str) -> int:
+    import hashlib  # when a run is locked: readers of the store start without it
+
     digest = hashlib.sha256(run_id.encode()).digest()
     return _BASE + int.from_bytes(digest[:8], "big") % _SPAN
 

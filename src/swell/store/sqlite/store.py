@@ -9,7 +9,6 @@ survives power loss at a cost per commit.
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -386,7 +385,7 @@ class SqliteStore(SqlReads):
                 "SELECT owner_pid, owner_host FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
             found = Owner(int(row[0]), str(row[1])) if row and row[0] and row[1] else None
-            if found and (found.host != socket.gethostname() or alive(found.pid)):
+            if found and (found.host != this_process().host or alive(found.pid)):
                 return found
             if time.monotonic() >= deadline:
                 return found or Owner(0, "?")
