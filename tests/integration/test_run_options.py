@@ -260,21 +260,25 @@ def test_from_step_needs_the_step_s_dependencies_finished(project: Path) -> None
 def test_detach_returns_at_once_and_the_run_goes_on_without_a_terminal(
     project: Path, tmp_path: Path
 ) -> None:
-    tag = tmp_path.name
-    write_pipeline(project, "slow", SLOW.format(tag=tag, seconds=3))
-    started = time.monotonic()
+    go = tmp_path / "go"
+    held = SLOW.format(tag=tmp_path.name, seconds=0).replace(
+        "sleep 0", f"while [ ! -f {go} ]; do sleep 0.1; done"
+    )
+    write_pipeline(project, "slow", held)
     result = swell("run", "slow", "--detach", cwd=project)
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - started < 20
     run_id = run_id_of(result.stdout)
     assert f"follow it: swell logs {run_id} --follow" in result.stdout
+    # back while its step waits for `go`: not waiting for the run ("pending" until the
+    # process that claimed it records its start)
     status = swell_json("status", run_id, cwd=project)
-    assert status["status"] in ("running", "succeeded")
+    assert status["status"] in ("pending", "running")
     if status["owner"]:
         pid = status["owner"]["pid"]
         assert os.getsid(pid) == pid  # leads a session of its own: no terminal's SIGHUP
         tty_nr = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[4])
         assert tty_nr == 0  # no controlling terminal
+    go.touch()
     # `logs --follow` follows it to its end
     followed = swell("logs", run_id, "--follow", cwd=project, timeout=60)
     assert followed.returncode == 0
