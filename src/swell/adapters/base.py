@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,6 +37,18 @@ class Usage(BaseModel):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None
+
+
+USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def total_usage(turns: Iterable[Usage]) -> Usage:
+    """The sum of a visit's per-turn usages; a total cost of 0 is unknown (None): the
+    CLIs report 0, or nothing, when they know no price."""
+    parts = list(turns)
+    total = Usage(**{key: sum(getattr(part, key) for part in parts) for key in USAGE_COUNTS})
+    total.cost_usd = sum(part.cost_usd or 0.0 for part in parts) or None
+    return total
 
 
 class AgentRequest(BaseModel):

@@ -34,6 +34,8 @@ from swell.adapters.cli_agent import (
     Launch,
     as_dict,
     dicts,
+    ended,
+    exited,
     tail,
     timed_out,
     total_usage,
@@ -237,12 +239,7 @@ class _Stream(CliStream):
             if res
             else total_usage(self.turns.values())
         )
-        fields: dict[str, Any] = {
-            "usage": usage,
-            "session_id": self.session_id,
-            "files_changed": self.files,
-            "text": "\n".join(self.texts),
-        }
+        fields = self.fields(usage, "\n".join(self.texts))
         if proc.timed_out:
             return AgentResult.failed(timed_out("claude", request), **fields)
         if res is None:
@@ -250,28 +247,20 @@ class _Stream(CliStream):
         if isinstance(res.get("result"), str):
             fields["text"] = res["result"]
         error = _result_error(res, proc)
-        if error is not None:
-            return AgentResult.failed(error, **fields)
-        if request.json_schema is not None:
+        if error is None and request.json_schema is not None:
             structured = res.get("structured_output")
-            if structured is None:
-                try:
-                    structured = json.loads(fields["text"])
-                except ValueError:
-                    problem = UnparseableOutput("claude: the answer gave no structured output")
-                    return AgentResult.failed(problem, **fields)
-            fields["structured"] = structured
-        return AgentResult(success=True, **fields)
+            try:
+                text = fields["text"]
+                fields["structured"] = json.loads(text) if structured is None else structured
+            except ValueError:
+                error = UnparseableOutput("claude: the answer gave no structured output")
+        return ended(error, fields)
 
     def _no_result(self, proc: ProcessResult) -> AgentError:
         if proc.exit_code == 0 and self.bad_lines:
             sample = self.bad_lines[0]
             return UnparseableOutput(f"claude: stdout is not stream-json: {sample!r}")
-        end = tail(proc.stderr) or tail(proc.stdout)
-        return AgentCrashed(
-            f"claude exited with code {proc.exit_code} without a result"
-            + (f": {end}" if end else "")
-        )
+        return AgentCrashed(exited("claude", proc))
 
 
 def _result_error(res: dict[str, Any], proc: ProcessResult) -> AgentError | None:

@@ -31,13 +31,13 @@ from swell.adapters.base import (
     AgentResult,
     Capabilities,
     Usage,
+    total_usage,
 )
 from swell.adapters.tool_results import ToolResults
-from swell.errors import AgentCrashed, AgentTimeout, BinaryMissing
+from swell.errors import AgentCrashed, AgentError, AgentTimeout, BinaryMissing
 from swell.process import ProcessResult, StreamedProcess, stop_marked
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
-USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
 class CliStream(ABC):
@@ -99,6 +99,40 @@ class CliStream(ABC):
         if path not in self.files:
             self.files.append(path)
 
+    def fields(self, usage: Usage, text: str) -> dict[str, Any]:
+        """What every result of the visit carries, whether it succeeded or not."""
+        return {
+            "usage": usage,
+            "session_id": self.session_id,
+            "files_changed": self.files,
+            "text": text,
+        }
+
+
+def ended(error: AgentError | None, fields: dict[str, Any]) -> AgentResult:
+    """The visit's result: failed with `error`, else a success."""
+    return AgentResult.failed(error, **fields) if error else AgentResult(success=True, **fields)
+
+
+def by_words(
+    message: str, table: Iterable[tuple[Iterable[str], type[AgentError]]], text: str = ""
+) -> AgentError:
+    """The class of the first row of `table` one of whose words `text` (else `message`)
+    holds, lower-cased; AgentCrashed when none does."""
+    low = (text or message).lower()
+    for words, cls in table:
+        if any(word in low for word in words):
+            return cls(message)
+    return AgentCrashed(message)
+
+
+def exited(name: str, proc: ProcessResult) -> str:
+    """Why a CLI that printed no result ended: its exit code and the end of its output."""
+    end = tail(proc.stderr) or tail(proc.stdout)
+    return f"{name} exited with code {proc.exit_code} without a result" + (
+        f": {end}" if end else ""
+    )
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -131,6 +165,8 @@ class CliAdapter(ABC, Generic[OptionsT]):
         self.setup_name = setup.name
         self.binary = setup.binary or self.name
         self.root = setup.project_root
+        if key_env := getattr(self.options, "api_key_env", None):  # base_url's key
+            self.env_passthrough = (*type(self).env_passthrough, key_env)
 
     @abstractmethod
     def launch(self, binary: str, request: AgentRequest, scratch: Path) -> Launch:
@@ -213,21 +249,15 @@ def tail(text: str, limit: int = 2000) -> str:
     return text.strip()[-limit:]
 
 
-def total_usage(turns: Iterable[Usage]) -> Usage:
-    """The sum of a visit's per-turn usages; a total cost of 0 is unknown (None): the
-    CLIs report 0, or nothing, when they know no price."""
-    parts = list(turns)
-    total = Usage(**{key: sum(getattr(part, key) for part in parts) for key in USAGE_COUNTS})
-    total.cost_usd = sum(part.cost_usd or 0.0 for part in parts) or None
-    return total
-
-
 __all__ = [
     "CliAdapter",
     "CliStream",
     "Launch",
     "as_dict",
+    "by_words",
     "dicts",
+    "ended",
+    "exited",
     "tail",
     "timed_out",
     "total_usage",

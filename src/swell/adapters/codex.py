@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swell import sandbox as swell_sandbox
 from swell.adapters.base import (
-    AdapterSetup,
     AgentEvent,
     AgentRequest,
     AgentResult,
@@ -31,7 +30,7 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
-from swell.adapters.cli_agent import CliAdapter, CliStream, Launch, as_dict
+from swell.adapters.cli_agent import CliAdapter, CliStream, Launch, as_dict, by_words, ended
 from swell.adapters.permissions import Entry, Unenforced, allows_everything, entries
 from swell.errors import (
     AgentCrashed,
@@ -167,11 +166,7 @@ def toml_value(value: ConfigValue) -> str:
 
 
 def classify(message: str) -> AgentError:
-    low = message.lower()
-    for words, cls in ((RATE, RateLimited), (AUTH, AuthFailed), (CONTEXT, ContextExhausted)):
-        if any(w in low for w in words):
-            return cls(message)
-    return AgentCrashed(message)
+    return by_words(message, ((RATE, RateLimited), (AUTH, AuthFailed), (CONTEXT, ContextExhausted)))
 
 
 def codex_home(env: dict[str, str]) -> Path:
@@ -319,17 +314,9 @@ class _Stream(CliStream):
                 structured = json.loads(self.text)
             except ValueError:
                 error = UnparseableOutput(f"codex's answer is not JSON: {self.text[:200]!r}")
-        result = AgentResult(
-            success=error is None,
-            text=self.text,
-            structured=structured,
-            usage=self.usage or Usage(),
-            session_id=self.session_id,
-            files_changed=self.files,
+        return ended(
+            error, {**self.fields(self.usage or Usage(), self.text), "structured": structured}
         )
-        if error is not None:
-            result.error, result.error_kind = str(error), error.kind
-        return result
 
     def _error(self, done: ProcessResult, request: AgentRequest) -> AgentError | None:
         """Why the visit failed, or None: timeout, turn.failed, garbage, exit code."""
@@ -371,11 +358,6 @@ class CodexAdapter(CliAdapter[CodexOptions]):
         "OPENAI_ORGANIZATION",
         "OPENAI_PROJECT",
     )
-
-    def __init__(self, setup: AdapterSetup) -> None:
-        super().__init__(setup)
-        if self.options.api_key_env:
-            self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
 
     def _config(self, request: AgentRequest, sandbox: Sandbox) -> dict[str, ConfigValue]:
         config: dict[str, ConfigValue] = {}

@@ -29,10 +29,18 @@ from swell.adapters.base import (
     Capabilities,
     Usage,
 )
-from swell.adapters.cli_agent import CliAdapter, CliStream, Launch, as_dict, tail, timed_out
+from swell.adapters.cli_agent import (
+    CliAdapter,
+    CliStream,
+    Launch,
+    as_dict,
+    by_words,
+    exited,
+    tail,
+    timed_out,
+)
 from swell.adapters.permissions import Unenforced, allows_everything, entries
 from swell.errors import (
-    AgentCrashed,
     AgentError,
     AuthFailed,
     ContextExhausted,
@@ -297,12 +305,7 @@ class _Stream(CliStream):
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         res = self.result or {}
-        fields: dict[str, Any] = {
-            "usage": _usage(as_dict(res.get("stats"))),
-            "session_id": self.session_id,
-            "files_changed": self.files,
-            "text": self.text,
-        }
+        fields = self.fields(_usage(as_dict(res.get("stats"))), self.text)
         if proc.timed_out:
             error: AgentError = timed_out("gemini", request)
         elif self.result is None:
@@ -315,10 +318,7 @@ class _Stream(CliStream):
         return AgentResult.failed(error, **fields)
 
     def _no_result(self, proc: ProcessResult) -> AgentError:
-        end = tail(proc.stderr) or tail(proc.stdout)
-        message = f"gemini exited with code {proc.exit_code} without a result" + (
-            f": {end}" if end else ""
-        )
+        message = exited("gemini", proc)
         if proc.exit_code == FATAL_AUTH:
             return AuthFailed(message)
         if self.bad_lines and (proc.exit_code == 0 or self.session_id is None):
@@ -331,16 +331,11 @@ def classify(message: str, exit_code: int | None = None) -> AgentError:
     """An API failure by its HTTP status (in the message or the exit code) or its words."""
     found = re.search(r'"code"\s*:\s*(\d{3})', message)
     status = int(found.group(1)) if found else EXIT_STATUS.get(exit_code or 0)
-    low = message.lower()
     if status in (401, 403):
         return AuthFailed(message)
-    if status == 429 or any(word in low for word in RATE):
+    if status == 429:
         return RateLimited(message)
-    if any(word in low for word in AUTH):
-        return AuthFailed(message)
-    if any(word in low for word in CONTEXT):
-        return ContextExhausted(message)
-    return AgentCrashed(message)
+    return by_words(message, ((RATE, RateLimited), (AUTH, AuthFailed), (CONTEXT, ContextExhausted)))
 
 
 def _usage(stats: dict[str, Any]) -> Usage:

@@ -45,6 +45,7 @@ from swell.adapters.base import (
     AgentUsageUpdate,
     Capabilities,
     Usage,
+    total_usage,
 )
 from swell.adapters.chat_format import error_from_body, parse_json, usage_of
 from swell.errors import AgentCrashed, AgentError, AgentTimeout, BinaryMissing, UnparseableOutput
@@ -303,14 +304,6 @@ def _take(chunk: Any, result: _Generation, on_text: Callable[[str], None] | None
         result.usage = usage_of(chunk["usage"])
 
 
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        input_tokens=a.input_tokens + b.input_tokens,
-        output_tokens=a.output_tokens + b.output_tokens,
-        cache_read_tokens=a.cache_read_tokens + b.cache_read_tokens,
-    )
-
-
 # --- the adapter -----------------------------------------------------------------------------
 
 
@@ -449,7 +442,7 @@ class LocalAdapter:
             feed = streaming.current_feed()
             on_text = None if feed is None else functools.partial(feed, "agent")
             gen = await generate(server, self.body(request, grammar=rules, **overrides), on_text)
-            usage = _add(usage, gen.usage)
+            usage = total_usage((usage, gen.usage))
             queue.put_nowait(AgentUsageUpdate(usage))
             text = "".join(gen.text)
             try:

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from swell.adapters.base import (
-    AdapterSetup,
     AgentEvent,
     AgentFinished,
     AgentRequest,
@@ -36,6 +35,8 @@ from swell.adapters.cli_agent import (
     CliStream,
     Launch,
     as_dict,
+    by_words,
+    ended,
     tail,
     timed_out,
     total_usage,
@@ -138,11 +139,9 @@ def classify(error: dict[str, Any]) -> AgentError:
         return AuthFailed(message)
     if status == 429:
         return RateLimited(message)
-    low = f"{detail} {data.get('responseBody') or ''}".lower()
-    for words, cls in ((CONTEXT, ContextExhausted), (RATE, RateLimited), (AUTH, AuthFailed)):
-        if any(w in low for w in words):
-            return cls(message)
-    return AgentCrashed(message)
+    text = f"{detail} {data.get('responseBody') or ''}"
+    table = ((CONTEXT, ContextExhausted), (RATE, RateLimited), (AUTH, AuthFailed))
+    return by_words(message, table, text)
 
 
 class OpencodeAdapter(CliAdapter[OpencodeOptions]):
@@ -163,11 +162,6 @@ class OpencodeAdapter(CliAdapter[OpencodeOptions]):
         "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "DEEPSEEK_API_KEY", "MISTRAL_API_KEY",
         "XAI_API_KEY",
     )  # fmt: skip
-
-    def __init__(self, setup: AdapterSetup) -> None:
-        super().__init__(setup)
-        if self.options.api_key_env:
-            self.env_passthrough = (*type(self).env_passthrough, self.options.api_key_env)
 
     async def run(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
         if self.options.base_url and not request.model:
@@ -321,21 +315,14 @@ class _Stream(CliStream):
 
     def finish(self, proc: ProcessResult, request: AgentRequest) -> AgentResult:
         text = "\n".join(self.texts.get(self.last_message or "", []))
-        fields: dict[str, Any] = {
-            "usage": total_usage(self.steps),  # a cost of 0: opencode knew no price
-            "session_id": self.session_id,
-            "files_changed": self.files,
-            "text": text,
-        }
+        fields = self.fields(total_usage(self.steps), text)  # a cost of 0: no price known
         error = self._error(proc, request)
         if error is None and request.json_schema is not None:
             try:
                 fields["structured"] = json.loads(_unfence(text))
             except ValueError:
                 error = UnparseableOutput(f"opencode: the answer is not JSON: {text[:200]!r}")
-        if error is not None:
-            return AgentResult.failed(error, **fields)
-        return AgentResult(success=True, **fields)
+        return ended(error, fields)
 
     def _error(self, proc: ProcessResult, request: AgentRequest) -> AgentError | None:
         """Why the visit failed, or None: timeout, error events, garbage, exit code."""

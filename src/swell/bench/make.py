@@ -9,7 +9,6 @@ is the gold patch, and the problem statement is the failing tests' own report.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
 import shutil
@@ -247,9 +246,3 @@ def rebuild(source: Path, dataset: Path, dest: Path) -> str:
                 f"{task.base_commit[:12]} (is {source} the source it was made from?)"
             )
     return base
-
-
-def make_sync(
-    repo: Path, out: Path, options: MakeOptions, say: Callable[[str], None]
-) -> list[Task]:
-    return asyncio.run(make_dataset(repo, out, options, say))

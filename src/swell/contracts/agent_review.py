@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pydantic import Field
@@ -144,7 +144,8 @@ def _reviewer_problems(settings: AgentReviewSettings, scope: LintScope) -> list[
     return []
 
 
-def _timeout(ctx: ContractContext[AgentReviewSettings]) -> float:
+def _timeout(ctx: ContractContext[Any]) -> float:
+    """The contract's `timeout`, else the run's default for an agent contract."""
     value = ctx.settings.timeout
     return ctx.default_timeout if value is None else parse_duration(value)
 
@@ -175,21 +176,12 @@ class _Tally:
         self.model = answer.model or self.model
 
     def stats(self) -> ReviewStats:
-        return ReviewStats(
-            reviewer=self.reviewer,
-            adapter=self.adapter,
-            model=self.model,
-            attempts=self.attempts,
-            tokens_in=self.tokens_in,
-            tokens_out=self.tokens_out,
-            cost_usd=round(self.cost_usd, 6),
-            duration_ms=self.duration_ms,
-            record=self.record,
-        )
+        taken = {f.name: getattr(self, f.name) for f in fields(ReviewStats)}
+        return ReviewStats(**taken | {"cost_usd": round(self.cost_usd, 6)})
 
-    def result(self, **fields: Any) -> ContractResult:
+    def result(self, **given: Any) -> ContractResult:
         details = {"over_budget": True} if self.over_budget else {}
-        return ContractResult(review=self.stats(), details=details, **fields)
+        return ContractResult(review=self.stats(), details=details, **given)
 
 
 def _budget_notes(ctx: ContractContext[AgentReviewSettings], tally: _Tally) -> None:

@@ -34,6 +34,7 @@ from swell.contracts.agent_review import (
     _one_line,
     _record,
     _Tally,
+    _timeout,
 )
 from swell.contracts.base import (
     AgentCall,
@@ -54,7 +55,6 @@ from swell.contracts.review_prompt import (
     extract_json,
 )
 from swell.errors import Problem
-from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
 from swell.workspace.offload import off_loop
 from swell.workspace.paths import PathEscape
@@ -279,11 +279,6 @@ class LlmJudge(ContractType[LlmJudgeSettings]):
         _record(ctx, record, tally)
         result.review = tally.stats()
         return result
-
-
-def _timeout(ctx: ContractContext[LlmJudgeSettings]) -> float:
-    value = ctx.settings.timeout
-    return ctx.default_timeout if value is None else parse_duration(value)
 
 
 async def _converse(

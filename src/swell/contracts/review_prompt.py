@@ -290,11 +290,6 @@ def _describe(exc: ValidationError) -> str:
     return "it does not match the ReviewFeedback schema: " + "; ".join(parts) + more
 
 
-def parse_feedback(answer: AgentAnswer) -> ReviewFeedback:
-    """ReviewFeedback from the adapter's structured answer when there is one, else the text."""
-    return parse_answer(answer)[0]
-
-
 def _from_wave(data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """Wave's reviewer answers in swell's terms: the verdict `warn` is a pass with a
     warning (True is returned), an issue's `description` is its `detail`."""

@@ -11,11 +11,23 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from swell.store.rows import ArtifactRow, GateRow, ReviewRow, RoundRow, VisitRow
-from swell.store.rules import pending
+from swell.store.rows import (
+    ArtifactRow,
+    GateRow,
+    Limit,
+    ReviewRow,
+    RoundRow,
+    RunRow,
+    StoredRow,
+    VisitRow,
+    json_lines,
+)
+from swell.store.rules import CANDIDATES, one_run, pending
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+
+    from swell.events.models import Event
 
 R = TypeVar("R", bound="DataclassInstance")
 
@@ -26,7 +38,7 @@ _GATE_COLS = (
 
 
 @cache
-def _with(sql: str, placeholder: str) -> str:
+def with_mark(sql: str, placeholder: str) -> str:
     return sql.replace("?", placeholder)
 
 
@@ -34,6 +46,14 @@ class SqlReads:
     """The shared reads, for a backend class that has `_rows`, `_all` and `_one`."""
 
     placeholder = "?"
+    where: str  # the store, as messages name it
+    run_columns: str  # the backend's RUN_COLUMNS
+    prefix = "substr(id, 1, ?)"  # an id's first characters (Postgres: left)
+    age = "rowid"  # orders runs created in the same millisecond (Postgres: num)
+    no_limit: int | None = -1  # the LIMIT that returns every row (Postgres: NULL)
+
+    def stored_rows(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[StoredRow]:
+        raise NotImplementedError
 
     def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
         raise NotImplementedError
@@ -45,10 +65,46 @@ class SqlReads:
         raise NotImplementedError
 
     def _shared_rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
-        return self._rows(cls, _with(sql, self.placeholder), params)
+        return self._rows(cls, with_mark(sql, self.placeholder), params)
 
     def _shared_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        return self._one(_with(sql, self.placeholder), params)
+        return self._one(with_mark(sql, self.placeholder), params)
+
+    def get_run(self, run_id: str) -> RunRow:
+        cols = self.run_columns
+        rows = self._shared_rows(RunRow, f"SELECT {cols} FROM runs WHERE id = ?", (run_id,))
+        if not rows and run_id:
+            # a prefix, compared exactly (LIKE would ignore case and treat _ as a wildcard)
+            rows = self._shared_rows(
+                RunRow,
+                f"SELECT {cols} FROM runs WHERE {self.prefix} = ? "
+                f"ORDER BY created_at DESC, {self.age} DESC LIMIT ?",
+                (len(run_id), run_id, CANDIDATES + 1),
+            )
+        return one_run(run_id, rows, self.where)
+
+    def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
+        where = "" if include_children else "WHERE parent_run_id IS NULL"
+        return self._shared_rows(
+            RunRow,
+            f"SELECT {self.run_columns} FROM runs {where} "
+            f"ORDER BY created_at DESC, {self.age} DESC LIMIT ?",
+            (limit if limit >= 0 else self.no_limit,),
+        )
+
+    def children(self, run_id: str) -> list[RunRow]:
+        return self._shared_rows(
+            RunRow,
+            f"SELECT {self.run_columns} FROM runs WHERE parent_run_id = ? "
+            f"ORDER BY created_at, {self.age}",
+            (run_id,),
+        )
+
+    def events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[Event]:
+        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
+
+    def raw_events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[str]:
+        return json_lines(self.events(run_id, after_seq, limit))
 
     def load_snapshot(self, run_id: str) -> tuple[int, str] | None:
         row = self._shared_one("SELECT seq, data FROM snapshots WHERE run_id = ?", (run_id,))
@@ -72,7 +128,7 @@ class SqlReads:
         )
 
     def context(self, run_id: str) -> dict[str, str]:
-        sql = _with(
+        sql = with_mark(
             "SELECT key, value FROM context WHERE run_id = ? ORDER BY key", self.placeholder
         )
         return {str(key): str(value) for key, value in self._all(sql, (run_id,))}

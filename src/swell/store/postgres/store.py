@@ -47,22 +47,18 @@ from swell.store.rows import (
     GateRow,
     Limit,
     Owner,
-    RunRow,
     StepRow,
     StoredRow,
-    json_lines,
     row_from,
     sql_limit,
 )
 from swell.store.rules import (
-    CANDIDATES,
     already_stored,
     busy,
     check_seqs,
     check_snapshot,
     decide,
     now_iso,
-    one_run,
     run_values,
     seq_after,
     this_process,
@@ -97,6 +93,7 @@ class PostgresStore(SqlReads):
 
     capabilities = frozenset(Capability) - {Capability.BENCH}  # SQL pages, stats, NOTIFY
     placeholder = "%s"  # in the SQL shared with SQLite (sql_reads.py)
+    run_columns, prefix, age, no_limit = RUN_COLUMNS, "left(id, ?)", "num", None
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -268,36 +265,6 @@ class PostgresStore(SqlReads):
 
     # ------------------------------------------------------------------ reading
 
-    def get_run(self, run_id: str) -> RunRow:
-        rows = self._rows(RunRow, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,))
-        if not rows and run_id:
-            # a prefix, compared exactly (LIKE would treat _ and % as wildcards)
-            rows = self._rows(
-                RunRow,
-                f"SELECT {RUN_COLUMNS} FROM runs WHERE left(id, %s) = %s "
-                "ORDER BY created_at DESC, num DESC LIMIT %s",
-                (len(run_id), run_id, CANDIDATES + 1),
-            )
-        return one_run(run_id, rows, self.where)
-
-    def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
-        where = "" if include_children else "WHERE parent_run_id IS NULL"
-        return self._rows(
-            RunRow,
-            f"SELECT {RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, num DESC LIMIT %s",
-            (limit if limit >= 0 else None,),  # LIMIT NULL: all, as SQLite's LIMIT -1
-        )
-
-    def children(self, run_id: str) -> list[RunRow]:
-        return self._rows(
-            RunRow,
-            f"SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = %s ORDER BY created_at, num",
-            (run_id,),
-        )
-
-    def events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[Event]:
-        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
-
     def stored_rows(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[StoredRow]:
         rows = self._all(
             "SELECT seq, ts, type, step_id, visit, data FROM events "
@@ -326,9 +293,6 @@ class PostgresStore(SqlReads):
         )
         found = [StoredRow(*row[1:]).event(row[0]) for row in rows]
         return [e for e in found if e.type == "run.forked" and e.origin_run_id == origin_id]
-
-    def raw_events(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[str]:
-        return json_lines(self.events(run_id, after_seq, limit))
 
     def steps(self, run_id: str) -> list[StepRow]:
         # each step's count and where it starts, then each step's last visit as `visits`

@@ -1,33 +1,15 @@
-"""SQLite's queries for the dashboard's pages (store/pages.py): runs by the
-`runs_created` index, visits by their key. The answers are `ReaderPages`' (the
-generic pager), which tests/store checks."""
+"""SQLite's side of the dashboard's pages (store/sql_pages.py has the SQL both
+backends share): the runs' columns and order, and a run's events by their key."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from swell.events.models import event_json, stored_event
-from swell.store.pages import (
-    ARTIFACT_COLUMNS,
-    ARTIFACT_ORDER,
-    REVIEW_COLUMNS,
-    VISIT_COLUMNS,
-    ArtifactPage,
-    RunFilter,
-    RunHead,
-    RunPage,
-    RunTotals,
-    VisitDetail,
-    VisitKey,
-    VisitPage,
-    event_dict,
-    run_where,
-    visit_where,
-)
-from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow, row_from
+from swell.store.pages import RunHead
+from swell.store.rows import row_from
+from swell.store.sql_pages import SqlPages
 from swell.store.sqlite.compact import seq_of, unpack_ts
 from swell.store.sqlite.errors import translated
 from swell.store.sqlite.queries import EVENTS_AFTER, RUN_COLUMNS
@@ -39,63 +21,25 @@ R = TypeVar("R", bound="DataclassInstance")
 
 
 @translated
-class SqlitePages:
+class SqlitePages(SqlPages):
     """SQLite's queries: runs by the `runs_created` index, visits by their key."""
+
+    run_columns = RUN_COLUMNS
 
     def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self.db, self.path = db, path  # `path` names the file in errors (sqlite/errors.py)
 
-    def runs_page(self, filt: RunFilter, offset: int, limit: int) -> RunPage:
-        where, params = run_where(filt)
-        total = self.db.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
-        names = [d.split(" AS ")[-1].strip() for d in _split_cols(RUN_COLUMNS)]
-        rows = self.db.execute(
-            f"SELECT {RUN_COLUMNS} FROM runs {where} "
-            "ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        ).fetchall()
-        runs = [row_from(RunRow, dict(zip(names, row, strict=True))) for row in rows]
-        return RunPage(runs, self.totals([r.id for r in runs]), int(total))
+    def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
+        cursor = self.db.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [row_from(cls, dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
-    def totals(self, ids: Sequence[str]) -> dict[str, RunTotals]:
-        totals = {run_id: RunTotals() for run_id in ids}
-        if not ids:
-            return totals
-        marks = ", ".join("?" * len(ids))
-        for run_id, t_in, t_out, cost in self.db.execute(
-            "SELECT run_id, SUM(tokens_in), SUM(tokens_out), SUM(cost_usd) FROM visits "
-            f"WHERE run_id IN ({marks}) GROUP BY run_id",
-            tuple(ids),
-        ):
-            totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
-        for parent, count in self.db.execute(
-            f"SELECT parent_run_id, COUNT(*) FROM runs WHERE parent_run_id IN ({marks}) "
-            "GROUP BY parent_run_id",
-            tuple(ids),
-        ):
-            totals[parent].children = int(count)
-        return totals
+    def _all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, params).fetchall()
 
-    def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
-        total = self.db.execute(
-            "SELECT COUNT(*) FROM visits WHERE run_id = ?", (run_id,)
-        ).fetchone()[0]
-        rows = self.db.execute(
-            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? "
-            "ORDER BY started_at DESC, step_id DESC, visit DESC LIMIT ? OFFSET ?",
-            (run_id, limit, offset),
-        ).fetchall()
-        names = [c.strip() for c in VISIT_COLUMNS.split(",")]
-        visits = [row_from(VisitRow, dict(zip(names, row, strict=True))) for row in rows]
-        return VisitPage(visits, int(total))
-
-    def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
-        row = self.db.execute(
-            f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
-            (run_id, step_id, visit),
-        ).fetchone()
-        names = [c.strip() for c in VISIT_COLUMNS.split(",")]
-        return row_from(VisitRow, dict(zip(names, row, strict=True))) if row else None
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.db.execute(sql, params).fetchone()
+        return row
 
     def head(self, run_id: str) -> RunHead | None:
         row = self.db.execute(
@@ -105,89 +49,10 @@ class SqlitePages:
         ).fetchone()
         return RunHead(str(row[0]), int(row[1])) if row else None
 
-    def visit_detail(self, run_id: str, step_id: str, visit: int) -> VisitDetail:
-        tail = self.db.execute(
-            "SELECT output_tail FROM visits WHERE run_id = ? AND step_id = ? AND visit = ?",
-            (run_id, step_id, visit),
-        ).fetchone()
+    def _visit_events(self, run_id: str, step_id: str, visit: int) -> list[tuple[Any, ...]]:
         rows = self.db.execute(
             f"SELECT id, ts, type, data FROM events WHERE {EVENTS_AFTER} "
             "AND step_id = ? AND visit = ? ORDER BY id",
             (run_id, 0, run_id, step_id, visit),
         )
-        events = [
-            event_dict(
-                event_json(
-                    stored_event(
-                        kind,
-                        data,
-                        run_id=run_id,
-                        seq=seq_of(key),
-                        ts=unpack_ts(ts),
-                        step_id=step_id,
-                        visit=visit,
-                    )
-                )
-            )
-            for key, ts, kind, data in rows
-        ]
-        return VisitDetail(tail[0] if tail else None, events)
-
-    def visits_total(self) -> int:
-        return int(
-            self.db.execute(
-                "SELECT COUNT(*) FROM visits WHERE status IN ('succeeded', 'failed')"
-            ).fetchone()[0]
-        )
-
-    def pipeline_names(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT DISTINCT pipeline FROM runs ORDER BY 1")]
-
-    def artifacts_page(self, run_id: str, limit: int, of: VisitKey | None = None) -> ArtifactPage:
-        where, params = visit_where(of)
-        total = self.db.execute(
-            f"SELECT COUNT(*) FROM artifacts WHERE run_id = ?{where}", (run_id, *params)
-        ).fetchone()[0]
-        rows = self._rows(
-            ArtifactRow,
-            ARTIFACT_COLUMNS,
-            f"FROM artifacts WHERE run_id = ?{where} {ARTIFACT_ORDER} LIMIT ?",
-            (run_id, *params, max(limit, 0)),
-        )
-        return ArtifactPage(rows, int(total))
-
-    def artifact(self, run_id: str, of: VisitKey, name: str) -> ArtifactRow | None:
-        rows = self._rows(
-            ArtifactRow,
-            ARTIFACT_COLUMNS,
-            "FROM artifacts WHERE run_id = ? AND step_id = ? AND visit = ? AND name = ?",
-            (run_id, *of, name),
-        )
-        return rows[0] if rows else None
-
-    def reviews_of(self, run_id: str, of: VisitKey) -> list[ReviewRow]:
-        return self._rows(
-            ReviewRow,
-            REVIEW_COLUMNS,
-            "FROM reviews WHERE run_id = ? AND step_id = ? AND visit = ? "
-            "ORDER BY ts, step_id, visit, contract",
-            (run_id, *of),
-        )
-
-    def _rows(self, cls: type[R], columns: str, rest: str, params: tuple[Any, ...]) -> list[R]:
-        names = [c.strip() for c in columns.split(",")]
-        rows = self.db.execute(f"SELECT {columns} {rest}", params).fetchall()
-        return [row_from(cls, dict(zip(names, row, strict=True))) for row in rows]
-
-
-def _split_cols(cols: str) -> list[str]:
-    """Top-level comma-separated expressions (commas inside parentheses stay)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(cols):
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            parts.append(cols[start:i])
-            start = i + 1
-    parts.append(cols[start:])
-    return parts
+        return [(seq_of(key), unpack_ts(ts), kind, data) for key, ts, kind, data in rows]

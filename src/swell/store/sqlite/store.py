@@ -24,20 +24,17 @@ from swell.store.protocols import Capability
 from swell.store.rows import (
     GateRow,
     Owner,
-    RunRow,
     StepRow,
     StoredRow,
     row_from,
 )
 from swell.store.rules import (
-    CANDIDATES,
     already_stored,
     busy,
     check_seqs,
     check_snapshot,
     decide,
     now_iso,
-    one_run,
     run_values,
     seq_after,
     this_process,
@@ -78,8 +75,10 @@ class SqliteStore(SqlReads):
         | {Capability.DISPATCH, Capability.BENCH}
     )
 
+    run_columns = RUN_COLUMNS
+
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
-        self.path = path
+        self.path, self.where = path, str(path)
         if synchronous.upper() not in _SYNC_LEVELS:
             raise StoreError(
                 f"unknown SQLite synchronous level '{synchronous}' (use {', '.join(_SYNC_LEVELS)})"
@@ -259,36 +258,6 @@ class SqliteStore(SqlReads):
 
     # ------------------------------------------------------------------ reading
 
-    def get_run(self, run_id: str) -> RunRow:
-        rows = self._rows(RunRow, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
-        if not rows and run_id:
-            # a prefix, compared exactly (LIKE would ignore case and treat _ as a wildcard)
-            rows = self._rows(
-                RunRow,
-                f"SELECT {RUN_COLUMNS} FROM runs WHERE substr(id, 1, ?) = ? "
-                f"ORDER BY created_at DESC, rowid DESC LIMIT {CANDIDATES + 1}",
-                (len(run_id), run_id),
-            )
-        return one_run(run_id, rows, str(self.path))
-
-    def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
-        where = "" if include_children else "WHERE parent_run_id IS NULL"
-        return self._rows(
-            RunRow,
-            f"SELECT {RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (limit,),
-        )
-
-    def children(self, run_id: str) -> list[RunRow]:
-        return self._rows(
-            RunRow,
-            f"SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid",
-            (run_id,),
-        )
-
-    def events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Event]:
-        return [row.event(run_id) for row in self.stored_rows(run_id, after_seq, limit)]
-
     def stored_rows(
         self, run_id: str, after_seq: int = 0, limit: int | None = None
     ) -> list[StoredRow]:
@@ -339,11 +308,6 @@ class SqliteStore(SqlReads):
                 ts = stamps[stored_ts] = unpack_ts(stored_ts)
             stored.append(StoredRow(seq_of(key), ts, kind, step, visit, data))
         return stored
-
-    def raw_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[str]:
-        from swell.events.models import event_json
-
-        return [event_json(event) for event in self.events(run_id, after_seq, limit)]
 
     def steps(self, run_id: str) -> list[StepRow]:
         # one pass in primary key order (no sort) counts each step's visits and finds
