@@ -63,8 +63,8 @@ class SqlitePages:
             return totals
         marks = ", ".join("?" * len(ids))
         for run_id, t_in, t_out, cost in self.db.execute(
-            "SELECT run_id, SUM(tokens_in), SUM(tokens_out), SUM(cost_usd) FROM visits "
-            f"WHERE run_id IN ({marks}) GROUP BY run_id",
+            # kept by the visits' triggers (store/counters.py): no visit is read
+            f"SELECT id, tokens_in, tokens_out, cost_usd FROM runs WHERE id IN ({marks})",
             tuple(ids),
         ):
             totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
@@ -77,9 +77,10 @@ class SqlitePages:
         return totals
 
     def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
-        total = self.db.execute(
-            "SELECT COUNT(*) FROM visits WHERE run_id = ?", (run_id,)
-        ).fetchone()[0]
+        counted = self.db.execute(
+            "SELECT visit_rows FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()  # kept by the visits' triggers (store/counters.py)
+        total = counted[0] if counted else 0
         rows = self.db.execute(
             f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? "
             "ORDER BY started_at DESC, step_id DESC, visit DESC LIMIT ? OFFSET ?",
@@ -136,7 +137,7 @@ class SqlitePages:
     def visits_total(self) -> int:
         return int(
             self.db.execute(
-                "SELECT COUNT(*) FROM visits WHERE status IN ('succeeded', 'failed')"
+                "SELECT COALESCE(SUM(finished_visits), 0) FROM runs"  # store/counters.py
             ).fetchone()[0]
         )
 
