@@ -214,7 +214,7 @@ def _m3_event_marks(db: psycopg.Connection[tuple[object, ...]]) -> None:
 
 
 def _m4_stores2(db: psycopg.Connection[tuple[object, ...]]) -> None:
-    # a run's visit counts and spend kept in its row by a trigger (store/counters.py),
+    # a run's visit counts and spend kept in run_counts by triggers (store/counters.py),
     # and the connections that LISTEN, so that a commit notifies only when one does
     # (postgres/listen.py)
     from swell.store.counters import postgres_script
@@ -236,6 +236,7 @@ TABLES = (
     *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL),
     "dispatches",
     "listeners",
+    "run_counts",
 )
 
 # the transaction-level advisory lock migrations hold (pg_advisory_xact_lock), one per schema

@@ -70,7 +70,7 @@ class PostgresPages:
             return totals
         for run_id, t_in, t_out, cost in self.all(
             # kept by the visits' trigger (store/counters.py): no visit is read
-            "SELECT id, tokens_in, tokens_out, cost_usd FROM runs WHERE id = ANY(%s)",
+            "SELECT run_id, tokens_in, tokens_out, cost_usd FROM run_counts WHERE run_id = ANY(%s)",
             (list(ids),),
         ):
             totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
@@ -83,7 +83,7 @@ class PostgresPages:
         return totals
 
     def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
-        counted = self.one("SELECT visit_rows FROM runs WHERE id = %s", (run_id,))
+        counted = self.one("SELECT visit_rows FROM run_counts WHERE run_id = %s", (run_id,))
         # SQLite's order: a visit not started yet (NULL) sorts last going down
         visits = self.rows(
             VisitRow,
@@ -134,7 +134,7 @@ class PostgresPages:
         return VisitDetail(tail[0] if tail else None, events)
 
     def visits_total(self) -> int:
-        found = self.one("SELECT COALESCE(SUM(finished_visits), 0) FROM runs", ())
+        found = self.one("SELECT COALESCE(SUM(finished_visits), 0) FROM run_counts", ())
         return int(found[0]) if found else 0
 
     def pipeline_names(self) -> list[str]:

@@ -312,7 +312,7 @@ def _m12_visits_by_start(db: sqlite3.Connection) -> None:
 
 
 def _m13_stores2(db: sqlite3.Connection) -> None:
-    # a run's visit counts and spend kept in its row by triggers (store/counters.py):
+    # a run's visit counts and spend kept in run_counts by triggers (store/counters.py):
     # reading a running run no longer counts its visits
     from swell.store.counters import sqlite_script
 

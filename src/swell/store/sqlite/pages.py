@@ -64,7 +64,7 @@ class SqlitePages:
         marks = ", ".join("?" * len(ids))
         for run_id, t_in, t_out, cost in self.db.execute(
             # kept by the visits' triggers (store/counters.py): no visit is read
-            f"SELECT id, tokens_in, tokens_out, cost_usd FROM runs WHERE id IN ({marks})",
+            f"SELECT run_id, tokens_in, tokens_out, cost_usd FROM run_counts WHERE run_id IN ({marks})",
             tuple(ids),
         ):
             totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
@@ -78,7 +78,7 @@ class SqlitePages:
 
     def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
         counted = self.db.execute(
-            "SELECT visit_rows FROM runs WHERE id = ?", (run_id,)
+            "SELECT visit_rows FROM run_counts WHERE run_id = ?", (run_id,)
         ).fetchone()  # kept by the visits' triggers (store/counters.py)
         total = counted[0] if counted else 0
         rows = self.db.execute(
@@ -137,7 +137,7 @@ class SqlitePages:
     def visits_total(self) -> int:
         return int(
             self.db.execute(
-                "SELECT COALESCE(SUM(finished_visits), 0) FROM runs"  # store/counters.py
+                "SELECT COALESCE(SUM(finished_visits), 0) FROM run_counts"  # store/counters.py
             ).fetchone()[0]
         )
 
