@@ -17,8 +17,9 @@ transaction mode would break session locks: connect directly, or through a pool 
 session mode.
 
 **Waking followers** (the `notify` capability): `emit` sends `NOTIFY` on the store's
-channel (`swell_events_<hash of the schema>`, payload the run id) in its transaction;
-`wait_for_events` LISTENs on a second connection and wakes on the commit.
+channel (`swell_events_<hash of the schema>`, payload the run id) in its transaction
+while a follower is registered in `listeners` (postgres/listen.py);
+`wait_for_events` LISTENs on a second connection, registered, and wakes on the commit.
 """
 
 from __future__ import annotations
