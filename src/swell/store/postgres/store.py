@@ -203,8 +203,12 @@ class PostgresStore(SqlReads):
 
         check_seqs(events)
         try:
+            message = batch_sql(events, self.channel).encode()
+        except ValueError as exc:  # a NUL in a text, which Postgres cannot store
+            raise StoreError(f"the Postgres store at {self.where} failed: {exc}") from None
+        try:
             with self._lock, self._errors():
-                self._client().execute(batch_sql(events, self.channel).encode())
+                self._client().execute(message)
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
