@@ -204,4 +204,3 @@ def test_a_negative_limit_lists_every_run_as_sqlite_does(postgres_server: Postgr
         store.create_run(run_id=f"r{n}", pipeline="p", input_text="", workspace="/ws")
     assert [r.id for r in store.list_runs(-1)] == ["r2", "r1", "r0"]
     store.close()
-
