@@ -153,3 +153,43 @@ def test_a_migrated_store_is_not_migrated_again(tmp_path: Path) -> None:
     once = _rows(path)
     open_store(path).close()
     assert _rows(path) == once
+
+
+def test_a_store_from_before_the_counters_counts_the_visits_it_had(tmp_path: Path) -> None:
+    """The migration that keeps a run's visit counts in its row (store/counters.py)
+    counts the visits stored before it once; the run reads the same after."""
+    from swell.store.capabilities import page_reader
+
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    db.execute("BEGIN")
+    for version, step in enumerate(MIGRATIONS[: MIGRATIONS.index(migrations._m13_stores2)], 1):
+        step(db)
+        db.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'))", (version,))
+    db.execute(
+        "INSERT INTO runs (id, pipeline, status, input, created_at) "
+        "VALUES ('r1', 'build', 'running', '', '2026-11-24T10:00:00.000Z')"
+    )
+    ts = "2026-11-24T10:00:01.000Z"
+    for n, outcome in ((1, "failure"), (2, "success")):
+        for event in (
+            ev.StepStarted(step_id="implement", visit=n, kind="prompt"),
+            ev.StepFinished(step_id="implement", visit=n, outcome=outcome, tokens_in=5),  # type: ignore[arg-type]
+        ):
+            event.run_id, event.seq, event.ts = "r1", 2 * n, ts
+            project(SqliteTables(db), event)
+    started = ev.StepStarted(step_id="test", visit=1, kind="command")
+    started.run_id, started.seq, started.ts = "r1", 9, ts
+    project(SqliteTables(db), started)
+    db.execute("COMMIT")
+    db.close()
+    store = open_store(path)
+    assert store.get_run("r1").visits == 3
+    pages = page_reader(store)
+    assert pages.visits_page("r1", 0, 1).total == 3
+    assert pages.totals(["r1"])["r1"].tokens_in == 10
+    assert pages.visits_total() == 2
+    store.close()

@@ -80,8 +80,8 @@ def test_close_returns_once_the_server_let_the_claims_go(postgres_server: Postgr
 
 def test_a_commit_notifies_the_stores_channel(postgres_server: PostgresServer) -> None:
     import psycopg
-    from psycopg import sql
 
+    from swell.store.postgres.listen import listen
     from swell.store.postgres.store import PostgresStore
 
     url = postgres_server.fresh_schema()
@@ -89,13 +89,41 @@ def test_a_commit_notifies_the_stores_channel(postgres_server: PostgresServer) -
     assert isinstance(store, PostgresStore)
     store.create_run(run_id="r1", pipeline="p", input_text="", workspace="/ws")
     with psycopg.connect(url, autocommit=True) as listener:
-        listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel)))
+        listen(listener, store.channel)
         store.emit([stamp("r1", 1, ev.RunStarted(pipeline="p"))])
         got = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
         assert got == ["r1"]
         with pytest.raises(StoreError):  # a batch that does not commit notifies no one
             store.emit([stamp("r1", 1, ev.RunStarted(pipeline="p"))])
         assert list(listener.notifies(timeout=0.3, stop_after=1)) == []
+    store.close()
+
+
+def test_a_commit_notifies_only_while_a_follower_listens(postgres_server: PostgresServer) -> None:
+    """Each notifying commit takes a lock of the whole database (Postgres queues the
+    notification at commit): a store no one follows commits without one (issue 35)."""
+    import psycopg
+    from psycopg import sql
+
+    from swell.store.postgres.listen import listen, unlisten
+    from swell.store.postgres.store import PostgresStore
+
+    url = postgres_server.fresh_schema()
+    store = open_store(url)
+    assert isinstance(store, PostgresStore)
+    store.create_run(run_id="r1", pipeline="p", input_text="", workspace="/ws")
+    with psycopg.connect(url, autocommit=True) as raw, psycopg.connect(url) as follower:
+        follower.autocommit = True
+        raw.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel)))
+        store.emit([stamp("r1", 1, ev.RunStarted(pipeline="p"))])
+        assert list(raw.notifies(timeout=0.3, stop_after=1)) == []  # no follower: no NOTIFY
+        listen(follower, store.channel)
+        store.emit([stamp("r1", 2, ev.Warning(message="w"))])
+        assert [n.payload for n in follower.notifies(timeout=5, stop_after=1)] == ["r1"]
+        assert [n.payload for n in raw.notifies(timeout=5, stop_after=1)] == ["r1"]
+        unlisten(follower)
+        store.emit([stamp("r1", 3, ev.Warning(message="w"))])
+        assert list(raw.notifies(timeout=0.3, stop_after=1)) == []
     store.close()
 
 

@@ -65,3 +65,22 @@ def test_a_writer_among_busy_writers_gets_its_turn(tmp_path: Path) -> None:
         for proc in busy:
             proc.wait(timeout=600)
     assert all(proc.returncode == 0 for proc in busy)
+
+
+def test_a_writer_alone_begins_with_one_statement(tmp_path: Path) -> None:
+    """A run writing alone pays BEGIN IMMEDIATE, its statements and COMMIT: no PRAGMA
+    switching SQLite's busy handler off and on around each BEGIN (issue 35: ~30 us a
+    commit), and no ticket."""
+    store = open_store(tmp_path / "state.db")
+    store.create_run(run_id="alone", pipeline="p", input_text="", workspace="/ws")
+    ts = "2026-11-28T08:00:00.000Z"
+    store.emit([ev.Warning(message="first", run_id="alone", seq=1, ts=ts)])
+    sent: list[str] = []
+    store.db.set_trace_callback(sent.append)  # type: ignore[attr-defined]
+    for seq in range(2, 5):
+        store.emit([ev.Warning(message="again", run_id="alone", seq=seq, ts=ts)])
+    store.db.set_trace_callback(None)  # type: ignore[attr-defined]
+    store.close()
+    assert [s for s in sent if s.upper().startswith("PRAGMA")] == []
+    assert sum(s == "BEGIN IMMEDIATE" for s in sent) == 3
+    assert (tmp_path / "state.db-writers").read_bytes()[:8] in (b"", bytes(8))  # no ticket

@@ -35,7 +35,7 @@ from swell.events.models import (
     StepStarted,
 )
 from swell.store import records
-from swell.store.records import Record
+from swell.store.records import PRIMARY_KEYS, Record
 from swell.store.rules import FINISHED_FOR_GOOD
 
 if TYPE_CHECKING:
@@ -78,14 +78,23 @@ class SqliteTables:
     def insert(self, table: str, record: Record) -> None:
         statement = _STATEMENTS.get(table)
         if statement is None:
-            statement = _STATEMENTS[table] = (
-                f"INSERT OR REPLACE INTO {table} ({', '.join(record)}) "
-                f"VALUES ({', '.join('?' * len(record))})"
-            )
+            statement = _STATEMENTS[table] = _sqlite_insert(table, record)
         self.db.execute(statement, tuple(record.values()))
 
     def update(self, sql: str, params: Sequence[Any]) -> None:
         self.db.execute(sql, params)
+
+
+def _sqlite_insert(table: str, record: Record) -> str:
+    """`INSERT OR REPLACE`; a visit row as an upsert instead, which SQLite's update
+    trigger sees (a REPLACE deletes the old row without firing the delete trigger
+    that keeps the run's counters: store/counters.py)."""
+    values = f"({', '.join(record)}) VALUES ({', '.join('?' * len(record))})"
+    if table != "visits":
+        return f"INSERT OR REPLACE INTO {table} {values}"
+    keys = ("run_id", *PRIMARY_KEYS[table])
+    updates = ", ".join(f"{c} = excluded.{c}" for c in record if c not in keys)
+    return f"INSERT INTO visits {values} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
 
 
 _STATEMENTS: dict[str, str] = {}

@@ -78,8 +78,8 @@ class SqlPages:
             return totals
         marks = ", ".join("?" * len(ids))
         for run_id, t_in, t_out, cost in self._all(
-            "SELECT run_id, SUM(tokens_in), SUM(tokens_out), SUM(cost_usd) FROM visits "
-            f"WHERE run_id IN ({marks}) GROUP BY run_id",
+            # kept by the visits' triggers (store/counters.py): no visit is read
+            f"SELECT run_id, tokens_in, tokens_out, cost_usd FROM run_counts WHERE run_id IN ({marks})",
             tuple(ids),
         ):
             totals[run_id] = RunTotals(int(t_in or 0), int(t_out or 0), float(cost or 0.0))
@@ -92,7 +92,8 @@ class SqlPages:
         return totals
 
     def visits_page(self, run_id: str, offset: int, limit: int) -> VisitPage:
-        total = self._count("SELECT COUNT(*) FROM visits WHERE run_id = ?", (run_id,))
+        # kept by the visits' triggers (store/counters.py)
+        total = self._count("SELECT visit_rows FROM run_counts WHERE run_id = ?", (run_id,))
         visits = self._rows(
             VisitRow,
             f"SELECT {VISIT_COLUMNS} FROM visits WHERE run_id = ? "
@@ -130,9 +131,7 @@ class SqlPages:
         return VisitDetail(tail[0] if tail else None, events)
 
     def visits_total(self) -> int:
-        return self._count(
-            "SELECT COUNT(*) FROM visits WHERE status IN ('succeeded', 'failed')", ()
-        )
+        return self._count("SELECT COALESCE(SUM(finished_visits), 0) FROM run_counts", ())
 
     def pipeline_names(self) -> list[str]:
         return [r[0] for r in self._all("SELECT DISTINCT pipeline FROM runs ORDER BY 1", ())]

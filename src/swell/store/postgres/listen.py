@@ -20,6 +20,20 @@ from swell.errors import StoreError
 WAKE_SECONDS = 0.5  # how often the thread looks whether it was closed
 
 
+def listen(conn: psycopg.Connection[tuple[object, ...]], channel: str) -> None:
+    """LISTEN on `conn` (autocommit), and record it in `listeners` so that commits
+    notify from now on. Taking the table's lock waits for every writer that has looked
+    at `listeners` without finding one and not yet committed: each of those commits
+    lands before this returns, so a follower that reads the store after `listen` misses
+    none of them, and every later commit sees the row. Rows of connections gone
+    (killed processes) are dropped here; until then they cost only a NOTIFY."""
+    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+    with conn.transaction():
+        conn.execute("LOCK TABLE listeners IN ACCESS EXCLUSIVE MODE")
+        conn.execute("DELETE FROM listeners WHERE pid NOT IN (SELECT pid FROM pg_stat_activity)")
+        conn.execute("INSERT INTO listeners (pid) VALUES (pg_backend_pid()) ON CONFLICT DO NOTHING")
+
+
 class CommitListener:
     """LISTEN on the store's channel; `start(on_commit)` calls `on_commit(run_id)` from
     its thread for every commit, until `close`."""
@@ -27,7 +41,7 @@ class CommitListener:
     def __init__(self, url: str, channel: str, where: str) -> None:
         try:
             self.conn = psycopg.connect(url, autocommit=True)
-            self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            listen(self.conn, channel)
         except psycopg.Error as exc:
             raise StoreError(f"cannot listen to the store at {where}: {exc}") from None
         self._closed = threading.Event()
@@ -54,4 +68,10 @@ class CommitListener:
         if self._thread is not None:
             self._thread.join(timeout=2 * WAKE_SECONDS)
         with contextlib.suppress(psycopg.Error):
+            unlisten(self.conn)
             self.conn.close()
+
+
+def unlisten(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Drop `conn`'s row in `listeners`: commits stop notifying when no one is left."""
+    conn.execute("DELETE FROM listeners WHERE pid = pg_backend_pid()")

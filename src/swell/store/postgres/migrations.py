@@ -213,13 +213,31 @@ def _m3_event_marks(db: psycopg.Connection[tuple[object, ...]]) -> None:
     )
 
 
+def _m4_stores2(db: psycopg.Connection[tuple[object, ...]]) -> None:
+    # a run's visit counts and spend kept in run_counts by triggers (store/counters.py),
+    # and the connections that LISTEN, so that a commit notifies only when one does
+    # (postgres/listen.py)
+    from swell.store.counters import postgres_script
+
+    for statement in postgres_script():
+        db.execute(statement.encode())
+    db.execute(b"CREATE TABLE IF NOT EXISTS listeners (pid INTEGER PRIMARY KEY)")
+
+
 MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [
     _m1_initial,
     _m2_dispatches,
     _m3_event_marks,
+    _m4_stores2,
 ]
 # the tables swell writes (`swell doctor` checks it may): the migrations' and their record
-TABLES = ("schema_migrations", *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL), "dispatches")
+TABLES = (
+    "schema_migrations",
+    *re.findall(r"CREATE TABLE (\w+)", _M1_INITIAL),
+    "dispatches",
+    "listeners",
+    "run_counts",
+)
 
 # the transaction-level advisory lock migrations hold (pg_advisory_xact_lock), one per schema
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('swell.migrate.' || current_schema(), 0))"

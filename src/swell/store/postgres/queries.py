@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-# visits and last_seq are derived for runs still going, as SQLite does
+from swell.store.counters import LIVE_VISITS
+
+# visits and last_seq for runs still going, as SQLite reads them
 RUN_COLUMNS = (
     "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
-    "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
-    "AND v.status <> 'interrupted') ELSE visits END AS visits, "
+    f"{LIVE_VISITS} AS visits, "
     "COALESCE((SELECT MAX(e.seq) FROM events e WHERE e.run_id = runs.id), 0) AS last_seq, "
     "parent_run_id, parent_step_id, workspace, pipeline_path, project_root, owner_pid, "
     "owner_host, options"

@@ -17,8 +17,9 @@ transaction mode would break session locks: connect directly, or through a pool 
 session mode.
 
 **Waking followers** (the `notify` capability): `emit` sends `NOTIFY` on the store's
-channel (`swell_events_<hash of the schema>`, payload the run id) in its transaction;
-`wait_for_events` LISTENs on a second connection and wakes on the commit.
+channel (`swell_events_<hash of the schema>`, payload the run id) in its transaction
+while a follower is registered in `listeners` (postgres/listen.py);
+`wait_for_events` LISTENs on a second connection, registered, and wakes on the commit.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import psycopg
-from psycopg import sql
 
 from swell.errors import RunNotFound, StoreError, SwellError
 from swell.store import dispatch as dispatch_sql
@@ -79,14 +79,6 @@ R = TypeVar("R", bound="DataclassInstance")
 Connection = psycopg.Connection[tuple[Any, ...]]
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
-_NOTIFY = "SELECT pg_notify(%s, r) FROM unnest(%s::text[]) AS r"
-# a batch of events is one statement, whatever its size
-_INSERT_EVENTS = (
-    "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) "
-    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
-    "%s::int[], %s::text[])"
-)
-
 
 class PostgresStore(SqlReads):
     """Runs, events and their projections in a Postgres database (one schema of it)."""
@@ -118,6 +110,7 @@ class PostgresStore(SqlReads):
         self._lock = threading.RLock()  # one statement or transaction at a time per handle
         self._held: set[str] = set()  # runs this handle's connection holds the lock of
         self._listener: Connection | None = None
+        self._batcher: psycopg.ClientCursor[tuple[Any, ...]] | None = None  # `emit`'s
 
     def close(self) -> None:
         with self._lock:
@@ -128,6 +121,10 @@ class PostgresStore(SqlReads):
                     self.db.execute("SELECT pg_advisory_unlock_all()")
             self._held.clear()
             if self._listener is not None:
+                from swell.store.postgres.listen import unlisten
+
+                with contextlib.suppress(psycopg.Error):
+                    unlisten(self._listener)
                 self._listener.close()
             self.db.close()
 
@@ -194,33 +191,30 @@ class PostgresStore(SqlReads):
 
     def emit(self, events: Sequence[BaseEvent]) -> None:
         """Commit a batch of events (one INSERT) and their projections atomically, and
-        notify followers when it commits. Every statement, BEGIN and COMMIT included, is
-        sent at once (psycopg's pipeline mode): one round trip to the server a batch."""
+        notify followers when it commits: one message to the server, its statements
+        with their values in line (`batch.py`), which the server runs as one
+        transaction: one round trip a batch, and a failing statement rolls it all back."""
         if not events:
             return
-        from swell.events.models import event_data  # loaded only by writers: readers stay quick
-        from swell.store.postgres.projections import PostgresTables
-        from swell.store.projections import Statements, project
+        from swell.store.postgres.batch import batch_sql
 
         check_seqs(events)
-        columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
-        for e in events:
-            row = (e.run_id, e.seq, e.ts, getattr(e, "type", ""), e.step_id, e.visit)
-            for column, value in zip(columns, (*row, event_data(e)), strict=True):
-                column.append(value)
-        statements = Statements()
-        tables = PostgresTables(statements)
-        for event in events:
-            project(tables, event)
         try:
-            with self._lock, self._errors(), self.db.pipeline(), self._tx() as cur:
-                cur.execute(_INSERT_EVENTS, columns)
-                for statement, params in statements:
-                    cur.execute(statement, params)
-                cur.execute(_NOTIFY, (self.channel, list(dict.fromkeys(columns[0]))))
+            message = batch_sql(events, self.channel).encode()
+        except ValueError as exc:  # a NUL in a text, which Postgres cannot store
+            raise StoreError(f"the Postgres store at {self.where} failed: {exc}") from None
+        try:
+            with self._lock, self._errors():
+                self._client().execute(message)
         except _Clash:
             # rolled back: which event was stored already (or twice in the batch)?
             raise already_stored(events, self._stored_seqs(events)) from None
+
+    def _client(self) -> psycopg.ClientCursor[tuple[Any, ...]]:
+        """The cursor that sends a batch: values bound here, statements as one message."""
+        if self._batcher is None:
+            self._batcher = psycopg.ClientCursor(self.db)
+        return self._batcher
 
     def save_snapshot(self, run_id: str, seq: int, data: str) -> None:
         with self._tx() as cur:
@@ -403,8 +397,10 @@ class PostgresStore(SqlReads):
     def _new_listener(self) -> Connection:
         if self._listener is None:
             try:
+                from swell.store.postgres.listen import listen
+
                 listener = psycopg.connect(self.url, autocommit=True)
-                listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                listen(listener, self.channel)
             except psycopg.Error as exc:
                 raise StoreError(f"cannot listen to the store at {self.where}: {exc}") from None
             self._listener = listener

@@ -311,6 +311,15 @@ def _m12_visits_by_start(db: sqlite3.Connection) -> None:
     )
 
 
+def _m13_stores2(db: sqlite3.Connection) -> None:
+    # a run's visit counts and spend kept in run_counts by triggers (store/counters.py):
+    # reading a running run no longer counts its visits
+    from swell.store.counters import sqlite_script
+
+    for statement in sqlite_script():
+        db.execute(statement)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_rounds,
@@ -324,6 +333,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m10_bench,
     _m11_event_marks,
     _m12_visits_by_start,
+    _m13_stores2,
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from swell.store.counters import LIVE_VISITS
+
 # the keys of a run's events after a seq (parameters: run id, seq, run id): see sqlite/compact.py
 EVENTS_AFTER = (
     "id > (SELECT num * 4294967296 FROM event_runs WHERE run_id = ?) + ? "
@@ -9,12 +11,12 @@ EVENTS_AFTER = (
 )
 
 
-# visits (going on or finished, not interrupted: as the run page counts them) and last_seq
-# are derived for runs still going, so writers need not keep them current
+# visits (going on or finished, not interrupted: as the run page counts them) for a run
+# still going from the counters the triggers keep (store/counters.py); last_seq from the
+# newest event's key
 RUN_COLUMNS = (
     "id, pipeline, status, input, created_at, started_at, finished_at, updated_at, error, "
-    "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM visits v WHERE v.run_id = runs.id "
-    "AND v.status <> 'interrupted') ELSE visits END AS visits, "
+    f"{LIVE_VISITS} AS visits, "
     "COALESCE((SELECT e.id FROM events e WHERE e.id BETWEEN "
     "(SELECT num * 4294967296 FROM event_runs n WHERE n.run_id = runs.id) AND "
     "(SELECT num * 4294967296 + 4294967295 FROM event_runs n WHERE n.run_id = runs.id) "

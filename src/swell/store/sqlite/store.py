@@ -12,7 +12,6 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -46,7 +45,7 @@ from swell.store.sqlite.errors import os_store_error, store_error, translated
 from swell.store.sqlite.migrations import migrate
 from swell.store.sqlite.queries import EVENTS_AFTER, INSERT_RUN, RUN_COLUMNS
 from swell.store.sqlite.run_locks import RunLocks, alive
-from swell.store.sqlite.transactions import BUSY_MS, transaction
+from swell.store.sqlite.transactions import BUSY_MS, Writes
 from swell.store.sqlite.writers import Line
 
 if TYPE_CHECKING:
@@ -105,6 +104,7 @@ class SqliteStore(SqlReads):
                 raise os_store_error(exc, path) from None
             raise store_error(exc, path) from None
         self.identity = f"sqlite://{path.resolve()}"  # Store.identity
+        self._tx = Writes(self.db, self.line)  # `with self._tx():` a write transaction
         self._nums: dict[str, int] = {}  # run id -> its number in `events`, once committed
         self._checkpoints: Checkpoints | None = None  # started by the first `emit`
 
@@ -174,6 +174,7 @@ class SqliteStore(SqlReads):
         if self._checkpoints is None:  # this process writes events: checkpoint off the way
             self.db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpoints = Checkpoints(self.path)
+            self._tx.wait_itself()  # in the writers' line, not SQLite's busy handler
         # everything but the writing is done before the transaction: other runs' writers
         # wait while it is open (writers.py)
         stamps: dict[str, int | str] = {}  # a batch's events mostly share one time
@@ -444,9 +445,6 @@ class SqliteStore(SqlReads):
         cursor = self.db.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return [row_from(cls, dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
-
-    def _tx(self) -> AbstractContextManager[None]:
-        return transaction(self.db, self.line)
 
 
 class _Clash(Exception):

@@ -32,8 +32,7 @@ import os
 import stat
 import struct
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +49,28 @@ class _File:
     fd: int | None = None  # opened by the first write (-1: there is no line to be had)
     handles: int = 0  # open `Line`s on it
     threads: threading.Lock = field(default_factory=threading.Lock)  # one thread at a time
+
+
+class Turn:
+    """A writer's place at the head of the line, held until its transaction ends."""
+
+    __slots__ = ("fd", "file", "ticket")
+
+    def __init__(self, file: _File, fd: int) -> None:
+        self.file = file  # its `threads` lock is held
+        self.fd = fd
+        self.ticket: int | None = None  # None: it began without a ticket
+
+
+def leave(turn: Turn | None) -> None:
+    """The transaction is over: the next writer may begin."""
+    if turn is None:
+        return
+    try:
+        if turn.ticket is not None:
+            _served(turn.fd, turn.ticket)
+    finally:
+        turn.file.threads.release()
 
 
 _GUARD = threading.Lock()
@@ -76,30 +97,31 @@ class Line:
             file.handles += 1
         self.file: _File | None = file
 
-    @contextmanager
-    def turn(self, begin_now: Callable[[], bool]) -> Iterator[bool]:
+    def enter(self, begin_now: Callable[[], bool]) -> tuple[bool, Turn | None]:
         """Begin at once (`begin_now`, which must not wait) when no one is in line, or
-        else wait this writer's turn; the block says whether the transaction has begun,
-        and holds the turn."""
+        else wait this writer's turn: whether the transaction has begun, and the turn
+        to give back to `leave` when it ends (None: there is no line to be had)."""
         fd = self._fd()
-        if fd < 0:
-            yield False
-            return
-        assert self.file is not None
-        with self.file.threads:
+        file = self.file
+        if fd < 0 or file is None:
+            return False, None
+        file.threads.acquire()
+        turn = Turn(file, fd)
+        try:
             if _no_line(fd) and begin_now():
-                yield True
-                return
-            ticket = _take(fd)
-            try:
-                if ticket is not None:
-                    _wait(fd, ticket - 1)
-                yield False
-            finally:
-                if ticket is not None:
-                    _served(fd, ticket)
+                return True, turn
+            turn.ticket = _take(fd)
+            if turn.ticket is not None:
+                _wait(fd, turn.ticket - 1)
+        except BaseException:
+            leave(turn)
+            raise
+        return False, turn
 
     def _fd(self) -> int:
+        file = self.file
+        if file is not None and file.fd is not None and _FILES.get(self.key) is file:
+            return file.fd  # opened already, and neither closed nor forked since
         with _GUARD:
             file = self.file
             if file is None or _FILES.get(self.key) is not file:  # closed, or forked since
