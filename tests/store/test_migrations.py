@@ -166,7 +166,7 @@ def test_a_store_from_before_the_counters_counts_the_visits_it_had(tmp_path: Pat
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
     db.execute("BEGIN")
-    for version, step in enumerate(MIGRATIONS[: MIGRATIONS.index(migrations._m13_stores2)], 1):
+    for version, step in enumerate(MIGRATIONS[: MIGRATIONS.index(migrations._m13_run_counts)], 1):
         step(db)
         db.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'))", (version,))
     db.execute(

@@ -213,7 +213,7 @@ def _m3_event_marks(db: psycopg.Connection[tuple[object, ...]]) -> None:
     )
 
 
-def _m4_stores2(db: psycopg.Connection[tuple[object, ...]]) -> None:
+def _m4_run_counts(db: psycopg.Connection[tuple[object, ...]]) -> None:
     # a run's visit counts and spend kept in run_counts by triggers (store/counters.py),
     # and the connections that LISTEN, so that a commit notifies only when one does
     # (postgres/listen.py)
@@ -228,7 +228,7 @@ MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [
     _m1_initial,
     _m2_dispatches,
     _m3_event_marks,
-    _m4_stores2,
+    _m4_run_counts,
 ]
 # the tables swell writes (`swell doctor` checks it may): the migrations' and their record
 TABLES = (

@@ -311,7 +311,7 @@ def _m12_visits_by_start(db: sqlite3.Connection) -> None:
     )
 
 
-def _m13_stores2(db: sqlite3.Connection) -> None:
+def _m13_run_counts(db: sqlite3.Connection) -> None:
     # a run's visit counts and spend kept in run_counts by triggers (store/counters.py):
     # reading a running run no longer counts its visits
     from swell.store.counters import sqlite_script
@@ -333,7 +333,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m10_bench,
     _m11_event_marks,
     _m12_visits_by_start,
-    _m13_stores2,
+    _m13_run_counts,
 ]
 
 
