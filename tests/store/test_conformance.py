@@ -305,6 +305,27 @@ def test_context_keeps_the_latest_value_of_each_key(store: Store, new_run: NewRu
     assert store.context("missing") == {}
 
 
+HOSTILE = [
+    "O'Brien's \\ path C:\\x\\'",
+    "'); DROP TABLE runs; --",
+    "$$ %s %(x)s ? :name E'\\n'",
+    "tabs\tnew\nlines\r\u00e9\u6f22\U0001f600",
+]
+
+
+def test_text_that_looks_like_sql_is_kept_as_it_is(store: Store, new_run: NewRun) -> None:
+    """Quotes, backslashes, placeholders and non-ASCII in an event's text read back
+    byte for byte, into the context table and the event log alike."""
+    w = new_run("r1")
+    w.emit(
+        *[ev.ContextSet(step_id="s", visit=1, key=f"k{n}", value=v) for n, v in enumerate(HOSTILE)]
+    )
+    assert list(store.context("r1").values()) == HOSTILE
+    kept = [e for e in store.events("r1") if isinstance(e, ev.ContextSet)]
+    assert [e.value for e in kept] == HOSTILE
+    assert [r.id for r in store.list_runs()] == ["r1"]
+
+
 def test_artifacts_written_and_rewritten(store: Store, new_run: NewRun) -> None:
     w = new_run("r1")
     log = {"step_id": "build", "visit": 1, "name": "log", "path": "/ws/build.log"}
