@@ -16,6 +16,7 @@ placeholders (`store/projections.py`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from swell.events.models import BaseEvent
 
 _INSERT_EVENTS = "INSERT INTO events (run_id, seq, ts, type, step_id, visit, data) VALUES "
-_PIECES: dict[str | bytes, list[str]] = {}  # a statement split at its placeholders
 
 
 def batch_sql(events: Sequence[BaseEvent], channel: str, notify: bool = True) -> str:
@@ -67,10 +67,7 @@ def batch_sql(events: Sequence[BaseEvent], channel: str, notify: bool = True) ->
 
 def bound(statement: str | bytes, params: Sequence[Any]) -> str:
     """`statement` with its `%s` placeholders replaced by `params` as literals."""
-    pieces = _PIECES.get(statement)
-    if pieces is None:
-        text = statement.decode() if isinstance(statement, bytes) else statement
-        pieces = _PIECES[statement] = text.split("%s")
+    pieces = _pieces(statement)
     if len(pieces) != len(params) + 1:
         raise ValueError(f"{len(params)} values for {len(pieces) - 1} placeholders")
     out = [pieces[0]]
@@ -78,6 +75,13 @@ def bound(statement: str | bytes, params: Sequence[Any]) -> str:
         out.append(literal(value))
         out.append(piece)
     return "".join(out)
+
+
+@functools.lru_cache(maxsize=512)
+def _pieces(statement: str | bytes) -> tuple[str, ...]:
+    """A statement split at its placeholders (the projections' few, over and over)."""
+    text = statement.decode() if isinstance(statement, bytes) else statement
+    return tuple(text.split("%s"))
 
 
 def literal(value: Any) -> str:
