@@ -99,6 +99,13 @@ def test_every_page_on_real_runs_loads_and_is_accessible(
             "els => els.map(e => [e.dataset.from, e.dataset.to, e.dataset.kind])",
         )
         assert {tuple(e) for e in drawn} == manifest_edges(TOUR)
+        # a command step's timeline bar has the command colour of its graph node
+        fills = page.evaluate(
+            "() => ['svg.timeline-svg rect.bar.k-command.s-succeeded',"
+            " 'svg.run-graph .k-command .bar']"
+            ".map(s => getComputedStyle(document.querySelector(s)).fill)"
+        )
+        assert fills[0] == fills[1], fills
         # the running run says so, with Cancel; the gate waiting offers its choices
         page.goto(f"{server}/runs/{live}")
         assert page.get_by_role("button", name="Cancel run").count() == 1

@@ -119,7 +119,7 @@ class Sketch:
             parts.append(_lane_row(name, AXIS_H + i * LANE_H, width))
         # bars in ms across, px down: a new scale is one attribute (the chart's viewBox)
         parts.append(
-            f'<svg class="chart" x="{LABEL_W + PAD}" y="0" width="{CHART_W}" height="{height}" '
+            f'<svg class="timeline-bars" x="{LABEL_W + PAD}" y="0" width="{CHART_W}" height="{height}" '
             f'viewBox="0 0 {span_ms} {height}" preserveAspectRatio="none" '
             f'data-t0="{_epoch_ms(self.t0)}" data-span="{span_ms}">'
         )

@@ -192,7 +192,7 @@ var SVG_NS = "http://www.w3.org/2000/svg";
 
 // a visit's bar on the timeline, in the chart's units (ms since its first start)
 function patchBar(event, status) {
-  var chart = document.querySelector("#live-run svg.timeline-svg svg.chart");
+  var chart = document.querySelector("#live-run svg.timeline-svg svg.timeline-bars");
   if (!chart) return false;
   var stepSel = '[data-step="' + CSS.escape(event.step_id) + '"]';
   var link = chart.querySelector("a" + stepSel + '[data-visit="' + event.visit + '"]:not([data-child-run])');
@@ -237,7 +237,7 @@ function patchBar(event, status) {
 
 // bars still going end at now: their widths, and the chart's scale once they pass its end
 function growBars() {
-  var chart = document.querySelector("svg.timeline-svg svg.chart");
+  var chart = document.querySelector("svg.timeline-svg svg.timeline-bars");
   if (!chart) return;
   var now = Date.now(), t0 = Number(chart.dataset.t0), span = Number(chart.dataset.span);
   chart.querySelectorAll("rect.running[data-start]").forEach(function (bar) {
