@@ -238,21 +238,28 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"ok"}}'
 """
 
 
-def test_only_the_agents_settings_and_login_enter_the_run_home(
-    tmp_path: Path, isolated_state: Path
-) -> None:
+def _claude_user(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(a HOME with a claude login and settings, the LOOK stand-in for claude, an empty
+    project)."""
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / ".credentials.json").write_text('{"token": "oauth-secret"}\n')
     (home / ".claude" / "settings.json").write_text('{"theme": "dark"}\n')
-    (home / ".claude.json").write_text('{"history": "private"}\n')
-    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
     binary = tmp_path / "bin" / "claude"
     binary.parent.mkdir()
     binary.write_text(LOOK.format(home=home))
     binary.chmod(0o755)
     project = tmp_path / "project"
     project.mkdir()
+    return home, binary, project
+
+
+def test_only_the_agents_settings_and_login_enter_the_run_home(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    home, binary, project = _claude_user(tmp_path)
+    (home / ".claude.json").write_text('{"history": "private"}\n')
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
     (project / "wave.yaml").write_text(f"""
 kind: WaveManifest
 metadata: {{name: logins}}
@@ -307,16 +314,7 @@ def test_a_run_on_another_adapter_gets_that_adapters_login(
 ) -> None:
     """`swell run --adapter NAME` runs the persona's visits on NAME's CLI: its box binds
     NAME's login and settings, not those of the persona's own adapter."""
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".claude" / ".credentials.json").write_text('{"token": "oauth-secret"}\n')
-    (home / ".claude" / "settings.json").write_text('{"theme": "dark"}\n')
-    binary = tmp_path / "bin" / "claude"
-    binary.parent.mkdir()
-    binary.write_text(LOOK.format(home=home))
-    binary.chmod(0o755)
-    project = tmp_path / "project"
-    project.mkdir()
+    home, binary, project = _claude_user(tmp_path)
     (project / "wave.yaml").write_text(f"""
 kind: WaveManifest
 metadata: {{name: logins}}
