@@ -43,7 +43,9 @@ def git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
-def test_a_rewind_restores_the_worktree_of_a_worktree_step(project: Path) -> None:
+def _committed_project(project: Path) -> Path:
+    """The project as a git repository with the looping worktree pipeline; returns the
+    file holding the visit the loop ends at (4)."""
     (project / "app.py").write_text("print('v1')\n")
     limit = project.parent / "limit"
     limit.write_text("4\n")
@@ -51,6 +53,11 @@ def test_a_rewind_restores_the_worktree_of_a_worktree_step(project: Path) -> Non
     git(project, "init", "-q", "-b", "main")
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "initial")
+    return limit
+
+
+def test_a_rewind_restores_the_worktree_of_a_worktree_step(project: Path) -> None:
+    limit = _committed_project(project)
     run_id = run_id_of(swell("run", "wt", cwd=project).stdout)
     ws = Path(swell_json("status", run_id, cwd=project)["workspace"])
     (tree,) = [p for p in (ws / "worktrees").iterdir() if p.is_dir()]
@@ -67,13 +74,7 @@ def test_a_rewind_restores_the_worktree_of_a_worktree_step(project: Path) -> Non
 
 
 def test_a_fork_starts_its_own_worktree_from_the_origins_checkpoint(project: Path) -> None:
-    (project / "app.py").write_text("print('v1')\n")
-    limit = project.parent / "limit"
-    limit.write_text("4\n")
-    write_pipeline(project, "wt", LOOP.format(limit=limit))
-    git(project, "init", "-q", "-b", "main")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "initial")
+    limit = _committed_project(project)
     origin = run_id_of(swell("run", "wt", cwd=project).stdout)
     limit.write_text("3\n")
     forked = swell("fork", origin, "--at", "work#2", cwd=project)
