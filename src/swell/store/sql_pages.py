@@ -10,7 +10,7 @@ pager), which tests/store checks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from swell.store.pages import (
     ARTIFACT_COLUMNS,
@@ -29,29 +29,16 @@ from swell.store.pages import (
     visit_where,
 )
 from swell.store.rows import ArtifactRow, ReviewRow, RunRow, VisitRow
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
-R = TypeVar("R", bound="DataclassInstance")
+from swell.store.sql_reads import SqlQueries
 
 
-class SqlPages:
+class SqlPages(SqlQueries):
     """The shared pages, for a backend class that has `_rows`, `_all` and `_one`."""
 
     run_columns: str  # the backend's RUN_COLUMNS
     age = "rowid"  # orders runs created in the same millisecond (Postgres: num)
     # SQLite's order: a visit not started yet (NULL) sorts last going down
     nulls_last = ""
-
-    def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
-        raise NotImplementedError
-
-    def _all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        raise NotImplementedError
 
     def _visit_events(self, run_id: str, step_id: str, visit: int) -> list[tuple[Any, ...]]:
         """The visit's events in seq order, as (seq, ts, type, data)."""

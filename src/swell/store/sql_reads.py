@@ -42,7 +42,21 @@ def with_mark(sql: str, placeholder: str) -> str:
     return sql.replace("?", placeholder)
 
 
-class SqlReads:
+class SqlQueries:
+    """What the shared SQL reads and pages run their statements through: one
+    statement's rows as dataclasses of `cls`, as tuples, or its first row."""
+
+    def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
+        raise NotImplementedError
+
+    def _all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        raise NotImplementedError
+
+
+class SqlReads(SqlQueries):
     """The shared reads, for a backend class that has `_rows`, `_all` and `_one`."""
 
     placeholder = "?"
@@ -53,15 +67,6 @@ class SqlReads:
     no_limit: int | None = -1  # the LIMIT that returns every row (Postgres: NULL)
 
     def stored_rows(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[StoredRow]:
-        raise NotImplementedError
-
-    def _rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
-        raise NotImplementedError
-
-    def _all(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         raise NotImplementedError
 
     def _shared_rows(self, cls: type[R], sql: str, params: tuple[Any, ...]) -> list[R]:
