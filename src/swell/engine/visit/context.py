@@ -145,6 +145,12 @@ class RunPlan:
 
         return git_variables(self.project.root)
 
+    def adapter_of(self, step: Step) -> str | None:
+        """The adapter `step`'s visits run on: `--adapter` > the step's > its persona's."""
+        personas = self.project.manifest.personas
+        persona = personas.get(step.persona) if step.persona else None
+        return self.options.adapter or step.adapter or (persona.adapter if persona else None)
+
     def __post_init__(self) -> None:
         # once here, every reader of `step.persona` sees the persona the visit runs as
         pipeline = self.pipeline.pipeline

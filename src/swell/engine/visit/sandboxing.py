@@ -76,18 +76,10 @@ def git_paths(ws: Workspace) -> tuple[list[Path], list[Path]]:
     return writable, [p for p in readonly if p.exists() and not p.is_symlink()]
 
 
-def adapter_name(plan: RunPlan, step: Step) -> str | None:
-    """The adapter a step's visits run on, as engine/agent/agents.py picks it: the run's
-    `--adapter`, else the step's own, else its persona's."""
-    personas = plan.project.manifest.personas
-    persona = personas.get(step.persona) if step.persona else None
-    return plan.options.adapter or step.adapter or (persona.adapter if persona else None)
-
-
-def adapter_of(plan: RunPlan, step: Step) -> tuple[str | None, dict[str, object]]:
+def adapter_config(plan: RunPlan, step: Step) -> tuple[str | None, dict[str, object]]:
     """The adapter type of `step`'s visits and its `adapters.NAME.options`."""
     manifest = plan.project.manifest
-    name = adapter_name(plan, step)
+    name = plan.adapter_of(step)
     if not name:
         return None, {}
     config = manifest.adapters.get(name)
@@ -222,7 +214,7 @@ def confinement(
 ) -> sandbox.Confinement:
     """The sandbox of a visit of `step` in `ws` (see `enter`)."""
     backend = backend_for(chosen)
-    adapter_type, options = adapter_of(plan, step) if step else (None, {})
+    adapter_type, options = adapter_config(plan, step) if step else (None, {})
     persona = step.persona if step else None
     made = box(plan, ws, chosen, feedback, adapter_type)
     pids = chosen.pids_limit
@@ -294,7 +286,7 @@ def _program_of(plan: RunPlan, step: Step) -> tuple[str | None, bool]:
     the adapter the step runs on (as engine/agent/agents.py picks it), a command's
     shell, or None (a kind that starts no process of its own, as far as is known)."""
     manifest = plan.project.manifest
-    name = adapter_name(plan, step)
+    name = plan.adapter_of(step)
     if not name:
         return ("sh", False) if step.script is not None else (None, False)
     config = manifest.adapters.get(name)
