@@ -9,6 +9,7 @@ from pathlib import Path
 from swell.errors import RunBusy, RunStateError
 from swell.events import models as ev
 from swell.events.codec import stamp
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.manifest.loader import LoadedPipeline, load_pipeline, load_stored_pipeline
 from swell.ops import timetravel as tt
 from swell.ops.checkpoints import At, present
@@ -94,6 +95,11 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
     run = rt.store.get_run(run_id)
     if run.parent_run_id:
         raise RunStateError(f"run {run.id} is a sub-pipeline run; rewind its top run")
+    if run.options.get("engine") == "temporal" and run.status not in ENDED_FOR_GOOD:
+        # its workflow holds no claim in the store: `claim` below would not see it
+        raise RunBusy(
+            f"run {run.id} is executed by the Temporal engine; `swell cancel {run.id}` it first"
+        )
     claims(rt.store).claim(run.id)
     try:
         run = rt.store.get_run(run.id)

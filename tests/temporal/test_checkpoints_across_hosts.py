@@ -118,3 +118,11 @@ def test_diff_and_fork_of_visits_other_hosts_ran(
     three = swell("diff", fork, "three#1", cwd=project)
     assert three.returncode == 0, three.stderr
     assert "+three" in three.stdout and "+two" not in three.stdout, three.stdout
+
+    # the run itself, taken back to host b's visit of `two` from here, goes on here
+    rewound = swell("rewind", run_id, "--to", "two#1", cwd=project)
+    assert rewound.returncode == 0, rewound.stdout + rewound.stderr
+    here = Path(swell_json("status", run_id, cwd=project)["workspace"])
+    assert _lines(here / "work.txt") == ["one", "two", "three"]
+    again = swell("diff", run_id, "three#1", cwd=project)
+    assert "+three" in again.stdout and "+two" not in again.stdout, again.stdout
