@@ -126,3 +126,11 @@ def test_diff_and_fork_of_visits_other_hosts_ran(
     assert _lines(here / "work.txt") == ["one", "two", "three"]
     again = swell("diff", run_id, "three#1", cwd=project)
     assert "+three" in again.stdout and "+two" not in again.stdout, again.stdout
+
+    # a host whose checkpoints lack the visit, with the remote gone: one clear error
+    bare.rename(tmp_path / "moved.git")
+    fourth = {**os.environ, "SWELL_STATE_DIR": str(tmp_path / "fourth")}
+    lost = swell("diff", run_id, "one#1", cwd=project, env=fourth)
+    assert lost.returncode != 0
+    assert f"fetching it from the run's remote {bare} failed" in lost.stderr, lost.stderr
+    assert "Traceback" not in lost.stderr
