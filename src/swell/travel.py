@@ -9,9 +9,10 @@ from pathlib import Path
 from swell.errors import RunBusy, RunStateError
 from swell.events import models as ev
 from swell.events.codec import stamp
+from swell.events.statuses import ENDED_FOR_GOOD
 from swell.manifest.loader import LoadedPipeline, load_pipeline, load_stored_pipeline
 from swell.ops import timetravel as tt
-from swell.ops.checkpoints import At
+from swell.ops.checkpoints import At, present
 from swell.runtime import Runtime, check_loaded, create_run, options_of
 from swell.store.capabilities import claims
 from swell.store.rows import RunRow
@@ -44,6 +45,7 @@ def fork_run(rt: Runtime, origin_id: str, at: At, fork: Fork) -> str:
     if origin.parent_run_id:
         raise RunStateError(f"run {origin.id} is a sub-pipeline run; fork its top run")
     point, events = tt.point_of(rt.store, origin, at)
+    present(Checkpoints(repo_of(rt.state_dir)), events)  # a visit another host ran
     loaded = _pipeline(rt, origin, fork)
     check_loaded(rt, loaded)
     sets = fork.sets or {}
@@ -93,10 +95,17 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
     run = rt.store.get_run(run_id)
     if run.parent_run_id:
         raise RunStateError(f"run {run.id} is a sub-pipeline run; rewind its top run")
+    if run.options.get("engine") == "temporal" and run.status not in ENDED_FOR_GOOD:
+        # its workflow holds no claim in the store: `claim` below would not see it
+        raise RunBusy(
+            f"run {run.id} is executed by the Temporal engine; `swell cancel {run.id}` it first"
+        )
     claims(rt.store).claim(run.id)
     try:
         run = rt.store.get_run(run.id)
         point, _ = tt.point_of(rt.store, run, at)
+        repo = Checkpoints(repo_of(rt.state_dir))
+        present(repo, rt.store.events_of_kind(run.id, ("workspace.checkpoint",)))
         kept = tt.replay_events(rt.store.events(run.id))
         abandoned = [
             f"{e.step_id}#{e.visit}"
@@ -112,7 +121,6 @@ def rewind_run(rt: Runtime, run_id: str, at: At) -> str:
             context=tt.context_at(kept, point.seq),
         )
         stamp([rewound], run.id, run.last_seq)
-        repo = Checkpoints(repo_of(rt.state_dir))
         keep = tt.abandoned_refs(rt.store, run.id, point.seq, rewound.seq)
         if keep:
             repo.update_refs(keep)  # the abandoned checkpoints stay reachable

@@ -94,3 +94,34 @@ def test_a_fork_starts_its_own_worktree_from_the_origins_checkpoint(project: Pat
     origin_ws = Path(swell_json("status", origin, cwd=project)["workspace"])
     (origin_tree,) = [p for p in (origin_ws / "worktrees").iterdir() if p.is_dir()]
     assert (origin_tree / "notes.txt").read_text().count("line") == 4
+
+
+def test_a_fork_of_a_run_whose_worktree_branch_has_a_fixed_name_gets_its_own_branch(
+    project: Path,
+) -> None:
+    """A branch not built from the run id (`feature/notes`) exists once the origin made
+    it; the fork's worktree is on a branch of its own, `feature/notes-fork-FORK`."""
+    limit = project.parent / "limit"
+    limit.write_text("4\n")
+    (project / "app.py").write_text("print('v1')\n")
+    write_pipeline(
+        project, "wt", LOOP.format(limit=limit).replace("wt/{{ run.id }}", "feature/notes")
+    )
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "initial")
+    origin = run_id_of(swell("run", "wt", cwd=project).stdout)
+    limit.write_text("3\n")
+    forked = swell("fork", origin, "--at", "work#2", cwd=project)
+    assert forked.returncode == 0, forked.stderr
+    fork = run_id_of(forked.stdout)
+    assert swell_json("status", fork, cwd=project)["status"] == "succeeded"
+    ws = Path(swell_json("status", fork, cwd=project)["workspace"])
+    (tree,) = [p for p in (ws / "worktrees").iterdir() if p.is_dir()]
+    assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == f"feature/notes-fork-{fork}"
+    assert (tree / "notes.txt").read_text().split("\n")[:-1] == ["line 1", "line 2", "line 3"]
+    # the origin's branch and worktree are as the origin left them
+    origin_ws = Path(swell_json("status", origin, cwd=project)["workspace"])
+    (origin_tree,) = [p for p in (origin_ws / "worktrees").iterdir() if p.is_dir()]
+    assert git(origin_tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == "feature/notes"
+    assert (origin_tree / "notes.txt").read_text().count("line") == 4

@@ -216,4 +216,9 @@ def test_a_child_sharing_its_parent_s_workspace_works_on_another_host(
     ]
     assert _refs(remote, child) == ["c1/1/1", "c2/1/1"]
     assert "sub/1/1.child-1" in _refs(remote, parent)
+    # the child's first checkpoint is the child of the one its parent handed over mid-visit
+    first = swell("diff", child, "c1#1", "--stat", cwd=project)
+    assert first.returncode == 0, first.stderr
+    assert "b.txt" in first.stdout and "seen.txt" in first.stdout
+    assert "a.txt" not in first.stdout, first.stdout
     wait_for(lambda: swell_json("status", blocker, cwd=project)["status"] == "succeeded", 60)

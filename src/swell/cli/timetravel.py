@@ -104,7 +104,9 @@ def rewind(
     rewind_run(rt, run_id, parse_at(to))
     if output is not RunOutput.quiet:
         print(f"rewound {run_id} to {to}", file=sys.stderr)
-    _continue(ctx, rt.store.get_run(run_id).id, timeout, no_sandbox, output, verbose)
+    # here, whatever engine ran it: a Temporal run's workflow has ended for good (the
+    # server never starts a workflow id twice), as a fork of it goes on here too
+    _continue(ctx, rt.store.get_run(run_id).id, timeout, no_sandbox, output, verbose, local=True)
 
 
 def _continue(
@@ -114,13 +116,15 @@ def _continue(
     no_sandbox: bool,
     output: RunOutput,
     verbose: bool,
+    local: bool = False,
 ) -> None:
-    """Continue the prepared run as `swell resume` does."""
+    """Continue the prepared run as `swell resume` does (`local`: in this process)."""
     from swell.executors import executor_for
+    from swell.executors.local import LocalExecutor
 
     rt = runtime(ctx)
     run = rt.store.get_run(run_id)
-    executor = executor_for(run)
+    executor = LocalExecutor() if local else executor_for(run)
     resumed = executor.resume(rt, run)
     if resumed.plan is not None:
         resumed.plan.options.no_sandbox = no_sandbox

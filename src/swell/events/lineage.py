@@ -20,6 +20,9 @@ class WorkspaceCheckpoint(BaseEvent):
     parent: str | None = None
     changed: bool = True
     workspace: str = ""  # which of the run's workspaces: `main`, or a worktree's name
+    # the run's shared remote the commit was pushed to (a run across hosts, without
+    # credentials): where a host that lacks it fetches it (workspace/remote.py)
+    remote: str | None = None
 
 
 class RunForked(BaseEvent):

@@ -5,13 +5,16 @@ where `swell fork` and `swell rewind` start from."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from swell.errors import SwellError
 from swell.events import models as ev
 from swell.store.protocols import RunReader
-from swell.workspace.checkpoint import Checkpoints, repo_of
+from swell.workspace import remote as on_remote
+from swell.workspace.checkpoint import Checkpoints, repo_of, visit_ref
+from swell.workspace.workspace import WorkspaceError
 
 _AT = re.compile(r"(?P<step>[^#\s]+)(?:#(?P<visit>\d+))?")
 KINDS = ("workspace.checkpoint", "run.rewound", "run.forked")
@@ -70,6 +73,33 @@ def find(store: RunReader, run_id: str, at: At) -> ev.WorkspaceCheckpoint:
     )
 
 
+def present(repo: Checkpoints, points: Iterable[ev.BaseEvent]) -> None:
+    """Make the checkpoints among `points` (and their parents) be in this host's
+    checkpoint repository: those it lacks are fetched from the run's remote their
+    event names (a run across hosts), each kept by its visit's ref unless that names
+    another commit here."""
+    by_remote: dict[str, list[ev.WorkspaceCheckpoint]] = {}
+    for p in points:
+        if isinstance(p, ev.WorkspaceCheckpoint) and p.remote:
+            by_remote.setdefault(p.remote, []).append(p)
+    for remote, mine in by_remote.items():
+        lacking = on_remote.missing(repo, [c for p in mine for c in (p.commit, p.parent) if c])
+        if not lacking:
+            continue
+        try:
+            on_remote.fetch(repo, remote, lacking)
+        except WorkspaceError as exc:
+            raise NoCheckpoint(
+                f"checkpoint {lacking[0][:12]} is not on this host, and fetching it from the "
+                f"run's remote {remote} failed: {exc}"
+            ) from None
+        for p in mine:
+            if p.commit in lacking and p.run_id and p.step_id and p.visit:
+                ref = visit_ref(p.run_id, p.step_id, p.visit)
+                if repo.resolve(ref) is None:  # kept from a `swell clean` of other runs
+                    repo.write_ref(ref, p.commit)
+
+
 def diff(store: RunReader, state_dir: Path, run_id: str, at: At | None, stat: bool = False) -> str:
     """What visit `at` changed in its workspace, or (None) what the whole run changed:
     each of its workspaces from its first checkpoint's parent to its newest."""
@@ -78,10 +108,12 @@ def diff(store: RunReader, state_dir: Path, run_id: str, at: At | None, stat: bo
         point = find(store, run_id, at)
         if not point.changed:
             return ""
+        present(repo, [point])
         return repo.diff(point.parent, point.commit, stat)
     points = checkpoints(store, run_id)
     if not points:
         raise NoCheckpoint(f"run {run_id} has no checkpoint yet")
+    present(repo, points)
     parts = []
     for key in dict.fromkeys(c.workspace for c in points):
         mine = [c for c in points if c.workspace == key]
@@ -89,4 +121,4 @@ def diff(store: RunReader, state_dir: Path, run_id: str, at: At | None, stat: bo
     return "".join(parts)
 
 
-__all__ = ["At", "NoCheckpoint", "checkpoints", "diff", "find", "parse_at"]
+__all__ = ["At", "NoCheckpoint", "checkpoints", "diff", "find", "parse_at", "present"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from swell.errors import RunStateError, SwellError
 from swell.events import models as ev
 from swell.events.codec import stamp
-from swell.ops.checkpoints import At, find
+from swell.ops.checkpoints import At, find, present
 from swell.store.protocols import RunReader
 from swell.store.rows import RunRow
 from swell.workspace import safe, seeds
@@ -246,6 +246,9 @@ def restore_pending(store: RunReader, state_dir: Path, run: RunRow) -> bool:
         return False  # it went on from there
     run_dir = state_dir / "runs" / run.id
     upto = last.kept_seq if isinstance(last, ev.RunRewound) else last.seq
+    present(
+        Checkpoints(repo_of(state_dir)), store.events_of_kind(run.id, ("workspace.checkpoint",))
+    )
     points = points_at(replay_events(store.events(run.id)), upto)
     main = points.pop("main", None)
     if main is not None:

@@ -243,10 +243,15 @@ class Checkpoints:
         self.memory = memory or Memory()
 
     def git(
-        self, *args: str, work_tree: Path | None = None, index: Path | None = None, ok: int = 0
+        self,
+        *args: str,
+        work_tree: Path | None = None,
+        index: Path | None = None,
+        ok: int = 0,
+        input: str | None = None,
     ) -> str:
-        """git on this repository (and `work_tree` through `index`); WorkspaceError
-        with git's message when it fails."""
+        """git on this repository (and `work_tree` through `index`), `input` on its
+        stdin; WorkspaceError with git's message when it fails."""
         env = {**os.environ, **_ENV}
         env.pop("GIT_DIR", None)
         env.pop("GIT_WORK_TREE", None)
@@ -263,7 +268,8 @@ class Checkpoints:
                 capture_output=True,
                 text=True,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
             )
         except FileNotFoundError:
             raise WorkspaceError("git is not installed; checkpoints need it") from None

@@ -17,6 +17,7 @@ from swell.workspace.workspace import (
     Workspace,
     WorkspaceError,
     add_mounts,
+    branch_exists,
     mount_target,
     open_directory,
     open_worktree,
@@ -101,7 +102,8 @@ class Workspaces:
                 raise WorkspaceError(f"step '{step.id}': worktree branch {branch!r} {problem}")
             key = f"worktree:{branch}"
             if key not in self._by_key:
-                made = open_worktree(self.project_root, self.default, branch, config.base)
+                own = self._own_branch(branch)
+                made = open_worktree(self.project_root, self.default, own, config.base)
                 self._seed(made, config)
                 self._by_key[key] = made
         else:
@@ -113,6 +115,18 @@ class Workspaces:
             return Opened(workspace)
         subsets = self._subsets(step, config.mount, render, workspace)
         return Opened(workspace, list(config.mount), subsets)
+
+    def _own_branch(self, branch: str) -> str:
+        """The branch a worktree is on: `branch`, except in a fork whose origin made it
+        already (a name not built from the run id): git keeps a branch in one worktree,
+        and the origin's holds the origin's commits, so the fork's is
+        `BRANCH-fork-RUN` (docs/time-travel.md)."""
+        run_dir = self.run_dir
+        if run_dir is None or not seeds.seeds_path(run_dir).is_file():
+            return branch
+        if not branch_exists(self.project_root, branch):
+            return branch
+        return f"{branch}-fork-{run_dir.name}"
 
     def _seed(self, made: Workspace, config: WorkspaceConfig) -> None:
         """A fork's worktree, first opened, holds its origin's at the fork point

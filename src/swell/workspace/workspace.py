@@ -261,6 +261,15 @@ def open_worktree(project_root: Path, root: Path, branch: str, base: str | None)
     return Workspace(path, "worktree", start, branch, git_dir=_worktree_git_dir(project_root, path))
 
 
+def branch_exists(project_root: Path, branch: str) -> bool:
+    """Whether the project's repository has the local branch `branch`."""
+    try:
+        git(project_root, "rev-parse", "--verify", "-q", f"refs/heads/{branch}")
+    except WorkspaceError:
+        return False
+    return True
+
+
 def _read_meta(meta: Path) -> str | None:
     """The base commit a worktree's metadata file records, or None."""
     try:
@@ -380,6 +389,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "add_mounts",
+    "branch_exists",
     "git",
     "mount_target",
     "open_directory",

@@ -27,6 +27,7 @@ from swell.engine.loop.decisions import Visit
 from swell.engine.loop.graph import Activation, Graph
 from swell.engine.loop.state import RunState
 from swell.engine.steps.gate import gate_message
+from swell.engine.visit.checkpointing import state_dir_of
 from swell.engine.visit.context import RunPlan, Services, StepResult
 from swell.engine.visit.execute import VisitExecutor, base_namespace
 from swell.errors import StoreError
@@ -45,10 +46,12 @@ from swell.executors.temporal.specs import (
     VisitRequest,
 )
 from swell.executors.temporal.workspace_sync import (
+    Chain,
     VisitSync,
     local_path,
+    local_run_dir,
+    main_checkpoint,
     prepare_async,
-    publish_async,
 )
 from swell.manifest.loader import LoadedPipeline, load_project, load_stored_pipeline
 from swell.runtime import (
@@ -61,6 +64,7 @@ from swell.runtime import (
 from swell.store.capabilities import output_store
 from swell.store.location import open_store, state_dir_for
 from swell.store.protocols import Store
+from swell.workspace.checkpoint import Checkpoints, repo_of
 from swell.workspace.manager import Workspaces
 
 HEARTBEAT_EVERY = 1.0  # seconds; the SDK sends at most one per throttle interval
@@ -126,7 +130,7 @@ class WorkerContext:
                 pipeline=loaded,
                 input=spec.input,
                 workspace=local_path(spec.workspace),
-                run_dir=Path(spec.run_dir),
+                run_dir=local_run_dir(spec.run_dir) if spec.remote else Path(spec.run_dir),
                 parent_run_id=spec.parent_run_id,
                 parent_step_id=spec.parent_step_id,
                 options=spec.options,
@@ -238,15 +242,17 @@ class Activities:
         run = self.context.run(spec, request.seq)
         step = run.graph.steps[request.step_id]
         attempt = request.tries_before + activity.info().attempt
-        if spec.remote:  # the work tree at the commit this visit starts from
+        chain = _chain(spec.remote, run)
+        if chain is not None:  # the work tree at the commit this visit starts from
             await prepare_async(
                 run.plan.workspace,
-                spec.remote,
+                chain.remote,
                 spec.run_id,
                 request.base,
                 attempt > 1,
                 spec.parent_run_id,
             )
+            await asyncio.to_thread(chain.follow, request.base)
         if activity.info().attempt > 1:
             # the worker of the last attempt died: its processes, if on this host, go first
             markers = [
@@ -258,7 +264,7 @@ class Activities:
         emitted: list[ev.BaseEvent] = []
         executor = VisitExecutor(
             run.plan,
-            self.context.services(spec, _sync(request, run.plan.workspace, attempt)),
+            self.context.services(spec, _sync(request, chain, attempt)),
             run.state,
             run.graph.steps,
             run.workspaces,
@@ -286,29 +292,32 @@ class Activities:
         if result.round_meta.get("session_id"):  # the agent's session is kept on this host
             result.round_meta["session_host"] = self.context.own_queue
         events = self.context.redactor.events([*emitted, *result.events])
+        commit = None
+        if chain is not None:  # the visit's checkpoint and what it leaves out, pushed
+            taken = main_checkpoint(events)
+            step_id, number = request.step_id, request.visit
+            commit = await asyncio.to_thread(chain.publish, step_id, number, attempt, taken)
+            events = chain.recorded(events)
         reply = reply_of(result, events, duration_ms)
-        if spec.remote:
-            reply.commit = await publish_async(
-                run.plan.workspace,
-                spec.remote,
-                spec.run_id,
-                request.step_id,
-                request.visit,
-                attempt,
-                request.base,
-            )
+        reply.commit = commit
         reply.queue = self.context.own_queue
         return reply
 
 
-def _sync(request: VisitRequest, workspace: Path, attempt: int) -> VisitSync | None:
-    """The visit's place on the run's workspace remote, if it has one."""
-    spec = request.spec
-    if spec.remote is None:
+def _chain(remote: str | None, run: _Run) -> Chain | None:
+    """The run's checkpoints here and on its workspace remote, if it has one."""
+    if remote is None:
         return None
-    return VisitSync(
-        workspace, spec.remote, spec.run_id, request.step_id, request.visit, attempt, request.base
-    )
+    plan = run.plan
+    repo = Checkpoints(repo_of(state_dir_of(plan)), run.workspaces.checkpoints)
+    return Chain(repo, plan.run_dir, plan.workspace, remote, plan.run_id)
+
+
+def _sync(request: VisitRequest, chain: Chain | None, attempt: int) -> VisitSync | None:
+    """The visit's place on the run's workspace remote, if it has one."""
+    if chain is None:
+        return None
+    return VisitSync(chain, request.step_id, request.visit, attempt)
 
 
 async def _heartbeat(local: bool) -> None:

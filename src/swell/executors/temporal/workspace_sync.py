@@ -1,24 +1,42 @@
-"""Workspaces across hosts: each visit's workspace is committed and pushed to the
-run's bare git remote under a ref of its own attempt
-(`refs/swell/RUN/STEP/VISIT/ATTEMPT`); the workflow carries the commit the next visit
-starts from, and a worker whose work tree is not at that commit (another host, or a
-visit that died halfway here) fetches it and resets the work tree to it first.
+"""Workspaces across hosts: each visit's checkpoint (workspace/checkpoint.py) is pushed
+to the run's bare git remote, with the files it leaves out carried beside it as the
+visit's hand-over commit (workspace/remote.py), under a ref of its own attempt
+(`refs/swell/RUN/STEP/VISIT/ATTEMPT`); the checkpoint itself goes under
+`refs/swell-checkpoints/RUN/STEP/VISIT`. The workflow carries the hand-over the next
+visit starts from; a worker whose work tree is not at it (another host, or a visit
+that died halfway here) fetches it and resets the work tree to it first, and the
+checkpoint it carries is the parent of that visit's own: one chain of checkpoints for
+the run, whatever host ran each visit.
 
-The repository's HEAD stays at the workspace's empty base commit, so a diff (a review's,
-`changed_files`) still shows everything the run changed; commits go to refs only.
+The workspace repository's HEAD stays at its empty base commit, so a diff (a
+review's, `changed_files`) still shows everything the run changed; commits go to refs
+only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from swell.engine.visit.checkpointing import enabled
+from swell.events.models import BaseEvent, WorkspaceCheckpoint
+from swell.workspace import remote as on_remote
+from swell.workspace.checkpoint import Checkpoints, index_path, tip_ref, visit_ref
 from swell.workspace.workspace import Workspace, WorkspaceError, open_directory
 
 MARK = "swell-head"  # in the repository: the commit this host's work tree was left at
 ROOT_ENV = "SWELL_WORKSPACES_ROOT"  # a worker's own place for runs' workspaces
+
+
+def local_run_dir(run_dir: str) -> Path:
+    """Where this worker keeps the directory of a run whose workspace moves between
+    hosts: under its own $SWELL_STATE_DIR when set (each host its own state: logs,
+    checkpoints), else where the run was started with it."""
+    override = os.environ.get("SWELL_STATE_DIR")
+    return Path(override).resolve() / "runs" / Path(run_dir).name if override else Path(run_dir)
 
 
 def local_path(workspace: str) -> Path:
@@ -52,8 +70,12 @@ def prepare(
     if base is not None and not _has(ws, base):
         runs = [run_id, *([parent] if parent else [])]
         ws.git("fetch", "-q", remote, *(f"+refs/swell/{r}/*:refs/swell/{r}/*" for r in runs))
+        if not _has(ws, base):  # another run's (a fork's start): by its id
+            ws.git("fetch", "-q", "--no-write-fetch-head", remote, base)
         if not _has(ws, base):
-            raise WorkspaceError(f"the workspace commit {base} is not on {remote}")
+            raise WorkspaceError(
+                f"the workspace commit {base} is not on {on_remote.public(remote)}"
+            )
     ws.git("read-tree", "-u", "--reset", start)
     ws.git("clean", "-q", "-ffdx")
     mark.write_text(f"{start}\n")
@@ -67,33 +89,96 @@ def _has(ws: Workspace, commit: str) -> bool:
     return True
 
 
-def publish(
-    path: Path,
-    remote: str,
-    run_id: str,
-    step: str,
-    visit: int,
-    attempt: int,
-    base: str | None,
-    suffix: str = "",
-) -> str:
-    """Commit the work tree on top of `base` (or the workspace's base) and push it
-    under the attempt's ref (+ `suffix`); returns the commit the next visit starts from."""
-    ws = open_directory(path)
-    parent = base or ws.base
-    assert parent is not None
-    ws.git("add", "--all", "--force", ".")
-    tree = ws.git("write-tree").strip()
-    if tree == ws.git("rev-parse", f"{parent}^{{tree}}").strip():
-        commit = parent  # the visit changed nothing
-    else:
-        message = f"swell: {run_id} {step} visit {visit} attempt {attempt}"
-        commit = ws.git("commit-tree", tree, "-p", parent, "-m", message).strip()
-    ref = _ref(run_id, step, visit, attempt) + suffix
-    ws.git("update-ref", ref, commit)
-    ws.git("push", "-q", remote, f"+{ref}:{ref}")
-    _mark(ws).write_text(f"{commit}\n")
-    return commit
+@dataclass
+class Chain:
+    """The run's checkpoints of its workspace (`main`) on this host's checkpoint
+    repository (`repo`, with the run's memory of it) and on the run's remote."""
+
+    repo: Checkpoints
+    run_dir: Path
+    workspace: Path
+    remote: str
+    run_id: str
+
+    @property
+    def _key(self) -> tuple[Path, str, str]:
+        return (self.repo.repo, self.run_id, "main")
+
+    def follow(self, base: str | None) -> None:
+        """The visit's checkpoint is to be the child of the one the hand-over `base`
+        carries (the run's newest, whatever host took it); none before a first visit."""
+        if not enabled():
+            return
+        try:
+            checkpoint = on_remote.checkpoint_of(self.repo, base, self.remote) if base else None
+            tip = (checkpoint, self.repo.tree_of(checkpoint)) if checkpoint else None
+        except (WorkspaceError, OSError):
+            tip = None  # the visit's checkpoint starts a chain of its own
+        if tip is None:
+            self.repo.memory.tips.pop(self._key, None)
+            (self.repo.repo / tip_ref(self.run_id, "main")).unlink(missing_ok=True)
+        else:
+            self.repo.memory.tips[self._key] = tip
+
+    def publish(
+        self,
+        step: str,
+        visit: int,
+        attempt: int,
+        taken: WorkspaceCheckpoint | None,
+        suffix: str = "",
+    ) -> str:
+        """Push the visit's checkpoint `taken` and its hand-over under the attempt's ref
+        (+ `suffix`); returns the hand-over, which the next visit starts from."""
+        self.repo.ensure()
+        checkpoint = taken.commit if taken is not None else None
+        index = index_path(self.run_dir, "main.all")
+        handed = on_remote.commit(self.repo, self.workspace, index, checkpoint)
+        refs = {f"refs/swell/{self.run_id}/{step}/{visit}/{attempt}{suffix}": handed}
+        if taken is not None and not suffix:
+            refs[on_remote.remote_ref(visit_ref(self.run_id, step, visit))] = taken.commit
+            refs[on_remote.remote_ref(tip_ref(self.run_id, "main"))] = taken.commit
+        on_remote.push(self.repo, self.remote, refs)
+        _mark(open_directory(self.workspace)).write_text(f"{handed}\n")
+        return handed
+
+    def midway(self, step: str, visit: int) -> WorkspaceCheckpoint | None:
+        """A checkpoint of the work tree as it is now, mid-visit (for a child run it is
+        handed to), on top of the visit's parent; None when checkpoints are off."""
+        if not enabled():
+            return None
+        tip = self.repo.memory.tips.get(self._key)
+        try:
+            self.repo.ensure()
+            snap = self.repo.snapshot(
+                self.workspace,
+                index_path(self.run_dir, "main"),
+                refs=[],
+                message=f"swell: {step} visit {visit}, handed to a child run",
+                parent=tip[0] if tip else None,
+                parent_tree=tip[1] if tip else None,
+            )
+        except (WorkspaceError, OSError):
+            return None
+        return WorkspaceCheckpoint(
+            commit=snap.commit, tree=snap.tree, parent=snap.parent, changed=snap.changed
+        )
+
+    def recorded(self, events: Sequence[BaseEvent]) -> list[BaseEvent]:
+        """`events` with the remote on the checkpoint of the run's workspace."""
+        where = on_remote.public(self.remote)
+        return [
+            e.model_copy(update={"remote": where})
+            if isinstance(e, WorkspaceCheckpoint) and e.workspace == "main"
+            else e
+            for e in events
+        ]
+
+
+def main_checkpoint(events: Sequence[BaseEvent]) -> WorkspaceCheckpoint | None:
+    """The checkpoint of the run's workspace among a visit's events."""
+    found = [e for e in events if isinstance(e, WorkspaceCheckpoint) and e.workspace == "main"]
+    return found[-1] if found else None
 
 
 async def prepare_async(
@@ -102,44 +187,36 @@ async def prepare_async(
     await asyncio.to_thread(prepare, path, remote, run_id, base, fresh, parent)
 
 
-async def publish_async(
-    path: Path, remote: str, run_id: str, step: str, visit: int, attempt: int, base: str | None
-) -> str:
-    return await asyncio.to_thread(publish, path, remote, run_id, step, visit, attempt, base)
-
-
 @dataclass
 class VisitSync:
     """One visit's place on the run's remote, for the child runs that share its
-    workspace: the work tree is handed over as a commit before each such child starts
-    (the child's visits may run on other hosts, from that commit), and the child's
-    last commit is taken back when it ends, so what it changed is here for the rest
-    of the visit and goes into the visit's own commit."""
+    workspace: the work tree is handed over (a checkpoint of it mid-visit, with its
+    hand-over commit) before each such child starts (the child's visits may run on
+    other hosts, from that commit), and the child's last commit is taken back when it
+    ends, so what it changed is here for the rest of the visit and goes into the
+    visit's own checkpoint."""
 
-    path: Path
-    remote: str
-    run_id: str
+    chain: Chain
     step: str
     visit: int
     attempt: int
-    base: str | None
     handed: int = 0
+
+    @property
+    def path(self) -> Path:
+        return self.chain.workspace
 
     async def hand_over(self) -> str:
         """The work tree as it is now, pushed under `refs/swell/RUN/STEP/VISIT/ATTEMPT.child-N`."""
         self.handed += 1
-        return await asyncio.to_thread(
-            publish,
-            self.path,
-            self.remote,
-            self.run_id,
-            self.step,
-            self.visit,
-            self.attempt,
-            self.base,
-            f".child-{self.handed}",
-        )
+        chain, suffix = self.chain, f".child-{self.handed}"
+
+        def handing() -> str:
+            taken = chain.midway(self.step, self.visit)
+            return chain.publish(self.step, self.visit, self.attempt, taken, suffix)
+
+        return await asyncio.to_thread(handing)
 
     async def take_back(self, child_run_id: str, head: str) -> None:
         """The work tree as the child left it (fetched when its last visit ran elsewhere)."""
-        await prepare_async(self.path, self.remote, child_run_id, head, False)
+        await prepare_async(self.chain.workspace, self.chain.remote, child_run_id, head, False)
