@@ -3,9 +3,13 @@ with a secret in it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from swell.workspace.remote import public
+from swell.workspace.checkpoint import Checkpoints
+from swell.workspace.remote import fetch, public
+from swell.workspace.workspace import WorkspaceError
 
 
 @pytest.mark.parametrize(
@@ -24,3 +28,9 @@ from swell.workspace.remote import public
 def test_a_remote_is_recorded_without_credentials(given: str, recorded: str) -> None:
     assert public(given) == recorded
     assert "SECRET" not in public(given)
+
+
+def test_a_remote_that_reads_as_an_option_is_refused_before_git_sees_it(tmp_path: Path) -> None:
+    repo = Checkpoints(tmp_path / "checkpoints")
+    with pytest.raises(WorkspaceError, match="not a repository"):
+        fetch(repo, "--upload-pack=touch /tmp/pwned", ["a" * 40])

@@ -102,6 +102,8 @@ def fetch(repo: Checkpoints, remote: str, commits: list[str]) -> None:
     """Fetch `commits` (and what they reach) from `remote` into the checkpoint
     repository, by id: no ref of the remote's is written here."""
     wanted = [c for c in dict.fromkeys(commits) if _SHA.fullmatch(c)]
+    if remote.startswith("-"):  # read from an event: never let it be an option to git
+        raise WorkspaceError(f"the run's remote {remote!r} is not a repository")
     if wanted:
         repo.ensure()
         repo.git("fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, *wanted)
