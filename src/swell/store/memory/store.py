@@ -19,13 +19,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
-from swell.events.models import (
-    BaseEvent,
-    Event,
-    RunForked,
-    event_data,
-    event_json,
-)
+from swell.events.models import BaseEvent, Event, RunForked, event_data, event_json
 from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary, summarize
 from swell.store.memory.tables import Journal, MemoryDatabase, project
 from swell.store.protocols import Capability

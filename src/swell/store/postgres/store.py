@@ -43,15 +43,7 @@ from swell.store.postgres.pages import PostgresPages
 from swell.store.postgres.queries import HOLDER, INSERT_RUN, RUN_COLUMNS
 from swell.store.postgres.stats import postgres_stats
 from swell.store.protocols import Capability
-from swell.store.rows import (
-    GateRow,
-    Limit,
-    Owner,
-    StepRow,
-    StoredRow,
-    row_from,
-    sql_limit,
-)
+from swell.store.rows import GateRow, Limit, Owner, StepRow, StoredRow, row_from, sql_limit
 from swell.store.rules import (
     already_stored,
     busy,
