@@ -204,7 +204,6 @@ class MemoryStore:
         reason: str | None = None,
         by: str | None = None,
     ) -> GateRow:
-        """Record a person's decision on a waiting gate; the running process acts on it."""
         with self._write() as journal:
             gate = decide(self.gates(run_id), run_id, step_id, decision, choice, reason, by)
             journal.update(
@@ -322,7 +321,6 @@ class MemoryStore:
         return self._select(GateRow, "gates", run_id, "created_at")
 
     def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
-        """A decision recorded for a gate the run has not acted on yet."""
         return pending(self.gates(run_id), step_id, visit)
 
     def reviews(self, run_id: str) -> list[ReviewRow]:
@@ -355,7 +353,6 @@ class MemoryStore:
     def rounds_between(
         self, run_id: str, thread: str | None, first: int, last: int
     ) -> list[RoundRow]:
-        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
         with self._read() as db:
             table = db.rows("rounds", run_id)
             if thread is None:

@@ -233,7 +233,6 @@ class PostgresStore(SqlReads):
         reason: str | None = None,
         by: str | None = None,
     ) -> GateRow:
-        """Record a person's decision on a waiting gate; the running process acts on it."""
         with self._tx() as cur:
             # the run's gate rows stay as read until this commits (two deciders queue here)
             cur.execute("SELECT 1 FROM gates WHERE run_id = %s FOR UPDATE", (run_id,))
