@@ -12,8 +12,6 @@ see part of one.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -47,7 +45,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
-    stored_input,
+    run_values,
     this_process,
 )
 from swell.streaming import OutputChunk
@@ -56,6 +54,14 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 R = TypeVar("R", bound="DataclassInstance")
+
+
+# `run_values` in the order it gives them, and the columns a new run starts with
+INSERTED = ("id", "pipeline", "pipeline_path", "project_root", "input", "parent_run_id",
+            "parent_step_id", "workspace", "options", "created_at", "updated_at", "owner_pid",
+            "pipeline_text")  # fmt: skip
+NEW_RUN = {"status": "pending", "started_at": None, "finished_at": None, "error": None,
+           "visits": 0, "owner_host": None, "cancel_requested": 0}  # fmt: skip
 
 
 def _none_first(value: str | None) -> tuple[bool, str]:
@@ -86,43 +92,9 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_run(
-        self,
-        *,
-        run_id: str,
-        pipeline: str,
-        input_text: str,
-        workspace: str,
-        pipeline_path: str | None = None,
-        project_root: str | None = None,
-        parent_run_id: str | None = None,
-        parent_step_id: str | None = None,
-        options: dict[str, Any] | None = None,
-        pipeline_text: str | None = None,
-    ) -> None:
-        stamp = now_iso()
-        record = {
-            "id": run_id,
-            "pipeline": pipeline,
-            "pipeline_path": pipeline_path,
-            "project_root": project_root,
-            "status": "pending",
-            "input": stored_input(input_text),
-            "parent_run_id": parent_run_id,
-            "parent_step_id": parent_step_id,
-            "workspace": workspace,
-            "options": json.dumps(options or {}),
-            "created_at": stamp,
-            "started_at": None,
-            "finished_at": None,
-            "updated_at": stamp,
-            "error": None,
-            "visits": 0,
-            "owner_pid": os.getpid(),
-            "owner_host": None,
-            "pipeline_text": pipeline_text,
-            "cancel_requested": 0,
-        }
+    def create_run(self, **run: Any) -> None:
+        record = dict(zip(INSERTED, run_values(**run), strict=True)) | NEW_RUN
+        run_id = record["id"]
         with self._write() as journal:
             if run_id in self.database.runs:
                 raise StoreError(f"run {run_id} already exists")
