@@ -345,17 +345,9 @@ class MemoryStore:
         with self._read() as db:
             db.output.drop(run_id, step_id, visit, seqs)
 
-    def output(
-        self,
-        run_id: str,
-        *,
-        after_id: int = 0,
-        step_id: str | None = None,
-        visit: int | None = None,
-        limit: Limit = None,
-    ) -> list[OutputChunk]:
+    def output(self, run_id: str, **where: Any) -> list[OutputChunk]:  # Store.output's
         with self._read() as db:
-            return db.output.read(run_id, after_id, step_id, visit, limit)
+            return db.output.read(run_id, **where)
 
     # ---------------------------------------------------------------- internals
 
