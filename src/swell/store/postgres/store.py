@@ -332,17 +332,8 @@ class PostgresStore(SqlReads):
                 (run_id, step_id, visit, seqs.start, seqs.stop),
             )
 
-    def output(
-        self,
-        run_id: str,
-        *,
-        after_id: int = 0,
-        step_id: str | None = None,
-        visit: int | None = None,
-        limit: Limit = None,
-    ) -> list[OutputChunk]:
-        params = output_table.postgres_read(run_id, after_id, step_id, visit, limit)
-        rows = self._all(output_table.POSTGRES_READ, params)
+    def output(self, run_id: str, **where: Any) -> list[OutputChunk]:  # Store.output's
+        rows = self._all(output_table.POSTGRES_READ, output_table.postgres_read(run_id, **where))
         return [OutputChunk(r[1], r[2], r[3], r[4], r[5], r[6], r[7], id=r[0]) for r in rows]
 
     # ------------------------------------------------------------------ following
