@@ -18,8 +18,7 @@ from swell.errors import AgentCrashed, AgentError, ContextExhausted
 # words of vLLM, Ollama, LM Studio and gateways that only send a message
 CONTEXT_CODES = {"context_length_exceeded", "exceed_context_size_error"}
 CONTEXT_TEXT = re.compile(
-    r"context length|context window|context size|maximum context|prompt is too long",
-    re.IGNORECASE,
+    r"context length|context window|context size|maximum context|prompt is too long", re.IGNORECASE
 )
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
 

@@ -40,13 +40,7 @@ from swell.adapters.cli_agent import (
     timed_out,
 )
 from swell.adapters.permissions import Unenforced, allows_everything, entries
-from swell.errors import (
-    AgentError,
-    AuthFailed,
-    ContextExhausted,
-    RateLimited,
-    UnparseableOutput,
-)
+from swell.errors import AgentError, AuthFailed, ContextExhausted, RateLimited, UnparseableOutput
 from swell.process import ProcessResult
 
 # the CLI's own default is `auto` (a classifier call picks Pro or Flash per turn);

@@ -370,10 +370,4 @@ async def _converse(
 
 TYPE = AgentReview()
 
-__all__ = [
-    "SCHEMA",
-    "TYPE",
-    "AgentReviewSettings",
-    "config_problems",
-    "verdict_line",
-]
+__all__ = ["SCHEMA", "TYPE", "AgentReviewSettings", "config_problems", "verdict_line"]

@@ -200,9 +200,7 @@ def validator(
             f"{origin} is not a valid JSON Schema: {_short(exc.message)} at {where}"
         ) from None
     return cls(
-        schema,
-        registry=_registry(base, ctx.project_root, cls),
-        format_checker=cls.FORMAT_CHECKER,
+        schema, registry=_registry(base, ctx.project_root, cls), format_checker=cls.FORMAT_CHECKER
     )
 
 
@@ -309,8 +307,7 @@ class JsonSchema(ContractType[JsonSchemaSettings]):
         except Unusable:
             return ""  # the check after the visit says what is wrong with it
         target = ctx.settings.source or next(
-            (a.path for a in ctx.step.output_artifacts if a.path and _is_json(a.type, a.path)),
-            None,
+            (a.path for a in ctx.step.output_artifacts if a.path and _is_json(a.type, a.path)), None
         )
         what = f"`{ctx.render(target)}`" if target else "Your JSON output"
         text = json.dumps(schema, indent=2)

@@ -47,12 +47,11 @@ from swell.contracts.base import (
 )
 from swell.contracts.non_empty_file import default_source, shown, workspace_path
 from swell.contracts.review_prompt import (
-    ECHO_CAP,
     MalformedReview,
-    _capped,
     _fenced,
     _read,
     extract_json,
+    retry_prompt,
 )
 from swell.errors import Problem
 from swell.manifest.lint_context import LintScope
@@ -188,15 +187,6 @@ def parse(answer_structured: Any, text: str, count: int) -> JudgeAnswer:
     return parsed
 
 
-def retry_prompt(prompt: str, problem: str, previous: str) -> str:
-    echo, note = _capped(previous.strip(), ECHO_CAP)
-    quoted = f"\n\nIt was:\n{_fenced(echo)}" + (f"\n{note}" if note else "") if echo else ""
-    return (
-        f"{prompt}\n\n# Your previous answer was not valid: {problem}{quoted}\n\n"
-        "Answer again with only the JSON object."
-    )
-
-
 def verdict(
     ctx: ContractContext[LlmJudgeSettings], criteria: list[str], answer: JudgeAnswer, judge: str
 ) -> ContractResult:
@@ -322,7 +312,7 @@ async def _converse(
             parsed = parse(answer.structured, answer.text, len(criteria))
         except MalformedReview as exc:
             problem = str(exc)
-            prompt = retry_prompt(base, problem, answer.text)
+            prompt = retry_prompt(base, problem, answer.text, "")
             continue
         record["verdicts"] = parsed.model_dump(by_alias=True)
         return verdict(ctx, criteria, parsed, judge)

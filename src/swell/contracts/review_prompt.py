@@ -323,10 +323,10 @@ def parse_answer(answer: AgentAnswer) -> tuple[ReviewFeedback, bool]:
         raise MalformedReview(_describe(exc)) from None
 
 
-def retry_prompt(prompt: str, problem: str, previous: str) -> str:
+def retry_prompt(prompt: str, problem: str, previous: str, wanted: str = "ReviewFeedback ") -> str:
     echo, note = _capped(previous.strip(), ECHO_CAP)
     quoted = f"\n\nIt was:\n{_fenced(echo)}" + (f"\n{note}" if note else "") if echo else ""
     return (
         f"{prompt}\n\n# Your previous answer was not valid: {problem}{quoted}\n\n"
-        "Answer again with only the ReviewFeedback JSON object."
+        f"Answer again with only the {wanted}JSON object."
     )

@@ -96,11 +96,7 @@ class TypeScriptInterface(ContractType[TypeScriptSettings]):
         argv = [tsc, "--noEmit", "--strict", "--skipLibCheck", str(path)]
         try:
             done = await run_process(
-                argv,
-                cwd=ctx.workspace,
-                env=ctx.command_env,
-                timeout=timeout,
-                max_output=MAX_OUTPUT,
+                argv, cwd=ctx.workspace, env=ctx.command_env, timeout=timeout, max_output=MAX_OUTPUT
             )
         except (FileNotFoundError, PermissionError):
             return missing_tsc(ctx, name)

@@ -29,6 +29,7 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -275,27 +276,25 @@ def resume(root: Path, run_id: str, sup: Supervisor) -> RunStarted:
     RunBusy: it cannot), record the request and hand the run on in the background
     (local: a process of its own). Answered before that process starts; a server
     stopped meanwhile leaves the request recorded, for the next one (`resumes`)."""
+    return _go_on(root, sup, lambda rt: run_id)
+
+
+def _go_on(root: Path, sup: Supervisor, run_of: Callable[[Runtime], str]) -> RunStarted:
+    """Check that the run `run_of` names (or makes) can continue and record the request
+    to (`resumes`); once the store is closed, hand it on."""
+    from swell.executors import executor_for
     from swell.runtime import open_runtime
 
     rt = open_runtime(root)
     try:
-        started = _go_on(rt, run_id)
+        run = rt.store.get_run(run_of(rt))
+        executor = executor_for(run)
+        resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
+        claims(rt.store).release(run.id)  # checked: the process handed it takes it from here
+        record_resume(rt.state_dir, run.id)
     finally:
         rt.store.close()
-    hand_on_later(root, started.run_id, sup)
-    return started
-
-
-def _go_on(rt: Runtime, run_id: str) -> RunStarted:
-    """Check that `run_id` can continue and record the request to (`resumes`); the
-    caller hands it on once the store is closed."""
-    from swell.executors import executor_for
-
-    run = rt.store.get_run(run_id)
-    executor = executor_for(run)
-    resumed = executor.resume(rt, run)  # the Temporal engine says it goes on by itself
-    claims(rt.store).release(run.id)  # checked: the process handed it takes it from here
-    record_resume(rt.state_dir, run.id)
+    hand_on_later(root, run.id, sup)
     return RunStarted(run_id=run.id, engine=executor.name, notes=resumed.notes)
 
 
@@ -303,38 +302,24 @@ def fork(root: Path, run_id: str, body: ForkRun, sup: Supervisor) -> RunStarted:
     """Record the fork `body` asks for (as `swell fork` does: the origin's events up to
     the visit copied, its workspace restored) and continue it in a process of its own."""
     from swell.ops.checkpoints import parse_at
-    from swell.runtime import open_runtime
     from swell.travel import Fork, fork_run
 
     at = parse_at(body.at)
     for key in body.context:
         if not key or "=" in key or key != key.strip():
             raise BadStart(f"context key {key!r}: give KEY=VALUE with a name before the '='")
-    rt = open_runtime(root)
-    try:
-        change = Fork(input=input_text(body.input), sets=dict(body.context))
-        started = _go_on(rt, fork_run(rt, run_id, at, change))
-    finally:
-        rt.store.close()
-    hand_on_later(root, started.run_id, sup)
-    return started
+    change = Fork(input=input_text(body.input), sets=dict(body.context))
+    return _go_on(root, sup, lambda rt: fork_run(rt, run_id, at, change))
 
 
 def rewind(root: Path, run_id: str, body: RewindRun, sup: Supervisor) -> RunStarted:
     """Rewind the run to `body.to` (as `swell rewind` does) and continue it in a
     process of its own."""
     from swell.ops.checkpoints import parse_at
-    from swell.runtime import open_runtime
     from swell.travel import rewind_run
 
     at = parse_at(body.to)
-    rt = open_runtime(root)
-    try:
-        started = _go_on(rt, rewind_run(rt, run_id, at))
-    finally:
-        rt.store.close()
-    hand_on_later(root, started.run_id, sup)
-    return started
+    return _go_on(root, sup, lambda rt: rewind_run(rt, run_id, at))
 
 
 RESUMES = "resume-requests"  # in the state directory: one empty file per run

@@ -34,6 +34,7 @@ from swell.manifest.suggest import did_you_mean, unknown
 from swell.manifest.template_checks import PipelineNames, check_templates
 from swell.manifest.template_names import declared
 from swell.manifest.wave_checks import check_wave_fields
+from swell.manifest.yamldoc import Loc, SourceMap
 from swell.templates.expressions import ExpressionError
 from swell.templates.render import parse_template
 
@@ -52,6 +53,18 @@ class LintReport:
     def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity != "error"]
 
+    def add(
+        self,
+        at: SourceMap | LintScope,
+        loc: Loc,
+        message: str,
+        *,
+        severity: str = "error",
+        key: bool = False,
+    ) -> None:
+        """A problem at `loc` of `at`: a file's YAML, or below a step's place in it."""
+        self.problems.append(at.problem(loc, message, severity=severity, key=key))
+
     def raise_errors(self) -> None:
         if self.errors:
             raise ManifestError(self.errors)
@@ -65,23 +78,21 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
         kind = m.adapter_type(name)
         if kind not in ctx.adapter_types:
             known = ", ".join(sorted(ctx.adapter_types))
-            report.problems.append(
-                src.problem(
-                    ("adapters", name),
-                    f"adapter type '{kind}' is not available (known: {known})",
-                    key=True,
-                )
+            report.add(
+                src,
+                ("adapters", name),
+                f"adapter type '{kind}' is not available (known: {known})",
+                key=True,
             )
             continue
         model = ctx.adapter_options(kind) if ctx.adapter_options else None
         if model is None:
             if config.options:
-                report.problems.append(
-                    src.problem(
-                        ("adapters", name, "options"),
-                        f"adapter type '{kind}' takes no options",
-                        key=True,
-                    )
+                report.add(
+                    src,
+                    ("adapters", name, "options"),
+                    f"adapter type '{kind}' takes no options",
+                    key=True,
                 )
             continue
         try:
@@ -90,7 +101,7 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
             for err in exc.errors():
                 loc = ("adapters", name, "options", *err["loc"])
                 field_name = ".".join(str(p) for p in err["loc"]) or "options"
-                report.problems.append(src.problem(loc, f"options.{field_name}: {err['msg']}"))
+                report.add(src, loc, f"options.{field_name}: {err['msg']}")
 
     def adapter_names() -> list[str]:  # for messages: listing plugins scans packages
         return [*m.adapters, *ctx.adapter_types]
@@ -98,12 +109,11 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
     for primary, chain in m.runtime.fallbacks.items():
         # Wave's rules (internal/manifest/parser.go, validateFallbacks)
         if m.adapter_type(primary) not in ctx.adapter_types:
-            report.problems.append(
-                src.problem(
-                    ("runtime", "fallbacks", primary),
-                    unknown("adapter", primary, adapter_names()),
-                    key=True,
-                )
+            report.add(
+                src,
+                ("runtime", "fallbacks", primary),
+                unknown("adapter", primary, adapter_names()),
+                key=True,
             )
         for i, name in enumerate(chain):
             where = ("runtime", "fallbacks", primary, i)
@@ -115,42 +125,38 @@ def lint_project(project: Project, ctx: LintContext) -> LintReport:
                 message = f"fallback adapter '{name}' is listed twice for '{primary}'"
             else:
                 continue
-            report.problems.append(src.problem(where, message))
+            report.add(src, where, message)
     relay = m.runtime.relay
     if relay.summarizer_persona and relay.summarizer_persona not in m.personas:
-        report.problems.append(
-            src.problem(
-                ("runtime", "relay", "summarizer_persona"),
-                unknown("summarizer persona", relay.summarizer_persona, m.personas),
-            )
+        report.add(
+            src,
+            ("runtime", "relay", "summarizer_persona"),
+            unknown("summarizer persona", relay.summarizer_persona, m.personas),
         )
     if relay.strategy and relay.strategy != "summarize_to_checkpoint":
-        report.problems.append(
-            src.problem(
-                ("runtime", "relay", "strategy"),
-                f"relay strategy '{relay.strategy}' is not known (summarize_to_checkpoint)",
-            )
+        report.add(
+            src,
+            ("runtime", "relay", "strategy"),
+            f"relay strategy '{relay.strategy}' is not known (summarize_to_checkpoint)",
         )
     for name, persona in m.personas.items():
         loc = ("personas", name)
         if persona.adapter is None:
-            report.problems.append(src.problem(loc, f"persona '{name}' has no adapter", key=True))
+            report.add(src, loc, f"persona '{name}' has no adapter", key=True)
         elif persona.adapter not in m.adapters and persona.adapter not in ctx.adapter_types:
-            report.problems.append(
-                src.problem(
-                    (*loc, "adapter"),
-                    f"persona '{name}' uses "
-                    + unknown("adapter", persona.adapter, [*m.adapters, *ctx.adapter_types]),
-                )
+            report.add(
+                src,
+                (*loc, "adapter"),
+                f"persona '{name}' uses "
+                + unknown("adapter", persona.adapter, [*m.adapters, *ctx.adapter_types]),
             )
         if persona.system_prompt_file:
             why = _not_a_file(project.root / persona.system_prompt_file)
             if why:
-                report.problems.append(
-                    src.problem(
-                        (*loc, "system_prompt_file"),
-                        f"system prompt file {persona.system_prompt_file} {why}",
-                    )
+                report.add(
+                    src,
+                    (*loc, "system_prompt_file"),
+                    f"system prompt file {persona.system_prompt_file} {why}",
                 )
     return report
 
@@ -178,16 +184,15 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
     """Every graph, reference and template check on one pipeline."""
     report = LintReport(list(loaded.warnings))
     p, src = loaded.pipeline, loaded.source
-    add = report.problems.append
     steps = p.steps
     if not steps:
-        add(src.problem(("steps",), "pipeline has no steps"))
+        report.add(src, ("steps",), "pipeline has no steps")
         return report
 
     ids: dict[str, int] = {}
     for i, step in enumerate(steps):
         if step.id in ids:
-            add(src.problem(("steps", i, "id"), f"duplicate step id '{step.id}'"))
+            report.add(src, ("steps", i, "id"), f"duplicate step id '{step.id}'")
         else:
             ids[step.id] = i
     dependents: dict[str, list[str]] = {}
@@ -202,47 +207,43 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
         loc: tuple[str | int, ...] = ("steps", i)
         kind = step.kind
         if kind not in ctx.step_kinds:
-            add(
-                src.problem(
-                    (*loc, "type"),
-                    f"unknown step type '{kind}' (known: {', '.join(ctx.step_kinds)})",
-                )
+            report.add(
+                src,
+                (*loc, "type"),
+                f"unknown step type '{kind}' (known: {', '.join(ctx.step_kinds)})",
             )
         for j, dep in enumerate(step.dependencies):
             if dep == step.id:
-                add(src.problem((*loc, "dependencies", j), f"step '{step.id}' depends on itself"))
+                report.add(src, (*loc, "dependencies", j), f"step '{step.id}' depends on itself")
             elif dep not in ids:
-                add(src.problem((*loc, "dependencies", j), unknown("dependency", dep, ids)))
+                report.add(src, (*loc, "dependencies", j), unknown("dependency", dep, ids))
         for j, edge in enumerate(step.edges):
             if edge.target not in ids and edge.target not in TERMINALS:
-                add(
-                    src.problem(
-                        (*loc, "edges", j, "target"),
-                        f"edge to {unknown('step', edge.target, [*ids, *TERMINALS])}",
-                    )
+                report.add(
+                    src,
+                    (*loc, "edges", j, "target"),
+                    f"edge to {unknown('step', edge.target, [*ids, *TERMINALS])}",
                 )
             try:
                 cond = parse_condition(edge.condition)
             except ConditionError as exc:
-                add(src.problem((*loc, "edges", j, "condition"), str(exc)))
+                report.add(src, (*loc, "edges", j, "condition"), str(exc))
                 continue
             for key in cond.context_keys():
                 if key not in context_keys:
-                    add(
-                        src.problem(
-                            (*loc, "edges", j, "condition"),
-                            f"context.{key} is never set by any step's output.context",
-                            severity="warning",
-                        )
+                    report.add(
+                        src,
+                        (*loc, "edges", j, "condition"),
+                        f"context.{key} is never set by any step's output.context",
+                        severity="warning",
                     )
         if step.edges and any(e.condition is None for e in step.edges[:-1]):
             first = next(j for j, e in enumerate(step.edges) if e.condition is None)
-            add(
-                src.problem(
-                    (*loc, "edges", first + 1),
-                    "edges after an unconditional edge can never be taken",
-                    severity="warning",
-                )
+            report.add(
+                src,
+                (*loc, "edges", first + 1),
+                "edges after an unconditional edge can never be taken",
+                severity="warning",
             )
         scope = LintScope(project, loaded, step, loc, ids, ctx)
         if kind in ctx.step_kinds:
@@ -259,45 +260,39 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
             and compaction.persona
             and compaction.persona not in project.manifest.personas
         ):
-            add(
-                src.problem(
-                    (*loc, "handover", "compaction", "persona"),
-                    f"unknown summarizer persona '{compaction.persona}'",
-                )
+            report.add(
+                src,
+                (*loc, "handover", "compaction", "persona"),
+                f"unknown summarizer persona '{compaction.persona}'",
             )
         if (
             compaction
             and compaction.trigger
             and not re.fullmatch(r"\s*token_limit_\d+(\.\d+)?%?\s*", compaction.trigger)
         ):
-            add(
-                src.problem(
-                    (*loc, "handover", "compaction", "trigger"),
-                    f"trigger must look like token_limit_80%, not {compaction.trigger!r}",
-                )
+            report.add(
+                src,
+                (*loc, "handover", "compaction", "trigger"),
+                f"trigger must look like token_limit_80%, not {compaction.trigger!r}",
             )
         report.problems += check_templates(project, loaded, ctx, step, loc, names)
         for j, art in enumerate(step.output_artifacts):
             if art.source == "file" and not art.path:
-                add(
-                    src.problem(
-                        (*loc, "output_artifacts", j), f"artifact '{art.name}' needs a path"
-                    )
+                report.add(
+                    src, (*loc, "output_artifacts", j), f"artifact '{art.name}' needs a path"
                 )
             if art.path and (Path(art.path).is_absolute() or ".." in Path(art.path).parts):
-                add(
-                    src.problem(
-                        (*loc, "output_artifacts", j, "path"),
-                        "artifact paths must stay inside the workspace",
-                    )
+                report.add(
+                    src,
+                    (*loc, "output_artifacts", j, "path"),
+                    "artifact paths must stay inside the workspace",
                 )
         for j, ref in enumerate(step.memory.inject_artifacts):
             if ref.step and ref.step not in ids:
-                add(
-                    src.problem(
-                        (*loc, "memory", "inject_artifacts", j, "step"),
-                        unknown("step", ref.step, ids),
-                    )
+                report.add(
+                    src,
+                    (*loc, "memory", "inject_artifacts", j, "step"),
+                    unknown("step", ref.step, ids),
                 )
             elif (
                 ref.step
@@ -305,11 +300,10 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                 and ref.artifact not in declared(steps[ids[ref.step]])
             ):
                 hint = did_you_mean(ref.artifact, declared(steps[ids[ref.step]]))
-                add(
-                    src.problem(
-                        (*loc, "memory", "inject_artifacts", j, "artifact"),
-                        f"step '{ref.step}' declares no output artifact '{ref.artifact}'{hint}",
-                    )
+                report.add(
+                    src,
+                    (*loc, "memory", "inject_artifacts", j, "artifact"),
+                    f"step '{ref.step}' declares no output artifact '{ref.artifact}'{hint}",
                 )
         if step.output:
             for key, expr in step.output.context.items():
@@ -317,14 +311,13 @@ def lint_pipeline(project: Project, loaded: LoadedPipeline, ctx: LintContext) ->
                     try:
                         parse_template(expr)
                     except ExpressionError as exc:
-                        add(src.problem((*loc, "output", "context", key), str(exc)))
+                        report.add(src, (*loc, "output", "context", key), str(exc))
         if step.fidelity and step.fidelity != "fresh" and not step.thread:
-            add(
-                src.problem(
-                    (*loc, "fidelity"),
-                    "`fidelity` has no effect without `thread`",
-                    severity="warning",
-                )
+            report.add(
+                src,
+                (*loc, "fidelity"),
+                "`fidelity` has no effect without `thread`",
+                severity="warning",
             )
 
     report.problems += check_wave_fields(project, loaded)
@@ -342,39 +335,35 @@ def _lint_workspace(
     ids: dict[str, int],
     report: LintReport,
 ) -> None:
-    config, src, add = step.workspace, loaded.source, report.problems.append
+    config, src = step.workspace, loaded.source
     if config is None:
         return
     if config.ref and config.ref not in ids:
-        add(
-            src.problem(
-                (*loc, "workspace", "ref"),
-                f"workspace.ref names {unknown('step', config.ref, ids)}",
-            )
+        report.add(
+            src,
+            (*loc, "workspace", "ref"),
+            f"workspace.ref names {unknown('step', config.ref, ids)}",
         )
     for j, mount in enumerate(config.mount):
         source = (project.root / mount.source).resolve()
         if project.root.resolve() not in (source, *source.parents):
-            add(
-                src.problem(
-                    (*loc, "workspace", "mount", j, "source"),
-                    "mount sources must be inside the project",
-                )
+            report.add(
+                src,
+                (*loc, "workspace", "mount", j, "source"),
+                "mount sources must be inside the project",
             )
         elif not source.exists():
-            add(
-                src.problem(
-                    (*loc, "workspace", "mount", j, "source"),
-                    f"mount source {mount.source} does not exist",
-                )
+            report.add(
+                src,
+                (*loc, "workspace", "mount", j, "source"),
+                f"mount source {mount.source} does not exist",
             )
     if config.type == "worktree" and config.mount:
-        add(
-            src.problem(
-                (*loc, "workspace"),
-                "a worktree already holds the project; mounts apply to directory workspaces",
-                severity="warning",
-            )
+        report.add(
+            src,
+            (*loc, "workspace"),
+            "a worktree already holds the project; mounts apply to directory workspaces",
+            severity="warning",
         )
 
 
@@ -382,18 +371,16 @@ def _lint_retry(scope: LintScope, rules: StepRules, report: LintReport) -> None:
     """`retry:`: a kind that cannot be tried again refuses it; its delays must parse;
     `on_failure: rework` and `rework_step` come together (as Wave checks), and the
     target is a step, best a `rework_only` one."""
-    step, add = scope.step, report.problems.append
+    step = scope.step
     retry = step.retry
     if retry is None:
         return
     if rules.retries is None:
-        add(
-            scope.problem(
-                ("retry",),
-                f"`retry` has no effect on a {step.kind} step (it has nothing to try "
-                "again); remove it",
-                key=True,
-            )
+        report.add(
+            scope,
+            ("retry",),
+            f"`retry` has no effect on a {step.kind} step (it has nothing to try again); remove it",
+            key=True,
         )
         return
     for name in ("base_delay", "max_delay"):
@@ -403,23 +390,20 @@ def _lint_retry(scope: LintScope, rules: StepRules, report: LintReport) -> None:
         try:
             parse_duration(value)
         except ValueError as exc:
-            add(scope.problem(("retry", name), str(exc)))
+            report.add(scope, ("retry", name), str(exc))
     if retry.on_failure == "rework" and not retry.rework_step:
-        add(
-            scope.problem(("retry", "on_failure"), "retry.on_failure: rework needs a `rework_step`")
-        )
+        report.add(scope, ("retry", "on_failure"), "retry.on_failure: rework needs a `rework_step`")
     elif retry.rework_step and retry.on_failure != "rework":
-        add(
-            scope.problem(
-                ("retry", "rework_step"),
-                "retry.rework_step is only used with `on_failure: rework`; set that, or "
-                "put `rework_step` on the contract",
-            )
+        report.add(
+            scope,
+            ("retry", "rework_step"),
+            "retry.rework_step is only used with `on_failure: rework`; set that, or "
+            "put `rework_step` on the contract",
         )
     elif retry.rework_step:
         where = ("retry", "rework_step")
         for message, severity in _rework_target(scope, retry.rework_step, strict=True):
-            add(scope.problem(where, message, severity=severity))
+            report.add(scope, where, message, severity=severity)
         steps = scope.loaded.pipeline.steps
         first = next(
             (s for s in steps if s.retry and s.retry.on_failure == "rework"
@@ -427,13 +411,12 @@ def _lint_retry(scope: LintScope, rules: StepRules, report: LintReport) -> None:
             None,
         )  # fmt: skip
         if first is not None and first.id != scope.step.id:
-            add(
-                scope.problem(
-                    where,
-                    f"rework target '{retry.rework_step}' is used by both step '{first.id}' "
-                    f"and step '{scope.step.id}' (as in Wave, each step needs its own: two "
-                    "failures at once would share one rework)",
-                )
+            report.add(
+                scope,
+                where,
+                f"rework target '{retry.rework_step}' is used by both step '{first.id}' "
+                f"and step '{scope.step.id}' (as in Wave, each step needs its own: two "
+                "failures at once would share one rework)",
             )
 
 
@@ -489,18 +472,17 @@ def _rework_target(scope: LintScope, target: str, *, strict: bool) -> list[tuple
 def _lint_contracts(scope: LintScope, report: LintReport) -> None:
     """Each contract's type and settings (checked by the type itself), rework targets,
     and the order: mechanical checks before agent checks."""
-    step, add = scope.step, report.problems.append
+    step = scope.step
     if not step.handover:
         return
     if step.handover.contract is not None and step.handover.contracts:
-        add(
-            scope.problem(
-                ("handover", "contract"),
-                "`handover.contract` is ignored because `handover.contracts` is set (as in "
-                "Wave); move it into `contracts` to run it",
-                severity="warning",
-                key=True,
-            )
+        report.add(
+            scope,
+            ("handover", "contract"),
+            "`handover.contract` is ignored because `handover.contracts` is set (as in "
+            "Wave); move it into `contracts` to run it",
+            severity="warning",
+            key=True,
         )
     types = scope.lint.contract_types
     after_agent: str | None = None
@@ -508,9 +490,7 @@ def _lint_contracts(scope: LintScope, report: LintReport) -> None:
         here = dataclasses.replace(scope, loc=contract_loc(scope.loc, step, i))
         if contract.type not in types:
             known = ", ".join(types)
-            add(
-                here.problem(("type",), f"unknown contract type '{contract.type}' (known: {known})")
-            )
+            report.add(here, ("type",), f"unknown contract type '{contract.type}' (known: {known})")
             continue
         kind = types.get(contract.type)
         try:
@@ -526,13 +506,12 @@ def _lint_contracts(scope: LintScope, report: LintReport) -> None:
         if not kind.mechanical:
             after_agent = after_agent or contract.type
         elif after_agent:
-            add(
-                here.problem(
-                    (),
-                    f"the {contract.type} contract runs after an {after_agent}; put mechanical "
-                    "checks first so a failing test never costs a review",
-                    severity="warning",
-                )
+            report.add(
+                here,
+                (),
+                f"the {contract.type} contract runs after an {after_agent}; put mechanical "
+                "checks first so a failing test never costs a review",
+                severity="warning",
             )
         _lint_rework(here, contract, report)
 
@@ -543,19 +522,18 @@ def _lint_rework(scope: LintScope, contract: Contract, report: LintReport) -> No
     step = scope.step
     target = contract.rework_step or (step.retry.rework_step if step.retry else None)
     if not target:  # valid in Wave, which fails the step when the contract fails
-        report.problems.append(
-            scope.problem(
-                ("on_failure",),
-                "on_failure: rework needs a `rework_step` (here or in the step's `retry`); "
-                "without one, this contract failing fails the step",
-                severity="warning",
-            )
+        report.add(
+            scope,
+            ("on_failure",),
+            "on_failure: rework needs a `rework_step` (here or in the step's `retry`); "
+            "without one, this contract failing fails the step",
+            severity="warning",
         )
     elif contract.rework_step:  # the step's retry.rework_step is checked with the retry
         # Wave holds an agent_review's target to its rules strictly (dag.go)
         strict = contract.type == "agent_review"
         for message, severity in _rework_target(scope, target, strict=strict):
-            report.problems.append(scope.problem(("rework_step",), message, severity=severity))
+            report.add(scope, ("rework_step",), message, severity=severity)
 
 
 def _context_keys(root: Path, steps: list[Step]) -> set[str]:

@@ -150,11 +150,7 @@ def check_model(model: type[M], data: Any, source: SourceMap) -> Checked[M]:
             None, [source.problem((), "expected a mapping at the top of the file")], source
         )
     obj, problems, pruned = validate_partially(
-        model,
-        data,
-        lambda exc: validation_problems(exc, model, source),
-        set(_UNION_TAGS),
-        source,
+        model, data, lambda exc: validation_problems(exc, model, source), set(_UNION_TAGS), source
     )
     # Wave fields swell does not run are found in the raw data, so they are reported
     # together with every other problem of the file

@@ -160,9 +160,7 @@ class Persona(Strict):
     skills: list[str] = Field(default_factory=list)
     token_scopes: list[str] = Field(default_factory=list)
 
-    NOT_RUN = {
-        "hooks": "persona tool hooks",
-    }
+    NOT_RUN = {"hooks": "persona tool hooks"}
 
     _scopes = field_validator("token_scopes")(check_token_scopes)
 
@@ -247,10 +245,7 @@ class Manifest(Strict):
     evolution: EvolutionConfig | None = None
     schedules: list[Schedule] = Field(default_factory=list)  # run by `swell watch`
 
-    NOT_RUN = {
-        "server": "server mode",
-        "evolution": "pipeline evolution triggers",
-    }
+    NOT_RUN = {"server": "server mode", "evolution": "pipeline evolution triggers"}
     # Wave checks neither; it dropped ontologies
     IGNORED = ("apiVersion", "ontology")
 
@@ -513,10 +508,7 @@ class Step(KindFields):  # a plugin kind's own fields beside its `type` (models_
     loop: LoopConfig | None = None
     aggregate: AggregateConfig | None = None
 
-    NOT_RUN = {
-        "validation": "validation rules",
-        "input_ref": "typed sub-pipeline input",
-    }
+    NOT_RUN = {"validation": "validation rules", "input_ref": "typed sub-pipeline input"}
     IGNORED = ("contexts",)  # Wave's docs' ontology contexts; Wave dropped ontologies
 
     @field_validator("id")

@@ -80,9 +80,7 @@ class Timeouts(Strict):
     forge_api_seconds: NonNegative | None = None
     retry_max_delay_seconds: NonNegative | None = None
 
-    NOT_RUN = {
-        "gate_approval_hours": "a default timeout for approval gates",
-    }
+    NOT_RUN = {"gate_approval_hours": "a default timeout for approval gates"}
     # Wave reads none of these from wave.yaml (it uses built-in values), and
     # meta_default_minutes times Wave's meta pipelines, which swell does not have
     IGNORED = (
@@ -151,7 +149,7 @@ class RoutingConfig(Strict):
     # `rules` and `default` route `swell watch` items and webhooks (service/routing.py)
     NOT_RUN = {
         # Wave reads `default_tier` nowhere either (auto_route falls back to balanced)
-        "default_tier": "a default tier",
+        "default_tier": "a default tier"
     }
 
 

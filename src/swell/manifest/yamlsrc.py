@@ -105,8 +105,7 @@ def read_text(path: Path, display: str | None = None) -> str:
     if len(raw) > MAX_BYTES:
         prefix = raw[:MAX_BYTES].decode("utf-8", "ignore")
         refuse(
-            f"file is larger than {MAX_BYTES:,} bytes; not read",
-            *_line_col(prefix, len(prefix)),
+            f"file is larger than {MAX_BYTES:,} bytes; not read", *_line_col(prefix, len(prefix))
         )
     try:
         return raw.decode("utf-8")

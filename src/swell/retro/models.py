@@ -8,13 +8,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field
 
 FrictionKind = Literal[
-    "retry",
-    "contract_failure",
-    "review_rework",
-    "breaker_trip",
-    "limit_hit",
-    "gate_wait",
-    "relay",
+    "retry", "contract_failure", "review_rework", "breaker_trip", "limit_hit", "gate_wait", "relay"
 ]
 FRICTION_KINDS: tuple[FrictionKind, ...] = get_args(FrictionKind)
 Rating = Literal["effortless", "smooth", "bumpy", "struggled", "failed", "cancelled"]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from swell.manifest.loader import LoadedPipeline
     from swell.runtime import Runtime
     from swell.service.sources import Source, WorkItem
+    from swell.store.rows import RunRow
 
 OnFailure = Literal["continue", "halt"]
 # what a detached local run is resumed with: no terminal there, a gate waits for approval
@@ -100,9 +101,8 @@ class Dispatcher:
             self._recovered = True
         for run_id in sorted(self.unhanded):
             self.unhanded.discard(run_id)
-            run = self.rt.store.get_run(run_id)
-            if run.status == "pending" and self.rt.store.owner(run_id) is None:
-                self._hand_on(run_id)
+            if _orphaned(self.rt, self.rt.store.get_run(run_id)):
+                self.handing.submit(run_id)
         self._check_ended()
         if self.tally.halted:
             return
@@ -132,12 +132,6 @@ class Dispatcher:
             run_id = self._start(chosen.pipeline, item, key)
         except AlreadyDispatched:
             self.done.add((item.id, name))  # another dispatcher (or an earlier one) has it
-            return
-        except NotHandedOn as exc:
-            self.say(f"item {item.id}: {exc}; handed on again at the next poll")
-            self.done.add((item.id, name))
-            self.active.add(exc.run_id)
-            self.unhanded.add(exc.run_id)
             return
         except SwellError as exc:  # said once; a restarted watcher tries the item again
             self.say(f"item {item.id}: not started: {exc}")
@@ -190,11 +184,8 @@ class Dispatcher:
             if run.status in ENDED_FOR_GOOD:
                 continue
             self.active.add(run.id)
-            if run.status == "pending" and self.rt.store.owner(run.id) is None:
-                self._hand_on(run.id)
-
-    def _hand_on(self, run_id: str) -> None:
-        self.handing.submit(run_id)
+            if _orphaned(self.rt, run):
+                self.handing.submit(run.id)
 
 
 def hand_on(rt: Runtime, run_id: str, say: Callable[[str], None], told: bool = True) -> bool | None:
@@ -280,12 +271,13 @@ class HandOns:
 def orphans(rt: Runtime, source: str) -> list[str]:
     """The source's dispatched runs still pending with no process executing them (their
     dispatcher stopped between recording and handing on)."""
-    found = []
-    for row in dispatch(rt.store).dispatched(source):
-        run = rt.store.get_run(row.run_id)
-        if run.status == "pending" and rt.store.owner(run.id) is None:
-            found.append(run.id)
-    return found
+    runs = [rt.store.get_run(row.run_id) for row in dispatch(rt.store).dispatched(source)]
+    return [run.id for run in runs if _orphaned(rt, run)]
+
+
+def _orphaned(rt: Runtime, run: RunRow) -> bool:
+    """Recorded, and not handed on: pending, and no process executes it."""
+    return run.status == "pending" and rt.store.owner(run.id) is None
 
 
 def record_item(

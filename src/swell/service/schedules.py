@@ -52,11 +52,7 @@ class Schedules:
     name = "schedules"
 
     def __init__(
-        self,
-        rt: Runtime,
-        settings: Settings,
-        say: Callable[[str], None],
-        clock: Clock = _now,
+        self, rt: Runtime, settings: Settings, say: Callable[[str], None], clock: Clock = _now
     ) -> None:
         self.rt, self.settings, self.say, self.clock = rt, settings, say, clock
         self.tally = Tally()

@@ -11,7 +11,7 @@ saying what the store cannot do (claims: running a run needs them).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from swell.errors import StoreError
 from swell.store.protocols import (
@@ -108,15 +108,7 @@ class _NoOutput:
     def drop_output(self, run_id: str, step_id: str, visit: int, seqs: range) -> None:
         pass
 
-    def output(
-        self,
-        run_id: str,
-        *,
-        after_id: int = 0,
-        step_id: str | None = None,
-        visit: int | None = None,
-        limit: int | None = None,
-    ) -> list[OutputChunk]:
+    def output(self, run_id: str, **where: Any) -> list[OutputChunk]:
         return []
 
 

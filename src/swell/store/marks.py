@@ -12,13 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-MARK_KINDS = (
-    "run.forked",
-    "run.fork_made",
-    "run.rewound",
-    "child.started",
-    "outcome.recorded",
-)
+MARK_KINDS = ("run.forked", "run.fork_made", "run.rewound", "child.started", "outcome.recorded")
 # the partial index's WHERE, as the migrations write it and the queries repeat it
 MARKS = "type IN (" + ", ".join(f"'{kind}'" for kind in MARK_KINDS) + ")"
 

@@ -65,7 +65,11 @@ def _limit(limit: int | None) -> int:
 
 
 def postgres_read(
-    run_id: str, after_id: int, step_id: str | None, visit: int | None, limit: int | None
+    run_id: str,
+    after_id: int = 0,
+    step_id: str | None = None,
+    visit: int | None = None,
+    limit: int | None = None,
 ) -> tuple[object, ...]:
     """POSTGRES_READ's parameters (LIMIT NULL: all chunks)."""
     most = None if limit is None else max(limit, 0)

@@ -165,8 +165,7 @@ class ReaderPages:
 
     def visit(self, run_id: str, step_id: str, visit: int) -> VisitRow | None:
         return next(
-            (v for v in self.store.visits(run_id) if (v.step_id, v.visit) == (step_id, visit)),
-            None,
+            (v for v in self.store.visits(run_id) if (v.step_id, v.visit) == (step_id, visit)), None
         )
 
     def head(self, run_id: str) -> RunHead | None:

@@ -195,7 +195,7 @@ class ThreadReader(Protocol):
     def rounds_between(
         self, run_id: str, thread: str | None, first: int, last: int
     ) -> list[RoundRow]:
-        """Rounds with first <= id <= last, in id order."""
+        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
         ...
 
 

@@ -146,7 +146,6 @@ class SqlReads(SqlQueries):
         )
 
     def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
-        """A decision recorded for a gate the run has not acted on yet."""
         return pending(self.gates(run_id), step_id, visit)
 
     def reviews(self, run_id: str) -> list[ReviewRow]:
@@ -179,7 +178,6 @@ class SqlReads(SqlQueries):
     def rounds_between(
         self, run_id: str, thread: str | None, first: int, last: int
     ) -> list[RoundRow]:
-        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
         if thread is None:
             return self._shared_rows(
                 RoundRow,

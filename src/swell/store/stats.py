@@ -235,17 +235,7 @@ def sql_stats(
     out = StatsSource()
     out.runs = [
         RunFacts(
-            str(i),
-            str(p),
-            str(s),
-            str(c),
-            a,
-            b,
-            int(n),
-            int(k),
-            int(t_in),
-            int(t_out),
-            float(cost),
+            str(i), str(p), str(s), str(c), a, b, int(n), int(k), int(t_in), int(t_out), float(cost)
         )
         for i, p, s, c, a, b, n, k, t_in, t_out, cost in rows(_RUNS)
     ]

@@ -83,8 +83,7 @@ class _Lexer:
             if name in self.as_code or self.as_code_unknown
         ]
         return ShellView(
-            tuple(self.contexts[k] for k in range(self.count)),
-            tuple(sorted(warnings)),
+            tuple(self.contexts[k] for k in range(self.count)), tuple(sorted(warnings))
         )
 
     # ------------------------------------------------------------------ values

@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -369,23 +369,10 @@ def _take(
         out.transcript.append(("tool", f"{item.name} {item.target or ''}".strip()))
         event = ev.AgentToolCall(name=item.name, target=item.target, call_id=item.call_id)
     elif isinstance(item, AgentToolResult):
-        event = ev.AgentToolResult(
-            call_id=item.call_id,
-            name=item.name,
-            output=item.output,
-            is_error=item.is_error,
-            duration_ms=item.duration_ms,
-            truncated=item.truncated,
-        )
+        event = ev.AgentToolResult(**asdict(item))  # the same fields
     elif isinstance(item, AgentUsageUpdate):
         u = out.last_usage = item.usage
-        event = ev.AgentUsage(
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cache_read_tokens=u.cache_read_tokens,
-            cache_write_tokens=u.cache_write_tokens,
-            cost_usd=u.cost_usd,
-        )
+        event = ev.AgentUsage(**u.model_dump())  # the same fields
         full = stop_when is not None and stop_when(u)
     elif isinstance(item, AgentSessionStarted):
         out.session_id = item.session_id

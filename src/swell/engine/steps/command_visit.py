@@ -53,10 +53,7 @@ async def run_script(ctx: VisitContext, script: str) -> StepResult:
         rendered = render_script(script, ctx.namespace) if "{{" in script else Rendered(script)
     except ExpressionError as exc:  # a script `swell validate` refuses (or a bad template)
         return StepResult(
-            outcome="failure",
-            error=f"script not run: {exc}",
-            events=inputs.events,
-            retryable=False,
+            outcome="failure", error=f"script not run: {exc}", events=inputs.events, retryable=False
         )
     notes = inputs.events + [
         ctx.event(Warning(message=w)) for w in unset_warnings(rendered.missing)

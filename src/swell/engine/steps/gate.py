@@ -14,13 +14,7 @@ from typing import Any
 from swell.engine.steps.base import StepKind
 from swell.engine.visit.context import GateDecision, StepResult, VisitContext
 from swell.errors import Problem
-from swell.events.models import (
-    BaseEvent,
-    GateChoiceInfo,
-    GateResolved,
-    GateWaiting,
-    RunWaiting,
-)
+from swell.events.models import BaseEvent, GateChoiceInfo, GateResolved, GateWaiting, RunWaiting
 from swell.manifest.durations import parse_duration
 from swell.manifest.lint_context import LintScope
 from swell.manifest.models import Gate, Step

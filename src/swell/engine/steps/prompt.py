@@ -288,10 +288,7 @@ def _skills_and_hint(ctx: VisitContext, adapter: str, caps: Capabilities) -> tup
 
 
 async def _attempts(
-    ctx: VisitContext,
-    adapter: AgentAdapter,
-    request: AgentRequest,
-    settings: RelaySettings | None,
+    ctx: VisitContext, adapter: AgentAdapter, request: AgentRequest, settings: RelaySettings | None
 ) -> relay.Relayed:
     """Run the agent, again after a pause while it fails for a passing reason (rate
     limit, timeout) and the step's retry policy allows."""

@@ -12,20 +12,12 @@ see part of one.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from swell.errors import RunNotFound, StoreError
-from swell.events.models import (
-    BaseEvent,
-    Event,
-    RunForked,
-    event_data,
-    event_json,
-)
+from swell.events.models import BaseEvent, Event, RunForked, event_data, event_json
 from swell.store.dispatch import Dispatched, DispatchKey, SourceSummary, summarize
 from swell.store.memory.tables import Journal, MemoryDatabase, project
 from swell.store.protocols import Capability
@@ -53,7 +45,7 @@ from swell.store.rules import (
     now_iso,
     one_run,
     pending,
-    stored_input,
+    run_values,
     this_process,
 )
 from swell.streaming import OutputChunk
@@ -62,6 +54,14 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 R = TypeVar("R", bound="DataclassInstance")
+
+
+# `run_values` in the order it gives them, and the columns a new run starts with
+INSERTED = ("id", "pipeline", "pipeline_path", "project_root", "input", "parent_run_id",
+            "parent_step_id", "workspace", "options", "created_at", "updated_at", "owner_pid",
+            "pipeline_text")  # fmt: skip
+NEW_RUN = {"status": "pending", "started_at": None, "finished_at": None, "error": None,
+           "visits": 0, "owner_host": None, "cancel_requested": 0}  # fmt: skip
 
 
 def _none_first(value: str | None) -> tuple[bool, str]:
@@ -92,43 +92,9 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ writing
 
-    def create_run(
-        self,
-        *,
-        run_id: str,
-        pipeline: str,
-        input_text: str,
-        workspace: str,
-        pipeline_path: str | None = None,
-        project_root: str | None = None,
-        parent_run_id: str | None = None,
-        parent_step_id: str | None = None,
-        options: dict[str, Any] | None = None,
-        pipeline_text: str | None = None,
-    ) -> None:
-        stamp = now_iso()
-        record = {
-            "id": run_id,
-            "pipeline": pipeline,
-            "pipeline_path": pipeline_path,
-            "project_root": project_root,
-            "status": "pending",
-            "input": stored_input(input_text),
-            "parent_run_id": parent_run_id,
-            "parent_step_id": parent_step_id,
-            "workspace": workspace,
-            "options": json.dumps(options or {}),
-            "created_at": stamp,
-            "started_at": None,
-            "finished_at": None,
-            "updated_at": stamp,
-            "error": None,
-            "visits": 0,
-            "owner_pid": os.getpid(),
-            "owner_host": None,
-            "pipeline_text": pipeline_text,
-            "cancel_requested": 0,
-        }
+    def create_run(self, **run: Any) -> None:
+        record = dict(zip(INSERTED, run_values(**run), strict=True)) | NEW_RUN
+        run_id = record["id"]
         with self._write() as journal:
             if run_id in self.database.runs:
                 raise StoreError(f"run {run_id} already exists")
@@ -210,7 +176,6 @@ class MemoryStore:
         reason: str | None = None,
         by: str | None = None,
     ) -> GateRow:
-        """Record a person's decision on a waiting gate; the running process acts on it."""
         with self._write() as journal:
             gate = decide(self.gates(run_id), run_id, step_id, decision, choice, reason, by)
             journal.update(
@@ -328,7 +293,6 @@ class MemoryStore:
         return self._select(GateRow, "gates", run_id, "created_at")
 
     def pending_decision(self, run_id: str, step_id: str, visit: int) -> GateRow | None:
-        """A decision recorded for a gate the run has not acted on yet."""
         return pending(self.gates(run_id), step_id, visit)
 
     def reviews(self, run_id: str) -> list[ReviewRow]:
@@ -361,7 +325,6 @@ class MemoryStore:
     def rounds_between(
         self, run_id: str, thread: str | None, first: int, last: int
     ) -> list[RoundRow]:
-        """Rounds with first <= id <= last (run-wide ids, or the thread's own), in id order."""
         with self._read() as db:
             table = db.rows("rounds", run_id)
             if thread is None:
@@ -382,17 +345,9 @@ class MemoryStore:
         with self._read() as db:
             db.output.drop(run_id, step_id, visit, seqs)
 
-    def output(
-        self,
-        run_id: str,
-        *,
-        after_id: int = 0,
-        step_id: str | None = None,
-        visit: int | None = None,
-        limit: Limit = None,
-    ) -> list[OutputChunk]:
+    def output(self, run_id: str, **where: Any) -> list[OutputChunk]:  # Store.output's
         with self._read() as db:
-            return db.output.read(run_id, after_id, step_id, visit, limit)
+            return db.output.read(run_id, **where)
 
     # ---------------------------------------------------------------- internals
 

@@ -43,15 +43,7 @@ from swell.store.postgres.pages import PostgresPages
 from swell.store.postgres.queries import HOLDER, INSERT_RUN, RUN_COLUMNS
 from swell.store.postgres.stats import postgres_stats
 from swell.store.protocols import Capability
-from swell.store.rows import (
-    GateRow,
-    Limit,
-    Owner,
-    StepRow,
-    StoredRow,
-    row_from,
-    sql_limit,
-)
+from swell.store.rows import GateRow, Limit, Owner, StepRow, StoredRow, row_from, sql_limit
 from swell.store.rules import (
     already_stored,
     busy,
@@ -241,7 +233,6 @@ class PostgresStore(SqlReads):
         reason: str | None = None,
         by: str | None = None,
     ) -> GateRow:
-        """Record a person's decision on a waiting gate; the running process acts on it."""
         with self._tx() as cur:
             # the run's gate rows stay as read until this commits (two deciders queue here)
             cur.execute("SELECT 1 FROM gates WHERE run_id = %s FOR UPDATE", (run_id,))
@@ -341,17 +332,8 @@ class PostgresStore(SqlReads):
                 (run_id, step_id, visit, seqs.start, seqs.stop),
             )
 
-    def output(
-        self,
-        run_id: str,
-        *,
-        after_id: int = 0,
-        step_id: str | None = None,
-        visit: int | None = None,
-        limit: Limit = None,
-    ) -> list[OutputChunk]:
-        params = output_table.postgres_read(run_id, after_id, step_id, visit, limit)
-        rows = self._all(output_table.POSTGRES_READ, params)
+    def output(self, run_id: str, **where: Any) -> list[OutputChunk]:  # Store.output's
+        rows = self._all(output_table.POSTGRES_READ, output_table.postgres_read(run_id, **where))
         return [OutputChunk(r[1], r[2], r[3], r[4], r[5], r[6], r[7], id=r[0]) for r in rows]
 
     # ------------------------------------------------------------------ following

@@ -148,10 +148,7 @@ async def run_agent(ctx: VisitContext, worker: Worker, extra: dict[str, Any]) ->
 
 
 async def schedule(
-    workers: list[Worker],
-    width: int,
-    job: Callable[[Worker], Awaitable[None]],
-    fail_fast: bool,
+    workers: list[Worker], width: int, job: Callable[[Worker], Awaitable[None]], fail_fast: bool
 ) -> None:
     """Run `job` for each worker, at most `width` at once, in order of start. With
     `fail_fast`, a failure starts no more workers (those running finish)."""
