@@ -290,3 +290,28 @@ def test_validating_files_that_checked_before_parses_no_yaml_and_says_the_same(
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False
     )
     assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_a_run_of_built_in_kinds_looks_for_no_plugins(tmp_path: Path) -> None:
+    """Which packages declare swell plugins is only asked when a name is not built in:
+    asking reads every installed package's metadata (docs/performance.md)."""
+    root = _one_step_project(tmp_path)
+    code = (
+        "import sys, importlib.metadata as md\n"
+        "asked = []\n"
+        "real = md.entry_points\n"
+        "def entry_points(**kw):\n"
+        "    asked.append(kw.get('group'))\n"
+        "    return real(**kw)\n"
+        "md.entry_points = entry_points\n"
+        "sys.argv = ['swell', 'run', 'one']\n"
+        "from swell.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(*[g for g in asked if str(g).startswith('swell')], file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert "run succeeded" in done.stdout, done.stderr
+    assert done.stderr.strip().splitlines()[-1:] in ([], [""])
