@@ -88,13 +88,18 @@ def child(t0: float) -> None:
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
+            named = label
+            if label.endswith("model_rebuild") and args:  # which model
+                named = f"pydantic model_rebuild {getattr(args[0], '__name__', '')}"
+            elif label == "run" and args and isinstance(args[0], list):  # which command
+                named = " ".join(str(a) for a in args[0][:2])
             start, d = time.perf_counter(), depth[0]
             depth[0] += 1
             try:
                 return fn(*args, **kwargs)
             finally:
                 depth[0] -= 1
-                marks.append((start, time.perf_counter(), d, label))
+                marks.append((start, time.perf_counter(), d, named))
 
         return call
 
@@ -125,6 +130,7 @@ def child(t0: float) -> None:
             named = getattr(mod, "__name__", "")
             if named.startswith("swell.") and mod.__dict__.get(name) is fn:
                 setattr(mod, name, getattr(owner, name))
+    subprocess.run = timed("run", subprocess.run)  # type: ignore[assignment]
     popen_init = subprocess.Popen.__init__
 
     def popen(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:

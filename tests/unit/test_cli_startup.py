@@ -315,3 +315,18 @@ def test_a_run_of_built_in_kinds_looks_for_no_plugins(tmp_path: Path) -> None:
     )  # fmt: skip
     assert "run succeeded" in done.stdout, done.stderr
     assert done.stderr.strip().splitlines()[-1:] in ([], [""])
+
+
+def test_showing_runs_that_ended_tests_no_run_lock(tmp_path: Path) -> None:
+    """Which process executes a run is asked (a lock test, and hashing its id to the
+    lock's byte) only for a run that is running: `swell list` and `swell status` of
+    ended runs import no hashlib."""
+    root = _one_step_project(tmp_path)
+    ran = _swell("run", "one", cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    listed = _swell("list", cwd=root)
+    assert listed.returncode == 0 and " succeeded " in listed.stdout, listed.stderr
+    assert "hashlib" not in _imported("list", cwd=root)
+    shown = _swell("status", cwd=root)
+    assert shown.returncode == 0 and "status    succeeded" in shown.stdout, shown.stderr
+    assert "hashlib" not in _imported("status", cwd=root)
