@@ -12,7 +12,6 @@ import gc
 import importlib
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -323,9 +322,11 @@ def entry() -> NoReturn:
     status = code if isinstance(code, int) else (0 if code is None else 1)
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
-        sys.exit(status)  # the interpreter waits for such a thread: so do we
+    threading = sys.modules.get("threading")  # never imported: no thread was started
+    if threading is not None:
+        main_thread = threading.main_thread()
+        if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+            sys.exit(status)  # the interpreter waits for such a thread: so do we
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
