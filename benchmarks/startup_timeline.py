@@ -47,7 +47,7 @@ PHASES = (
     "swell.runtime:execute",
     "swell.engine.loop.runner:Runner.run",
     "swell.engine.visit.execute:VisitExecution.run",
-    "swell.workspace.manager:WorkspaceManager.prepare",
+    "swell.workspace.workspace:open_directory",
     "swell.cli.runs:_report",
     "pydantic.plugin._loader:get_plugins",
     "pydantic.main:BaseModel.model_rebuild",
@@ -240,7 +240,8 @@ def main() -> None:
     if failed:
         sys.exit(f"swell run exited {failed}")
     med = statistics.median
-    print(f"{'start':>7} {'end':>7} {'ms':>6}  phase  (median of {rounds}; {src})")
+    load = os.getloadavg()[0]
+    print(f"{'start':>7} {'end':>7} {'ms':>6}  phase  (median of {rounds}; {src}; load {load:.1f})")
     print(f"{0:7.1f} {med(r['boot'] for r in results) * 1e3:7.1f}")
     rows = merged(results)
     for start, end, depth, label in rows:
