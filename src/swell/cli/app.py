@@ -131,7 +131,16 @@ _GLOBAL_WITH_VALUE = ("--project", "-C")
 # with the garbage collector off (imports make many objects and no garbage; the
 # collector would walk them again and again)
 WARM: dict[str, tuple[str, ...]] = {
-    "run": ("swell.runtime", "swell.store.sqlite.store", "swell.cli.render"),
+    # what every `swell run` imports (preflight, the local executor, the output
+    # printers), with the collector off, not one module at a time while it runs
+    "run": (
+        "swell.runtime",
+        "swell.store.sqlite.store",
+        "swell.cli.render",
+        "swell.cli.live",
+        "swell.ops.preflight",
+        "swell.executors.local",
+    ),
     "resume": ("swell.runtime", "swell.store.sqlite.store", "swell.cli.render"),
     "logs": ("swell.cli.history", "swell.store.sqlite.store"),
 }
