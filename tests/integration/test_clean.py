@@ -14,11 +14,14 @@ from conftest import run_id_of, start_swell, swell, swell_json, wait_for, write_
 from postgres_server import PostgresServer
 
 OWNERS = ".owners"  # beside the workspaces: which store keeps each one's run
+BASE = ".base.git"  # beside them too: the repository each directory workspace copies
 
 
 def workspaces(state: Path) -> set[str]:
     root = state / "workspaces"
-    return {p.name for p in root.iterdir() if p.name != OWNERS} if root.is_dir() else set()
+    return (
+        {p.name for p in root.iterdir() if p.name not in (OWNERS, BASE)} if root.is_dir() else set()
+    )
 
 
 def owners(state: Path) -> dict[str, str]:

@@ -290,3 +290,43 @@ def test_validating_files_that_checked_before_parses_no_yaml_and_says_the_same(
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False
     )
     assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_a_run_of_built_in_kinds_looks_for_no_plugins(tmp_path: Path) -> None:
+    """Which packages declare swell plugins is only asked when a name is not built in:
+    asking reads every installed package's metadata (docs/performance.md)."""
+    root = _one_step_project(tmp_path)
+    code = (
+        "import sys, importlib.metadata as md\n"
+        "asked = []\n"
+        "real = md.entry_points\n"
+        "def entry_points(**kw):\n"
+        "    asked.append(kw.get('group'))\n"
+        "    return real(**kw)\n"
+        "md.entry_points = entry_points\n"
+        "sys.argv = ['swell', 'run', 'one']\n"
+        "from swell.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(*[g for g in asked if str(g).startswith('swell')], file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert "run succeeded" in done.stdout, done.stderr
+    assert done.stderr.strip().splitlines()[-1:] in ([], [""])
+
+
+def test_showing_runs_that_ended_tests_no_run_lock(tmp_path: Path) -> None:
+    """Which process executes a run is asked (a lock test, and hashing its id to the
+    lock's byte) only for a run that is running: `swell list` and `swell status` of
+    ended runs import no hashlib."""
+    root = _one_step_project(tmp_path)
+    ran = _swell("run", "one", cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    listed = _swell("list", cwd=root)
+    assert listed.returncode == 0 and " succeeded " in listed.stdout, listed.stderr
+    assert "hashlib" not in _imported("list", cwd=root)
+    shown = _swell("status", cwd=root)
+    assert shown.returncode == 0 and "status    succeeded" in shown.stdout, shown.stderr
+    assert "hashlib" not in _imported("status", cwd=root)

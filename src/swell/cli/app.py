@@ -12,7 +12,6 @@ import gc
 import importlib
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -132,7 +131,16 @@ _GLOBAL_WITH_VALUE = ("--project", "-C")
 # with the garbage collector off (imports make many objects and no garbage; the
 # collector would walk them again and again)
 WARM: dict[str, tuple[str, ...]] = {
-    "run": ("swell.runtime", "swell.store.sqlite.store", "swell.cli.render"),
+    # what every `swell run` imports (preflight, the local executor, the output
+    # printers), with the collector off, not one module at a time while it runs
+    "run": (
+        "swell.runtime",
+        "swell.store.sqlite.store",
+        "swell.cli.render",
+        "swell.cli.live",
+        "swell.ops.preflight",
+        "swell.executors.local",
+    ),
     "resume": ("swell.runtime", "swell.store.sqlite.store", "swell.cli.render"),
     "logs": ("swell.cli.history", "swell.store.sqlite.store"),
 }
@@ -323,9 +331,11 @@ def entry() -> NoReturn:
     status = code if isinstance(code, int) else (0 if code is None else 1)
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
-        sys.exit(status)  # the interpreter waits for such a thread: so do we
+    threading = sys.modules.get("threading")  # never imported: no thread was started
+    if threading is not None:
+        main_thread = threading.main_thread()
+        if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+            sys.exit(status)  # the interpreter waits for such a thread: so do we
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

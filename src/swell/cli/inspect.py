@@ -90,7 +90,8 @@ def list_runs(
         return
     # every column as wide as its widest entry: a long status ("running (process gone:
     # swell resume)") must not push the columns after it out of line
-    words = [_status_word(r, store.owner(r.id)) for r in runs]
+    # only a running run's word depends on its owner: asking is a lock test per run
+    words = [_status_word(r, store.owner(r.id) if r.status == "running" else None) for r in runs]
     width, status_width = max(len(r.id) for r in runs), max(len(w) for w in words)
     visits_width = max(4, *(len(str(r.visits)) for r in runs))
     for r, word in zip(runs, words, strict=True):
@@ -131,7 +132,9 @@ def status(
         run = runs[0]
     else:
         run = store.get_run(run_id)
-    owner = store.owner(run.id)
+    # the text shows an owner only for a running run (`_status_word`): no lock test else
+    shown = run.status == "running" or output is Output.json
+    owner = store.owner(run.id) if shown else None
     gates = [g for g in store.gates(run.id) if g.status == "waiting"]
     context = store.context(run.id)
     children = store.children(run.id)

@@ -42,6 +42,7 @@ from swell.events.statuses import ENDED_FOR_GOOD
 from swell.store.protocols import RunReader
 from swell.store.rows import RunRow
 from swell.workspace import safe
+from swell.workspace.base_repo import TEMPLATE
 from swell.workspace.owner import OWNERS, forget_owner, owner_of
 
 ENDED = ENDED_FOR_GOOD
@@ -132,8 +133,8 @@ def select(
             by_dir.setdefault(Path(run.workspace).name, []).append(run)
     named = store.get_run(run_id) if run_id is not None else None
     for entry in sorted(os.listdir(root)):
-        if entry == OWNERS:
-            continue  # the records of which store each workspace's run is in
+        if entry in (OWNERS, TEMPLATE):
+            continue  # which store each workspace's run is in; the repository each copies
         path = root / entry
         runs = by_dir.get(entry, [])
         if named is not None and named.id not in {r.id for r in runs}:

@@ -194,8 +194,12 @@ def check_run(
 ) -> list[Finding]:
     """What would stop a run of `loaded` from working, before it is created."""
     found: list[Finding] = []
-    known = set(project.manifest.adapters) | set(registries.adapters)
-    if adapter is not None and adapter not in known:
+    # `in`, not a listing of the registry: listing it looks for plugins among every
+    # installed package, which a built-in or configured name never needs
+    if adapter is not None and not (
+        adapter in project.manifest.adapters or adapter in registries.adapters
+    ):
+        known = set(project.manifest.adapters) | set(registries.adapters)
         found.append(
             Finding(
                 f"unknown adapter '{adapter}' (--adapter; known: {', '.join(sorted(known))})",

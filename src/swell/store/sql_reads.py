@@ -65,6 +65,7 @@ class SqlReads(SqlQueries):
     prefix = "substr(id, 1, ?)"  # an id's first characters (Postgres: left)
     age = "rowid"  # orders runs created in the same millisecond (Postgres: num)
     no_limit: int | None = -1  # the LIMIT that returns every row (Postgres: NULL)
+    top_level = "parent_run_id IS NULL"  # runs that are no sub-pipeline's (SQLite: below)
 
     def stored_rows(self, run_id: str, after_seq: int = 0, limit: Limit = None) -> list[StoredRow]:
         raise NotImplementedError
@@ -89,7 +90,7 @@ class SqlReads(SqlQueries):
         return one_run(run_id, rows, self.where)
 
     def list_runs(self, limit: int = 50, include_children: bool = True) -> list[RunRow]:
-        where = "" if include_children else "WHERE parent_run_id IS NULL"
+        where = "" if include_children else f"WHERE {self.top_level}"
         return self._shared_rows(
             RunRow,
             f"SELECT {self.run_columns} FROM runs {where} "

@@ -179,16 +179,29 @@ class Memory:
             return self._excludes[0]
 
 
+def _may_set_files(config: Path) -> bool:
+    """Whether the git config file `config` may name an excludes or attributes file:
+    it mentions one, or includes other files. A config of only a user's name and
+    email (the usual one) does not, and git is not asked (a process, each run)."""
+    try:
+        text = config.read_bytes().lower()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return any(word in text for word in (b"excludesfile", b"attributesfile", b"include"))
+
+
 def _global_rules() -> ignores.Rules | None:
     """The user's global excludes (`core.excludesFile`, else `~/.config/git/ignore`) as
     rules, or None when only git can apply them or a global attributes file is set.
-    git's config is asked (one process) only when a global config file exists."""
+    git's config is asked (one process) only when a global config file may set them."""
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git"
     configs = [Path.home() / ".gitconfig", xdg / "config"]
     if os.environ.get("GIT_CONFIG_GLOBAL"):
         configs.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
     values: dict[str, str] = {}
-    asked = any(p.is_file() for p in configs) or "GIT_CONFIG_PARAMETERS" in os.environ
+    asked = any(_may_set_files(p) for p in configs) or "GIT_CONFIG_PARAMETERS" in os.environ
     if asked or "GIT_CONFIG_COUNT" in os.environ:
         env = {**os.environ, **_ENV}
         regex = r"^core\.(excludesfile|attributesfile)$"

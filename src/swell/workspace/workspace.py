@@ -26,6 +26,7 @@ from pathlib import Path
 from swell.errors import SwellError
 from swell.manifest.models import Mount
 from swell.workspace import safe
+from swell.workspace.base_repo import BASE_MESSAGE, copy_base_repo
 from swell.workspace.mounts import copy_source
 from swell.workspace.paths import PathEscape, inside
 
@@ -36,9 +37,6 @@ _GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "swell@localhost",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
-
-
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's tree with nothing in it
 
 
 class WorkspaceError(SwellError):
@@ -194,15 +192,18 @@ def _init(path: Path) -> str | None:
     moved in whole (one rename): a process killed meanwhile leaves no half-made
     repository that a visit run again (a resumed run, a Temporal retry) would trip
     on. Returns the base commit; None when another process was first. The repository
-    is new and swell's own, so plumbing does it: two git processes, no hooks, no
-    automatic maintenance."""
+    is new and swell's own: a copy of the one made once (`base_repo`), else plumbing
+    makes it (two git processes, no hooks, no automatic maintenance)."""
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.git-") as tmp:
         here = Path(tmp)
-        git(here, "init", "-q", "--template=")  # no sample hooks, nothing to copy
-        base = git(here, "commit-tree", EMPTY_TREE, "-m", "swell: workspace base").strip()
-        head = (here / ".git" / "HEAD").read_text(encoding="utf-8").strip()
-        branch = head.removeprefix("ref: ")
-        safe.replace(safe.place(here / ".git", branch), f"{base}\n".encode())
+        base = copy_base_repo(path.parent, here / ".git", _git_init)
+        if base is None:
+            _git_init(here)
+            empty = git(here, "mktree").strip()  # not SHA-1's EMPTY_TREE: a SHA-256 repository
+            base = git(here, "commit-tree", empty, "-m", BASE_MESSAGE).strip()
+            head = (here / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+            branch = head.removeprefix("ref: ")
+            safe.replace(safe.place(here / ".git", branch), f"{base}\n".encode())
         try:
             os.rename(here / ".git", path / ".git")
         except OSError:
@@ -210,6 +211,10 @@ def _init(path: Path) -> str | None:
                 raise
             return None
     return base
+
+
+def _git_init(where: Path) -> None:
+    git(where, "init", "-q", "--template=")  # no sample hooks, nothing to copy
 
 
 def _worktree_git_dir(project_root: Path, path: Path) -> Path | None:

@@ -75,6 +75,10 @@ class SqliteStore(SqlReads):
     )
 
     run_columns = RUN_COLUMNS
+    # `+`: not by the parent_run_id index, which every top-level run matches: SQLite took
+    # it, computed each run's visits and last event, and sorted them all for the newest
+    # (90 ms of `swell status` with 10,000 runs); by created_at it reads only the newest
+    top_level = "+parent_run_id IS NULL"
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path, self.where = path, str(path)
