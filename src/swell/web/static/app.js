@@ -396,10 +396,13 @@ function watchRun(url) {
   var update = throttled(function () { refresh(box, function () { watchChildren(update); }); }, 2000);
   var patch = batcher(BATCH_MS, 500, function (batch) {
     var whole = false;
+    // a step's graph node shows its newest state: one patch per step a batch moved
+    var newest = {};
     batch.forEach(function (event) {
-      applyEvent(event);
+      if (stateOf(event) && event.step_id) newest[event.step_id] = event;
       if (!patchPage(event)) whole = true;
     });
+    Object.keys(newest).forEach(function (step) { applyEvent(newest[step]); });
     if (whole) update();
   }, update);
   // a row per visit: adding rows shifts the table below them, the dearest paint the
