@@ -43,6 +43,9 @@ PAGES = int(os.environ.get("LIVE_BENCH_PAGES", "50"))
 # every page in one browser context (one user's tabs, which share one stream through
 # the dashboard's SharedWorker), not each in its own (many users)
 SHARED = os.environ.get("LIVE_BENCH_SHARED", "") == "1"
+# events the page shows only as log lines (an agent's text): what a page's stream
+# costs it, every visible patch aside
+QUIET = os.environ.get("LIVE_BENCH_QUIET", "") == "1"
 # a file for a chromium trace of page 1 while the events come, and where its CPU went
 TRACE = os.environ.get("LIVE_BENCH_TRACE", "")
 GOAL_MS = 150.0
@@ -209,7 +212,11 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
                 browser.start_tracing(page=pages[0], path=trace, categories=CATEGORIES)
             rng = random.Random(7)
             for visit in range(1, EVENTS + 1):
-                at = commit(ev.StepStarted(step_id="s", visit=visit, kind="command"))
+                if QUIET:
+                    event: ev.BaseEvent = ev.AgentText(step_id="s", visit=1, text="thinking")
+                else:
+                    event = ev.StepStarted(step_id="s", visit=visit, kind="command")
+                at = commit(event)
                 committed[seq] = at
                 time.sleep(rng.uniform(0.02, 0.12))
             deadline = time.monotonic() + 120  # a loaded machine starves some pages for long
@@ -233,7 +240,12 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
         store.close()
     missing = [s for found in seen for s in committed if str(s) not in found]
     if missing:
-        raise SystemExit(f"FAILED: {len(missing)} events never reached a page: {missing[:5]}")
+        short = [i for i, found in enumerate(seen) if any(str(s) not in found for s in committed)]
+        raise SystemExit(
+            f"FAILED: {len(missing)} events never reached a page: {missing[:5]}, "
+            f"pages {short[:10]} of {len(seen)} (the newest each saw: "
+            f"{[max(map(int, seen[i]), default=0) for i in short[:10]]})"
+        )
     # each page's own main-thread work per event, in ms (the mean over the pages)
     work = {
         name: sum(a[name] - b[name] for a, b in zip(after, before, strict=True))
@@ -259,7 +271,8 @@ def main() -> int:
     print(
         f"live latency: {EVENTS} events committed to a running run, "
         f"{PAGES} chromium pages on the run page"
-        f"{' (one browser context)' if SHARED else ''} (load average {os.getloadavg()[0]:.1f})"
+        f"{' (one browser context)' if SHARED else ''}{', agent text only' if QUIET else ''}"
+        f" (load average {os.getloadavg()[0]:.1f})"
     )
     with tempfile.TemporaryDirectory(prefix="swell-live-") as tmp:
         latencies, visible, base, work = measure(Path(tmp))

@@ -118,6 +118,8 @@ function follow(url, names, handle) {
       worker.port.onmessage = fromWorker;
       worker.port.start();
       window.addEventListener("pagehide", function () { worker.port.postMessage({ op: "bye" }); });
+      // back from the back-forward cache: its streams were left; the page starts afresh
+      window.addEventListener("pageshow", function (e) { if (e.persisted) location.reload(); });
     }
   } catch (err) {
     return direct(url, names, handle);
