@@ -75,6 +75,9 @@ document.addEventListener("DOMContentLoaded", function () {
   }).observe(count, { childList: true, subtree: true, characterData: true });
 });
 """
+DIAGNOSE = """() => [document.visibilityState, document.hasFocus(),
+  typeof following === "object" ? Object.keys(following) : "no shared worker",
+  document.getElementById("event-log").childElementCount]"""
 ROUND_TRIP = """async (url) => {
   const times = [];
   for (let i = 0; i < 15; i++) {
@@ -227,6 +230,9 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
                     break
                 time.sleep(0.2)
             after = [_metrics(s) for s in sessions]
+            for i, found in enumerate(seen):  # a page that missed events: its state
+                if any(str(s) not in found for s in committed):
+                    print(f"  page {i} missed events; it says: {pages[i].evaluate(DIAGNOSE)}")
             if TRACE:
                 browser.stop_tracing()
                 print("\n".join(summary(trace, EVENTS, PAGES)))
