@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from live_trace import CATEGORIES, summary
 from store_lib import PYTHON, verdict, write_project
 
 from swell.adapters.browser import find_chromium
@@ -39,28 +40,44 @@ from swell.store.location import open_store
 
 EVENTS = int(os.environ.get("LIVE_BENCH_EVENTS", "80"))
 PAGES = int(os.environ.get("LIVE_BENCH_PAGES", "50"))
+# every page in one browser context (one user's tabs, which share one stream through
+# the dashboard's SharedWorker), not each in its own (many users)
+SHARED = os.environ.get("LIVE_BENCH_SHARED", "") == "1"
+# events the page shows only as log lines (an agent's text): what a page's stream
+# costs it, every visible patch aside
+QUIET = os.environ.get("LIVE_BENCH_QUIET", "") == "1"
+# a file for a chromium trace of page 1 while the events come, and where its CPU went
+TRACE = os.environ.get("LIVE_BENCH_TRACE", "")
 GOAL_MS = 150.0
 RUN = "live-20261124-000000-bench"
 OBSERVER = """
+// the observers watch only the two elements they time: observing the whole document
+// cost each page about 1.7 ms per event (a chromium trace), more than the page's own
+// handling of the event's message
 window.__seen = {};
-new MutationObserver(function (changes) {
-  var now = Date.now();
-  changes.forEach(function (c) {
-    c.addedNodes.forEach(function (n) {
-      var m = /^#(\\d+) /.exec(n.textContent || "");
-      if (m && !(m[1] in window.__seen)) window.__seen[m[1]] = now;
-    });
-  });
-}).observe(document, { childList: true, subtree: true });
-// what a reader sees: the run's visit count (the header's), once it shows visit n
 window.__shown = {};
 var shownUpTo = 0;
-new MutationObserver(function () {
-  var count = document.getElementById("run-visits"), now = Date.now();
-  var n = count ? Number(count.textContent) : 0;
-  for (; shownUpTo < n; shownUpTo++) window.__shown[shownUpTo + 1] = now;
-}).observe(document, { childList: true, subtree: true, characterData: true });
+document.addEventListener("DOMContentLoaded", function () {
+  new MutationObserver(function (changes) {
+    var now = Date.now();
+    changes.forEach(function (c) {
+      c.addedNodes.forEach(function (n) {
+        var m = /^#(\\d+) /.exec(n.textContent || "");
+        if (m && !(m[1] in window.__seen)) window.__seen[m[1]] = now;
+      });
+    });
+  }).observe(document.getElementById("event-log"), { childList: true });
+  // what a reader sees: the run's visit count (the header's), once it shows visit n
+  var count = document.getElementById("run-visits");
+  new MutationObserver(function () {
+    var now = Date.now(), n = Number(count.textContent);
+    for (; shownUpTo < n; shownUpTo++) window.__shown[shownUpTo + 1] = now;
+  }).observe(count, { childList: true, subtree: true, characterData: true });
+});
 """
+DIAGNOSE = """() => [document.visibilityState, document.hasFocus(),
+  typeof following === "object" ? Object.keys(following) : "no shared worker",
+  document.getElementById("event-log").childElementCount]"""
 ROUND_TRIP = """async (url) => {
   const times = [];
   for (let i = 0; i < 15; i++) {
@@ -178,8 +195,9 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
             pages = []
+            shared = browser.new_context() if SHARED else None
             for _ in range(PAGES):
-                page = browser.new_context().new_page()
+                page = (shared or browser.new_context()).new_page()
                 page.add_init_script(OBSERVER)
                 # a loaded machine opening fifty pages may take a while for each
                 page.goto(f"http://127.0.0.1:{port}/runs/{RUN}", timeout=180_000)
@@ -192,9 +210,16 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
             before = [_metrics(s) for s in sessions]
             cpu = _cpu_seconds(server.pid)
             browser_cpu = _browser_cpu(server.pid)
+            trace = Path(TRACE)
+            if TRACE:
+                browser.start_tracing(page=pages[0], path=trace, categories=CATEGORIES)
             rng = random.Random(7)
             for visit in range(1, EVENTS + 1):
-                at = commit(ev.StepStarted(step_id="s", visit=visit, kind="command"))
+                if QUIET:
+                    event: ev.BaseEvent = ev.AgentText(step_id="s", visit=1, text="thinking")
+                else:
+                    event = ev.StepStarted(step_id="s", visit=visit, kind="command")
+                at = commit(event)
                 committed[seq] = at
                 time.sleep(rng.uniform(0.02, 0.12))
             deadline = time.monotonic() + 120  # a loaded machine starves some pages for long
@@ -205,6 +230,12 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
                     break
                 time.sleep(0.2)
             after = [_metrics(s) for s in sessions]
+            for i, found in enumerate(seen):  # a page that missed events: its state
+                if any(str(s) not in found for s in committed):
+                    print(f"  page {i} missed events; it says: {pages[i].evaluate(DIAGNOSE)}")
+            if TRACE:
+                browser.stop_tracing()
+                print("\n".join(summary(trace, EVENTS, PAGES)))
             shown = [page.evaluate("window.__shown") for page in pages]
             server_ms = (_cpu_seconds(server.pid) - cpu) * 1000 / EVENTS
             browser_ms = (_browser_cpu(server.pid) - browser_cpu) * 1000 / EVENTS / PAGES
@@ -215,7 +246,12 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
         store.close()
     missing = [s for found in seen for s in committed if str(s) not in found]
     if missing:
-        raise SystemExit(f"FAILED: {len(missing)} events never reached a page: {missing[:5]}")
+        short = [i for i, found in enumerate(seen) if any(str(s) not in found for s in committed)]
+        raise SystemExit(
+            f"FAILED: {len(missing)} events never reached a page: {missing[:5]}, "
+            f"pages {short[:10]} of {len(seen)} (the newest each saw: "
+            f"{[max(map(int, seen[i]), default=0) for i in short[:10]]})"
+        )
     # each page's own main-thread work per event, in ms (the mean over the pages)
     work = {
         name: sum(a[name] - b[name] for a, b in zip(after, before, strict=True))
@@ -240,7 +276,9 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
 def main() -> int:
     print(
         f"live latency: {EVENTS} events committed to a running run, "
-        f"{PAGES} chromium pages on the run page (load average {os.getloadavg()[0]:.1f})"
+        f"{PAGES} chromium pages on the run page"
+        f"{' (one browser context)' if SHARED else ''}{', agent text only' if QUIET else ''}"
+        f" (load average {os.getloadavg()[0]:.1f})"
     )
     with tempfile.TemporaryDirectory(prefix="swell-live-") as tmp:
         latencies, visible, base, work = measure(Path(tmp))

@@ -160,3 +160,48 @@ def _child_step_running(url: str, run_id: str) -> bool:
         return False
     steps = httpx.get(f"{url}/api/runs/{children[0]}").json()["steps"]
     return any(s["step_id"] == "first" and s["last_status"] == "running" for s in steps)
+
+
+def _stream_clients(url: str) -> int:
+    text = httpx.get(f"{url}/metrics").text
+    found = re.search(r"^swell_stream_clients (\d+)$", text, re.M)
+    return int(found.group(1)) if found else 0
+
+
+def test_eight_tabs_of_one_browser_follow_a_run_on_one_stream(
+    project: Path,
+    server: str,  # noqa: F811 - the fixture
+    page: Any,  # noqa: F811 - the fixture
+) -> None:
+    """Eight tabs of one browser on one live run all show its events as they come,
+    through one stream the tabs share (a browser opens at most six connections to
+    one host: without the sharing, the seventh tab's stream would wait). A browser
+    without SharedWorker follows the run on a stream of its own."""
+    from playwright.sync_api import expect
+
+    release = project.parent / "release"
+    write_pipeline(project, "moves", two_steps(release))
+    proc = start_swell("run", "moves", cwd=project)
+    try:
+        run_id = run_id_of(proc.stdout.readline())
+        wait_for(lambda: swell_json("status", run_id, cwd=project)["steps"])
+        context = page.context.browser.new_context()  # one user's browser
+        tabs = [context.new_page() for _ in range(8)]
+        for tab in tabs:
+            tab.goto(f"{server}/runs/{run_id}")
+        wait_for(lambda: _stream_clients(server) == 1)
+        page.add_init_script("delete window.SharedWorker")  # another user's, older
+        page.goto(f"{server}/runs/{run_id}")
+        tabs.append(page)
+        wait_for(lambda: _stream_clients(server) == 2)
+        release.touch()
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    for tab in tabs:  # every tab saw the run move on, without a reload
+        expect(tab.locator("#event-log li").last).to_contain_text("run.finished", timeout=30_000)
+        expect(tab.locator('#live-run tr[data-key="second#1"]')).to_have_count(1)
+        expect(tab.locator("#live-run .stats .badge").first).to_have_text("succeeded")
+    wait_for(lambda: _stream_clients(server) == 0)  # the run ended: every stream closed

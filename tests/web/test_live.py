@@ -80,6 +80,34 @@ def test_stream_follows_a_running_run_and_resumes(project: Path, server: str) ->
     assert seen == list(range(1, total + 1))
 
 
+def test_a_batched_stream_sends_a_windows_events_as_one_message(
+    project: Path,
+    server: str,  # noqa: F811 - the fixture
+) -> None:
+    run_id = run_pipeline_quietly(project)
+    total = len(events(project, run_id))
+    messages: list[tuple[str | None, str, str]] = []
+    url = f"{server}/api/runs/{run_id}/stream?batch=1&after=2"
+    with httpx.stream("GET", url, timeout=30) as response:
+        for message in _frames(response):
+            messages.append(message)
+            if message[1] == "end":
+                break
+    batches = [(i, json.loads(data)) for i, kind, data in messages if kind == "batch"]
+    assert [kind for _, kind, _ in messages] == ["batch"] * len(batches) + ["end"]
+    seqs = [e["seq"] for _, batch in batches for e in batch]
+    assert seqs == list(range(3, total + 1))  # every event once, in order
+    assert all(i == str(batch[-1]["seq"]) for i, batch in batches)  # resumable
+    assert len(batches) < len(seqs)  # a stored run: many events to one message
+
+
+def run_pipeline_quietly(project: Path) -> str:
+    write_pipeline(project, "ticks", TICKS.replace("sleep 0.6; ", ""))
+    result = swell("run", "ticks", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return run_id_of(result.stdout)
+
+
 def test_runs_stream_tells_of_a_new_run(project: Path, server: str) -> None:  # noqa: F811 - the fixture
     write_pipeline(project, "ticks", TICKS)
     with httpx.stream("GET", f"{server}/api/stream", timeout=30) as response:

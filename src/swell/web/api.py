@@ -324,15 +324,17 @@ async def stream(
     request: Request,
     run_id: str,
     after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
+    batch: bool = False,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    """Server-Sent Events: the run's events as they are stored; `id` is the seq."""
+    """Server-Sent Events: the run's events as they are stored; `id` is the seq.
+    `batch=1`: one `batch` message (a JSON array) per 50 ms window at most."""
     state = app_state(request)
     store = state.reader.store
     start = live.start_seq(last_event_id, after)
     tails = live.tails_of(state.extra, store)
     return StreamingResponse(
-        live.run_events(store, known_run(state.reader, run_id), start, request, tails),
+        live.run_events(store, known_run(state.reader, run_id), start, request, tails, batch),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
     )

@@ -44,21 +44,24 @@ async def run_events(
     after: int,
     request: Request | None = None,
     tails: Tails | None = None,
+    batched: bool = False,
 ) -> AsyncIterator[str]:
     """SSE frames of the run's events after `after`, as they are stored: from the
-    run's tail, which all its streams share (web/tails.py)."""
+    run's tail, which all its streams share (web/tails.py); `batched`: one `batch`
+    message per window instead of one `swell` message per event."""
     shared = tails or Tails(store)
-    async for text in _until_store_fails(_from_tail(shared, run_id, after, request)):
+    frames = _from_tail(shared, run_id, after, request, batched)
+    async for text in _until_store_fails(frames):
         yield text
 
 
 async def _from_tail(
-    tails: Tails, run_id: str, after: int, request: Request | None
+    tails: Tails, run_id: str, after: int, request: Request | None, batched: bool
 ) -> AsyncIterator[str]:
     yield "retry: 1000\n\n"
     async with tails.join(run_id) as tail:
         quiet_since = time.monotonic()
-        async for text in client_frames(tails.store, tail, after):
+        async for text in client_frames(tails.store, tail, after, batched):
             if text:
                 quiet_since = time.monotonic()
                 yield text

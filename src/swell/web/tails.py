@@ -2,8 +2,9 @@
 
 A run's tail looks at the store for its new events once per poll (every POLL_SECONDS
 on SQLite; on Postgres when a commit's NOTIFY names the run, and now and then should
-one be lost) and keeps the newest of them as SSE frames, ready to send; each client
-of the run takes its frames from there. A look at an idle run is one indexed read of
+one be lost) and keeps the newest of them as JSON lines, ready to send; each client
+of the run takes its frames from there (an SSE message per event, or per 50 ms window
+with `?batch=1`). A look at an idle run is one indexed read of
 its status and newest seq (never a count of its visits), so fifty viewers cost what
 one does. A client that starts before the tail's frames (a page opened on a long run,
 a reconnect) reads the store itself, a batch at a time after its last seq (keyset),
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from bisect import bisect_right
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -37,7 +39,8 @@ RECENT = 2000  # frames a tail keeps for its clients (at most twice that, briefl
 BATCH = 500  # events read at a time, so one read never holds the loop long
 QUIET_SECONDS = 5.0  # a client of a quiet run wakes this often (for its keep-alive)
 
-Frame = tuple[int, str]  # (seq, the SSE frame)
+BATCH_SECONDS = 0.05  # a batched stream sends one message per window at most
+Frame = tuple[int, str]  # (seq, the event's JSON line)
 
 
 def frame(seq: int, kind: str, data: str) -> str:
@@ -45,18 +48,25 @@ def frame(seq: int, kind: str, data: str) -> str:
     return f"id: {seq}\nevent: {kind}\ndata: {data}\n\n"
 
 
+def send(found: list[Frame], batched: bool) -> str:
+    """What a client is sent for `found`: an `event: swell` message per event, or
+    (batched) one `event: batch` message whose data is the JSON array of them all
+    and whose id is the last one's seq (a browser's cost is per message, not per
+    byte: one parse and one dispatch for a window's events)."""
+    if batched:
+        return frame(found[-1][0], "batch", f"[{','.join(line for _, line in found)}]")
+    return "".join(frame(seq, "swell", line) for seq, line in found)
+
+
 def read_frames(store: Store, run_id: str, after: int) -> list[Frame]:
-    """The frames of the run's next events after seq `after` (BATCH at most), each
-    event's line as `swell logs -o json` has it (about 20 µs an event: pydantic's
-    core parses and writes it; a hand-made line from events/shapes.py was no quicker)."""
-    return [
-        (e.seq, frame(e.seq, "swell", event_json(e)))
-        for e in store.events(run_id, after, limit=BATCH)
-    ]
+    """The run's next events after seq `after` (BATCH at most), each event's line as
+    `swell logs -o json` has it (about 20 µs an event: pydantic's core parses and
+    writes it; a hand-made line from events/shapes.py was no quicker)."""
+    return [(e.seq, event_json(e)) for e in store.events(run_id, after, limit=BATCH)]
 
 
 class Tail:
-    """A run's newest events as frames: every event after `floor` up to `seq`."""
+    """A run's newest events (their JSON lines): every event after `floor` up to `seq`."""
 
     def __init__(self, run_id: str, seq: int) -> None:
         self.run_id = run_id
@@ -204,11 +214,17 @@ class Tails:
         )
 
 
-async def client_frames(store: Store, tail: Tail, after: int) -> AsyncIterator[str]:
+async def client_frames(
+    store: Store, tail: Tail, after: int, batched: bool = False
+) -> AsyncIterator[str]:
     """The frames one client is sent after seq `after`, joined a batch at a time (one
     write to the socket, not one an event): from the store while it is behind the
-    tail, then from the tail; `end` once the run ended and all was sent."""
+    tail, then from the tail; `end` once the run ended and all was sent. A batched
+    client gets one message per BATCH_SECONDS at most (see `send`)."""
+    sent = 0.0
     while True:
+        if batched:  # what comes within the window joins the next message
+            await asyncio.sleep(max(0.0, sent + BATCH_SECONDS - time.monotonic()))
         found = tail.since(after)
         if found is None:  # older than the tail holds: a batch from the store
             found = read_frames(store, tail.run_id, after)
@@ -216,7 +232,8 @@ async def client_frames(store: Store, tail: Tail, after: int) -> AsyncIterator[s
                 found = tail.since(after) or []
         if found:
             after = found[-1][0]
-            yield "".join(text for _, text in found)
+            sent = time.monotonic()
+            yield send(found, batched)
             continue
         if tail.error is not None:
             raise StoreError(tail.error)

@@ -86,8 +86,68 @@ function applyChildEvent(runId, event) {
   });
 }
 
+// A live stream: through the SharedWorker (static/streams.js) that holds one per
+// browser for all its tabs, else an EventSource of the page's own. `handle(name,
+// data, id)` gets each message of the named SSE events; a page may see a message
+// again (a tab that comes later is sent the kept ones), so it skips what it has.
+var worker = null, following = {};
+
+function direct(url, names, handle) {
+  var source = new EventSource(url, { withCredentials: true });
+  names.forEach(function (name) {
+    source.addEventListener(name, function (msg) { handle(name, msg.data, msg.lastEventId); });
+  });
+  return function () { source.close(); };
+}
+
+function fromWorker(e) {
+  var m = e.data, f = following[m.key];
+  if (!f) return;
+  if (m.event === "gap") { f.stop = direct(f.url, f.names, f.handle); return; }
+  if (!f.stop) f.handle(m.event, m.data, m.id);
+}
+
+function follow(url, names, handle) {
+  var u = new URL(url, location.href), after = Number(u.searchParams.get("after")) || 0;
+  u.searchParams.delete("after");
+  var key = u.pathname + u.search;
+  if (typeof SharedWorker !== "function") return direct(url, names, handle);
+  try {
+    if (!worker) {
+      worker = new SharedWorker("/static/streams.js", { name: "swell-streams" });
+      worker.port.onmessage = fromWorker;
+      worker.port.start();
+      window.addEventListener("pagehide", function () { worker.port.postMessage({ op: "bye" }); });
+      // back from the back-forward cache: its streams were left; the page starts afresh
+      window.addEventListener("pageshow", function (e) { if (e.persisted) location.reload(); });
+    }
+  } catch (err) {
+    return direct(url, names, handle);
+  }
+  var f = following[key] = { url: url, names: names, handle: handle, stop: null };
+  worker.port.postMessage({ op: "follow", key: key, after: after, names: names });
+  return function () {
+    if (following[key] === f) delete following[key];
+    if (f.stop) f.stop(); else worker.port.postMessage({ op: "leave", key: key });
+  };
+}
+
+// a run's stream in batches (`?batch=1`: one message per 50 ms window at most, one
+// JSON.parse for all its events), each event once, in order
+function followRun(url, onEvents, onEnd) {
+  var last = Number(new URL(url, location.href).searchParams.get("after")) || 0;
+  var stop = follow(url + "&batch=1", ["batch", "end"], function (name, data) {
+    if (name === "end") { stop(); onEnd(); return; }
+    var fresh = JSON.parse(data).filter(function (event) { return event.seq > last; });
+    if (!fresh.length) return;
+    last = fresh[fresh.length - 1].seq;
+    onEvents(fresh);
+  });
+  return stop;
+}
+
 // the child runs still going that a group shows get streams of their own (three at
-// most: a browser opens six connections to a host, and the page needs its fetches)
+// most: without the shared worker a browser opens six connections to a host)
 var childStreams = {}, childrenDone = {};
 
 function watchChildren(update) {
@@ -98,12 +158,10 @@ function watchChildren(update) {
   document.querySelectorAll("#live-run a[data-child-run][data-live]").forEach(function (a) {
     var id = a.dataset.childRun;
     if (childStreams[id] || childrenDone[id] || Object.keys(childStreams).length >= 3) return;
-    var source = childStreams[id] = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream", { withCredentials: true });
     // a child's step changes only its square; its end brings the server's fragment
-    source.addEventListener("swell", function (msg) { applyChildEvent(id, JSON.parse(msg.data)); });
-    source.addEventListener("end", function () {
-      source.close(); delete childStreams[id]; childrenDone[id] = 1; update();
-    });
+    childStreams[id] = followRun("/api/runs/" + encodeURIComponent(id) + "/stream?after=0", function (events) {
+      events.forEach(function (event) { applyChildEvent(id, event); });
+    }, function () { delete childStreams[id]; childrenDone[id] = 1; update(); });
   });
 }
 
@@ -340,10 +398,13 @@ function watchRun(url) {
   var update = throttled(function () { refresh(box, function () { watchChildren(update); }); }, 2000);
   var patch = batcher(BATCH_MS, 500, function (batch) {
     var whole = false;
+    // a step's graph node shows its newest state: one patch per step a batch moved
+    var newest = {};
     batch.forEach(function (event) {
-      applyEvent(event);
+      if (stateOf(event) && event.step_id) newest[event.step_id] = event;
       if (!patchPage(event)) whole = true;
     });
+    Object.keys(newest).forEach(function (step) { applyEvent(newest[step]); });
     if (whole) update();
   }, update);
   // a row per visit: adding rows shifts the table below them, the dearest paint the
@@ -355,36 +416,53 @@ function watchRun(url) {
   }, update);
   watchChildren(update);
   // EventSource sends Last-Event-ID itself when it reconnects: no event is lost
-  var source = new EventSource(url, { withCredentials: true });
-  source.addEventListener("swell", function (msg) {
-    var event = JSON.parse(msg.data);
-    if (log) {  // inside a closed <details>: no paint
-      var what = "#" + event.seq + " " + event.type;
-      if (event.step_id) what += " " + event.step_id + (event.visit ? " #" + event.visit : "");
-      log.appendChild(el("li", what));
-      if (log.childNodes.length > 500) log.removeChild(log.firstChild);
-    }
-    patch(event);
-    if (event.type === "step.started" || event.type === "step.finished") rows(event);
+  followRun(url, function (events) {
+    if (log) logLines(log, events);
+    events.forEach(function (event) {
+      patch(event);
+      if (event.type === "step.started" || event.type === "step.finished") rows(event);
+    });
+  }, function () { refresh(box); });
+}
+
+// a batch's lines added to the event log in one DOM operation; the log keeps the
+// newest LOG_ROWS (all of them: the link below it). It sits in a closed <details>,
+// and is out of layout while off screen (content-visibility in style.css)
+var LOG_ROWS = 200;
+
+function logLines(log, events) {
+  var lines = document.createDocumentFragment();
+  events.forEach(function (event) {
+    var what = "#" + event.seq + " " + event.type;
+    if (event.step_id) what += " " + event.step_id + (event.visit ? " #" + event.visit : "");
+    lines.appendChild(el("li", what));
   });
-  source.addEventListener("end", function () { source.close(); refresh(box); });
+  log.appendChild(lines);
+  var extra = log.childElementCount - LOG_ROWS;
+  if (extra > 0) {
+    var range = document.createRange();
+    range.setStartBefore(log.firstElementChild);
+    range.setEndAfter(log.children[extra - 1]);
+    range.deleteContents();
+  }
 }
 
 function watchRuns(url) {
   var box = document.getElementById("live-table");
   var update = throttled(function () { refresh(box); }, 1000);
-  var source = new EventSource(url, { withCredentials: true });
-  source.addEventListener("runs", update);
+  follow(url, ["runs"], update);
 }
 
 // a running visit's output: text appended as it is stored (textContent: never markup)
 function watchOutput(pre) {
-  var source = new EventSource(pre.dataset.liveOutput, { withCredentials: true });
-  source.addEventListener("output", function (msg) {
-    pre.textContent += JSON.parse(msg.data).text;
+  var last = Number(new URL(pre.dataset.liveOutput, location.href).searchParams.get("after")) || 0;
+  var stop = follow(pre.dataset.liveOutput, ["output", "end"], function (name, data, id) {
+    if (name === "end") { stop(); return; }
+    if (Number(id) <= last) return;  // sent again by the shared stream
+    last = Number(id);
+    pre.textContent += JSON.parse(data).text;
     if (pre.textContent.length > 400000) pre.textContent = pre.textContent.slice(-200000);
   });
-  source.addEventListener("end", function () { source.close(); });
 }
 
 // relative times ("3 min ago"), the exact time in the reader's zone on hover
