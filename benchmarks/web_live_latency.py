@@ -19,6 +19,7 @@ ratio says how many such round trips an event's way to the page costs.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
@@ -48,6 +49,43 @@ SHARED = os.environ.get("LIVE_BENCH_SHARED", "") == "1"
 QUIET = os.environ.get("LIVE_BENCH_QUIET", "") == "1"
 # a file for a chromium trace of page 1 while the events come, and where its CPU went
 TRACE = os.environ.get("LIVE_BENCH_TRACE", "")
+# other viewers, each its own connection reading the run's stream as a page does (the
+# same URL and bytes), in one process: many users, each on a machine of their own,
+# whose browsers' drawing does not share this machine's two cores with the pages here
+READERS = int(os.environ.get("LIVE_BENCH_READERS", "0"))
+READER = """
+import asyncio, json, sys, time
+import httpx
+
+from pathlib import Path
+
+url, count, target, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+ready = Path(out + ".ready")
+
+async def read(client, seen):
+    async with client.stream("GET", url, timeout=None) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: ["):
+                now = time.time() * 1000
+                for event in json.loads(line[6:]):
+                    seen.setdefault(str(event["seq"]), now)
+                if all(seen_by_all) and not ready.exists():
+                    ready.touch()  # every viewer has the run's start: events may come
+                if str(target) in seen:
+                    return
+
+seen_by_all = [{} for _ in range(count)]
+
+async def main():
+    seen = seen_by_all
+    limits = httpx.Limits(max_connections=count + 1)
+    async with httpx.AsyncClient(limits=limits) as client:
+        await asyncio.wait_for(asyncio.gather(*(read(client, s) for s in seen)), 180)
+    with open(out, "w") as f:
+        json.dump(seen, f)
+
+asyncio.run(main())
+"""
 GOAL_MS = 150.0
 RUN = "live-20261124-000000-bench"
 OBSERVER = """
@@ -171,7 +209,24 @@ def _browser_cpu(server: int) -> float:
     return total
 
 
-def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, float]]:
+def _readers(port: int, out: Path) -> subprocess.Popen[bytes] | None:
+    """READERS other viewers on the run's stream, until each has seen the last event."""
+    if not READERS:
+        return None
+    url = f"http://127.0.0.1:{port}/api/runs/{RUN}/stream?after=0&batch=1"
+    target = str(EVENTS + 1)  # seq 1 started the run
+    readers = subprocess.Popen([PYTHON, "-c", READER, url, str(READERS), target, str(out)])
+    deadline = time.monotonic() + 120
+    while not Path(f"{out}.ready").exists():
+        if readers.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("FAILED: the other viewers' streams did not open")
+        time.sleep(0.05)
+    return readers
+
+
+def measure(
+    root: Path,
+) -> tuple[list[float], list[float], float, dict[str, float], list[float]]:
     from playwright.sync_api import sync_playwright
 
     write_project(root, 3)
@@ -191,6 +246,7 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
     port = _free_port()
     server = _serve(root, port)
     committed: dict[int, float] = {}
+    streamed: list[float] = []  # the other viewers' commit -> received
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
@@ -206,6 +262,7 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
             for session in sessions:
                 session.send("Performance.enable")
             base = float(pages[0].evaluate(ROUND_TRIP, f"/api/runs/{RUN}"))
+            readers = _readers(port, root / "readers.json")
             time.sleep(1.0)  # the streams are open and have sent what was stored
             before = [_metrics(s) for s in sessions]
             cpu = _cpu_seconds(server.pid)
@@ -237,6 +294,12 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
                 browser.stop_tracing()
                 print("\n".join(summary(trace, EVENTS, PAGES)))
             shown = [page.evaluate("window.__shown") for page in pages]
+            if readers is not None:
+                readers.wait(timeout=180)
+                seen_by_readers = json.loads((root / "readers.json").read_text())
+                streamed = [
+                    float(f[str(s)]) - t for f in seen_by_readers for s, t in committed.items()
+                ]
             server_ms = (_cpu_seconds(server.pid) - cpu) * 1000 / EVENTS
             browser_ms = (_browser_cpu(server.pid) - browser_cpu) * 1000 / EVENTS / PAGES
             browser.close()
@@ -270,18 +333,19 @@ def measure(root: Path) -> tuple[list[float], list[float], float, dict[str, floa
         for s, t in committed.items()
         if str(s - 1) in found
     ]
-    return latencies, visible, base, work
+    return latencies, visible, base, work, streamed
 
 
 def main() -> int:
     print(
         f"live latency: {EVENTS} events committed to a running run, "
         f"{PAGES} chromium pages on the run page"
+        f"{f' and {READERS} other viewers reading its stream' if READERS else ''}"
         f"{' (one browser context)' if SHARED else ''}{', agent text only' if QUIET else ''}"
         f" (load average {os.getloadavg()[0]:.1f})"
     )
     with tempfile.TemporaryDirectory(prefix="swell-live-") as tmp:
-        latencies, visible, base, work = measure(Path(tmp))
+        latencies, visible, base, work, streamed = measure(Path(tmp))
     latencies.sort()
     p50 = statistics.median(latencies)
     p95 = latencies[int(len(latencies) * 0.95) - 1]
@@ -296,6 +360,13 @@ def main() -> int:
             f"  commit -> visit count shown: p50 {statistics.median(visible):.0f} ms, "
             f"p95 {visible[int(len(visible) * 0.95) - 1]:.0f} ms ({len(visible)} of "
             f"{len(latencies)} seen)"
+        )
+    if streamed:
+        streamed.sort()
+        print(
+            f"  commit -> received by the {READERS} other viewers: p50 "
+            f"{statistics.median(streamed):.0f} ms, p95 "
+            f"{streamed[int(len(streamed) * 0.95) - 1]:.0f} ms, max {streamed[-1]:.0f} ms"
         )
     print(f"  commit -> DOM: p50 {p50:.0f} ms, max {latencies[-1]:.0f} ms")
     print(
