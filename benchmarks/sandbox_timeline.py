@@ -30,6 +30,7 @@ from pathlib import Path
 ROUNDS = int(os.environ.get("SANDBOX_TIMELINE_ROUNDS", "8"))
 BASELINE = os.environ.get("SWELL_BASELINE_SRC")
 HERE = Path(__file__).resolve()
+DERIVED = {"wait": ("done", "asked"), "exit": ("total", "end")}
 FINE = ("proxied", "prepared", "server", "spawner", "sent")
 PHASES = (
     "imported",
@@ -44,6 +45,8 @@ PHASES = (
     "threaded",
     "bwrap",
     "execute",
+    "enter",
+    "entered",
     "asked",
     "proxied",
     "prepared",
@@ -52,6 +55,7 @@ PHASES = (
     "sent",
     "done",
     "end",
+    "total",
 )
 
 
@@ -115,6 +119,7 @@ def trace(out: Path, argv: list[str]) -> None:
         wrap(active.Confinement, "proxied", None, "proxied")
         wrap(active.Confinement, "server", None, "server")
         wrap(active.Confinement, "spawner", None, "spawner")
+    wrap(sandboxing, "enter", "enter", "entered")
     if hasattr(sandboxing, "_prestart"):  # on a thread of its own
         wrap(sandboxing, "_prestart", "thread", "threaded")
     lines = streamed.StreamedProcess.lines
@@ -180,10 +185,13 @@ def project(root: Path, binary: Path, sandboxed: bool) -> None:
 
 def one(root: Path, env: dict[str, str], out: Path) -> dict[str, float]:
     argv = [sys.executable, str(HERE), "--trace", str(out), "run", "ask"]
+    started = time.perf_counter()
     done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+    took = 1000 * (time.perf_counter() - started)
     if done.returncode != 0:
         sys.exit(f"swell run in {root} failed:\n{done.stderr[-2000:]}")
     found: dict[str, float] = json.loads(out.read_text())
+    found["total"] = took  # (the process's exit included: its boxes closed)
     return found
 
 
@@ -215,13 +223,14 @@ def main() -> None:
                     if round_:
                         got[code, kind].append(marks)
     print(f"one-visit claude run, {ROUNDS} rounds, load {os.getloadavg()[0]:.1f}; ms since")
-    print("the process started, min / median (wait: spawn done - spawn asked)")
+    print("the process started, min / median (wait: spawn done - spawn asked; exit: its end)")
     for code, kind in combos:
         rows = got[code, kind]
         cells = []
-        for phase in (*PHASES, "wait"):
-            if phase == "wait":
-                values = [r["done"] - r["asked"] for r in rows if "done" in r and "asked" in r]
+        for phase in (*PHASES, "wait", "exit"):
+            if phase in DERIVED:
+                last, first = DERIVED[phase]
+                values = [r[last] - r[first] for r in rows if last in r and first in r]
             else:
                 values = [r[phase] for r in rows if phase in r]
             if values:

@@ -121,7 +121,7 @@ def create_run(
     """Record a new run, claimed by this process, and return its plan. A child run works
     in its parent's workspace unless it has one of its own (an iterate item)."""
     _check_tools(loaded)
-    ahead = _ahead.pop(loaded.name, None) if parent is None else None
+    ahead = _ahead.get(loaded.name) if parent is None else None
     run_id = ahead or new_run_id(loaded.name)
     shared = parent is not None and not own_workspace
     workspace = parent.workspace if shared and parent else rt.state_dir / "workspaces" / run_id
@@ -140,6 +140,8 @@ def create_run(
         options=stored_options(options),
         pipeline_text=loaded.text,
     )
+    if ahead:  # recorded: what was made for it is the run's
+        del _ahead[loaded.name]
     if not shared:  # `swell clean` removes a workspace only from the store that keeps its run
         record_owner(workspace, rt.store.identity)
     claims(rt.store).claim(run_id)

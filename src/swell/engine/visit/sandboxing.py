@@ -295,6 +295,13 @@ def settled(run_id: str) -> None:
         found.wait(SETTLE)
 
 
+async def settle(run_id: str) -> None:
+    """`settled`, without holding the event loop (other runs' visits go on meanwhile)."""
+    found = _pending.get(run_id)
+    if found is not None and not found.is_set():
+        await asyncio.get_running_loop().run_in_executor(None, found.wait, SETTLE)
+
+
 def _prestart(plan: RunPlan, chosen: Settings, steps: list[Step], done: threading.Event) -> None:
     lanes: list[Callable[[], None]] = []
     try:
