@@ -303,6 +303,8 @@ async def settle(run_id: str) -> None:
 
 
 def _prestart(plan: RunPlan, chosen: Settings, steps: list[Step], done: threading.Event) -> None:
+    """On the box starter thread: start the boxes (see `prestart`), then ready their
+    lanes (each waits for its box to be up); `done` is set at the end, whatever happened."""
     lanes: list[Callable[[], None]] = []
     try:
         plan.workspace.mkdir(parents=True, exist_ok=True)  # (bound into the box)
