@@ -6,6 +6,7 @@ The CLI and the dashboard call these functions; the engine knows none of the con
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import gc
 import json
@@ -120,20 +121,11 @@ def create_run(
     """Record a new run, claimed by this process, and return its plan. A child run works
     in its parent's workspace unless it has one of its own (an iterate item)."""
     _check_tools(loaded)
-    run_id = new_run_id(loaded.name)
+    ahead = _ahead.get(loaded.name) if parent is None else None
+    run_id = ahead or new_run_id(loaded.name)
     shared = parent is not None and not own_workspace
     workspace = parent.workspace if shared and parent else rt.state_dir / "workspaces" / run_id
-    plan = RunPlan(
-        run_id=run_id,
-        project=rt.project,
-        pipeline=loaded,
-        input=input_text,
-        workspace=workspace,
-        run_dir=rt.state_dir / "runs" / run_id,
-        parent_run_id=parent.run_id if parent else None,
-        parent_step_id=parent_step,
-        options=options,
-    )
+    plan = _plan(rt, loaded, input_text, options, run_id, workspace, parent, parent_step)
     record_run(
         rt.store,
         None if parent else options.dispatch_key,  # a child's options are its parent's
@@ -148,10 +140,63 @@ def create_run(
         options=stored_options(options),
         pipeline_text=loaded.text,
     )
+    if ahead:  # recorded: what was made for it is the run's
+        del _ahead[loaded.name]
     if not shared:  # `swell clean` removes a workspace only from the store that keeps its run
         record_owner(workspace, rt.store.identity)
     claims(rt.store).claim(run_id)
     return plan
+
+
+_ahead: dict[str, str] = {}  # pipeline -> the id `plan_ahead` picked for its next run
+
+
+def plan_ahead(rt: Runtime, loaded: LoadedPipeline, options: RunOptions) -> RunPlan:
+    """The plan of the top-level run of `loaded` this process is about to record: its id
+    is picked now (the next `create_run` of the pipeline here takes it), so its sandbox's
+    boxes start while the run is checked and recorded (engine/visit/sandboxing.py).
+    What it made for a run that is then never recorded goes at exit."""
+    run_id = _ahead[loaded.name] = new_run_id(loaded.name)
+    plan = _plan(rt, loaded, "", options, run_id, rt.state_dir / "workspaces" / run_id)
+    atexit.register(_unrecorded, loaded.name, run_id, (plan.workspace, plan.run_dir))
+    return plan
+
+
+def _unrecorded(pipeline: str, run_id: str, made: tuple[Path, ...]) -> None:
+    """At exit: a run `plan_ahead` planned but nothing recorded (its checks failed)
+    leaves no directories behind (its boxes, which see them, are closed first)."""
+    if _ahead.get(pipeline) != run_id:
+        return
+    from swell.engine.visit.sandboxing import settled
+    from swell.sandbox.boxes import close_all
+
+    settled(run_id)  # (nothing is made after this)
+    close_all()
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _plan(
+    rt: Runtime,
+    loaded: LoadedPipeline,
+    input_text: str,
+    options: RunOptions,
+    run_id: str,
+    workspace: Path,
+    parent: RunPlan | None = None,
+    parent_step: str | None = None,
+) -> RunPlan:
+    return RunPlan(
+        run_id=run_id,
+        project=rt.project,
+        pipeline=loaded,
+        input=input_text,
+        workspace=workspace,
+        run_dir=rt.state_dir / "runs" / run_id,
+        parent_run_id=parent.run_id if parent else None,
+        parent_step_id=parent_step,
+        options=options,
+    )
 
 
 def _retro_observers(rt: Runtime) -> list[EventSink]:

@@ -195,3 +195,56 @@ personas:
             proc.kill()
     assert proc.returncode == 0, out + err
     assert boxes == 2  # the agent CLI's box and the command's, each started once
+
+
+def test_a_run_refused_after_its_boxes_started_leaves_nothing(
+    tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandboxed run's first boxes start as soon as its pipeline is read, before the
+    run is checked and recorded (docs/performance.md, "Sandbox"): a run then refused (its
+    agent has no credentials) leaves no workspace, no run directory and no box behind."""
+    project = tmp_path / "project"
+    project.mkdir()
+    cli = tmp_path / "bin" / "claude"
+    cli.parent.mkdir()
+    cli.write_text(WAITING_CLI)
+    cli.chmod(0o755)
+    (project / "wave.yaml").write_text(f"""
+kind: WaveManifest
+metadata: {{name: refused}}
+runtime: {{sandbox: {{enabled: true}}}}
+adapters: {{claude: {{binary: {cli}}}}}
+personas:
+  coder: {{adapter: claude, model: claude-sonnet-4-5}}
+""")
+    steps = [{"id": "ask", "persona": "coder", "exec": {"type": "prompt", "source": "say done"}}]
+    pipeline = {"kind": "WavePipeline", "metadata": {"name": "refused"}, "steps": steps}
+    write_pipeline(project, "refused", json.dumps(pipeline))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    result = swell("run", "refused", cwd=project, timeout=120)
+    assert result.returncode != 0
+    assert "not started" in result.stderr and "no credentials" in result.stderr
+    assert "Traceback" not in result.stderr
+    for kept in ("workspaces", "runs"):
+        where = isolated_state / kept
+        assert not where.exists() or not any(where.iterdir()), list(where.iterdir())
+    wait_for(lambda: _boxes_of_pipeline("refused") == 0, timeout=30)
+
+
+def _boxes_of_pipeline(pipeline: str) -> int:
+    """The bwraps running for a run of `pipeline` (run ids start with its name)."""
+    marker = f"SWELL_RUN_ID={pipeline}-".encode()
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and (entry / "comm").read_text().strip() == "bwrap"
+                and any(v.startswith(marker) for v in (entry / "environ").read_bytes().split(b"\0"))
+            ):
+                count += 1
+        except OSError:
+            continue
+    return count

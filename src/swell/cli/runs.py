@@ -341,8 +341,9 @@ def run(
 
     from swell.engine.visit.context import RunOptions
     from swell.events.redact import MASK
+    from swell.manifest.loader import load_pipeline
     from swell.ops import preflight
-    from swell.runtime import check_pipeline
+    from swell.runtime import check_loaded
 
     if previous is not None and from_step is None:
         raise typer.BadParameter("--run needs --from-step", param_hint="--run")
@@ -355,7 +356,13 @@ def run(
         input_text = positional_input
     deadline = _deadline(timeout)
     rt = runtime(ctx)
-    loaded, report = check_pipeline(rt, pipeline)
+    options = RunOptions(
+        auto_approve=auto_approve, adapter=adapter, model=model, no_sandbox=no_sandbox
+    )
+    loaded = load_pipeline(rt.project.root, pipeline)
+    if not (dry_run or detach or from_step):  # this process goes on to execute it
+        _start_boxes(rt, loaded, options, engine)
+    report = check_loaded(rt, loaded)
     if output is not RunOutput.quiet:
         for problem in report.warnings:
             print(str(problem), file=sys.stderr)
@@ -378,9 +385,6 @@ def run(
         show_plan(rt, loaded, text, adapter, model, findings, reuse, json=output is RunOutput.json)
         raise typer.Exit(1 if findings else 0)
     preflight.raise_findings(loaded.name, findings)
-    options = RunOptions(
-        auto_approve=auto_approve, adapter=adapter, model=model, no_sandbox=no_sandbox
-    )
     _check_sandbox(rt, options)
     executor = _executor(rt, engine, from_step, timeout, no_sandbox)
     started = asyncio.run(executor.start(rt, loaded, text, options, reuse))
@@ -399,6 +403,23 @@ def run(
         announced=bool(reuse),
         wait=wait,
     )
+
+
+def _start_boxes(
+    rt: Runtime, loaded: LoadedPipeline, options: RunOptions, engine: str | None
+) -> None:
+    """A sandboxed run this process executes (the local engine): its first visits' boxes
+    start now, while it is checked and recorded (engine/visit/sandboxing.py)."""
+    from swell.engine.visit.sandboxing import prestart
+    from swell.runtime import plan_ahead
+    from swell.sandbox.settings import settings_of
+
+    runtime = rt.project.manifest.runtime
+    if (engine or runtime.engine or "local") != "local" or options.no_sandbox:
+        return
+    if settings_of(runtime.sandbox) is not None:
+        plan = plan_ahead(rt, loaded, options)
+        prestart(plan, plan.pipeline.pipeline.steps)
 
 
 def _check_sandbox(rt: Runtime, options: RunOptions) -> None:

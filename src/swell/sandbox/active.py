@@ -153,13 +153,15 @@ class Confinement:
             self.made.append(self.proxy())
         return _offline(self.box, self.made[0].path), self.made[0]
 
-    def prestart(self, program: str, agent: bool, run: str) -> None:
+    def prestart(self, program: str, agent: bool, run: str) -> Callable[[], None] | None:
         """Start the long-lived box a process of `program` (an agent CLI's if `agent`) will
-        get, and a lane in it, without waiting for either: the box starts while the run
-        does its other start-up work, and is up when its first process needs it. Nothing
-        with a backend other than bubblewrap (each process is then a container)."""
+        get, and ask for a lane in it, without waiting for either: the box starts while
+        the run does its other start-up work, and is up when its first process needs
+        it. Returned: what waits for the box and readies the lane (a cgroup move), if
+        there is one. Nothing with a backend other than bubblewrap (each process is
+        then a container)."""
         if self.backend.name != "bubblewrap":
-            return
+            return None
         box = self.box
         if self.proxy is not None and (agent or self.domains) and self.egress is not None:
             box = _offline(box, self.egress / "next.sock")  # the key holds its directory
@@ -168,9 +170,11 @@ class Confinement:
         box = _fitted(self, box, program, os.environ.get("PATH"), agent)
         server = self.server(box, run)
         root = pids_root() if self.pids_limit is not None else None
-        if root is not None and self.pids_limit is not None and not server.lanes:
-            limit = self.pids_limit
-            server.prepare_lane(lambda: PidsCgroup.take(root, limit))
+        if root is None or self.pids_limit is None or server.lanes:
+            return None
+        limit = self.pids_limit
+        lane = server.prepare_lane(lambda: PidsCgroup.take(root, limit))
+        return None if lane is None else functools.partial(server.ready_lane, lane)
 
 
 def _server_argv(backend: Backend, box: Box, fd: str) -> list[str]:

@@ -255,11 +255,21 @@ class Server(Spawner):
             return None
         return made
 
-    def prepare_lane(self, cgroup: Callable[[], PidsCgroup]) -> None:
+    def prepare_lane(self, cgroup: Callable[[], PidsCgroup]) -> Lane | None:
         """Ask for a lane for the next visit, without waiting for the box to start."""
         made = self._new_lane(cgroup)
         if made is not None:
             self.lanes.append(made)
+        return made
+
+    def ready_lane(self, lane: Lane) -> None:
+        """Wait for the box to start and move `lane` into its cgroup (off the event loop:
+        a cgroup v1 move waits for an RCU grace period), or drop it if it cannot be."""
+        if lane.alive() and lane.ready():
+            return
+        with contextlib.suppress(ValueError):
+            self.lanes.remove(lane)
+        lane.discard()
 
     def _new_lane(self, cgroup: Callable[[], PidsCgroup]) -> Lane | None:
         control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

@@ -111,6 +111,7 @@ class VisitExecutor:
             feedback = rework.feedback_path if rework else None
             record = sandboxing.recorder(self.emit, step.id, visit.visit)
             note = sandboxing.noter(self.emit, step.id, visit.visit)
+            await sandboxing.settle(self.plan.run_id)  # the run's first boxes are on their way
             sandboxing.enter(self.plan, ws, feedback, step, record, note)
         except SwellError as exc:
             return StepResult(outcome="failure", error=str(exc), retryable=False)

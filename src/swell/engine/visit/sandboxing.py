@@ -4,8 +4,11 @@ box its processes run in, built from the run's plan and the visit's workspace.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -213,6 +216,7 @@ def confinement(
     note: Callable[[str], None] | None = None,
 ) -> sandbox.Confinement:
     """The sandbox of a visit of `step` in `ws` (see `enter`)."""
+    settled(plan.run_id)
     backend = backend_for(chosen)
     adapter_type, options = adapter_config(plan, step) if step else (None, {})
     persona = step.persona if step else None
@@ -235,46 +239,97 @@ def confinement(
 
 
 FIRST_BOXES = 2  # boxes `prestart` starts at most (each is a bwrap and a Python)
+KEPT = 256  # runs whose prestart is remembered (see `prestart`)
+SETTLE = 30.0  # seconds a visit waits at most for its run's prestart to be done
+_pending: dict[str, threading.Event] = {}  # run id -> set once its prestart is done
+_queue: queue.SimpleQueue[Callable[[], None]] | None = None  # the starter thread's work
+_queue_lock = threading.Lock()
 
 
 def prestart(plan: RunPlan, steps: Iterable[Step]) -> None:
     """Start the boxes of the run's first visits while the run starts (a visit's first
-    process otherwise waits for its box: bwrap and the box server's Python): when the
-    process that runs it starts to (executors/local.py, `follow`), and when its runner
-    begins (engine/loop/runner.py; the boxes already started are found). Only for
-    steps that need nothing done first (no dependencies) in the run's own directory
+    process otherwise waits for its box: bwrap and the box server's Python), on the
+    box starter thread: this returns at once, and the run's own start-up (its lint,
+    its store, its services) goes on meanwhile. Called as early as the run's plan is
+    known (`swell run`, before its lint: cli/runs.py), and where a process goes on with
+    a run (executors/local.py, engine/loop/runner.py); once a run per process. Only
+    for steps that need nothing done first (no dependencies) in the run's own directory
     (a worktree or a mount is made when the visit opens it); a box no visit uses is
     closed when idle (sandbox/boxes.py). Never raises: it only saves time."""
+    if plan.run_id in _pending:
+        return
     chosen = settings(plan)
     if chosen is None or chosen.backend != "bubblewrap":
         return
+    if len(_pending) >= KEPT:  # (a long-lived `swell serve`): forget the settled ones
+        for run_id, event in list(_pending.items()):
+            if event.is_set():
+                del _pending[run_id]
+    done = _pending[plan.run_id] = threading.Event()
+    _starter().put(functools.partial(_prestart, plan, chosen, list(steps), done))
+
+
+def _starter() -> queue.SimpleQueue[Callable[[], None]]:
+    """The box starter thread's queue. One thread, kept until swell exits: bwrap's
+    --die-with-parent follows the thread that started it, not the process."""
+    global _queue
+    with _queue_lock:
+        if _queue is None:
+            _queue = queue.SimpleQueue()
+            name = "swell-box-starter"
+            threading.Thread(target=_serve, args=(_queue,), name=name, daemon=True).start()
+        return _queue
+
+
+def _serve(work: queue.SimpleQueue[Callable[[], None]]) -> None:
+    while True:
+        with contextlib.suppress(Exception):  # (a prestart only saves time)
+            work.get()()
+
+
+def settled(run_id: str) -> None:
+    """Wait until the run's prestart, if any, is done (a visit's box is then found,
+    not started twice, and the run's home is not written by both at once)."""
+    found = _pending.get(run_id)
+    if found is not None and threading.current_thread().name != "swell-box-starter":
+        found.wait(SETTLE)
+
+
+async def settle(run_id: str) -> None:
+    """`settled`, without holding the event loop (other runs' visits go on meanwhile)."""
+    found = _pending.get(run_id)
+    if found is not None and not found.is_set():
+        await asyncio.get_running_loop().run_in_executor(None, found.wait, SETTLE)
+
+
+def _prestart(plan: RunPlan, chosen: Settings, steps: list[Step], done: threading.Event) -> None:
+    """On the box starter thread: start the boxes (see `prestart`), then ready their
+    lanes (each waits for its box to be up); `done` is set at the end, whatever happened."""
+    lanes: list[Callable[[], None]] = []
     try:
         plan.workspace.mkdir(parents=True, exist_ok=True)  # (bound into the box)
-    except OSError:
-        return
-    started: set[tuple[str | None, str]] = set()
-    for step in steps:
-        if len(started) >= FIRST_BOXES:
-            return
-        if step.dependencies or step.workspace is not None:
-            continue
-        program, agent = _program_of(plan, step)
-        if program is None or (step.persona, program) in started:
-            continue
-        started.add((step.persona, program))
-        try:
-            made = confinement(
-                plan,
-                chosen,
-                Workspace(plan.workspace, "directory"),
-                None,
-                step,
-                _ignored,
-            )
-            made.prestart(program, agent, plan.run_id)
+        started: set[tuple[str | None, str]] = set()
+        for step in steps:
+            if len(started) >= FIRST_BOXES:
+                break
+            if step.dependencies or step.workspace is not None:
+                continue
+            program, agent = _program_of(plan, step)
+            if program is None or (step.persona, program) in started:
+                continue
+            started.add((step.persona, program))
+            ws = Workspace(plan.workspace, "directory")
+            made = confinement(plan, chosen, ws, None, step, _ignored)
+            ready = made.prestart(program, agent, plan.run_id)
+            if ready is not None:
+                lanes.append(ready)
             made.close()
-        except (SwellError, OSError):
-            return
+        for ready in lanes:  # once every box is on its way: each waits for its box
+            ready()
+    except (SwellError, OSError):
+        return
+    finally:
+        done.set()
 
 
 def _ignored(host: str, port: int, allowed: bool) -> None:
