@@ -34,7 +34,8 @@ def copy_base_repo(parent: Path, dest: Path, init: Callable[[Path], None]) -> st
         base = _make(parent, template, init)
         if base is None:
             return None
-    shutil.copytree(template, dest, symlinks=True)
+    # fresh times, as `git init` gives (copy2 would date the copy to the template)
+    shutil.copytree(template, dest, symlinks=True, copy_function=shutil.copy)
     return base
 
 
