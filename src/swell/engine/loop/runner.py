@@ -187,7 +187,10 @@ class Runner:
         """Run to the end. Meanwhile this process adopts the orphans of its steps'
         processes, so a visit's leftovers are found among its own descendants."""
         with sweep.adopting():
-            return await self._run()
+            try:
+                return await self._run()
+            finally:  # the visits' own checkpoint refs, written after them (laterrefs.py)
+                self.executor.workspaces.checkpoints.later.settle()
 
     async def _run(self) -> RunSummary:
         self.plan.workspace.mkdir(parents=True, exist_ok=True)
