@@ -1,8 +1,7 @@
 """What a checkpoint costs a loop of small visits (engine/visit/checkpointing.py): a
 small workspace scanned before is checkpointed on the event loop, without a thread;
 one that would stat or read more than `ON_LOOP` allows goes to a thread and is the
-same checkpoint; a workspace's tip ref is rewritten in place, not made anew, and each
-visit's own ref is written after the visit."""
+same checkpoint; a workspace's tip ref is rewritten in place, not made anew."""
 
 from __future__ import annotations
 
@@ -128,10 +127,7 @@ def test_a_visits_checkpoint_of_a_small_workspace_starts_no_thread(
         return commits
 
     commits = asyncio.run(visits())
-    # the first checkpoint, which reads what the run knew, and the one that writes
-    # each visit's own ref after it (workspace/laterrefs.py)
-    assert sorted(started) == ["swell-read", "swell-refs"]
-    memory.later.settle()
+    assert len(started) == 1  # the first, which reads what the run knew
     repo = Checkpoints(tmp_path / "state" / "checkpoints.git")
     assert repo.resolve("refs/swell/run1/tip/main") == commits[-1]
     for n, commit in enumerate(commits, start=1):

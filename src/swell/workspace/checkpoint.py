@@ -38,7 +38,6 @@ from pathlib import Path
 
 from swell.workspace import ignores
 from swell.workspace.gitobjects import ObjectWriter, commit_body, sha1_repository
-from swell.workspace.laterrefs import LaterRefs
 from swell.workspace.statcache import StatFile, load
 from swell.workspace.treescan import Budget, Fallback, NotCheap, StatCache
 from swell.workspace.treescan import write_tree as scan_tree
@@ -158,7 +157,6 @@ class Memory:
         self._excludes: list[ignores.Rules | None] = []  # the global excludes, read once
         self.tips: dict[tuple[Path, str, str], tuple[str, str]] = {}  # (repo, run, key) ->
         self.ready: set[Path] = set()  # repositories known to exist
-        self.later = LaterRefs()  # each visit's own ref, written after the visit
 
     def memo(self, index: Path) -> _Memo:
         with self._guard:

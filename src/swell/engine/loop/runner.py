@@ -187,10 +187,7 @@ class Runner:
         """Run to the end. Meanwhile this process adopts the orphans of its steps'
         processes, so a visit's leftovers are found among its own descendants."""
         with sweep.adopting():
-            try:
-                return await self._run()
-            finally:  # the visits' own checkpoint refs, written after them (laterrefs.py)
-                self.executor.workspaces.checkpoints.later.settle()
+            return await self._run()
 
     async def _run(self) -> RunSummary:
         self.plan.workspace.mkdir(parents=True, exist_ok=True)

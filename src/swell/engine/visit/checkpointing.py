@@ -94,7 +94,7 @@ def take(
         snap = repo.snapshot(
             workspace,
             index_path(plan.run_dir, key),
-            refs=[tip_ref(plan.run_id, key)],
+            refs=[visit_ref(plan.run_id, step_id, visit), tip_ref(plan.run_id, key)],
             message=f"swell: {step_id} visit {visit}",
             parent=tip[0] if tip else None,
             parent_tree=tip[1] if tip else None,
@@ -103,8 +103,6 @@ def take(
     except (WorkspaceError, OSError) as exc:
         return Warning(message=f"no checkpoint of this visit's workspace: {exc}")
     memory.tips[(repo.repo, plan.run_id, key)] = (snap.commit, snap.tree)
-    if snap.changed:  # the tip reaches it meanwhile (workspace/laterrefs.py)
-        memory.later.add(repo.write_ref, visit_ref(plan.run_id, step_id, visit), snap.commit)
     return WorkspaceCheckpoint(
         commit=snap.commit,
         tree=snap.tree,
