@@ -40,7 +40,9 @@ Two workloads:
   real loops are.
 
 The machine may be small and noisy, so the implementations run interleaved in
-rounds (the order rotates each round); the minimum and the median of each are
+rounds (shuffled each round: a rotation keeps each one's predecessor, and a run that
+leaves much for the disk to write back slows the one after it, so each run also
+starts after an `os.sync()`); the minimum and the median of each are
 reported, and the ratios are taken between minimums (and between medians).
 `LOOP_BENCH_ROUNDS` sets the number of rounds (default 5). `SWELL_BASELINE_SRC`,
 the `src/` directory of another checkout (e.g. a `git worktree` of an older
@@ -54,6 +56,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shlex
 import statistics
 import subprocess
@@ -454,10 +457,12 @@ class Bench:
         names = list(runners)
         times: dict[str, list[float]] = {name: [] for name in names}
         for r in range(rounds):
-            order = names[r % len(names) :] + names[: r % len(names)]
+            order = names[:]
+            random.Random(r).shuffle(order)
             cells = []
             for name in order:
                 scratch = self.root / "scratch" / f"{workload.name}-{name}-{r}"
+                os.sync()  # the last run's writeback must not slow this one
                 times[name].append(runners[name](scratch))
                 cells.append(f"{name} {times[name][-1]:6.2f}s")
             print(f"  round {r + 1}: " + "   ".join(cells), flush=True)

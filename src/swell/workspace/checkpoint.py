@@ -39,7 +39,7 @@ from pathlib import Path
 from swell.workspace import ignores
 from swell.workspace.gitobjects import ObjectWriter, commit_body, sha1_repository
 from swell.workspace.statcache import StatFile, load
-from swell.workspace.treescan import Fallback, StatCache
+from swell.workspace.treescan import Budget, Fallback, NotCheap, StatCache
 from swell.workspace.treescan import write_tree as scan_tree
 from swell.workspace.watch import Watch
 from swell.workspace.workspace import WorkspaceError
@@ -140,6 +140,7 @@ class _Memo:
     scan: _Scan | None = None  # the stat data of the work tree then
     stale: bool = False  # the index is behind an in-process checkpoint: git starts afresh
     by_git: int = 0  # checkpoints left to git before trying here again
+    in_thread: int = 0  # checkpoints taken in a thread before trying on the loop again
 
 
 class Memory:
@@ -333,15 +334,22 @@ class Checkpoints:
             return found[1][5:].split(b"\n", 1)[0].decode()
         return self.git("rev-parse", f"{commit}^{{tree}}").strip()
 
-    def write_tree(self, work_tree: Path, index: Path) -> str:
+    def write_tree(self, work_tree: Path, index: Path, budget: Budget | None = None) -> str:
         """The tree of `work_tree` as the checkpoint would keep it (through `index`,
         swell's own: the workspace's index is never read or written). In this process
         when it can (treescan.py); else by git, where a small work tree whose every
         entry has the stat data it had when git last wrote a tree from `index` is
         that tree, without a git process (`_Scan`), and when `add` changed nothing in
-        such an index, it is that tree too: one git process."""
+        such an index, it is that tree too: one git process.
+
+        With `budget` (the caller is the event loop), only a scan in this process that
+        stays within it, of a workspace scanned here before, is done; anything more (a
+        first scan, git, a big read, a checkpoint of it under way in a thread) raises
+        `NotCheap` with nothing written, and the caller goes to a thread."""
         index.parent.mkdir(parents=True, exist_ok=True)
         memo = self.memory.memo(index)
+        if budget is not None:
+            return self._cheaply(work_tree, index, memo, budget)
         with memo.lock:
             tree = self._in_process(work_tree, index, memo)
             if tree is not None:
@@ -362,7 +370,26 @@ class Checkpoints:
             memo.scan = scan
             return known
 
-    def _in_process(self, work_tree: Path, index: Path, memo: _Memo) -> str | None:
+    def _cheaply(self, work_tree: Path, index: Path, memo: _Memo, budget: Budget) -> str:
+        if memo.in_thread > 0:  # it did not fit lately: not a wasted walk each time
+            memo.in_thread -= 1
+            raise NotCheap("lately too big")
+        if memo.cache is None or memo.by_git > 0 or not memo.lock.acquire(blocking=False):
+            raise NotCheap("not scanned here yet, git's, or being scanned")
+        try:
+            tree = self._in_process(work_tree, index, memo, budget)
+        except NotCheap:
+            memo.in_thread = RETRY_AFTER
+            raise
+        finally:
+            memo.lock.release()
+        if tree is None:
+            raise NotCheap("git takes it")
+        return tree
+
+    def _in_process(
+        self, work_tree: Path, index: Path, memo: _Memo, budget: Budget | None = None
+    ) -> str | None:
         """The tree written without git (treescan.py), or None when git must write it."""
         excludes = self.memory.global_rules()
         if excludes is None or not self.memory.sha1(self.repo):
@@ -375,7 +402,9 @@ class Checkpoints:
             memo.cache = StatCache(files=load(memo.stat_file.path))
         objects = self.memory.writer(self.repo)
         try:
-            tree = scan_tree(work_tree.absolute(), memo.cache, objects, excludes, memo.watch)
+            tree = scan_tree(
+                work_tree.absolute(), memo.cache, objects, excludes, memo.watch, budget
+            )
         except Fallback:
             memo.by_git, memo.cache = RETRY_AFTER, None
             return None
@@ -396,10 +425,12 @@ class Checkpoints:
         message: str,
         parent: str | None,
         parent_tree: str | None,
+        budget: Budget | None = None,
     ) -> Snapshot:
         """Commit `work_tree` on top of `parent` and point each of `refs` at it; when
-        its tree is `parent_tree`, `parent` is the checkpoint and nothing is written."""
-        tree = self.write_tree(work_tree, index)
+        its tree is `parent_tree`, `parent` is the checkpoint and nothing is written.
+        `budget`: see `write_tree`."""
+        tree = self.write_tree(work_tree, index, budget)
         if parent is not None and tree == parent_tree:
             return Snapshot(parent, tree, parent, changed=False)
         if self.memory.sha1(self.repo):
@@ -422,6 +453,8 @@ class Checkpoints:
         if not ref.startswith("refs/swell/") or ".." in ref or not _COMMIT.fullmatch(commit):
             raise WorkspaceError(f"not a checkpoint ref: {ref} -> {commit}")
         path = self.repo / ref
+        if _rewrite_in_place(path, f"{commit}\n".encode()):
+            return
         partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
         try:
             partial.write_text(f"{commit}\n")
@@ -480,6 +513,24 @@ class Checkpoints:
         if stat:
             flags.append("--stat=200")
         return self.git("diff", *flags, old or EMPTY_TREE, new)
+
+
+def _rewrite_in_place(path: Path, text: bytes) -> bool:
+    """Overwrite a ref file that holds a commit id of the same length with one
+    `pwrite`: a workspace's tip moves every changed visit, and making a new file costs
+    a directory change (over a millisecond on a busy disk) where this costs a write.
+    One write of a few dozen bytes is never torn by a killed process. False: there is
+    no such file (a new ref, a packed one, a symbolic one): write it anew."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_size != len(text):
+            return False
+        return os.pwrite(fd, text, 0) == len(text)
+    finally:
+        os.close(fd)
 
 
 def index_path(run_dir: Path, key: str) -> Path:

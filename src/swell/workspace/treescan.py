@@ -48,6 +48,20 @@ class Fallback(Exception):
     """Something only git handles: it takes this checkpoint."""
 
 
+class NotCheap(Exception):
+    """A scan asked to stay small (`Budget`: it runs on the event loop) met more: more
+    entries to stat, or more bytes to read, than it may. Nothing is lost: the caller
+    takes the checkpoint again in a thread."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a scan on the event loop may do: stat `entries`, read `bytes`."""
+
+    entries: int
+    bytes: int
+
+
 @dataclass
 class _Dir:
     """A directory as last listed: its files' entries, its subdirectories (not
@@ -94,8 +108,12 @@ class _Walk:
         excludes: ignores.Rules,
         watch: Watch | None,
         dirty: set[str] | None,
+        budget: Budget | None = None,
     ) -> None:
         self.cache = cache
+        self.budget = budget
+        self.stats = 0  # entries stat'ed
+        self.read = 0  # bytes read
         self.objects = objects
         self.excludes = excludes
         self.watch = watch
@@ -171,6 +189,9 @@ class _Walk:
                     raise Fallback("a repository inside the workspace")
                 continue
             st = item.stat(follow_symlinks=False)
+            self.stats += 1
+            if self.budget is not None and self.stats > self.budget.entries:
+                raise NotCheap(f"more than {self.budget.entries} entries")
             sub = f"{rel}/{name}" if rel else name
             is_dir = stat.S_ISDIR(st.st_mode)
             if self.ignored(rules, sub, name, is_dir):
@@ -213,6 +234,9 @@ class _Walk:
         known = self.cache.files.get(rel)
         if known is not None and known.trusted and known.stat == data:
             return (os.fsencode(name), mode, known.oid)
+        self.read += st.st_size
+        if self.budget is not None and self.read > self.budget.bytes:
+            raise NotCheap(f"more than {self.budget.bytes} bytes to read")
         try:
             if mode == SYMLINK:
                 body = os.fsencode(os.readlink(path))
@@ -256,19 +280,21 @@ def write_tree(
     objects: ObjectWriter,
     excludes: ignores.Rules,
     watch: Watch | None = None,
+    budget: Budget | None = None,
 ) -> str:
     """The id of `root`'s tree, its new objects written; `Fallback` when git must do
-    it. With `watch`, only the directories it reports changed are listed again."""
+    it. With `watch`, only the directories it reports changed are listed again. With
+    `budget`, `NotCheap` when the scan would do more than it allows."""
     with cache.lock:
         dirty = watch.changed() if watch is not None and cache.dirs else None
         if watch is not None and dirty is None:
             watch.begin_full()
         try:
-            oid = _Walk(cache, objects, excludes, watch, dirty).tree(str(root))
+            oid = _Walk(cache, objects, excludes, watch, dirty, budget).tree(str(root))
         except OSError as exc:
             cache.dirs.clear()  # half walked: the next scan is a full one
             raise Fallback(str(exc)) from None
-        except Fallback:
+        except (Fallback, NotCheap):
             cache.dirs.clear()
             raise
         if watch is not None and dirty is None:
@@ -276,4 +302,4 @@ def write_tree(
         return oid
 
 
-__all__ = ["MAX_FILE_BYTES", "Fallback", "StatCache", "write_tree"]
+__all__ = ["MAX_FILE_BYTES", "Budget", "Fallback", "NotCheap", "StatCache", "write_tree"]

@@ -173,11 +173,7 @@ class VisitExecutor:
         plan, path = self.plan, ws.path
         scan = kind.changes_workspace or step.handover is not None  # contracts run commands
         memory = self.workspaces.checkpoints
-        taken = None
-        if checkpointing.enabled():  # else nothing to hand off the loop
-            taken = await off_loop(
-                lambda: checkpointing.take(plan, memory, path, step.id, visit.visit, scan)
-            )
+        taken = await checkpointing.checkpoint(plan, memory, path, step.id, visit.visit, scan)
         if taken is not None:
             result.events.append(ctx.event(taken))
         return result
