@@ -106,7 +106,7 @@ def test_every_string_field_is_free_text_or_named_here() -> None:
         "feedback_path", "file", "path", "summarizer", "target", "key", "name", "sha256",
         "artifact_type", "child_run_id", "gate_type", "deadline", "default", "choice", "by",
         "host", "commit", "tree", "parent", "checkpoint", "origin_run_id", "at_step",
-        "fork_run_id", "abandoned", "call_id",
+        "fork_run_id", "abandoned", "call_id", "remote",
     }  # fmt: skip
     found = set()
     for model in [*kinds(), ev.ReviewIssue, ev.ReviewFeedback, ev.GateChoiceInfo]:

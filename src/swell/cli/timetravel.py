@@ -119,12 +119,11 @@ def _continue(
     local: bool = False,
 ) -> None:
     """Continue the prepared run as `swell resume` does (`local`: in this process)."""
-    from swell.executors import executor_for
-    from swell.executors.local import LocalExecutor
+    from swell.executors import executor_for, executor_named
 
     rt = runtime(ctx)
     run = rt.store.get_run(run_id)
-    executor = LocalExecutor() if local else executor_for(run)
+    executor = executor_named(rt, "local") if local else executor_for(run)
     resumed = executor.resume(rt, run)
     if resumed.plan is not None:
         resumed.plan.options.no_sandbox = no_sandbox

@@ -272,6 +272,7 @@ FIELDS: dict[str, tuple[tuple[str, object], ...]] = {
         ("parent", None),
         ("changed", True),
         ("workspace", ""),
+        ("remote", None),
     ),
 }
 
