@@ -12,7 +12,9 @@ header (a batch of visible patches, web/static/app.js) is timed too.
 
 Goal (issue 13, issue 32): p95 under 150 ms with 50 pages open on the run
 (LIVE_BENCH_PAGES, each in a browser context of its own: a browser opens at most six
-connections to one host, and every page holds a stream). The baseline is the page's
+connections to one host, and every page holds a stream). LIVE_BENCH_READERS=N adds N
+viewers whose browsers are elsewhere: each a connection of its own reading the run's
+stream as a page does, timed from commit to received. The baseline is the page's
 own round trip: a `fetch` of the run's JSON from the page, timed in the browser; the
 ratio says how many such round trips an event's way to the page costs.
 """
