@@ -84,6 +84,9 @@ if mode == "break":
     open("calc.py", "w").write(text)
 if mode == "sleep":
     import time; time.sleep(1.5)
+    hold = os.path.join(os.environ["SWELL_PROJECT_ROOT"], "hold")
+    while index and os.path.exists(hold):  # every task but the first waits for the test
+        time.sleep(0.05)
 if mode == "cheat":  # the failing test made to pass, the code left broken
     text = open("test_calc.py").read().replace(f"assert f{index}(10)", f"assert 1 or f{index}(10)")
     subprocess.run(["git", "checkout", "--", "calc.py"], check=True)
