@@ -61,7 +61,7 @@ import httpx
 
 from pathlib import Path
 
-url, count, target, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+url, count, target, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 ready = Path(out + ".ready")
 
 async def read(client, seen):
@@ -73,18 +73,17 @@ async def read(client, seen):
                     seen.setdefault(str(event["seq"]), now)
                 if all(seen_by_all) and not ready.exists():
                     ready.touch()  # every viewer has the run's start: events may come
-                if str(target) in seen:
+                if target in seen:
                     return
 
-seen_by_all = [{} for _ in range(count)]
+seen_by_all = [{} for _ in range(count)]  # per viewer: seq -> ms it was received
 
 async def main():
-    seen = seen_by_all
     limits = httpx.Limits(max_connections=count + 1)
     async with httpx.AsyncClient(limits=limits) as client:
-        await asyncio.wait_for(asyncio.gather(*(read(client, s) for s in seen)), 180)
+        await asyncio.wait_for(asyncio.gather(*(read(client, s) for s in seen_by_all)), 180)
     with open(out, "w") as f:
-        json.dump(seen, f)
+        json.dump(seen_by_all, f)
 
 asyncio.run(main())
 """
